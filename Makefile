@@ -1,0 +1,36 @@
+# The two first commands of the README: `make demo` (set-up + main job) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# A CPU build of torch is enough for everything that runs without a GPU.
+TORCH ?= torch==2.13.0
+
+.PHONY: demo test lint typecheck unit corpus bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/karyamorph demo
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check karyamorph tests benchmarks datasets
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy karyamorph
+
+unit: $(VENV)/.installed
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck unit
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/compile_side.py
+	$(BIN)/python benchmarks/parser.py
+
+clean:
+	rm -rf $(VENV) karyamorph.duckdb .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Local web UI and static HTML reports."""

@@ -1,0 +1,1 @@
+"""Toolchain discovery, KernelSpec, the stage pipeline, device info."""

@@ -1,0 +1,1 @@
+"""PTX as data: parser, printer, builder, instruction catalog, version tables."""

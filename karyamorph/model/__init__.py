@@ -1,0 +1,1 @@
+"""The machine: semantics, interpreter, z3 checks, resource and cost models."""

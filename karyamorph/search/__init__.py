@@ -1,0 +1,1 @@
+"""Search spaces, strategies and ranking over kernel variants."""

@@ -1,0 +1,1 @@
+"""DuckDB store: schema, migrations, writers and queries."""
