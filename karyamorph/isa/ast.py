@@ -230,7 +230,7 @@ class Function:
     """An ``.entry`` or ``.func``: linkage, return params, params, performance directives, body.
 
     ``body`` is None for a prototype declaration (``.extern .func f(...);``).
-    ``attributes`` keeps performance-tuning directives in order: ``(".maxntid", (256, 1, 1))``.
+    ``attributes`` keeps performance-tuning directives in order: ``("maxntid", (256, 1, 1))``.
     """
 
     kind: str
@@ -251,7 +251,7 @@ class Function:
         yield from _walk_instructions(self.body or ())
 
     def attribute(self, name: str) -> tuple[int, ...] | None:
-        """The values of a performance directive such as ``.maxntid``, or None."""
+        """The values of a performance directive such as ``maxntid`` (no dot), or None."""
         for key, values in self.attributes:
             if key == name:
                 return values

@@ -1,0 +1,421 @@
+"""PTX text -> Module: the lark LALR grammar in ``ptx.lark`` plus a tree-building transformer."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import lark
+from lark import Token, Transformer
+
+from karyamorph.isa import ast
+from karyamorph.isa.errors import PtxSyntaxError, caret_excerpt
+
+STATE_SPACES = frozenset({"reg", "sreg", "const", "global", "local", "param", "shared", "tex"})
+LINKAGES = frozenset({"visible", "extern", "weak", "common"})
+TYPES = frozenset({
+    "pred", "b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64", "s8", "s16", "s32",
+    "s64", "f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32", "e4m3", "e5m2",
+    "texref", "samplerref", "surfref",
+})  # fmt: skip
+# Directives that end without a semicolon.
+UNTERMINATED = frozenset({"loc", "file"})
+
+
+def _loc(token: Token) -> ast.Loc:
+    return ast.Loc(token.line or 0, token.column or 0)
+
+
+class _Words:
+    """A run of dotted words and numbers (``.param .u64 .ptr .align 16``), with its position."""
+
+    __slots__ = ("loc", "tokens")
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+        self.loc = _loc(tokens[0])
+
+
+class _Params(tuple):  # type: ignore[type-arg]
+    """A parenthesised parameter list, told apart from other children by its type."""
+
+
+class _Dims(tuple):  # type: ignore[type-arg]
+    """Array dimensions of a declarator."""
+
+
+class _Builder(Transformer[Token, Any]):
+    """Turns the parse tree into ``ast`` nodes, bottom-up, while the LALR parser runs."""
+
+    def __init__(self, filename: str, text: str) -> None:
+        super().__init__()
+        self.filename = filename
+        self.text = text
+
+    def _error(self, message: str, loc: ast.Loc) -> PtxSyntaxError:
+        return PtxSyntaxError(
+            message, self.filename, loc.line, loc.column, caret_excerpt(self.text, loc.line, loc.column)
+        )
+
+    # --- module header ---------------------------------------------------------------------
+    def version(self, c: list[Token]) -> tuple[str, str]:
+        return ("version", str(c[1]))
+
+    def target(self, c: list[Token]) -> tuple[str, tuple[str, ...]]:
+        return ("target", tuple(str(t) for t in c[1:]))
+
+    def address_size(self, c: list[Token]) -> tuple[str, int]:
+        return ("address_size", int(c[1]))
+
+    def start(self, items: list[Any]) -> ast.Module:
+        version, target, address_size = "", (), None
+        body: list[ast.TopLevel] = []
+        for item in items:
+            if isinstance(item, tuple) and item and item[0] == "version":
+                version = item[1]
+            elif isinstance(item, tuple) and item and item[0] == "target":
+                target = item[1]
+            elif isinstance(item, tuple) and item and item[0] == "address_size":
+                address_size = item[1]
+            else:
+                body.append(item)
+        if not version:
+            raise self._error("missing .version directive (PTX must start with .version)", ast.Loc(1, 1))
+        return ast.Module(version, target, address_size, tuple(body))
+
+    # --- shared pieces ---------------------------------------------------------------------
+    def words(self, c: list[Token]) -> _Words:
+        return _Words(c)
+
+    def dims(self, c: list[Token | None]) -> _Dims:
+        return _Dims(None if t is None else int(t, 0) for t in c)
+
+    # --- declarations ----------------------------------------------------------------------
+    def declarator(self, c: list[Any]) -> tuple[str, int | None, tuple[int | None, ...]]:
+        return (str(c[0]), None, tuple(c[1]) if len(c) > 1 else ())
+
+    def param_declarator(self, c: list[Token]) -> tuple[str, int | None, tuple[int | None, ...]]:
+        return (str(c[0]), int(c[1]), ())
+
+    def init(self, c: list[Any]) -> str:
+        return str(c[0])
+
+    def init_list(self, c: list[Any]) -> str:
+        return "{" + ", ".join(str(x) for x in c) + "}"
+
+    def init_generic(self, c: list[Token]) -> str:
+        return f"{c[0]}({c[1]})"
+
+    def decl(self, c: list[Any]) -> ast.VarDecl:
+        words: _Words = c[0]
+        init = c[-1] if isinstance(c[-1], str) else None
+        declarators = [d for d in c[1:] if isinstance(d, tuple)]
+        space, type_, align, vector, quals = "", "", None, None, []
+        toks = words.tokens
+        i = 0
+        while i < len(toks):
+            w = str(toks[i])
+            name = w[1:]
+            if w == ".align" and i + 1 < len(toks) and toks[i + 1].type == "NUMBER":
+                align = int(toks[i + 1], 0)
+                i += 2
+                continue
+            if name in LINKAGES:
+                quals.append(name)
+            elif name in STATE_SPACES and not space:
+                space = name
+            elif name in ("v2", "v4", "v8"):
+                vector = int(name[1:])
+            elif name in TYPES:
+                type_ = name
+            elif not space:
+                raise self._error(f"unknown directive {w}", _loc(toks[i]))
+            else:
+                raise self._error(f"unexpected {w} in a .{space} declaration", _loc(toks[i]))
+            i += 1
+        if not space:
+            raise self._error("declaration without a state space (.reg, .shared, ...)", words.loc)
+        if not type_:
+            raise self._error(f".{space} declaration without a type", words.loc)
+        counts = {d[1] for d in declarators}
+        dims = {d[2] for d in declarators}
+        if len(counts) > 1 or len(dims) > 1:
+            # Mixed shapes in one statement: keep each name on its own declaration.
+            raise self._error("declarators of different shapes in one statement", words.loc)
+        return ast.VarDecl(
+            space=space,
+            type=type_,
+            names=tuple(d[0] for d in declarators),
+            qualifiers=tuple(quals),
+            align=align,
+            vector=vector,
+            count=declarators[0][1],
+            dims=declarators[0][2],
+            init=init,
+            loc=words.loc,
+        )
+
+    # --- functions -------------------------------------------------------------------------
+    def param(self, c: list[Any]) -> ast.Param:
+        words: _Words = c[0]
+        name = str(c[1])
+        dims = tuple(c[2]) if len(c) > 2 else ()
+        space, type_, align, ptr_space, ptr_align, is_ptr = "param", "", None, None, None, False
+        toks = words.tokens
+        i = 0
+        while i < len(toks):
+            w = str(toks[i])[1:]
+            if w == "align" and i + 1 < len(toks) and toks[i + 1].type == "NUMBER":
+                if is_ptr:
+                    ptr_align = int(toks[i + 1], 0)
+                else:
+                    align = int(toks[i + 1], 0)
+                i += 2
+                continue
+            if w == "ptr":
+                is_ptr = True
+            elif is_ptr and w in STATE_SPACES:
+                ptr_space = w
+            elif w in STATE_SPACES:
+                space = w
+            elif w in TYPES:
+                type_ = w
+            else:
+                raise self._error(f"unexpected .{w} in parameter {name}", _loc(toks[i]))
+            i += 1
+        if not type_:
+            raise self._error(f"parameter {name} has no type", words.loc)
+        return ast.Param(name, type_, space, align, ptr_space, ptr_align, is_ptr, dims)
+
+    def params(self, c: list[Any]) -> _Params:
+        return _Params(p for p in c if p is not None)
+
+    def perf(self, c: list[Any]) -> tuple[str, tuple[int, ...]]:
+        return (str(c[0])[1:], tuple(int(t, 0) for t in c[1:] if t is not None))
+
+    def fbody(self, c: list[Any]) -> tuple[ast.Statement, ...]:
+        return tuple(c)
+
+    def no_body(self, c: list[Any]) -> None:
+        return None
+
+    def function(self, c: list[Any]) -> ast.Function:
+        linkage: tuple[str, ...] = ()
+        kind_token: Token | None = None
+        name = ""
+        lists: list[_Params] = []
+        attributes: list[tuple[str, tuple[int, ...]]] = []
+        body: tuple[ast.Statement, ...] | None = None
+        for item in c[:-1]:
+            if isinstance(item, _Words):
+                for t in item.tokens:
+                    if str(t)[1:] not in LINKAGES:
+                        raise self._error(f"unexpected {t} before a function", _loc(t))
+                linkage = tuple(str(t)[1:] for t in item.tokens)
+            elif isinstance(item, Token) and item.type in ("ENTRY", "FUNC"):
+                kind_token = item
+            elif isinstance(item, Token):
+                name = str(item)
+            elif isinstance(item, _Params):
+                lists.append(item)
+            elif isinstance(item, tuple):
+                attributes.append(item)
+        body = c[-1]
+        assert kind_token is not None
+        kind = str(kind_token)[1:]
+        params: tuple[ast.Param, ...] = ()
+        returns: tuple[ast.Param, ...] = ()
+        if kind == "func" and len(lists) == 2:
+            returns, params = tuple(lists[0]), tuple(lists[1])
+        elif lists:
+            # A single list before the name of a .func is its return list; detected by order.
+            params = tuple(lists[0])
+            if kind == "func" and self._returns_first(c):
+                returns, params = params, ()
+        return ast.Function(
+            kind, name, params, body, linkage, returns, tuple(attributes), _loc(kind_token)
+        )
+
+    @staticmethod
+    def _returns_first(c: list[Any]) -> bool:
+        for item in c:
+            if isinstance(item, _Params):
+                return True
+            if isinstance(item, Token) and item.type in ("IDENT", "REGISTER"):
+                return False
+        return False
+
+    # --- statements ------------------------------------------------------------------------
+    def label(self, c: list[Token]) -> ast.Label:
+        return ast.Label(str(c[0]).rstrip(":").strip(), _loc(c[0]))
+
+    def block(self, c: list[Any]) -> ast.Block:
+        return ast.Block(tuple(c), c[0].loc if c else ast.NOWHERE)
+
+    def raw(self, c: list[Token]) -> ast.Directive:
+        text = _strip_comment(str(c[0]))
+        name, _, args = text.partition(" ")
+        if "\t" in name:
+            name, _, rest = name.partition("\t")
+            args = f"{rest} {args}".strip()
+        name = name[1:]
+        return ast.Directive(name, args.strip(), name not in UNTERMINATED, None, _loc(c[0]))
+
+    def section(self, c: list[Token]) -> ast.Directive:
+        text = str(c[0])
+        head, _, rest = text.partition("{")
+        return ast.Directive("section", head[len(".section") :].strip(), False, rest[:-1], _loc(c[0]))
+
+    def instruction(self, c: list[Any]) -> ast.Instruction:
+        guard = None
+        i = 0
+        if isinstance(c[0], Token) and c[0].type == "GUARD":
+            g = str(c[0])[1:]
+            guard = ast.Guard(g.lstrip("!"), g.startswith("!"))
+            i = 1
+        op: Token = c[i]
+        opcode, *mods = str(op).split(".")
+        operands = tuple(_operand(x) for x in c[i + 1 :] if x is not None)
+        return ast.Instruction(opcode, tuple(mods), operands, guard, _loc(op))
+
+    # --- operands ----------------------------------------------------------------------------
+    def pair(self, c: list[Token]) -> ast.Pair:
+        return ast.Pair(_operand(c[0]), _operand(c[1]))
+
+    def negated(self, c: list[Token]) -> ast.Negated:
+        return ast.Negated(_operand(c[0]))
+
+    def vector(self, c: list[Any]) -> ast.Vector:
+        return ast.Vector(tuple(_operand(x) for x in c if x is not None))
+
+    def paren_list(self, c: list[Any]) -> ast.ParenList:
+        return ast.ParenList(tuple(_operand(x) for x in c if x is not None))
+
+    def offset(self, c: list[Token]) -> int:
+        return int(ast.immediate_value(str(c[0])))
+
+    def sym_offset(self, c: list[Token]) -> ast.Expression:
+        return ast.Expression(f"{c[0]}+{c[1]}")
+
+    def address(self, c: list[Any]) -> ast.Address:
+        base = _operand(c[0])
+        assert isinstance(base, ast.Register | ast.Symbol | ast.Immediate)
+        offset = sum(x for x in c[1:] if isinstance(x, int))
+        extra = tuple(_operand(x) for x in c[1:] if not isinstance(x, int))
+        return ast.Address(base, offset, extra)
+
+
+def _operand(x: Any) -> ast.Operand:
+    if isinstance(x, Token):
+        if x.type == "REGISTER":
+            return ast.Register(str(x))
+        if x.type == "NUMBER":
+            return ast.Immediate(str(x))
+        return ast.Symbol(str(x))
+    return x  # type: ignore[no-any-return]
+
+
+def _strip_comment(text: str) -> str:
+    """Drop a trailing ``//`` comment that the raw-directive token swallowed (quotes respected)."""
+    quoted = False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and text.startswith("//", i):
+            return text[:i].rstrip()
+    return text.rstrip()
+
+
+_LOCK = threading.Lock()
+
+
+@functools.cache
+def _parser() -> tuple[lark.Lark, _Builder]:
+    # Building the LALR tables costs ~100 ms: do it once and point the one transformer at
+    # each new text (under a lock, since the transformer holds the text for error messages).
+    builder = _Builder("<string>", "")
+    grammar = resources.files("karyamorph.isa").joinpath("ptx.lark").read_text()
+    return (
+        lark.Lark(grammar, parser="lalr", lexer="contextual", transformer=builder, maybe_placeholders=True),
+        builder,
+    )
+
+
+def parse(text: str, filename: str = "<string>") -> ast.Module:
+    """Parse PTX text into a :class:`~karyamorph.isa.ast.Module`.
+
+    Parameters
+    ----------
+    text : str
+        The PTX source.
+    filename : str
+        Used in error messages (``file:line:col``).
+
+    Raises
+    ------
+    PtxSyntaxError
+        With the location, a caret excerpt and what was expected.
+    """
+    parser, builder = _parser()
+    with _LOCK:
+        builder.filename, builder.text = filename, text
+        try:
+            tree = parser.parse(text)
+        except lark.exceptions.VisitError as exc:
+            if isinstance(exc.orig_exc, PtxSyntaxError):
+                raise exc.orig_exc from None
+            raise
+        except lark.exceptions.UnexpectedInput as exc:
+            raise _syntax_error(exc, text, filename) from None
+    assert isinstance(tree, ast.Module)
+    return tree
+
+
+def parse_file(path: str | Path) -> ast.Module:
+    """Parse a PTX file; errors name the file."""
+    p = Path(path)
+    return parse(p.read_text(), str(path))
+
+
+def _syntax_error(exc: lark.exceptions.UnexpectedInput, text: str, filename: str) -> PtxSyntaxError:
+    line = getattr(exc, "line", 0) or 0
+    column = getattr(exc, "column", 0) or 0
+    if isinstance(exc, lark.exceptions.UnexpectedEOF) or line <= 0:
+        line = max(1, len(text.splitlines()))
+        column = len(text.splitlines()[-1]) + 1 if text.splitlines() else 1
+        msg = "unexpected end of file (unbalanced braces or a missing ';'?)"
+    elif isinstance(exc, lark.exceptions.UnexpectedToken):
+        tok = exc.token
+        msg = f"unexpected {_describe(tok)}"
+        if str(tok) == "}" or tok.type == "RBRACE":
+            msg += " (unbalanced braces?)"
+        expected = sorted(_nice(e) for e in exc.expected)
+        if expected and len(expected) <= 8:
+            msg += "; expected " + ", ".join(expected)
+    else:
+        ch = text.splitlines()[line - 1][column - 1 : column] if text.splitlines() else ""
+        msg = f"unexpected character {ch!r}"
+        if ch == ".":
+            msg = "malformed directive or instruction"
+    return PtxSyntaxError(msg, filename, line, column, caret_excerpt(text, line, column))
+
+
+_NICE = {
+    "SEMICOLON": "';'", "COMMA": "','", "LBRACE": "'{'", "RBRACE": "'}'", "LPAR": "'('",
+    "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "IDENT": "a name", "REGISTER": "a register",
+    "NUMBER": "a number", "OPCODE": "an instruction", "DOTWORD": "a directive",
+    "LABEL_DEF": "a label", "VBAR": "'|'", "PLUS": "'+'", "EQUAL": "'='",
+}  # fmt: skip
+
+
+def _nice(name: str) -> str:
+    return _NICE.get(name, name.lower())
+
+
+def _describe(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    return f"{_nice(tok.type)} {str(tok)!r}" if tok.type in _NICE else repr(str(tok))

@@ -1,0 +1,148 @@
+"""The store's schema as numbered migrations: the only place that holds SQL DDL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema step: what it does, and the statements that do it (run in order)."""
+
+    description: str
+    statements: tuple[str, ...]
+
+
+# Foreign keys are deliberately not declared: DuckDB enforces them on every insert and forbids
+# deleting a referenced row, which would make pruning old runs a multi-table dance. The
+# columns named *_id / *_hash are the links; queries join on them.
+#
+# Dimension tables (devices, toolchains, kernels, sass) are keyed by content hash so that
+# re-recording the same content is a no-op (INSERT ... ON CONFLICT DO NOTHING). The long
+# tables (metrics, samples, findings) carry no index: an index would slow the bulk inserts
+# and DuckDB's zone maps already make filtering by run_id cheap.
+_INITIAL: tuple[str, ...] = (
+    """CREATE TABLE schema_version (
+        version INTEGER PRIMARY KEY,
+        description VARCHAR NOT NULL,
+        applied_at TIMESTAMPTZ NOT NULL
+    )""",
+    """CREATE TABLE devices (
+        device_id VARCHAR PRIMARY KEY,
+        name VARCHAR NOT NULL,
+        compute_capability VARCHAR NOT NULL,
+        sm_count INTEGER NOT NULL,
+        driver_version VARCHAR NOT NULL,
+        properties JSON NOT NULL
+    )""",
+    """CREATE TABLE toolchains (
+        toolchain_id VARCHAR PRIMARY KEY,
+        ptxas_version VARCHAR NOT NULL,
+        nvdisasm_version VARCHAR NOT NULL,
+        cuobjdump_version VARCHAR NOT NULL,
+        cuda_release VARCHAR NOT NULL,
+        paths JSON NOT NULL
+    )""",
+    """CREATE TABLE kernels (
+        kernel_hash VARCHAR NOT NULL,
+        entry VARCHAR NOT NULL,
+        ptx VARCHAR NOT NULL,
+        PRIMARY KEY (kernel_hash, entry)
+    )""",
+    """CREATE TABLE campaigns (
+        campaign_id VARCHAR PRIMARY KEY,
+        name VARCHAR NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        params JSON NOT NULL
+    )""",
+    """CREATE TABLE searches (
+        search_id VARCHAR PRIMARY KEY,
+        campaign_id VARCHAR,
+        name VARCHAR NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        params JSON NOT NULL
+    )""",
+    """CREATE TABLE runs (
+        run_id VARCHAR PRIMARY KEY,
+        kernel_hash VARCHAR NOT NULL,
+        entry VARCHAR NOT NULL,
+        spec_hash VARCHAR NOT NULL,
+        spec_text VARCHAR NOT NULL,
+        arch VARCHAR NOT NULL,
+        launch JSON NOT NULL,
+        device_id VARCHAR,
+        toolchain_id VARCHAR,
+        host VARCHAR NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        status VARCHAR NOT NULL,
+        campaign_id VARCHAR,
+        search_id VARCHAR
+    )""",
+    """CREATE TABLE stages (
+        run_id VARCHAR NOT NULL,
+        stage VARCHAR NOT NULL,
+        position INTEGER NOT NULL,
+        status VARCHAR NOT NULL,
+        seconds DOUBLE NOT NULL,
+        log VARCHAR NOT NULL,
+        data JSON NOT NULL,
+        PRIMARY KEY (run_id, stage)
+    )""",
+    """CREATE TABLE metrics (
+        run_id VARCHAR NOT NULL,
+        stage VARCHAR NOT NULL,
+        name VARCHAR NOT NULL,
+        value DOUBLE NOT NULL,
+        unit VARCHAR NOT NULL
+    )""",
+    """CREATE TABLE samples (
+        run_id VARCHAR NOT NULL,
+        i INTEGER NOT NULL,
+        ns DOUBLE NOT NULL
+    )""",
+    """CREATE TABLE sass (
+        sass_hash VARCHAR PRIMARY KEY,
+        kernel_hash VARCHAR NOT NULL,
+        arch VARCHAR NOT NULL,
+        text VARCHAR NOT NULL
+    )""",
+    # A link table, because one SASS text serves every run of the same kernel and arch.
+    """CREATE TABLE run_sass (
+        run_id VARCHAR NOT NULL,
+        sass_hash VARCHAR NOT NULL,
+        PRIMARY KEY (run_id, sass_hash)
+    )""",
+    """CREATE TABLE findings (
+        run_id VARCHAR NOT NULL,
+        position INTEGER NOT NULL,
+        tool VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        location VARCHAR NOT NULL,
+        detail JSON NOT NULL
+    )""",
+)
+
+# version -> migration. Append only: a released version's statements never change, a schema
+# change is a new entry with the next number.
+MIGRATIONS: dict[int, Migration] = {
+    1: Migration("initial tables", _INITIAL),
+}
+
+
+def latest_version(migrations: dict[int, Migration]) -> int:
+    """Return the highest version in ``migrations`` (0 for none)."""
+    return max(migrations, default=0)
+
+
+def pending(migrations: dict[int, Migration], current: int) -> list[tuple[int, Migration]]:
+    """Return the migrations after ``current``, in order.
+
+    Raises
+    ------
+    ValueError
+        If the versions are not exactly 1, 2, ..., n (a gap would skip a schema step).
+    """
+    versions = sorted(migrations)
+    if versions != list(range(1, len(versions) + 1)):
+        raise ValueError(f"migration versions must be 1..n without gaps, got {versions}")
+    return [(v, migrations[v]) for v in versions if v > current]
