@@ -390,7 +390,11 @@ def _syntax_error(exc: lark.exceptions.UnexpectedInput, text: str, filename: str
     elif isinstance(exc, lark.exceptions.UnexpectedToken):
         tok = exc.token
         msg = f"unexpected {_describe(tok)}"
-        if str(tok) == "}" or tok.type == "RBRACE":
+        if tok.type == "$END":
+            msg += " (unbalanced braces?)"
+        elif "SEMICOLON" in exc.expected:
+            msg += " (missing ';' at the end of the previous statement?)"
+        elif tok.type == "RBRACE":
             msg += " (unbalanced braces?)"
         expected = sorted(_nice(e) for e in exc.expected)
         if expected and len(expected) <= 8:
@@ -407,7 +411,8 @@ _NICE = {
     "SEMICOLON": "';'", "COMMA": "','", "LBRACE": "'{'", "RBRACE": "'}'", "LPAR": "'('",
     "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "IDENT": "a name", "REGISTER": "a register",
     "NUMBER": "a number", "OPCODE": "an instruction", "DOTWORD": "a directive",
-    "LABEL_DEF": "a label", "VBAR": "'|'", "PLUS": "'+'", "EQUAL": "'='",
+    "LABEL_DEF": "a label", "VBAR": "'|'", "PLUS": "'+'", "EQUAL": "'='", "BANG": "'!'",
+    "GUARD": "a guard (@%p)", "LESSTHAN": "'<'", "MORETHAN": "'>'",
 }  # fmt: skip
 
 
@@ -418,4 +423,7 @@ def _nice(name: str) -> str:
 def _describe(tok: Token) -> str:
     if tok.type == "$END":
         return "end of file"
-    return f"{_nice(tok.type)} {str(tok)!r}" if tok.type in _NICE else repr(str(tok))
+    nice = _NICE.get(tok.type)
+    if nice is None or nice.startswith("'"):
+        return repr(str(tok))
+    return f"{nice} {str(tok)!r}"

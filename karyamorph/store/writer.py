@@ -91,8 +91,8 @@ def _insert_stages(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str) 
         )
 
 
-# Long tables (metrics, samples, findings) go in as one INSERT of unnested lists: DuckDB's executemany prepares and runs one
-# statement per row, about 150x slower for 10 000 samples.
+# Long tables (metrics, samples, findings) go in as one INSERT of unnested lists: DuckDB's
+# executemany runs one statement per row, about 150x slower for 10 000 samples.
 def _insert_metrics(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str) -> None:
     if not run.metrics:
         return

@@ -1,0 +1,244 @@
+"""The ``karyamorph`` command: a thin click layer that parses arguments and calls the library."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from karyamorph.table import render
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_DB = "karyamorph.duckdb"
+EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "kernels"
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from karyamorph.harness.expressions import ExpressionError
+    from karyamorph.harness.pipeline import ArchError
+    from karyamorph.harness.spec import SpecError
+    from karyamorph.harness.toolchain import ToolchainError
+    from karyamorph.isa.errors import PtxError
+    from karyamorph.store.database import StoreError
+
+    return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError)
+
+
+def friendly_errors(fn: F) -> F:
+    """Print known errors as one paragraph on stderr and exit with status 2 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _known_errors() as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _db_path(db: str | None) -> Path:
+    return Path(db or os.environ.get("KARYAMORPH_DB") or DEFAULT_DB)
+
+
+db_option = click.option(
+    "--db", default=None, help=f"DuckDB file (default ${{KARYAMORPH_DB}} or ./{DEFAULT_DB})."
+)
+
+
+@click.group()
+@click.version_option(package_name="karyamorph")
+def main() -> None:
+    """KaryaMorph: test what PTX really does, and how fast; model it; search it."""
+
+
+# ---------------------------------------------------------------------------------------------
+# run / demo
+
+
+@main.command()
+@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
+@click.option("--arch", default=None, help="Target (sm_120, sm_90a, ...); default: the GPU's, else the PTX .target.")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--no-store", is_flag=True, help="Do not write the run to the database.")
+@friendly_errors
+def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bool) -> None:
+    """Run a kernel spec through every stage and store the results."""
+    from karyamorph.harness.session import run_spec_file
+
+    outcome = run_spec_file(Path(spec_path), arch=arch, db=None if no_store else _db_path(db))
+    if fmt == "json":
+        click.echo(json.dumps(outcome.as_json(), indent=2, default=str))
+    else:
+        click.echo(outcome.table())
+    if outcome.bad_input:
+        click.echo(f"error: {outcome.bad_input}", err=True)
+        sys.exit(2)
+    if outcome.result.status in ("fail", "error"):
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--arch", default=None, help="Target for every example (default: the GPU's, else sm_120).")
+@db_option
+@click.option("--kernels", "kernels_dir", default=None, type=click.Path(file_okay=False),
+              help="Folder of *.toml specs (default: the shipped datasets/kernels).")
+@friendly_errors
+def demo(arch: str | None, db: str | None, kernels_dir: str | None) -> None:
+    """Run every example kernel through every stage this machine supports; print a summary."""
+    from karyamorph.harness.session import run_demo
+
+    folder = Path(kernels_dir) if kernels_dir else EXAMPLES
+    report = run_demo(folder, arch=arch, db=_db_path(db))
+    click.echo(report)
+
+
+# ---------------------------------------------------------------------------------------------
+# query / device
+
+
+@main.command()
+@click.argument("sql")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table")
+@friendly_errors
+def query(sql: str, db: str | None, fmt: str) -> None:
+    """Run SQL against the measurement database."""
+    from karyamorph.store.database import Store, StoreError
+
+    path = _db_path(db)
+    if not path.exists():
+        raise StoreError(f"database {path} does not exist yet: run `karyamorph demo` or `karyamorph run` first")
+    with Store.open(path, read_only=True) as store:
+        result = store.query(sql)
+    click.echo(render(result.columns, result.rows, fmt))
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@friendly_errors
+def device(fmt: str) -> None:
+    """The CUDA devices (or "no CUDA device") and the toolchain versions."""
+    from karyamorph.harness.device import driver_problem, list_devices
+    from karyamorph.harness.toolchain import discover
+
+    devices = list_devices()
+    tc = discover()
+    if fmt == "json":
+        out = {
+            "devices": [d.as_dict() for d in devices],
+            "problem": driver_problem() if not devices else None,
+            "toolchain": {"cuda_release": tc.cuda_release, "source": tc.source, **tc.versions},
+        }
+        click.echo(json.dumps(out, indent=2))
+        return
+    if devices:
+        for d in devices:
+            rows = list(d.as_dict().items())
+            click.echo(render(["property", f"device {d.ordinal}"], rows))
+            click.echo()
+    else:
+        click.echo(driver_problem() or "no CUDA device")
+        click.echo()
+    rows = [("cuda_release", tc.cuda_release), ("source", tc.source), *sorted(tc.versions.items())]
+    click.echo(render(["toolchain", "version"], rows))
+
+
+# ---------------------------------------------------------------------------------------------
+# ptx
+
+
+@main.group()
+def ptx() -> None:
+    """Look at PTX files: re-print them, summarise them."""
+
+
+@ptx.command("format")
+@click.argument("file", type=click.Path(dir_okay=False))
+@friendly_errors
+def ptx_format(file: str) -> None:
+    """Print FILE re-printed from its parsed form."""
+    from karyamorph.isa.parser import parse_file
+    from karyamorph.isa.printer import format_module
+
+    click.echo(format_module(parse_file(_existing(file))), nl=False)
+
+
+@ptx.command("info")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@friendly_errors
+def ptx_info(file: str, fmt: str) -> None:
+    """Version, target, entries and their parameters, registers, instruction histogram."""
+    from karyamorph.isa.parser import parse_file
+
+    module = parse_file(_existing(file))
+    info = _module_info(module)
+    if fmt == "json":
+        click.echo(json.dumps(info, indent=2))
+        return
+    click.echo(render(["field", "value"], [
+        ("version", info["version"]), ("target", ", ".join(info["target"])),
+        ("address_size", info["address_size"]),
+    ]))  # fmt: skip
+    for f in info["functions"]:
+        click.echo(f"\n.{f['kind']} {f['name']}  ({f['instructions']} instructions)")
+        if f["params"]:
+            click.echo(render(["param", "type", "pointer"], [(p["name"], p["type"], p["pointer"]) for p in f["params"]]))
+        if f["registers"]:
+            click.echo(render(["registers", "type", "count"], [(r["name"], r["type"], r["count"]) for r in f["registers"]]))
+        if f["attributes"]:
+            click.echo("attributes: " + ", ".join(f"{k} {v}" for k, v in f["attributes"].items()))
+    hist = info["histogram"]
+    click.echo()
+    click.echo(render(["opcode", "count"], sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))))
+
+
+def _existing(file: str) -> str:
+    from karyamorph.isa.errors import PtxError
+
+    if not Path(file).is_file():
+        raise PtxError("file not found", file, 0, None)
+    return file
+
+
+def _module_info(module: Any) -> dict[str, Any]:
+    from karyamorph.isa import ast
+
+    functions = []
+    hist: Counter[str] = Counter()
+    for f in module.functions:
+        regs = []
+        for s in f.body or ():
+            if isinstance(s, ast.VarDecl) and s.space == "reg":
+                for n in s.names:
+                    regs.append({"name": n, "type": s.type, "count": s.count or 1})
+        count = 0
+        for ins in f.instructions():
+            hist[ins.opcode] += 1
+            count += 1
+        functions.append({
+            "kind": f.kind, "name": f.name, "linkage": list(f.linkage), "instructions": count,
+            "params": [{"name": p.name, "type": p.type, "pointer": p.is_ptr} for p in f.params],
+            "registers": regs, "attributes": {k: list(v) for k, v in f.attributes},
+        })  # fmt: skip
+    return {
+        "version": module.version,
+        "target": list(module.target),
+        "address_size": module.address_size,
+        "functions": functions,
+        "histogram": dict(hist),
+    }
+
+
+if __name__ == "__main__":
+    main()

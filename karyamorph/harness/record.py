@@ -1,0 +1,85 @@
+"""RunResult -> store RunRecord: the one place that turns a pipeline result into rows."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from typing import Any
+
+from karyamorph.harness.pipeline import RunResult
+from karyamorph.store.records import (
+    DeviceRecord,
+    KernelRecord,
+    MetricRecord,
+    RunRecord,
+    SassRecord,
+    StageRecord,
+    ToolchainRecord,
+)
+
+# Stage data keys whose content goes to its own table instead of the stage's JSON.
+_MOVED = {"sass": ("text",)}
+
+
+def ptx_hash(ptx: str) -> str:
+    return hashlib.sha256(ptx.encode()).hexdigest()
+
+
+def to_record(run: RunResult) -> RunRecord:
+    """Every stored fact of ``run``: kernel, spec, launch, device, toolchain, stages, figures."""
+    spec = run.spec
+    stages = []
+    metrics = []
+    sass = []
+    for position, (name, r) in enumerate(run.stages):
+        data = {k: v for k, v in r.data.items() if k not in _MOVED.get(name, ())}
+        stages.append(StageRecord(name, position, str(r.status), r.seconds, r.log, data))
+        metrics.extend(MetricRecord(name, f.name, float(f.value), f.unit) for f in r.figures)
+        metrics.append(MetricRecord(name, "seconds", r.seconds, "s"))
+        if name == "sass" and "text" in r.data:
+            sass.append(SassRecord(run.arch, str(r.data["text"])))
+    launch: dict[str, Any] = {
+        "grid": list(spec.grid()),
+        "block": list(spec.block()),
+        "shared_bytes": spec.shared_bytes(),
+        "sizes": spec.sizes,
+    }
+    return RunRecord(
+        kernel=KernelRecord(ptx_hash(spec.ptx), spec.entry, spec.ptx),
+        spec_hash=spec.spec_hash,
+        spec_text=spec.text,
+        arch=run.arch,
+        launch=launch,
+        host=platform.node(),
+        device=_device(run.device),
+        toolchain=_toolchain(run.toolchain),
+        stages=tuple(stages),
+        metrics=tuple(metrics),
+        sass=tuple(sass),
+        status=str(run.status),
+        created_at=run.started_utc,
+    )
+
+
+def _device(device: Any) -> DeviceRecord | None:
+    if device is None:
+        return None
+    d = device.as_dict()
+    return DeviceRecord(
+        device.name,
+        d["compute_capability"],
+        device.sm_count,
+        device.cuda_driver_release,
+        d,
+    )
+
+
+def _toolchain(toolchain: Any) -> ToolchainRecord:
+    versions = dict(toolchain.versions)
+    return ToolchainRecord(
+        versions.get("ptxas", ""),
+        versions.get("nvdisasm", ""),
+        versions.get("cuobjdump", ""),
+        toolchain.cuda_release,
+        {k: str(v) for k, v in toolchain.paths().items()},
+    )

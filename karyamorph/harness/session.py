@@ -1,0 +1,149 @@
+"""One user action end to end: load a spec, run the pipeline, store the run, summarise it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from karyamorph.harness.pipeline import RunResult, run_pipeline
+from karyamorph.harness.spec import load_spec
+from karyamorph.harness.stage import StageResult, Status
+from karyamorph.table import render_table
+
+
+def _compile_summary(r: StageResult) -> str:
+    d = r.data
+    spill = int(d.get("spill_stores_bytes", 0)) + int(d.get("spill_loads_bytes", 0))
+    return f"{d.get('registers')} regs, {spill} B spilled, {d.get('shared_bytes', 0)} B smem"
+
+
+def _sass_summary(r: StageResult) -> str:
+    mix = r.data.get("mix", {})
+    top = sorted(mix.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+    return f"{r.data.get('instruction_count')} instrs; " + " ".join(f"{k}:{v}" for k, v in top)
+
+
+def _static_summary(r: StageResult) -> str:
+    occ = r.data.get("occupancy")
+    text = ""
+    if occ:
+        text = f"{occ['blocks_per_sm']} blk/SM, {occ['occupancy']:.0%} occ ({occ['limiter']})"
+    problems = r.data.get("compatibility", [])
+    if problems:
+        text += f"; {len(problems)} version note(s)"
+    return text
+
+
+SUMMARIES: dict[str, Callable[[StageResult], str]] = {
+    "compile": _compile_summary,
+    "sass": _sass_summary,
+    "static": _static_summary,
+}
+
+
+def summarize(name: str, r: StageResult) -> str:
+    """The key figures of one stage in a few words, for the stage table."""
+    if r.status == Status.SKIP:
+        return str(r.data.get("reason", r.log))
+    if r.status == Status.PASS and name in SUMMARIES:
+        return SUMMARIES[name](r)
+    first = r.log.strip().splitlines()
+    return first[0] if first else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A finished run: its result, its id in the store (if stored), and any bad-input message."""
+
+    result: RunResult
+    run_id: str | None
+    bad_input: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "arch": self.result.arch,
+            "status": str(self.result.status),
+            "stages": [
+                {"name": n, "status": str(r.status), "seconds": r.seconds, "data": r.data}
+                for n, r in self.result.stages
+            ],
+        }
+
+    def table(self) -> str:
+        rows = [(n, str(r.status), f"{r.seconds:.3f}", summarize(n, r)) for n, r in self.result.stages]
+        spec = self.result.spec
+        head = f"{spec.name} ({spec.entry}) for {self.result.arch}" + (
+            f", run {self.run_id}" if self.run_id else ", not stored"
+        )
+        return head + "\n" + render_table(["stage", "status", "seconds", "figures"], rows, max_width=90)
+
+
+def _bad_input(result: RunResult) -> str | None:
+    """The compile stage's ptxas error, mapped to the PTX line: a bad-input failure."""
+    compiled = result.result("compile")
+    if compiled is not None and compiled.status == Status.FAIL:
+        return compiled.log.strip() or "ptxas rejected the PTX"
+    return None
+
+
+def store_run(result: RunResult, db: Path) -> str:
+    """Write ``result`` to the DuckDB file ``db`` in one transaction; return the run id."""
+    from karyamorph.harness.record import to_record
+    from karyamorph.store.database import Store
+
+    with Store.open(db) as store:
+        return store.record_run(to_record(result))
+
+
+def run_spec_file(path: Path, *, arch: str | None = None, db: Path | None = None) -> Outcome:
+    """Load, run and (unless ``db`` is None or the input is bad) store one spec file."""
+    from karyamorph.harness.device import current_device
+
+    spec = load_spec(path)
+    result = run_pipeline(spec, arch=arch, device=current_device())
+    bad = _bad_input(result)
+    run_id = store_run(result, db) if db is not None and bad is None else None
+    return Outcome(result, run_id, bad)
+
+
+def run_demo(folder: Path, *, arch: str | None, db: Path) -> str:
+    """Run every ``*.toml`` in ``folder``; return a summary table and a query to try next."""
+    from karyamorph.harness.device import current_device, driver_problem
+    from karyamorph.harness.toolchain import discover
+
+    specs = sorted(folder.glob("*.toml"))
+    if not specs:
+        return f"no *.toml kernel specs in {folder}"
+    device = current_device()
+    toolchain = discover()
+    target = arch or (device.arch if device else "sm_120")
+    lines = [
+        f"device: {device.name + ' (' + device.arch + ')' if device else driver_problem()}",
+        f"toolchain: CUDA {toolchain.cuda_release} ({toolchain.source}); target {target}",
+        f"database: {db}",
+        "",
+    ]
+    stage_names: list[str] = []
+    rows = []
+    for path in specs:
+        spec = load_spec(path)
+        result = run_pipeline(spec, arch=target, toolchain=toolchain, device=device)
+        run_id = store_run(result, db)
+        for n, _ in result.stages:
+            if n not in stage_names:
+                stage_names.append(n)
+        statuses = {n: str(r.status) for n, r in result.stages}
+        notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
+        rows.append((spec.name, *(statuses.get(n, "") for n in stage_names), notes, run_id[:8]))
+    lines.append(render_table(["kernel", *stage_names, "figures", "run"], rows, max_width=70))
+    lines += [
+        "",
+        "Try next:",
+        f"  karyamorph query \"SELECT r.entry, m.name, m.value, m.unit FROM runs r JOIN metrics m "
+        f"USING (run_id) WHERE m.stage = 'compile' ORDER BY r.entry, m.name\" --db {db}",
+        f"  karyamorph run {specs[0]} --arch sm_90 --db {db}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""Checks a KernelSpec's arguments against the ``.entry`` parameter list they will be passed to."""
+
+from __future__ import annotations
+
+from karyamorph.harness.spec import ArgSpec, KernelSpec, SpecError
+from karyamorph.isa import ast
+
+# Which spec dtype kinds a scalar .param type accepts: bit types take any kind of their width;
+# nvcc declares C `int` as .u32 and `long` as .u64, so signed and unsigned integers mix.
+_ACCEPTS = {"b": {"f", "s", "u"}, "u": {"s", "u"}, "s": {"s", "u"}, "f": {"f"}}
+
+
+def check_signature(spec: KernelSpec, entry: ast.Function) -> None:
+    """Raise :class:`SpecError` naming the spec key and the ``.param`` when they don't fit."""
+    where = spec.source_path.name if spec.source_path else "<spec>"
+    params = entry.params
+    if len(spec.args) != len(params):
+        have = ", ".join(f"{p.name} (.{p.type})" for p in params) or "none"
+        raise SpecError(
+            f"{where}: args",
+            f"{len(spec.args)} argument(s) given but .entry {entry.name} has {len(params)} "
+            f"parameter(s): {have}",
+        )
+    for i, (arg, param) in enumerate(zip(spec.args, params, strict=True)):
+        problem = _mismatch(arg, param)
+        if problem:
+            raise SpecError(
+                f"{where}: args[{i}] ({arg.name})",
+                f"{problem}; .entry {entry.name} parameter {i} is '{_describe(param)}'",
+            )
+
+
+def _mismatch(arg: ArgSpec, param: ast.Param) -> str | None:
+    if param.dims:
+        return "array (struct) parameters are not supported as kernel arguments yet"
+    width = ast.type_bytes(param.type)
+    if arg.is_pointer:
+        if param.type.lstrip("busf") != "64" or param.type.startswith("f"):
+            return f"role {arg.role!r} passes a 64-bit pointer, which does not fit a .{param.type} parameter"
+        return None
+    if param.is_ptr:
+        return f"a scalar ({arg.dtype.name}) is given for a pointer parameter"
+    if arg.dtype.bytes != width:
+        return f"dtype {arg.dtype.name} is {arg.dtype.bytes} bytes but the parameter is .{param.type} ({width} bytes)"
+    kind = param.type[0]
+    if arg.dtype.kind not in _ACCEPTS.get(kind, set()):
+        return f"dtype {arg.dtype.name} does not match the parameter type .{param.type}"
+    return None
+
+
+def _describe(param: ast.Param) -> str:
+    ptr = " .ptr" + (f" .{param.ptr_space}" if param.ptr_space else "") if param.is_ptr else ""
+    return f".param .{param.type}{ptr} {param.name}"

@@ -1,0 +1,87 @@
+"""The ``static`` stage: theoretical occupancy and version compatibility, with no GPU needed."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from karyamorph.harness.stage import Context, Figure, StageResult, Status
+from karyamorph.isa import ast
+
+
+class StaticStage:
+    """Occupancy from the resource model and the PTX/toolchain/driver/arch compatibility check.
+
+    Fails when the launch cannot fit on one SM (0 blocks) or when the versions cannot work
+    together; warnings (for example a PTX version newer than the driver, compiled ahead of time
+    by a newer ptxas) are reported but do not fail the stage.
+    """
+
+    name = "static"
+
+    def run(self, context: Context) -> StageResult:
+        from karyamorph.isa.versions import compatibility
+        from karyamorph.model.occupancy import occupancy
+
+        module: ast.Module = context.artifacts["module"]
+        spec = context.spec
+        compiled = context.results.get("compile")
+        data: dict[str, Any] = {}
+        figures: list[Figure] = []
+        log: list[str] = []
+
+        driver_cuda = context.device.cuda_driver_release if context.device is not None else None
+        toolchain_cuda = getattr(context.toolchain, "cuda_release", None)
+        problems = compatibility(module.version, module.arch, context.arch, toolchain_cuda, driver_cuda)
+        data["compatibility"] = [{"severity": p.severity, "message": p.message} for p in problems]
+        log.extend(f"{p.severity}: {p.message}" for p in problems)
+        failed = any(p.severity == "error" for p in problems)
+
+        bx, by, bz = spec.block()
+        threads = bx * by * bz
+        entry = module.entry(spec.entry)
+        data["block_threads"] = threads
+        for directive in ("maxntid", "reqntid"):
+            limit = entry.attribute(directive)
+            if limit:
+                cap = 1
+                for v in limit:
+                    cap *= v
+                if threads > cap or (directive == "reqntid" and threads != cap):
+                    log.append(f"error: block of {threads} threads violates .{directive} {limit}")
+                    failed = True
+
+        if compiled is None or compiled.status != Status.PASS:
+            log.append("occupancy not computed: compile did not pass")
+            data["occupancy"] = None
+        else:
+            occ = occupancy(
+                context.arch,
+                block_threads=threads,
+                registers_per_thread=int(compiled.data.get("registers", 0)),
+                static_shared_bytes=int(compiled.data.get("shared_bytes", 0)),
+                dynamic_shared_bytes=spec.shared_bytes(),
+            )
+            data["occupancy"] = _jsonable(asdict(occ))
+            figures += [
+                Figure("blocks_per_sm", occ.blocks_per_sm, "blocks"),
+                Figure("warps_per_sm", occ.warps_per_sm, "warps"),
+                Figure("occupancy", occ.occupancy, "fraction"),
+            ]
+            log.append(
+                f"{occ.blocks_per_sm} blocks/SM, {occ.warps_per_sm} warps/SM, "
+                f"occupancy {occ.occupancy:.0%}, limited by {occ.limiter}"
+            )
+            if occ.blocks_per_sm == 0:
+                failed = True
+        return StageResult(Status.FAIL if failed else Status.PASS, data, "\n".join(log), 0.0, tuple(figures))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    return str(value)

@@ -1,0 +1,291 @@
+"""The Store: open a DuckDB file, migrate its schema, write runs transactionally, run queries."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import duckdb
+
+from karyamorph.store import schema, writer
+from karyamorph.store.records import RunRecord, canonical_json
+
+DEFAULT_PATH = Path("karyamorph.duckdb")
+
+
+class StoreError(Exception):
+    """A store operation failed; the message names the database file and the operation."""
+
+
+class DatabaseInUseError(StoreError):
+    """Another process holds the database file (DuckDB allows one writing process per file)."""
+
+
+class NotADatabaseError(StoreError):
+    """The file exists but is not a DuckDB database."""
+
+
+class SchemaVersionError(StoreError):
+    """The database's schema version does not match what this code can use."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """Rows of a query with their column names (both empty for statements that return none)."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """Return the rows as ``{column: value}`` dicts."""
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+class Store:
+    """One open DuckDB store file. Create with :meth:`Store.open`; usable as a context manager.
+
+    A Store wraps one connection and is not safe to share between threads.
+    """
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self._con: duckdb.DuckDBPyConnection | None = connection
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> Store:
+        """Open (or create) the store at ``path`` and bring its schema to the latest version.
+
+        Parameters
+        ----------
+        path : str or Path
+            The DuckDB file; created with the full schema if it does not exist.
+        read_only : bool
+            Open without write access; the schema must then already be current.
+
+        Raises
+        ------
+        DatabaseInUseError
+            Another process has the file open.
+        NotADatabaseError
+            The file exists but is not a DuckDB database.
+        SchemaVersionError
+            The file's schema is newer than this code, or older and ``read_only`` is set.
+        StoreError
+            Any other failure to open or migrate, naming the file.
+        """
+        where = str(path)
+        try:
+            con = duckdb.connect(where, read_only=read_only)
+        except duckdb.Error as e:
+            raise _open_error(where, e) from e
+        try:
+            # Stored instants are absolute; fetching them in UTC keeps results machine-independent.
+            con.execute("SET TimeZone = 'UTC'")
+            _migrate(con, where, read_only)
+        except BaseException:
+            con.close()
+            raise
+        return cls(con, Path(path))
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; further calls on this Store raise StoreError. Idempotent."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version recorded in the file."""
+        return _current_version(self._connection(), str(self.path))
+
+    def record_run(self, run: RunRecord) -> str:
+        """Write ``run`` and all its rows in one transaction; return its run id.
+
+        Devices, toolchains, kernels and SASS are stored once per content: recording the same
+        kernel again adds no kernel row. On any error nothing of the run is written.
+
+        Raises
+        ------
+        StoreError
+            The database rejected a row, or ``run.run_id`` is already recorded.
+        TypeError
+            A dict field of the run is not JSON-serialisable.
+        ValueError
+            ``run.created_at`` has no time zone.
+        """
+        run_id = run.run_id or str(uuid.uuid4())
+        created_at = run.created_at or datetime.now(UTC)
+        if created_at.tzinfo is None:
+            raise ValueError(
+                f"RunRecord.created_at of run {run_id} must be timezone-aware, got {created_at}"
+            )
+        con = self._connection()
+        with self._transaction(f"recording run {run_id}"):
+            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is not None:
+                raise StoreError(f"run {run_id} is already recorded in {self.path}")
+            writer.write_run(con, run, run_id, created_at)
+        return run_id
+
+    def create_campaign(self, name: str, params: Mapping[str, Any] | None = None) -> str:
+        """Add a campaign row and return its new id."""
+        campaign_id = str(uuid.uuid4())
+        with self._transaction(f"creating campaign {name!r}"):
+            self._connection().execute(
+                "INSERT INTO campaigns VALUES (?, ?, ?, ?)",
+                [campaign_id, name, datetime.now(UTC), canonical_json(dict(params or {}), "params")],
+            )
+        return campaign_id
+
+    def create_search(
+        self, name: str, params: Mapping[str, Any] | None = None, campaign_id: str | None = None
+    ) -> str:
+        """Add a search row (optionally inside a campaign) and return its new id."""
+        search_id = str(uuid.uuid4())
+        with self._transaction(f"creating search {name!r}"):
+            self._connection().execute(
+                "INSERT INTO searches VALUES (?, ?, ?, ?, ?)",
+                [search_id, campaign_id, name, datetime.now(UTC),
+                 canonical_json(dict(params or {}), "params")],
+            )
+        return search_id
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> QueryResult:
+        """Run one SQL statement with ``?`` (or ``$name``) parameters and fetch all rows.
+
+        Raises
+        ------
+        StoreError
+            DuckDB rejected the statement; the message quotes it.
+        """
+        con = self._connection()
+        try:
+            con.execute(sql, params)
+            if con.description is None:
+                return QueryResult((), [])
+            columns = tuple(d[0] for d in con.description)
+            return QueryResult(columns, con.fetchall())
+        except duckdb.Error as e:
+            raise StoreError(f"query on {self.path} failed: {e}\n  sql: {sql}") from e
+
+    def runs(self, limit: int = 20) -> QueryResult:
+        """The ``limit`` most recent runs with their device name, newest first."""
+        return self.query(
+            "SELECT r.run_id, r.created_at, r.entry, r.arch, r.status, d.name AS device, "
+            "r.kernel_hash, r.spec_hash "
+            "FROM runs r LEFT JOIN devices d USING (device_id) "
+            "ORDER BY r.created_at DESC, r.run_id LIMIT ?",
+            [limit],
+        )
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            raise StoreError(f"store {self.path} is closed")
+        return self._con
+
+    @contextmanager
+    def _transaction(self, what: str) -> Iterator[None]:
+        with _atomic(self._connection(), f"{what} in {self.path}"):
+            yield
+
+
+@contextmanager
+def _atomic(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
+    """Run the body in BEGIN/COMMIT; roll back on any exception, including KeyboardInterrupt.
+
+    DuckDB errors are re-raised as StoreError naming ``what``; other exceptions unchanged.
+    """
+    con.begin()
+    try:
+        yield
+    except duckdb.Error as e:
+        con.rollback()
+        raise StoreError(f"{what} failed, nothing was written: {e}") from e
+    except BaseException:
+        con.rollback()
+        raise
+    try:
+        con.commit()
+    except duckdb.Error as e:
+        # DuckDB normally aborts the transaction itself when COMMIT fails; make sure of it.
+        with suppress(duckdb.TransactionException):
+            con.rollback()
+        raise StoreError(f"{what} failed at commit, nothing was written: {e}") from e
+
+
+def _open_error(where: str, e: duckdb.Error) -> StoreError:
+    # DuckDB reports both cases as IOException; only the message tells them apart.
+    message = str(e)
+    if "Could not set lock" in message or "Conflicting lock" in message:
+        return DatabaseInUseError(
+            f"database {where} is in use by another process (DuckDB allows one process per file; "
+            f"close the other one or choose another database file): {message}"
+        )
+    if "not a valid DuckDB database" in message:
+        return NotADatabaseError(f"{where} is not a DuckDB database file: {message}")
+    return StoreError(f"cannot open database {where}: {message}")
+
+
+def _current_version(con: duckdb.DuckDBPyConnection, where: str) -> int:
+    tables = {
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM duckdb_tables() "
+            "WHERE database_name = current_database() AND schema_name = 'main'"
+        ).fetchall()
+    }
+    if "schema_version" not in tables:
+        if tables:
+            raise StoreError(
+                f"database {where} is not a karyamorph store: it has tables "
+                f"({', '.join(sorted(tables))}) but no schema_version table"
+            )
+        return 0
+    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, where: str, read_only: bool) -> None:
+    current = _current_version(con, where)
+    latest = schema.latest_version(schema.MIGRATIONS)
+    if current > latest:
+        raise SchemaVersionError(
+            f"database {where} has schema version {current}, newer than version {latest} known to "
+            f"this karyamorph; upgrade karyamorph to open it"
+        )
+    steps = schema.pending(schema.MIGRATIONS, current)
+    if not steps:
+        return
+    if read_only:
+        raise SchemaVersionError(
+            f"database {where} has schema version {current}, older than {latest}; "
+            f"open it once without read_only to migrate it"
+        )
+    first, last = steps[0][0], steps[-1][0]
+    with _atomic(con, f"migrating {where} from schema version {current} to {last}"):
+        for version, migration in steps:
+            for statement in migration.statements:
+                try:
+                    con.execute(statement)
+                except duckdb.Error as e:
+                    raise StoreError(
+                        f"migration {version} ({migration.description}) of {where} failed "
+                        f"(versions {first}..{last} rolled back): {e}"
+                    ) from e
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?, ?)",
+                [version, migration.description, datetime.now(UTC)],
+            )
