@@ -32,5 +32,12 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/compile_side.py
 	$(BIN)/python benchmarks/parser.py
 
+# Rebuild the PTX round-trip corpus (nvcc from the wheels; Triton in its own venv).
+corpus: $(VENV)/.installed
+	$(BIN)/python tests/corpus/generate_nvcc.py
+	test -x .triton-venv/bin/python || ($(PYTHON) -m venv .triton-venv && .triton-venv/bin/pip install -q triton)
+	.triton-venv/bin/python tests/corpus/generate_triton.py
+	$(BIN)/python tests/corpus/verify_ptxas.py
+
 clean:
 	rm -rf $(VENV) karyamorph.duckdb .pytest_cache .mypy_cache .ruff_cache

@@ -315,6 +315,7 @@ def _failure(
     errors = [d for d in diagnostics if d.severity in ("error", "fatal")]
     # The closing "assembly aborted" line repeats what the errors above it say.
     shown = [d for d in errors if "aborted due to errors" not in d.message] or errors
+    shown.sort(key=lambda d: (d.line is None, d.line or 0))
     version = toolchain.versions.get("ptxas", "?")
     head = f"ptxas {version} rejected {filename} for {arch} ({len(shown)} error(s))"
     body = [format_diagnostic(d, ptx, filename) for d in shown[:20]]
@@ -371,7 +372,7 @@ def assemble(
     if _ARCH.fullmatch(arch) is None:
         raise _unsupported(arch, toolchain)
     base = Path(filename).name
-    name = base if _SAFE_NAME.fullmatch(base) else "kernel.ptx"
+    name = base if _SAFE_NAME.fullmatch(base) and base != "out.cubin" else "kernel.ptx"
     args = (
         f"-arch={arch}",
         "-v",

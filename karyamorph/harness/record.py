@@ -81,5 +81,5 @@ def _toolchain(toolchain: Any) -> ToolchainRecord:
         versions.get("nvdisasm", ""),
         versions.get("cuobjdump", ""),
         toolchain.cuda_release,
-        {k: str(v) for k, v in toolchain.paths().items()},
+        {k: str(v) for k, v in toolchain.as_record_dict().items() if v is not None},
     )

@@ -352,5 +352,5 @@ def load_spec(path: str | Path) -> KernelSpec:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(str(path), f"not valid TOML: {exc}") from None
+        raise SpecError(p.name, f"not valid TOML: {exc}") from None
     return spec_from_dict(doc, p.parent, p.name, text)

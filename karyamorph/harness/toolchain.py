@@ -153,11 +153,13 @@ def find_tool(
         found = find_nvidia_binary_utility(name)
         if found is not None:
             where = Path(found)
-            if _under(where, cuda_home):
-                return where, "CUDA_HOME"
+            if {"site-packages", "dist-packages"} & set(where.parts):
+                return where, "pip wheels"
             if _under(where, os.environ.get("CONDA_PREFIX")):
                 return where, "conda"
-            return where, "pip wheels"
+            # cuda.pathfinder's other places are toolkit installs (CUDA_PATH, CUDA_HOME, or
+            # the root of the cudart the loader finds).
+            return where, "CUDA_HOME"
     if cuda_home:
         candidate = Path(cuda_home) / "bin" / name
         if candidate.is_file() and os.access(candidate, os.X_OK):

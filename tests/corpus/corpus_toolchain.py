@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -28,19 +29,22 @@ class Tool:
     origin: str
 
     def version(self) -> str:
-        """Return the ``release X.Y, VX.Y.Z`` line of ``--version``, e.g. ``13.5 (V13.5.37)``."""
-        out = subprocess.run(
-            [str(self.path), "--version"], capture_output=True, text=True, check=True
-        ).stdout
-        m = _RELEASE_RE.search(out)
-        if m is None:
-            raise RuntimeError(f"{self.path} --version: no 'release X.Y, VX.Y.Z' in output:\n{out}")
-        return f"{m.group(1)} ({m.group(2)})"
+        """Return the release and build of ``--version``, e.g. ``13.5 (V13.5.37)``."""
+        return _version(self.path)
 
     def describe(self) -> str:
         """Return a one-line description without any absolute path of this machine."""
         where = {"wheel": "NVIDIA pip wheel (cuda.pathfinder)", "PATH": "nvcc on PATH"}
         return f"{self.path.name} {self.version()}, {where.get(self.origin, self.origin)}"
+
+
+@functools.cache
+def _version(path: Path) -> str:
+    out = subprocess.run([str(path), "--version"], capture_output=True, text=True, check=True).stdout
+    m = _RELEASE_RE.search(out)
+    if m is None:
+        raise RuntimeError(f"{path} --version: no 'release X.Y, VX.Y.Z' in output:\n{out}")
+    return f"{m.group(1)} ({m.group(2)})"
 
 
 def find_wheel_tool(name: str) -> Tool | None:

@@ -122,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--src", type=Path, default=HERE / "src", help="folder of *.cu sources")
     ap.add_argument("--out", type=Path, default=HERE / "nvcc", help="folder for the PTX files")
-    ap.add_argument("--arch", action="append", help=f"target (repeatable); default {DEFAULT_ARCHS}, or the source's own "
-                    f"'{ARCHS_MARK}' list")
+    ap.add_argument(
+        "--arch",
+        action="append",
+        help=f"target (repeatable); default {DEFAULT_ARCHS}, or the source's own '{ARCHS_MARK}' list",
+    )
     ap.add_argument("--nvcc", help="nvcc to use first (default: the pip wheel's, else PATH)")
     ap.add_argument("--no-fallback", action="store_true", help="never fall back to nvcc on PATH")
     ap.add_argument("--only", action="append", help="compile only these source stems")

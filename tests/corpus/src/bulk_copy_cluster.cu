@@ -35,7 +35,8 @@ extern "C" __global__ void bulk_copy_scale(const float* __restrict__ in, float* 
     if (threadIdx.x == 0) {
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
                      :: "r"(bar_addr), "r"(bytes) : "memory");
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     " [%0], [%1], %2, [%3];\n"
                      :: "r"(smem_addr(buf)), "l"(src), "r"(bytes), "r"(bar_addr) : "memory");
     }
     unsigned done = 0;

@@ -18,7 +18,8 @@ __global__ void ldmatrix_x4(const unsigned short* __restrict__ tile, unsigned* _
     __syncwarp();
 
     // Threads 0-7 give the row addresses of matrix 0, 8-15 of matrix 1, and so on; matrices
-    // are ordered (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15, cols 8-15).
+    // are ordered (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15),
+    // (rows 8-15, cols 8-15).
     int row = lane & 15;
     int col = (lane >> 4) * 8;
     unsigned addr = smem_addr(&s[row * 16 + col]);

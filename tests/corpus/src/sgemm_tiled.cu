@@ -2,11 +2,14 @@
 // sgemm_smem: 32x32 shared tiles, one output per thread (blockDim 32x32).
 // sgemm_regblock: 64x64 block tile, BK = 8, 256 threads each computing a 4x4 micro-tile held
 // in registers, float4 loads of B; requires M, N % 64 == 0 and K % 8 == 0.
+// The launch bounds (256 threads, 2 blocks per SM) and the register cap of sgemm_smem put
+// .maxntid, .minnctapersm and .maxnreg directives in the PTX.
 
 #define TS 32
 
-extern "C" __global__ void sgemm_smem(int M, int N, int K, float alpha, const float* __restrict__ A,
-                                      const float* __restrict__ B, float beta, float* __restrict__ C)
+extern "C" __global__ void __maxnreg__(64)
+sgemm_smem(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+           float beta, float* __restrict__ C)
 {
     __shared__ float As[TS][TS];
     __shared__ float Bs[TS][TS];
@@ -14,8 +17,9 @@ extern "C" __global__ void sgemm_smem(int M, int N, int K, float alpha, const fl
     int col = blockIdx.x * TS + threadIdx.x;
     float acc = 0.0f;
     for (int k0 = 0; k0 < K; k0 += TS) {
-        As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? A[row * K + k0 + threadIdx.x] : 0.0f;
-        Bs[threadIdx.y][threadIdx.x] = (col < N && k0 + threadIdx.y < K) ? B[(k0 + threadIdx.y) * N + col] : 0.0f;
+        int ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;
+        As[threadIdx.y][threadIdx.x] = (row < M && ka < K) ? A[row * K + ka] : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = (col < N && kb < K) ? B[kb * N + col] : 0.0f;
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < TS; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
@@ -30,7 +34,7 @@ extern "C" __global__ void sgemm_smem(int M, int N, int K, float alpha, const fl
 #define TM 4
 #define TN 4
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, 2)
 sgemm_regblock(int M, int N, int K, float alpha, const float* __restrict__ A,
                const float* __restrict__ B, float beta, float* __restrict__ C)
 {

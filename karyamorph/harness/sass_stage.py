@@ -1,0 +1,56 @@
+"""The sass stage: disassemble the compiled cubin and report its instruction mix and line map."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karyamorph.harness.sass import SassError, disassemble, instruction_mix, line_map
+from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.toolchain import Toolchain, ToolchainError, discover
+
+
+class SassStage:
+    """Disassemble ``context.artifacts["cubin"]`` (left by the compile stage).
+
+    The data hold the entry's static instruction count and mix (alignment padding left
+    out), the full SASS text, and the PTX line -> SASS offsets map (empty when the cubin has
+    no line information). Figures: ``sass_instructions`` and ``sass_op_<OPCODE>`` per base
+    opcode.
+    """
+
+    name: str = "sass"
+
+    def run(self, context: Context) -> StageResult:
+        """Disassemble the cubin; skip when the compile stage left none."""
+        return timed(lambda: self._run(context))
+
+    def _run(self, context: Context) -> StageResult:
+        cubin = context.artifacts.get("cubin")
+        compiled = context.results.get("compile")
+        if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
+            return StageResult.skip("compile did not pass")
+        try:
+            toolchain: Toolchain = context.toolchain or discover()
+            dis = disassemble(cubin, toolchain)
+        except (ToolchainError, SassError) as err:
+            return StageResult(Status.ERROR, {}, str(err))
+        entry = context.artifacts.get("entry")
+        function = entry if entry in dis.functions else None
+        mix = instruction_mix(dis, function)
+        count = sum(mix.values())
+        lines = line_map(dis, function)
+        data: dict[str, Any] = {
+            "function": function,
+            "arch": dis.arch,
+            "tool": dis.tool,
+            "instruction_count": count,
+            "mix": mix,
+            "lines": lines,
+            "functions": {name: len(fn.body) for name, fn in dis.functions.items()},
+            "text": dis.text,
+        }
+        figures = (
+            Figure("sass_instructions", float(count)),
+            *(Figure(f"sass_op_{op}", float(n)) for op, n in mix.items()),
+        )
+        return StageResult(Status.PASS, data, "", figures=figures)

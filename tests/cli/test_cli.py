@@ -1,0 +1,177 @@
+"""The command line end to end (in-process through click's runner): output, storage, exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner, Result
+
+from karyamorph.cli import main
+from karyamorph.isa.parser import parse, parse_file
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def count_runs(db: Path) -> int:
+    if not db.exists():
+        return 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return int(con.execute("SELECT count(*) FROM runs").fetchone()[0])  # type: ignore[index]
+    finally:
+        con.close()
+
+
+def test_ptx_format_round_trips() -> None:
+    result = invoke("ptx", "format", str(EXAMPLES / "reduce_sum.ptx"))
+    assert result.exit_code == 0
+    assert parse(result.output) == parse_file(EXAMPLES / "reduce_sum.ptx")
+
+
+def test_ptx_info_json() -> None:
+    result = invoke("ptx", "info", str(EXAMPLES / "vadd.ptx"), "--format", "json")
+    info = json.loads(result.output)
+    assert info["version"] and info["target"] == ["sm_80"]
+    (entry,) = [f for f in info["functions"] if f["name"] == "vadd"]
+    assert [p["name"] for p in entry["params"]] == ["a", "b", "c", "n"]
+    assert info["histogram"]["ld"] >= 2 and info["histogram"]["st"] >= 1
+    table = invoke("ptx", "info", str(EXAMPLES / "vadd.ptx"))
+    assert "opcode" in table.output and ".entry vadd" in table.output
+
+
+def test_malformed_ptx_is_a_clean_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 8.7\n.target sm_90\n.visible .entry k()\n{\n\tadd.s32 %r1, %r2, #3;\n}\n")
+    result = CliRunner().invoke(main, ["ptx", "info", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:5:20: unexpected character '#'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_run_stores_every_stage(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    result = invoke("run", str(EXAMPLES / "sgemm.toml"), "--arch", "sm_120", "--db", str(db),
+                    "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert [s["name"] for s in out["stages"]] == ["compile", "sass", "static"]
+    assert {s["status"] for s in out["stages"]} == {"pass"}
+    compiled = out["stages"][0]["data"]
+    assert compiled["registers"] > 0 and compiled["shared_bytes"] == 8192
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (arch, status) = con.execute("SELECT arch, status FROM runs WHERE run_id = ?", [out["run_id"]]).fetchone()  # type: ignore[misc]
+        stages = con.execute("SELECT stage, status FROM stages WHERE run_id = ? ORDER BY position",
+                             [out["run_id"]]).fetchall()  # fmt: skip
+        regs = con.execute("SELECT value FROM metrics WHERE run_id = ? AND stage = 'compile' AND name = 'registers'",
+                           [out["run_id"]]).fetchone()  # fmt: skip
+    finally:
+        con.close()
+    assert (arch, status) == ("sm_120", "pass")
+    assert stages == [("compile", "pass"), ("sass", "pass"), ("static", "pass")]
+    assert regs == (compiled["registers"],)
+    q = invoke("query", "SELECT count(*) AS n FROM runs", "--db", str(db), "--format", "csv")
+    assert q.output.split() == ["n", "1"]
+
+
+def test_run_table_output(tmp_path: Path) -> None:
+    result = invoke("run", str(EXAMPLES / "vadd.toml"), "--arch", "sm_90", "--db", str(tmp_path / "k.duckdb"))
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[1].split()[:3] == ["stage", "status", "seconds"]
+    assert any(line.startswith("compile") and " pass " in line and "regs" in line for line in lines)
+
+
+def test_ptxas_rejection_is_bad_input_and_stores_nothing(tmp_path: Path) -> None:
+    for name in ("vadd.toml", "vadd.ptx"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    ptx = (tmp_path / "vadd.ptx").read_text().splitlines()
+    # An instruction that parses but that ptxas refuses: an undeclared register.
+    line_no = next(i for i, line in enumerate(ptx) if line.strip() == "ret;")
+    ptx.insert(line_no, "\tadd.s32 %undeclared, %undeclared, 1;")
+    (tmp_path / "vadd.ptx").write_text("\n".join(ptx) + "\n")
+    db = tmp_path / "k.duckdb"
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "vadd.toml"), "--arch", "sm_90", "--db", str(db)])
+    assert result.exit_code == 2
+    assert f"vadd.ptx:{line_no + 1}" in result.output
+    assert "%undeclared" in result.output
+    assert count_runs(db) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--arch", "sm_42"], "unsupported --arch 'sm_42'"),
+        (["--arch", "gfx90a"], "unsupported --arch 'gfx90a'"),
+    ],
+)
+def test_unsupported_arch(tmp_path: Path, args: list[str], words: str) -> None:
+    db = tmp_path / "k.duckdb"
+    result = CliRunner().invoke(main, ["run", str(EXAMPLES / "vadd.toml"), "--db", str(db), *args])
+    assert result.exit_code == 2
+    assert words in result.output
+    assert count_runs(db) == 0
+
+
+def test_spec_error_exit_code(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text((EXAMPLES / "vadd.toml").read_text().replace('ptx = "vadd.ptx"', 'ptx = "missing.ptx"'))
+    result = CliRunner().invoke(main, ["run", str(spec), "--db", str(tmp_path / "k.duckdb")])
+    assert result.exit_code == 2
+    assert "s.toml: kernel.ptx: PTX file not found" in result.output
+
+
+def test_missing_toolchain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from karyamorph.harness import toolchain
+
+    def nowhere() -> toolchain.Toolchain:
+        return toolchain.discover_from(use_wheels=False, cuda_home=None, path=str(tmp_path))
+
+    monkeypatch.setattr(toolchain, "discover", nowhere)
+    result = CliRunner().invoke(main, ["run", str(EXAMPLES / "vadd.toml"), "--arch", "sm_90",
+                                       "--db", str(tmp_path / "k.duckdb")])  # fmt: skip
+    assert result.exit_code == 2
+    assert "ptxas was not found" in result.output and "pip install nvidia-cuda-nvcc" in result.output
+
+
+def test_query_without_database(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["query", "SELECT 1", "--db", str(tmp_path / "none.duckdb")])
+    assert result.exit_code == 2
+    assert "does not exist yet" in result.output
+
+
+def test_bad_sql_is_a_clean_error(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    invoke("run", str(EXAMPLES / "scale.toml"), "--arch", "sm_80", "--db", str(db))
+    result = CliRunner().invoke(main, ["query", "SELECT nope FROM runs", "--db", str(db)])
+    assert result.exit_code == 2
+    assert "nope" in result.output and "Traceback" not in result.output
+
+
+def test_device_reports_toolchain() -> None:
+    result = invoke("device", "--format", "json")
+    out = json.loads(result.output)
+    assert out["toolchain"]["ptxas"].count(".") == 2
+    assert out["devices"] or out["problem"].startswith("no CUDA device")
+
+
+def test_demo_on_a_folder(tmp_path: Path) -> None:
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    for name in ("scale.toml", "scale.ptx", "transpose.toml", "transpose.ptx"):
+        shutil.copy(EXAMPLES / name, kernels / name)
+    db = tmp_path / "k.duckdb"
+    result = invoke("demo", "--kernels", str(kernels), "--db", str(db), "--arch", "sm_120")
+    assert result.exit_code == 0
+    assert "Try next:" in result.output
+    rows = [line for line in result.output.splitlines() if line.startswith(("scale", "transpose"))]
+    assert len(rows) == 2 and all(line.split()[1:4] == ["pass", "pass", "pass"] for line in rows)
+    assert count_runs(db) == 2

@@ -1,0 +1,143 @@
+"""KernelSpec loading and the spec <-> .entry signature check, including every bad-input case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from karyamorph.harness.pipeline import prepare
+from karyamorph.harness.spec import SpecError, load_spec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+
+PTX = """.version 8.7
+.target sm_80
+.address_size 64
+.visible .entry axpy(
+\t.param .u64 .ptr .global .align 4 x,
+\t.param .u64 y,
+\t.param .f32 alpha,
+\t.param .u32 n
+)
+{
+\tret;
+}
+"""
+
+SPEC = """
+[kernel]
+ptx = "axpy.ptx"
+entry = "axpy"
+[sizes]
+n = 1000
+[launch]
+grid = ["ceildiv(n, 128)"]
+block = [128]
+[[args]]
+name = "x"
+role = "in"
+dtype = "f32"
+shape = ["n"]
+init = "randn"
+[[args]]
+name = "y"
+role = "inout"
+dtype = "f32"
+shape = ["n"]
+init = "randint(-3, 3)"
+[[args]]
+name = "alpha"
+role = "scalar"
+dtype = "f32"
+value = 2.5
+[[args]]
+name = "n"
+role = "scalar"
+dtype = "u32"
+value = "n"
+[reference]
+torch = "alpha * x + y"
+[cost]
+bytes = "3 * 4 * n"
+flops = "2 * n"
+"""
+
+
+def write(tmp_path: Path, spec: str = SPEC, ptx: str = PTX) -> Path:
+    (tmp_path / "axpy.ptx").write_text(ptx)
+    path = tmp_path / "axpy.toml"
+    path.write_text(spec)
+    return path
+
+
+def test_valid_spec_evaluates_expressions(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path))
+    assert spec.grid() == (8, 1, 1) and spec.block() == (128, 1, 1)
+    assert spec.shape(spec.args[0]) == (1000,)
+    assert spec.args[1].init.kind == "randint" and (spec.args[1].init.low, spec.args[1].init.high) == (-3, 3)
+    assert spec.scalar_value(spec.args[2]) == 2.5
+    assert spec.scalar_value(spec.args[3]) == 1000
+    assert spec.cost() == (12000.0, 2000.0)
+    module = prepare(spec)
+    assert module.entry("axpy").params[2].type == "f32"
+
+
+def test_shipped_examples_load_and_match_their_entries() -> None:
+    paths = sorted(EXAMPLES.glob("*.toml"))
+    assert len(paths) >= 4
+    for path in paths:
+        spec = load_spec(path)
+        prepare(spec)
+
+
+@pytest.mark.parametrize(
+    ("edit", "where", "words"),
+    [
+        (lambda s: s.replace('grid = ["ceildiv(n, 128)"]', 'grid = ["ceildiv(m, 128)"]'),
+         "launch.grid[0]", "unknown size 'm'"),
+        (lambda s: s.replace('dtype = "f32"\nshape', 'dtype = "f33"\nshape', 1),
+         "args[0].dtype", "unknown dtype 'f33'"),
+        (lambda s: s.replace('ptx = "axpy.ptx"', 'ptx = "nope.ptx"'), "kernel.ptx", "PTX file not found"),
+        (lambda s: s.replace('role = "in"', 'role = "input"'), "args[0].role", "unknown role"),
+        (lambda s: s.replace('init = "randn"', 'init = "gaussian"'), "args[0].init", "unknown init"),
+        (lambda s: s.replace("block = [128]", "block = [0]"), "launch.block[0]", ">= 1"),
+        (lambda s: s.replace('grid = ["ceildiv(n, 128)"]', 'grid = ["n / 3"]'), "launch.grid[0]",
+         "not an integer"),
+        (lambda s: s + "\n[bogus]\nx = 1\n", "axpy.toml", "unknown key(s) bogus"),
+        (lambda s: s.replace("[kernel]", "[kernel\n"), "axpy.toml", "not valid TOML"),
+    ],
+)  # fmt: skip
+def test_spec_errors_name_file_and_key(tmp_path: Path, edit: object, where: str, words: str) -> None:
+    path = write(tmp_path, edit(SPEC))  # type: ignore[operator]
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert where in info.value.where
+    assert info.value.where.startswith("axpy.toml")
+    assert words in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda s: s.replace('entry = "axpy"', 'entry = "saxpy"'), "no .entry named 'saxpy' (entries: axpy)"),
+        (lambda s: s.rsplit("[[args]]", 1)[0] + "[reference]\ntorch = 'x'\n",
+         "3 argument(s) given but .entry axpy has 4 parameter(s)"),
+        (lambda s: s.replace('dtype = "f32"\nvalue = 2.5', 'dtype = "s32"\nvalue = 2'),
+         "dtype s32 does not match the parameter type .f32"),
+        (lambda s: s.replace('name = "n"\nrole = "scalar"\ndtype = "u32"', 'name = "n"\nrole = "scalar"\ndtype = "u64"'),
+         "dtype u64 is 8 bytes but the parameter is .u32 (4 bytes)"),
+        (lambda s: s.replace('name = "x"\nrole = "in"\ndtype = "f32"\nshape = ["n"]\ninit = "randn"',
+                             'name = "x"\nrole = "scalar"\ndtype = "u64"\nvalue = 0'),
+         "a scalar (u64) is given for a pointer parameter"),
+        (lambda s: s.replace('name = "n"\nrole = "scalar"\ndtype = "u32"\nvalue = "n"',
+                             'name = "n"\nrole = "in"\ndtype = "u32"\nshape = ["n"]'),
+         "passes a 64-bit pointer, which does not fit a .u32 parameter"),
+    ],
+)  # fmt: skip
+def test_signature_mismatches_name_both_sides(tmp_path: Path, edit: object, words: str) -> None:
+    spec = load_spec(write(tmp_path, edit(SPEC)))  # type: ignore[operator]
+    with pytest.raises(SpecError) as info:
+        prepare(spec)
+    assert words in str(info.value)
+    assert str(info.value).startswith("axpy.toml: ")

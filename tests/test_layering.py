@@ -1,0 +1,54 @@
+"""The import rules of DESIGN.md: dependencies point downward, isa/ and model/ stay light."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "karyamorph"
+
+# layer -> what it must never import (ours and heavy third-party packages).
+FORBIDDEN = {
+    "isa": ("karyamorph.model", "karyamorph.harness", "karyamorph.store", "karyamorph.search",
+            "karyamorph.dashboard", "karyamorph.cli", "torch", "duckdb", "cuda", "cupy"),
+    "model": ("karyamorph.harness", "karyamorph.store", "karyamorph.search", "karyamorph.dashboard",
+              "karyamorph.cli", "torch", "duckdb", "cuda", "cupy"),
+    "store": ("karyamorph.isa", "karyamorph.model", "karyamorph.harness", "karyamorph.search",
+              "karyamorph.dashboard", "karyamorph.cli", "torch", "cuda"),
+    "harness": ("karyamorph.search", "karyamorph.dashboard", "karyamorph.cli"),
+    "search": ("karyamorph.dashboard", "karyamorph.cli", "cuda"),
+}  # fmt: skip
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_no_module_imports_upward() -> None:
+    problems = []
+    for layer, forbidden in FORBIDDEN.items():
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            for name in imported_modules(path):
+                if any(name == f or name.startswith(f + ".") for f in forbidden):
+                    problems.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    assert problems == []
+
+
+def test_importing_the_core_stays_light() -> None:
+    code = (
+        "import sys, karyamorph, karyamorph.isa.parser, karyamorph.isa.printer, karyamorph.model;"
+        "import karyamorph.harness.spec, karyamorph.harness.pipeline;"
+        "heavy = sorted(m for m in ('torch', 'duckdb', 'cuda.bindings', 'cupy', 'z3') if m in sys.modules);"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
