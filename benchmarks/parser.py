@@ -40,7 +40,9 @@ def main() -> None:
     print(f"largest file: {largest.relative_to(CORPUS)} ({mb:.3f} MB)")
     print(f"parse: median {p * 1e3:.1f} ms over {args.repeat} runs = {mb / p:.2f} MB/s")
     print(f"print: median {q * 1e3:.1f} ms = {mb / q:.2f} MB/s")
-    print(f"whole corpus: {len(files)} files, {total:.2f} MB parsed in {whole:.2f} s = {total / whole:.2f} MB/s")
+    print(
+        f"whole corpus: {len(files)} files, {total:.2f} MB parsed in {whole:.2f} s = {total / whole:.2f} MB/s"
+    )
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ def main() -> None:
 
 @main.command()
 @click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
-@click.option("--arch", default=None, help="Target (sm_120, sm_90a, ...); default: the GPU's, else the PTX .target.")
+@click.option(
+    "--arch", default=None, help="Target (sm_120, sm_90a, ...); default: the GPU's, else the PTX .target."
+)
 @db_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.option("--no-store", is_flag=True, help="Do not write the run to the database.")
@@ -90,8 +92,13 @@ def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bo
 @main.command()
 @click.option("--arch", default=None, help="Target for every example (default: the GPU's, else sm_120).")
 @db_option
-@click.option("--kernels", "kernels_dir", default=None, type=click.Path(file_okay=False),
-              help="Folder of *.toml specs (default: the shipped datasets/kernels).")
+@click.option(
+    "--kernels",
+    "kernels_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Folder of *.toml specs (default: the shipped datasets/kernels).",
+)
 @friendly_errors
 def demo(arch: str | None, db: str | None, kernels_dir: str | None) -> None:
     """Run every example kernel through every stage this machine supports; print a summary."""
@@ -117,7 +124,9 @@ def query(sql: str, db: str | None, fmt: str) -> None:
 
     path = _db_path(db)
     if not path.exists():
-        raise StoreError(f"database {path} does not exist yet: run `karyamorph demo` or `karyamorph run` first")
+        raise StoreError(
+            f"database {path} does not exist yet: run `karyamorph demo` or `karyamorph run` first"
+        )
     with Store.open(path, read_only=True) as store:
         result = store.query(sql)
     click.echo(render(result.columns, result.rows, fmt))
@@ -193,9 +202,18 @@ def ptx_info(file: str, fmt: str) -> None:
     for f in info["functions"]:
         click.echo(f"\n.{f['kind']} {f['name']}  ({f['instructions']} instructions)")
         if f["params"]:
-            click.echo(render(["param", "type", "pointer"], [(p["name"], p["type"], p["pointer"]) for p in f["params"]]))
+            click.echo(
+                render(
+                    ["param", "type", "pointer"], [(p["name"], p["type"], p["pointer"]) for p in f["params"]]
+                )
+            )
         if f["registers"]:
-            click.echo(render(["registers", "type", "count"], [(r["name"], r["type"], r["count"]) for r in f["registers"]]))
+            click.echo(
+                render(
+                    ["registers", "type", "count"],
+                    [(r["name"], r["type"], r["count"]) for r in f["registers"]],
+                )
+            )
         if f["attributes"]:
             click.echo("attributes: " + ", ".join(f"{k} {v}" for k, v in f["attributes"].items()))
     hist = info["histogram"]

@@ -135,10 +135,20 @@ def list_devices() -> tuple[DeviceInfo, ...]:
                 attrs[short] = int(_check(driver.cuDeviceGetAttribute(enum, dev)))
             except _DriverUnavailable:
                 continue
-        major = int(_check(driver.cuDeviceGetAttribute(
-            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)))
-        minor = int(_check(driver.cuDeviceGetAttribute(
-            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)))
+        major = int(
+            _check(
+                driver.cuDeviceGetAttribute(
+                    driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev
+                )
+            )
+        )
+        minor = int(
+            _check(
+                driver.cuDeviceGetAttribute(
+                    driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev
+                )
+            )
+        )
         total = int(_check(driver.cuDeviceTotalMem(dev)))
         devices.append(DeviceInfo(ordinal, name, (major, minor), int(version), total, attrs))
     return tuple(devices)

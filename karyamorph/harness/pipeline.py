@@ -158,13 +158,9 @@ def run_pipeline(
         try:
             r = stage.run(ctx)
         except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as exc:
-            r = StageResult(
-                Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, traceback.format_exc()
-            )
+            r = StageResult(Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, traceback.format_exc())
         if not r.seconds:
             r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
         ctx.results[stage.name] = r
         results.append((stage.name, r))
-    return RunResult(
-        spec, module, arch, toolchain, device, tuple(results), started, time.perf_counter() - t0
-    )
+    return RunResult(spec, module, arch, toolchain, device, tuple(results), started, time.perf_counter() - t0)

@@ -28,9 +28,9 @@ def ptx_hash(ptx: str) -> str:
 def to_record(run: RunResult) -> RunRecord:
     """Every stored fact of ``run``: kernel, spec, launch, device, toolchain, stages, figures."""
     spec = run.spec
-    stages = []
-    metrics = []
-    sass = []
+    stages: list[StageRecord] = []
+    metrics: list[MetricRecord] = []
+    sass: list[SassRecord] = []
     for position, (name, r) in enumerate(run.stages):
         data = {k: v for k, v in r.data.items() if k not in _MOVED.get(name, ())}
         stages.append(StageRecord(name, position, str(r.status), r.seconds, r.log, data))

@@ -29,6 +29,8 @@ from typing import Any
 from karyamorph.harness.toolchain import Toolchain
 
 PTX_TEXT_FILE = ".nv_debug_ptx_txt"
+# Every instruction of sm_70 and newer is 16 bytes (one 128-bit word).
+INSTRUCTION_BYTES = 16
 
 _SECTION = re.compile(r"//-+ (?P<section>\S+)\s+-+")
 _CUOBJDUMP_FUNCTION = re.compile(r"\s*Function : (?P<name>\S+)")
@@ -161,7 +163,7 @@ def parse_text(text: str, *, tool: str = "nvdisasm") -> Disassembly:
     def close() -> None:
         if name is not None:
             for label in waiting:
-                labels[label] = rows[-1].offset + 16 if rows else 0
+                labels[label] = rows[-1].offset + INSTRUCTION_BYTES if rows else 0
             functions[name] = SassFunction(name, tuple(rows), _padding(rows, labels))
             all_labels[name] = dict(labels)
 
@@ -206,34 +208,41 @@ def parse_json(text: str) -> Disassembly:
     """Parse ``nvdisasm -json`` output; offsets are derived from each function's start."""
     try:
         header, entries = json.loads(text)
-    except (ValueError, TypeError) as err:
-        raise SassError(f"nvdisasm -json output is not [header, functions]: {err}") from err
-    version = header.get("SM", {}).get("version", {})
-    arch = f"sm_{version['major']}{version['minor']}" if "major" in version else None
-    functions: dict[str, SassFunction] = {}
+        version = header.get("SM", {}).get("version", {})
+        arch = f"sm_{version['major']}{version['minor']}" if "major" in version else None
+        functions = dict(_json_function(entry) for entry in entries)
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise SassError(
+            f"nvdisasm -json output is not [header, functions] as expected: {err!r}"
+        ) from err
     lines = [f"\t.target\t{arch}"] if arch else []
-    for entry in entries:
-        name, items = entry["function-name"], entry["sass-instructions"]
-        size = entry["length"] // len(items) if items and entry["length"] % len(items) == 0 else 16
-        rows = []
-        lines.append(f"//--------------------- .text.{name} --------------------------")
-        for i, item in enumerate(items):
-            attrs = item.get("other-attributes") or {}
-            flags = tuple(k for k, v in attrs.items() if v == "True") if isinstance(attrs, dict) else ()
-            pred = item.get("predicate", "").removeprefix("@") or None
-            ins = SassInstruction(
+    for fn in functions.values():
+        lines.append(f"//--------------------- .text.{fn.name} --------------------------")
+        for ins in fn.instructions:
+            guard = f"@{ins.predicate} " if ins.predicate else ""
+            lines.append(f"        /*{ins.offset:04x}*/ {guard}{ins.opcode} {ins.operands} ;")
+    return Disassembly(functions, "\n".join(lines) + "\n", arch, "nvdisasm -json", False)
+
+
+def _json_function(entry: dict[str, Any]) -> tuple[str, SassFunction]:
+    name, items = entry["function-name"], entry["sass-instructions"]
+    exact = items and entry["length"] % len(items) == 0
+    size = entry["length"] // len(items) if exact else INSTRUCTION_BYTES
+    rows = []
+    for i, item in enumerate(items):
+        attrs = item.get("other-attributes") or {}
+        flags = tuple(k for k, v in attrs.items() if v == "True") if isinstance(attrs, dict) else ()
+        rows.append(
+            SassInstruction(
                 entry["start"] + i * size,
                 item["opcode"],
                 item["opcode"].split(".")[0],
                 _split_operands(item.get("operands", "")),
-                pred,
+                item.get("predicate", "").removeprefix("@") or None,
                 flags=flags,
             )
-            rows.append(ins)
-            guard = f"@{pred} " if pred else ""
-            lines.append(f"        /*{ins.offset:04x}*/ {guard}{ins.opcode} {ins.operands} ;")
-        functions[name] = SassFunction(name, tuple(rows), _padding(rows, {}))
-    return Disassembly(functions, "\n".join(lines) + "\n", arch, "nvdisasm -json", False)
+        )
+    return name, SassFunction(name, tuple(rows), _padding(rows, {}))
 
 
 @functools.cache

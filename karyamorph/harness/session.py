@@ -142,7 +142,7 @@ def run_demo(folder: Path, *, arch: str | None, db: Path) -> str:
     lines += [
         "",
         "Try next:",
-        f"  karyamorph query \"SELECT r.entry, m.name, m.value, m.unit FROM runs r JOIN metrics m "
+        f'  karyamorph query "SELECT r.entry, m.name, m.value, m.unit FROM runs r JOIN metrics m '
         f"USING (run_id) WHERE m.stage = 'compile' ORDER BY r.entry, m.name\" --db {db}",
         f"  karyamorph run {specs[0]} --arch sm_90 --db {db}",
     ]

@@ -41,7 +41,10 @@ def _mismatch(arg: ArgSpec, param: ast.Param) -> str | None:
     if param.is_ptr:
         return f"a scalar ({arg.dtype.name}) is given for a pointer parameter"
     if arg.dtype.bytes != width:
-        return f"dtype {arg.dtype.name} is {arg.dtype.bytes} bytes but the parameter is .{param.type} ({width} bytes)"
+        return (
+            f"dtype {arg.dtype.name} is {arg.dtype.bytes} bytes "
+            f"but the parameter is .{param.type} ({width} bytes)"
+        )
     kind = param.type[0]
     if arg.dtype.kind not in _ACCEPTS.get(kind, set()):
         return f"dtype {arg.dtype.name} does not match the parameter type .{param.type}"

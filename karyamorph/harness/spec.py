@@ -192,7 +192,9 @@ def _parse_init(text: Any, where: str) -> Init:
         return Init("randint", lo, hi)
     if text.strip() in INITS and text.strip() != "randint":
         return Init(text.strip())
-    raise SpecError(where, f"unknown init {text!r} (expected one of: {', '.join(INITS[:-1])}, randint(lo, hi))")
+    raise SpecError(
+        where, f"unknown init {text!r} (expected one of: {', '.join(INITS[:-1])}, randint(lo, hi))"
+    )
 
 
 def _dims(value: Any, where: str, lo: int, hi: int) -> tuple[str | int, ...]:
@@ -223,13 +225,16 @@ def _unknown_keys(table: dict[str, Any], allowed: set[str], where: str) -> None:
         raise SpecError(where, f"unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})")
 
 
-def spec_from_dict(doc: dict[str, Any], base: Path | None = None, name: str = "<spec>",
-                   text: str = "") -> KernelSpec:
+def spec_from_dict(
+    doc: dict[str, Any], base: Path | None = None, name: str = "<spec>", text: str = ""
+) -> KernelSpec:
     """Build a KernelSpec from a parsed TOML document; relative paths resolve against ``base``."""
     _unknown_keys(doc, {"kernel", "sizes", "launch", "args", "reference", "check", "cost", "version"}, name)
     version = doc.get("version", SPEC_VERSION)
     if version != SPEC_VERSION:
-        raise SpecError(f"{name}: version", f"spec version {version!r} is not supported (this is {SPEC_VERSION})")
+        raise SpecError(
+            f"{name}: version", f"spec version {version!r} is not supported (this is {SPEC_VERSION})"
+        )
     kernel = _table(doc, "kernel", name)
     _unknown_keys(kernel, {"ptx", "source", "entry"}, f"{name}: [kernel]")
     entry = kernel.get("entry")
@@ -251,7 +256,7 @@ def spec_from_dict(doc: dict[str, Any], base: Path | None = None, name: str = "<
         except OSError as exc:
             raise SpecError(f"{name}: kernel.ptx", f"cannot read {ptx_path}: {exc.strerror}") from None
     else:
-        raise SpecError(f"{name}: [kernel]", "missing ptx = \"file.ptx\" or source = \"\"\"...\"\"\"")
+        raise SpecError(f"{name}: [kernel]", 'missing ptx = "file.ptx" or source = """..."""')
 
     sizes = _table(doc, "sizes", name, required=False)
     for k, v in sizes.items():

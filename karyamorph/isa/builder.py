@@ -225,6 +225,7 @@ class KernelBuilder:
     def extern_shared(self, name: str, *, align: int = 16, type_: str = "b8") -> ast.Symbol:
         """Declare the dynamic shared array ``.extern .shared .align N .b8 name[]`` (module scope)."""
         sym = self._claim(name, "extern .shared variable")
+        type_ = _split(type_, f".extern .shared {name}")[1]
         decl = ast.VarDecl("shared", type_, (name,), ("extern",), align=align, dims=(None,))
         self._module_vars.append(decl)
         return sym
@@ -252,6 +253,8 @@ class KernelBuilder:
 
     def pragma(self, text: str) -> None:
         """Emit ``.pragma "text";`` (e.g. ``"nounroll"`` just before a loop's back branch)."""
+        if '"' in text or "\n" in text:
+            raise self._error(".pragma", f"{text!r} may not contain quotes or newlines")
         self._body.append(ast.Directive("pragma", f'"{text}"', terminated=True))
 
     # --- registers and raw instructions ---------------------------------------------------------
@@ -303,17 +306,25 @@ class KernelBuilder:
         Python numbers become literals of the last type modifier of ``opcode``.
         """
         name, *mods = opcode.split(".")
-        imm = next((m for m in reversed(mods) if m in _TYPES), None)
-        self._emit(name, mods, [self._operand(v, imm) for v in operands], guard)
+        self._emit(name, mods, self._raw(opcode, operands), guard)
 
-    def emit(self, opcode: str, dst_type: str, *operands: Value, guard: Pred | None = None) -> Reg:
+    def emit(self, opcode: str, dst_type: str, *operands: Operandish, guard: Pred | None = None) -> Reg:
         """Like :meth:`instr` with a fresh ``dst_type`` destination first; returns it.
 
         ``k.emit("lop3.b32", "b32", a, b, c, 0x96)`` -> ``lop3.b32 %r3, %r0, %r1, %r2, 150;``
         """
+        name, *mods = opcode.split(".")
+        ops = self._raw(opcode, operands)
         dst = self.reg(dst_type)
-        self.instr(opcode, dst, *operands, guard=guard)
+        self._emit(name, mods, [ast.Register(dst.name), *ops], guard)
         return dst
+
+    def _raw(self, opcode: str, operands: Sequence[Operandish]) -> list[ast.Operand]:
+        imm = next((m for m in reversed(opcode.split(".")[1:]) if m in _TYPES), None)
+        try:
+            return [self._operand(v, imm) for v in operands]
+        except BuilderError as exc:
+            raise self._error(opcode, str(exc)) from None
 
     def _src(self, value: Value, want: str, where: str, relaxed: bool = False) -> ast.Operand:
         if isinstance(value, Reg) and not fits(want, value.type, relaxed):
@@ -334,13 +345,13 @@ class KernelBuilder:
             out, values = values[0], values[1:]
         if len(values) != len(srcs):
             raise self._error(where, f"takes {len(srcs)} source operands, got {len(values)}")
+        ops = [self._src(v, s, f"{where} operand {i + 1}", relaxed)
+               for i, (v, s) in enumerate(zip(values, srcs, strict=True))]  # fmt: skip
         dst_type = dst or t
         if out is None:
             out = self.reg(dst_type)
         elif not fits(dst_type, out.type, relaxed):
             raise self._error(where, f"destination {out.name} holds .{out.type}, not .{dst_type}")
-        ops = [self._src(v, s, f"{where} operand {i + 1}", relaxed)
-               for i, (v, s) in enumerate(zip(values, srcs, strict=True))]  # fmt: skip
         self._emit(opcode, (*mods, t), [ast.Register(out.name), *ops], guard)
         return out
 
@@ -348,6 +359,8 @@ class KernelBuilder:
     def sreg(self, name: str) -> Reg:
         """Copy a special register into a fresh one: ``k.sreg("tid.x")`` -> ``mov.u32 %r0, %tid.x;``."""
         name = name.lstrip("%")
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*(\.[xyz])?", name):
+            raise self._error("sreg", f"%{name} is not a special register name (tid.x, laneid, ...)")
         t = "u64" if name in _SREG_64 else "u32"
         return self.mov(t, ast.Register("%" + name))
 
@@ -542,9 +555,10 @@ class KernelBuilder:
         mods, t = _split(f"{space}.v{width}.{type_}" if space else f"v{width}.{type_}", "ld")
         if width not in (2, 4, 8):
             raise self._error(f"ld.v{width}", "vector width must be 2, 4 or 8")
+        where = self._mem(address)
         regs = tuple(self.reg(_WIDEN8.get(t, t)) for _ in range(width))
         vector = ast.Vector(tuple(ast.Register(r.name) for r in regs))
-        self._emit("ld", (*mods, t), [vector, self._mem(address)], None)
+        self._emit("ld", (*mods, t), [vector, where], None)
         return regs
 
     def st(self, space: str, type_: str, address: Place,
@@ -595,10 +609,10 @@ class KernelBuilder:
         if mode not in ("up", "down", "bfly", "idx") or width not in (1, 2, 4, 8, 16, 32):
             raise self._error("shfl.sync", f"mode {mode!r} or width {width} invalid (up/down/bfly/idx)")
         c = (32 - width) << 8 | (0 if mode == "up" else 0x1F)
-        if out is None and isinstance(value, Reg) and fits("b32", value.type):
-            out = self.reg(value.type)
+        # The result keeps the shuffled value's type, so an f32 stays usable as an f32.
+        same = value.type if isinstance(value, Reg) and fits("b32", value.type) else None
         return self._op("shfl", ("sync", mode), "b32", [value, lane, c, mask],
-                        srcs=("b32", "u32", "b32", "b32"), out=out)  # fmt: skip
+                        srcs=("b32", "u32", "b32", "b32"), out=out, dst=same)  # fmt: skip
 
     # --- control flow ---------------------------------------------------------------------------
     def label(self, hint: str = "L") -> LabelRef:

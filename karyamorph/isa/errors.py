@@ -33,9 +33,7 @@ class PtxError(Exception):
         The offending line with a caret, ready to print.
     """
 
-    def __init__(
-        self, message: str, filename: str, line: int, column: int | None, excerpt: str = ""
-    ) -> None:
+    def __init__(self, message: str, filename: str, line: int, column: int | None, excerpt: str = "") -> None:
         self.message = message
         self.filename = filename
         self.line = line

@@ -39,11 +39,11 @@ class _Words:
         self.loc = _loc(tokens[0])
 
 
-class _Params(tuple):  # type: ignore[type-arg]
+class _Params(tuple[ast.Param, ...]):
     """A parenthesised parameter list, told apart from other children by its type."""
 
 
-class _Dims(tuple):  # type: ignore[type-arg]
+class _Dims(tuple[int | None, ...]):
     """Array dimensions of a declarator."""
 
 
@@ -235,9 +235,7 @@ class _Builder(Transformer[Token, Any]):
             params = tuple(lists[0])
             if kind == "func" and self._returns_first(c):
                 returns, params = params, ()
-        return ast.Function(
-            kind, name, params, body, linkage, returns, tuple(attributes), _loc(kind_token)
-        )
+        return ast.Function(kind, name, params, body, linkage, returns, tuple(attributes), _loc(kind_token))
 
     @staticmethod
     def _returns_first(c: list[Any]) -> bool:
@@ -315,7 +313,7 @@ def _operand(x: Any) -> ast.Operand:
         if x.type == "NUMBER":
             return ast.Immediate(str(x))
         return ast.Symbol(str(x))
-    return x  # type: ignore[no-any-return]
+    return x
 
 
 def _strip_comment(text: str) -> str:

@@ -150,7 +150,8 @@ _HOPPER = (*_GA100, 196, 228)
 
 # One row per base target. Columns: compute capability, max warps per SM, max blocks per SM,
 # shared memory per SM (KB), opt-in shared memory per block (KB), carveouts (KB), block
-# barriers per SM (None: not counted by the occupancy calculator before 9.0).
+# barriers per SM (None: not counted by the occupancy calculator before 9.0). sm_103's 32 is
+# CUDA 13.5's cuda_occupancy.h (one per block slot); CUDA 13.0's header counted 64 there.
 _TABLE: dict[str, tuple[tuple[int, int], int, int, int, int, tuple[int, ...], int | None]] = {
     #          cc        warps blocks smem/SM opt-in carveouts barriers
     "sm_75":  ((7, 5),   32,   16,    64,     64,    _TURING,  None),

@@ -68,11 +68,15 @@ def test_run_stores_every_stage(tmp_path: Path) -> None:
     assert compiled["registers"] > 0 and compiled["shared_bytes"] == 8192
     con = duckdb.connect(str(db), read_only=True)
     try:
-        (arch, status) = con.execute("SELECT arch, status FROM runs WHERE run_id = ?", [out["run_id"]]).fetchone()  # type: ignore[misc]
+        (arch, status) = con.execute(
+            "SELECT arch, status FROM runs WHERE run_id = ?", [out["run_id"]]
+        ).fetchone()  # type: ignore[misc]
         stages = con.execute("SELECT stage, status FROM stages WHERE run_id = ? ORDER BY position",
                              [out["run_id"]]).fetchall()  # fmt: skip
-        regs = con.execute("SELECT value FROM metrics WHERE run_id = ? AND stage = 'compile' AND name = 'registers'",
-                           [out["run_id"]]).fetchone()  # fmt: skip
+        regs = con.execute(
+            "SELECT value FROM metrics WHERE run_id = ? AND stage = 'compile' AND name = 'registers'",
+            [out["run_id"]],
+        ).fetchone()
     finally:
         con.close()
     assert (arch, status) == ("sm_120", "pass")
@@ -99,7 +103,9 @@ def test_ptxas_rejection_is_bad_input_and_stores_nothing(tmp_path: Path) -> None
     ptx.insert(line_no, "\tadd.s32 %undeclared, %undeclared, 1;")
     (tmp_path / "vadd.ptx").write_text("\n".join(ptx) + "\n")
     db = tmp_path / "k.duckdb"
-    result = CliRunner().invoke(main, ["run", str(tmp_path / "vadd.toml"), "--arch", "sm_90", "--db", str(db)])
+    result = CliRunner().invoke(
+        main, ["run", str(tmp_path / "vadd.toml"), "--arch", "sm_90", "--db", str(db)]
+    )
     assert result.exit_code == 2
     assert f"vadd.ptx:{line_no + 1}" in result.output
     assert "%undeclared" in result.output

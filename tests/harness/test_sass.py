@@ -156,8 +156,10 @@ def test_cuobjdump_agrees_with_nvdisasm() -> None:
 
 
 def test_malformed_json_is_a_sass_error() -> None:
-    with pytest.raises(SassError, match="not \\[header, functions\\]"):
+    with pytest.raises(SassError, match=r"not \[header, functions\]"):
         parse_json('{"not": "a list"}')
+    with pytest.raises(SassError, match="KeyError"):
+        parse_json('[{}, [{"function-name": "f"}]]')
 
 
 # -- live tools ---------------------------------------------------------------------------------

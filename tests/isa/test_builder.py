@@ -351,7 +351,8 @@ def test_branch_to_a_label_never_placed_fails_at_build() -> None:
         (lambda k: k.ld("global", "f32", k.mov("f32", 0.0)), r"an address is a 32- or 64-bit integer"),
         (lambda k: k.setp("lo", "f32", 1.0, 2.0), r"'lo' is not a comparison for \.f32"),
         (lambda k: k.ret(guard=k.mov("u32", 1)), r"guard must be a \.pred register"),
-        (lambda k: k.mov("u64", k.reg("u32"), out=k.reg("pred")), r"destination %p0 holds \.pred"),
+        (lambda k: k.mov("u64", 1, out=k.reg("pred")), r"destination %p0 holds \.pred"),
+        (lambda k: k.sreg("tid x"), r"not a special register name"),
         (lambda k: (k.param("n", "u32"), k.param("n", "u64")), r"the name 'n' is already declared"),
         (lambda k: k.shared("bad name", "f32", 4), r"not a PTX identifier"),
         (lambda k: k.reg("u8"), r"no register class for \.u8"),
@@ -363,6 +364,21 @@ def test_branch_to_a_label_never_placed_fails_at_build() -> None:
 def test_misuse_raises_a_clear_error(misuse: Callable[[KernelBuilder], object], problem: str) -> None:
     with pytest.raises(BuilderError, match=problem):
         misuse(KernelBuilder("bad"))
+
+
+def test_a_refused_instruction_allocates_nothing() -> None:
+    k = KernelBuilder("bad")
+    a = k.mov("u32", 1)
+    misuses: list[Callable[[], object]] = [
+        lambda: k.add("u32", a, 1.5),
+        lambda: k.emit("mov.pred", "pred", 1.5),
+        lambda: k.shfl_sync("down", a, 1.5),
+        lambda: k.ld_v("global", "f32", k.mov("f32", 0.0), 4),
+    ]
+    for misuse in misuses:
+        with pytest.raises(BuilderError):
+            misuse()
+    assert "\t.reg .b32 %r<1>;\n\t.reg .f32 %f<1>;\n" in k.ptx()
 
 
 def test_a_label_is_placed_once() -> None:

@@ -38,14 +38,21 @@ def test_params_with_pointer_attributes(features: ast.Module) -> None:
 def test_declarations(features: ast.Module) -> None:
     dyn, counter, msg = (i for i in features.items if isinstance(i, ast.VarDecl))
     assert (dyn.space, dyn.qualifiers, dyn.align, dyn.dims, dyn.size_bytes) == (
-        "shared", ("extern",), 16, (None,), None
+        "shared",
+        ("extern",),
+        16,
+        (None,),
+        None,
     )
     assert counter.init == "0"
     assert (msg.dims, msg.init, msg.size_bytes) == ((3,), "{72, 105, 0}", 3)
     body = features.entry("vadd").body or ()
     regs = [s for s in body if isinstance(s, ast.VarDecl) and s.space == "reg"]
     assert [(r.type, r.names, r.count) for r in regs] == [
-        ("pred", ("%p",), 2), ("b32", ("%r",), 6), ("f32", ("%f",), 4), ("b64", ("%rd",), 8)
+        ("pred", ("%p",), 2),
+        ("b32", ("%r",), 6),
+        ("f32", ("%f",), 4),
+        ("b64", ("%rd",), 8),
     ]
 
 
@@ -69,7 +76,8 @@ def test_directives_kept(features: ast.Module) -> None:
     body = features.entry("vadd").body or ()
     directives = [s for s in body if isinstance(s, ast.Directive)]
     assert [(d.name, d.args, d.terminated) for d in directives] == [
-        ("loc", "1 10 3", False), ("pragma", '"nounroll"', True)
+        ("loc", "1 10 3", False),
+        ("pragma", '"nounroll"', True),
     ]
     assert any(isinstance(s, ast.Block) for s in body)
     assert any(isinstance(s, ast.Label) and s.name == "$L__BB0_2" for s in body)
@@ -128,5 +136,5 @@ def test_syntax_errors_have_locations(body: str, line: int, column: int, words: 
 
 
 def test_missing_version_is_an_error() -> None:
-    with pytest.raises(PtxSyntaxError, match="missing .version"):
+    with pytest.raises(PtxSyntaxError, match=r"missing \.version"):
         parse(".target sm_90\n.visible .entry k()\n{\n\tret;\n}\n")

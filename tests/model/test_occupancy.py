@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.model.occupancy import OccupancyError, occupancy
+from karyamorph.model.occupancy import BlockLimits, OccupancyError, occupancy
 from karyamorph.model.resources import ARCHES, KIB, ArchResources, resources_for
 
+
 # --------------------------------------------------------------------------- the table
-
-
 @pytest.mark.parametrize("spelling", ["sm_90", "sm_90a", "SM_90", "compute_90", "90", "9.0", 90, (9, 0)])
 def test_resources_for_accepts_every_spelling(spelling: str | int | tuple[int, int]) -> None:
     assert resources_for(spelling).name == "sm_90"
+    if not isinstance(spelling, int):  # occupancy() takes the same spellings, or the resources
+        assert occupancy(spelling, 256, 64) == occupancy(resources_for("sm_90"), 256, 64)
 
 
 def test_suffixes_and_renamed_targets_resolve_to_the_base() -> None:
@@ -47,10 +48,8 @@ def test_anchor_arch_figures() -> None:
     # sm_90 (H100/H200): 2048 threads, 32 blocks, 228 KB per SM, 227 KB per block.
     hopper = resources_for("sm_90")
     assert (hopper.max_threads_per_sm, hopper.max_blocks_per_sm) == (2048, 32)
-    assert (hopper.shared_memory_per_sm_bytes, hopper.max_shared_memory_per_block_bytes) == (
-        233472,
-        232448,
-    )
+    assert hopper.shared_memory_per_sm_bytes == 233472
+    assert hopper.max_shared_memory_per_block_bytes == 232448
     # Every arch: the largest carveout is the SM's shared memory, one block's share is 1 KB less
     # from sm_80 on (the reserved KB), and the Turing unit is 256 B with nothing reserved.
     for res in ARCHES.values():
@@ -60,10 +59,8 @@ def test_anchor_arch_figures() -> None:
             == res.shared_memory_per_sm_bytes
         )
     turing = resources_for("sm_75")
-    assert (
-        turing.shared_memory_allocation_unit_bytes,
-        turing.reserved_shared_memory_per_block_bytes,
-    ) == (256, 0)
+    assert turing.shared_memory_allocation_unit_bytes == 256
+    assert turing.reserved_shared_memory_per_block_bytes == 0
 
 
 def test_carveout_rounds_up_to_a_supported_size() -> None:
@@ -81,8 +78,6 @@ def test_carveout_rounds_up_to_a_supported_size() -> None:
 
 
 # --------------------------------------------------------------------------- hand-derived cases
-
-
 def test_sm90_256_threads_32_regs_is_full_and_tied() -> None:
     # 8 warps/block. Warps: 64 // 8 = 8. Registers: 32*32 = 1024 per warp; 16384 per
     # sub-partition / 1024 = 16 warps, x4 = 64 warps // 8 = 8. Shared: only the reserved 1 KB,
@@ -91,13 +86,7 @@ def test_sm90_256_threads_32_regs_is_full_and_tied() -> None:
     assert (occ.blocks_per_sm, occ.warps_per_sm, occ.threads_per_sm) == (8, 64, 2048)
     assert occ.occupancy == 1.0
     assert occ.limiters == ("warps", "registers") and occ.limiter == "warps"
-    assert occ.limits.items() == (
-        ("warps", 8),
-        ("registers", 8),
-        ("shared_memory", 228),
-        ("blocks", 32),
-        ("barriers", 64),
-    )
+    assert occ.limits == BlockLimits(warps=8, registers=8, shared_memory=228, blocks=32, barriers=64)
     assert occ.shared_per_block_bytes == 1024 and occ.min_shared_carveout_bytes == 8 * KIB
 
 
@@ -185,17 +174,14 @@ def test_block_count_limit() -> None:
     assert (occ.blocks_per_sm, occ.limiters, occ.occupancy) == (24, ("blocks", "barriers"), 0.5)
 
 
-def test_named_barriers_limit_blocks_from_sm90_on() -> None:
+def test_named_barriers_limit_blocks_from_sm90_on_and_unused_resources_do_not() -> None:
     # 16 barriers per block: sm_90 has 64 per SM -> 4 blocks. sm_86 is not counted (None).
     occ = occupancy("sm_90", 32, 16, block_barriers=16)
     assert (occ.blocks_per_sm, occ.limiter) == (4, "barriers")
     assert occupancy("sm_86", 32, 16, block_barriers=16).limits.barriers is None
     assert occupancy("sm_90", 32, 16, block_barriers=0).limits.barriers is None
-
-
-def test_zero_registers_put_no_limit() -> None:
-    occ = occupancy("sm_90", 128, 0)
-    assert occ.limits.registers is None and occ.registers_per_block == 0
+    # Likewise a kernel without registers puts no register limit.
+    assert occupancy("sm_90", 128, 0).limits.registers is None
 
 
 def test_launches_that_do_not_fit() -> None:
@@ -223,12 +209,6 @@ def test_opt_in_shared_memory_edge() -> None:
         "sm_90", 128, 32, dynamic_shared_bytes=64 * KIB, max_dynamic_shared_bytes=48 * KIB
     )
     assert (capped.blocks_per_sm, capped.limiter) == (0, "shared_memory")
-
-
-def test_arch_may_be_given_as_resources_or_any_spelling() -> None:
-    expected = occupancy("sm_90", 256, 64)
-    for arch in (resources_for("sm_90"), "sm_90a", (9, 0)):
-        assert occupancy(arch, 256, 64) == expected
 
 
 @pytest.mark.parametrize(
@@ -382,8 +362,6 @@ def test_model_matches_cuda_occupancy_h(reference_calculator: tuple[Path, int]) 
 
 
 # --------------------------------------------------------------------------- the driver (GPU)
-
-
 class _Device:
     """Device 0 through cuda.bindings.driver with its primary context current; skips without one."""
 
@@ -428,8 +406,8 @@ def _pressure_ptx(target: str, version: str, live: int, static_bytes: int, barri
         f"  fma.rn.f32 %f{live}, %f{live}, %f{i}, %f{i};" for i in reversed(range(live - 1))
     )
     shared = f".shared .align 4 .b8 buf[{static_bytes}];" if static_bytes else ""
-    use_shared = f"  st.shared.f32 [buf], %f{live};" if static_bytes else ""
-    sync = f"  barrier.sync {barrier};" if barrier else ""
+    use_shared = f"st.shared.f32 [buf], %f{live};" if static_bytes else ""
+    sync = f"barrier.sync {barrier};" if barrier else ""
     return f"""
 .version {version}
 .target {target}
@@ -437,17 +415,12 @@ def _pressure_ptx(target: str, version: str, live: int, static_bytes: int, barri
 {shared}
 .visible .entry k(.param .u64 p)
 {{
-  .reg .f32 %f<{live + 1}>;
-  .reg .b64 %rd<3>;
-  ld.param.u64 %rd1, [p];
-  cvta.to.global.u64 %rd2, %rd1;
+  .reg .f32 %f<{live + 1}>; .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [p]; cvta.to.global.u64 %rd2, %rd1;
 {loads}
   mov.f32 %f{live}, %f{live - 1};
 {chain}
-{use_shared}
-{sync}
-  st.global.f32 [%rd2], %f{live};
-  ret;
+  {use_shared} {sync} st.global.f32 [%rd2], %f{live}; ret;
 }}
 """
 
