@@ -3,145 +3,38 @@
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from karyamorph.isa import ast
+from karyamorph.isa.operands import (
+    AST_OPERANDS,
+    CMP_FLOAT,
+    CMP_INT,
+    FLOAT_ROUNDING,
+    IDENT_RE,
+    INT_ROUNDING,
+    PREFIX_ORDER,
+    REGISTER_CLASSES,
+    SREG_64,
+    TYPES,
+    WIDE,
+    WIDEN8,
+    BuilderError,
+    LabelRef,
+    Not,
+    Operandish,
+    Place,
+    Pred,
+    Reg,
+    Value,
+    default_modifier,
+    fits,
+    immediate,
+    split_spec,
+    type_kind,
+)
 from karyamorph.isa.printer import format_module
-
-
-class BuilderError(ValueError):
-    """A kernel under construction misuses a register, a literal, a label or a name."""
-
-
-@dataclass(frozen=True, slots=True)
-class Reg:
-    """A register handed out by the builder: its PTX name and the type of value it holds."""
-
-    name: str
-    type: str
-
-    def __invert__(self) -> Not:
-        return Not(self)
-
-
-@dataclass(frozen=True, slots=True)
-class Not:
-    """A negated predicate, written ``~p``: a guard ``@!p`` or setp's ``!c`` operand."""
-
-    reg: Reg
-
-    def __invert__(self) -> Reg:
-        return self.reg
-
-
-@dataclass(frozen=True, slots=True)
-class LabelRef:
-    """A branch target made by :meth:`KernelBuilder.label`, defined by :meth:`KernelBuilder.place`."""
-
-    name: str
-
-
-Value = Reg | int | float | ast.Operand
-Pred = Reg | Not
-Place = ast.Address | Reg | ast.Symbol
-Operandish = Value | Not | LabelRef | Sequence[Value]
-_AST_OPERANDS = (ast.Register, ast.Symbol, ast.Immediate, ast.Negated, ast.Pair, ast.Vector, ast.Address,
-                 ast.Expression, ast.ParenList)  # fmt: skip
-
-# Register classes as nvcc names them; the class's declared type is the storage, while a Reg keeps
-# the finer type it holds so that operand checks follow the PTX type rules.
-_CLASSES: dict[str, tuple[str, str]] = {
-    "pred": ("%p", "pred"),
-    "b16": ("%rs", "b16"), "u16": ("%rs", "b16"), "s16": ("%rs", "b16"),
-    "f16": ("%h", "b16"), "bf16": ("%h", "b16"),
-    "b32": ("%r", "b32"), "u32": ("%r", "b32"), "s32": ("%r", "b32"),
-    "f16x2": ("%r", "b32"), "bf16x2": ("%r", "b32"), "tf32": ("%r", "b32"),
-    "b64": ("%rd", "b64"), "u64": ("%rd", "b64"), "s64": ("%rd", "b64"),
-    "f32": ("%f", "f32"), "f64": ("%fd", "f64"),
-}  # fmt: skip
-_PREFIX_ORDER = ("%p", "%rs", "%h", "%r", "%rd", "%f", "%fd")
-_TYPES = frozenset(_CLASSES) | {"b8", "u8", "s8", "b128", "e4m3", "e5m2"}
-_FLOATS = frozenset({"f16", "bf16", "f16x2", "bf16x2", "tf32", "f32", "f64", "e4m3", "e5m2"})
-# PTX has no 8-bit registers to speak of: byte loads and conversions land in 16-bit ones, as nvcc does.
-_WIDEN8 = {"b8": "b16", "u8": "u16", "s8": "s16"}
-_WIDE = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}
-_CMP_INT = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"})
-_CMP_FLOAT = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu",
-                        "num", "nan"})  # fmt: skip
-_FLOAT_ROUNDING = frozenset({"rn", "rz", "rm", "rp", "rna", "approx", "full"})
-_INT_ROUNDING = frozenset({"rni", "rzi", "rmi", "rpi"})
-_SREG_64 = frozenset({"clock64", "globaltimer", "gridid"})
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*\Z")
-
-
-def _kind(ptx_type: str) -> str:
-    if ptx_type == "pred":
-        return "pred"
-    return "f" if ptx_type in _FLOATS else ptx_type[0]
-
-
-def fits(want: str, have: str, relaxed: bool = False) -> bool:
-    """Whether a register holding ``.have`` may be an operand of a ``.want`` instruction.
-
-    The PTX ISA's type-checking rules (section "Operand Type Information"): bit types agree
-    with any type of their size, signed and unsigned integers of one size agree, floats agree
-    only with their own type. ``relaxed`` is the ld/st/cvt rule that lets an integer register be
-    wider than the instruction type.
-    """
-    wk, hk = _kind(want), _kind(have)
-    if "pred" in (wk, hk):
-        return wk == hk
-    ws, hs = ast.type_bytes(want), ast.type_bytes(have)
-    if "f" in (wk, hk):
-        return ws == hs and (want == have or "b" in (wk, hk))
-    return hs == ws or (relaxed and hs > ws)
-
-
-def immediate(value: int | float, ptx_type: str) -> ast.Immediate:
-    """The PTX literal for ``value`` as an operand of a ``.ptx_type`` instruction.
-
-    Floats (and integers given to float instructions) become exact bit patterns: ``0f`` + 8 hex
-    digits of the IEEE binary32 value for 32-bit types, ``0d`` + 16 digits for 64-bit types;
-    1.5 as ``f32`` is ``0f3FC00000``. Integers are range-checked against the type's size.
-
-    Raises
-    ------
-    BuilderError
-        For bools, literals PTX cannot write for the type, or values out of range.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BuilderError(f"{value!r} is not a PTX literal (use an int or a float)")
-    if isinstance(value, float) or _kind(ptx_type) == "f":
-        formats = {"f32": ">f", "b32": ">f", "f64": ">d", "b64": ">d"}
-        if ptx_type not in formats:
-            raise BuilderError(f"no PTX literal for {value!r} as .{ptx_type}; "
-                               "floats are written for .f32/.b32/.f64/.b64 only")  # fmt: skip
-        try:
-            bits = struct.pack(formats[ptx_type], float(value))
-        except OverflowError:
-            raise BuilderError(f"{value!r} overflows .{ptx_type}") from None
-        return ast.Immediate(("0f" if len(bits) == 4 else "0d") + bits.hex().upper())
-    if ptx_type == "pred":
-        raise BuilderError(f"no literal {value!r} for a .pred operand; use a predicate register")
-    bits_n = 8 * ast.type_bytes(ptx_type)
-    if not -(2 ** (bits_n - 1)) <= value < 2**bits_n:
-        raise BuilderError(f"{value} does not fit in .{ptx_type} ({bits_n} bits)")
-    return ast.Immediate(str(value))
-
-
-def _split(spec: str, what: str) -> tuple[tuple[str, ...], str]:
-    """``"rn.ftz.f32"`` -> ``(("rn", "ftz"), "f32")``: modifiers, then the type, last."""
-    *mods, t = spec.lstrip(".").split(".")
-    if t not in _TYPES:
-        raise BuilderError(f"{what}: {spec!r} must end with a PTX type (u32, f32, ...), not .{t}")
-    return tuple(mods), t
-
-
-def _default(mods: tuple[str, ...], group: frozenset[str], default: str) -> tuple[str, ...]:
-    return mods if set(mods) & group else (default, *mods)
 
 
 class KernelBuilder:
@@ -182,7 +75,7 @@ class KernelBuilder:
         return BuilderError(f"kernel {self.name}, statement {len(self._body)}, {where}: {problem}")
 
     def _ident(self, name: str, what: str) -> str:
-        if not _IDENT.match(name):
+        if not IDENT_RE.match(name):
             raise BuilderError(f"{what} {name!r} is not a PTX identifier ([A-Za-z_][A-Za-z0-9_$]*)")
         return name
 
@@ -197,7 +90,7 @@ class KernelBuilder:
     def param(self, name: str, type_: str) -> ast.Symbol:
         """Declare a scalar parameter ``.param .type name``; load it with :meth:`ld_param`."""
         sym = self._claim(name, "parameter")
-        self._params.append(ast.Param(name, _split(type_, f"parameter {name}")[1]))
+        self._params.append(ast.Param(name, split_spec(type_, f"parameter {name}")[1]))
         return sym
 
     def param_ptr(self, name: str, *, space: str = "global", align: int | None = 16) -> ast.Symbol:
@@ -218,14 +111,14 @@ class KernelBuilder:
         sym = self._claim(name, f".{space} variable")
         if count < 1:
             raise self._error(f".{space} {name}", f"an array needs at least one element, not {count}")
-        t = _split(type_, f".{space} {name}")[1]
+        t = split_spec(type_, f".{space} {name}")[1]
         self._vars.append(ast.VarDecl(space, t, (name,), align=align, dims=(count,)))
         return sym
 
     def extern_shared(self, name: str, *, align: int = 16, type_: str = "b8") -> ast.Symbol:
         """Declare the dynamic shared array ``.extern .shared .align N .b8 name[]`` (module scope)."""
         sym = self._claim(name, "extern .shared variable")
-        type_ = _split(type_, f".extern .shared {name}")[1]
+        type_ = split_spec(type_, f".extern .shared {name}")[1]
         decl = ast.VarDecl("shared", type_, (name,), ("extern",), align=align, dims=(None,))
         self._module_vars.append(decl)
         return sym
@@ -260,9 +153,9 @@ class KernelBuilder:
     # --- registers and raw instructions ---------------------------------------------------------
     def reg(self, type_: str) -> Reg:
         """A fresh register for values of ``type_`` (``%r`` for 32-bit integers, ``%f`` for f32, ...)."""
-        if type_ not in _CLASSES:
-            raise self._error("reg", f"no register class for .{type_} (have {', '.join(_CLASSES)})")
-        prefix = _CLASSES[type_][0]
+        if type_ not in REGISTER_CLASSES:
+            raise self._error("reg", f"no register class for .{type_} (have {', '.join(REGISTER_CLASSES)})")
+        prefix = REGISTER_CLASSES[type_][0]
         index = self._counts.get(prefix, 0)
         self._counts[prefix] = index + 1
         return Reg(f"{prefix}{index}", type_)
@@ -283,7 +176,7 @@ class KernelBuilder:
             return ast.Immediate(str(value))
         if isinstance(value, list | tuple):
             return ast.Vector(tuple(self._operand(v, imm_type) for v in value))
-        if isinstance(value, _AST_OPERANDS):
+        if isinstance(value, AST_OPERANDS):
             return value
         raise BuilderError(f"{value!r} is not an operand (names are ast.Symbol, registers Reg)")
 
@@ -320,7 +213,7 @@ class KernelBuilder:
         return dst
 
     def _raw(self, opcode: str, operands: Sequence[Operandish]) -> list[ast.Operand]:
-        imm = next((m for m in reversed(opcode.split(".")[1:]) if m in _TYPES), None)
+        imm = next((m for m in reversed(opcode.split(".")[1:]) if m in TYPES), None)
         try:
             return [self._operand(v, imm) for v in operands]
         except BuilderError as exc:
@@ -361,7 +254,7 @@ class KernelBuilder:
         name = name.lstrip("%")
         if not re.fullmatch(r"[a-z_][a-z0-9_]*(\.[xyz])?", name):
             raise self._error("sreg", f"%{name} is not a special register name (tid.x, laneid, ...)")
-        t = "u64" if name in _SREG_64 else "u32"
+        t = "u64" if name in SREG_64 else "u32"
         return self.mov(t, ast.Register("%" + name))
 
     def global_thread_id(self, axis: str = "x") -> Reg:
@@ -377,9 +270,9 @@ class KernelBuilder:
     # --- arithmetic and logic --------------------------------------------------------------------
     def _simple(self, opcode: str, spec: str, values: Sequence[Value], n: int, out: Reg | None,
                 default: tuple[frozenset[str], str] | None = None) -> Reg:  # fmt: skip
-        mods, t = _split(spec, opcode)
+        mods, t = split_spec(spec, opcode)
         if default is not None:
-            mods = _default(mods, *default)
+            mods = default_modifier(mods, *default)
         return self._op(opcode, mods, t, values, srcs=(t,) * n, out=out)
 
     def mov(self, type_: str, *values: Value, out: Reg | None = None) -> Reg:
@@ -395,17 +288,17 @@ class KernelBuilder:
         return self._simple("sub", type_, values, 2, out)
 
     def _mul_like(self, opcode: str, spec: str, values: Sequence[Value], n: int, out: Reg | None) -> Reg:
-        mods, t = _split(spec, opcode)
-        if _kind(t) == "f":
-            rounding = (_FLOAT_ROUNDING, "rn") if n == 3 else None
+        mods, t = split_spec(spec, opcode)
+        if type_kind(t) == "f":
+            rounding = (FLOAT_ROUNDING, "rn") if n == 3 else None
             return self._simple(opcode, spec, values, n, out, rounding)
-        mods = _default(mods, frozenset({"lo", "hi", "wide"}), "lo")
+        mods = default_modifier(mods, frozenset({"lo", "hi", "wide"}), "lo")
         if "wide" not in mods:
             return self._op(opcode, mods, t, values, srcs=(t,) * n, out=out)
-        if t not in _WIDE:
+        if t not in WIDE:
             raise self._error(f"{opcode}.wide", f".wide needs a 16- or 32-bit integer type, not .{t}")
-        srcs = (t, t, _WIDE[t])[:n]
-        return self._op(opcode, mods, t, values, srcs=srcs, out=out, dst=_WIDE[t])
+        srcs = (t, t, WIDE[t])[:n]
+        return self._op(opcode, mods, t, values, srcs=srcs, out=out, dst=WIDE[t])
 
     def mul(self, type_: str, *values: Value, out: Reg | None = None) -> Reg:
         """``mul.lo.type`` for integers (``"hi.u32"``, ``"wide.u32"`` select the others), ``mul.f32``."""
@@ -421,11 +314,11 @@ class KernelBuilder:
 
     def fma(self, type_: str, *values: Value, out: Reg | None = None) -> Reg:
         """``fma.rn.type d, a, b, c``: fused a * b + c with one rounding."""
-        return self._simple("fma", type_, values, 3, out, (_FLOAT_ROUNDING, "rn"))
+        return self._simple("fma", type_, values, 3, out, (FLOAT_ROUNDING, "rn"))
 
     def div(self, type_: str, *values: Value, out: Reg | None = None) -> Reg:
         """``div.type`` for integers, ``div.rn.type`` for floats unless ``approx``/``full`` is given."""
-        rounding = (_FLOAT_ROUNDING, "rn") if _kind(_split(type_, "div")[1]) == "f" else None
+        rounding = (FLOAT_ROUNDING, "rn") if type_kind(split_spec(type_, "div")[1]) == "f" else None
         return self._simple("div", type_, values, 2, out, rounding)
 
     def rem(self, type_: str, *values: Value, out: Reg | None = None) -> Reg:
@@ -466,17 +359,17 @@ class KernelBuilder:
 
     def shl(self, type_: str, *values: Value, out: Reg | None = None) -> Reg:
         """``shl.type d, a, b``; the shift amount ``b`` is a u32."""
-        mods, t = _split(type_, "shl")
+        mods, t = split_spec(type_, "shl")
         return self._op("shl", mods, t, values, srcs=(t, "u32"), out=out)
 
     def shr(self, type_: str, *values: Value, out: Reg | None = None) -> Reg:
         """``shr.type d, a, b`` (arithmetic for ``s`` types); the shift amount ``b`` is a u32."""
-        mods, t = _split(type_, "shr")
+        mods, t = split_spec(type_, "shr")
         return self._op("shr", mods, t, values, srcs=(t, "u32"), out=out)
 
     def selp(self, type_: str, *values: Value, out: Reg | None = None) -> Reg:
         """``selp.type d, a, b, p``: ``a`` where ``p`` holds, else ``b``."""
-        mods, t = _split(type_, "selp")
+        mods, t = split_spec(type_, "selp")
         return self._op("selp", mods, t, values, srcs=(t, t, "pred"), out=out)
 
     def setp(self, cmp: str, type_: str, a: Value, b: Value, *, bool_op: str | None = None,
@@ -485,9 +378,9 @@ class KernelBuilder:
 
         ``c`` (a predicate, ``~q`` for ``!q``) is combined by ``bool_op`` (``and``/``or``/``xor``).
         """
-        mods, t = _split(type_, "setp")
+        mods, t = split_spec(type_, "setp")
         where = f"setp.{cmp}.{t}"
-        if cmp not in (_CMP_FLOAT if _kind(t) == "f" else _CMP_INT):
+        if cmp not in (CMP_FLOAT if type_kind(t) == "f" else CMP_INT):
             raise self._error(where, f"{cmp!r} is not a comparison for .{t}")
         if (bool_op is None) != (c is None):
             raise self._error(where, "bool_op and c go together: give both or neither")
@@ -504,15 +397,15 @@ class KernelBuilder:
 
     def cvt(self, dst_type: str, src_type: str, *values: Value, out: Reg | None = None) -> Reg:
         """``cvt[.rnd].dst.src d, a``; rounding defaults to ``rn`` into floats, ``rzi`` into integers."""
-        mods, dt = _split(dst_type, "cvt")
-        st = _split(src_type, "cvt")[1]
-        if not set(mods) & (_FLOAT_ROUNDING | _INT_ROUNDING):
-            if _kind(dt) == "f" and (_kind(st) != "f" or ast.type_bytes(dt) < ast.type_bytes(st)):
+        mods, dt = split_spec(dst_type, "cvt")
+        st = split_spec(src_type, "cvt")[1]
+        if not set(mods) & (FLOAT_ROUNDING | INT_ROUNDING):
+            if type_kind(dt) == "f" and (type_kind(st) != "f" or ast.type_bytes(dt) < ast.type_bytes(st)):
                 mods = ("rn", *mods)
-            elif _kind(dt) != "f" and _kind(st) == "f":
+            elif type_kind(dt) != "f" and type_kind(st) == "f":
                 mods = ("rzi", *mods)
         return self._op("cvt", (*mods, dt), st, values, srcs=(st,), out=out,
-                        dst=_WIDEN8.get(dt, dt), relaxed=True)  # fmt: skip
+                        dst=WIDEN8.get(dt, dt), relaxed=True)  # fmt: skip
 
     def cvta(self, space: str, value: Value, *, to: bool = True, out: Reg | None = None) -> Reg:
         """``cvta.to.space.u64`` (generic -> space) or, with ``to=False``, ``cvta.space.u64``."""
@@ -527,7 +420,7 @@ class KernelBuilder:
     def addr(self, base: Reg | ast.Symbol | ast.Register, offset: int = 0) -> ast.Address:
         """The memory operand ``[base+offset]``; ``base`` a 32/64-bit integer register or a variable."""
         if isinstance(base, Reg):
-            if _kind(base.type) not in "bsu" or ast.type_bytes(base.type) not in (4, 8):
+            if type_kind(base.type) not in "bsu" or ast.type_bytes(base.type) not in (4, 8):
                 raise self._error("address", f"{base.name} holds .{base.type}; an address is a "
                                   "32- or 64-bit integer")  # fmt: skip
             return ast.Address(ast.Register(base.name), offset)
@@ -546,17 +439,17 @@ class KernelBuilder:
     def ld(self, space: str, type_: str, address: Place, *,
            out: Reg | None = None, guard: Pred | None = None) -> Reg:  # fmt: skip
         """``ld.space.type d, [a]``; ``space`` may hold qualifiers (``"global.nc"``); ``""``: generic."""
-        mods, t = _split(f"{space}.{type_}" if space else type_, "ld")
+        mods, t = split_spec(f"{space}.{type_}" if space else type_, "ld")
         return self._op("ld", mods, t, [self._mem(address)], srcs=("b64",), out=out,
-                        dst=_WIDEN8.get(t, t), relaxed=True, guard=guard)  # fmt: skip
+                        dst=WIDEN8.get(t, t), relaxed=True, guard=guard)  # fmt: skip
 
     def ld_v(self, space: str, type_: str, address: Place, width: int) -> tuple[Reg, ...]:
         """``ld.space.vN.type {d0, ...}, [a]``: ``width`` (2, 4 or 8) fresh registers."""
-        mods, t = _split(f"{space}.v{width}.{type_}" if space else f"v{width}.{type_}", "ld")
+        mods, t = split_spec(f"{space}.v{width}.{type_}" if space else f"v{width}.{type_}", "ld")
         if width not in (2, 4, 8):
             raise self._error(f"ld.v{width}", "vector width must be 2, 4 or 8")
         where = self._mem(address)
-        regs = tuple(self.reg(_WIDEN8.get(t, t)) for _ in range(width))
+        regs = tuple(self.reg(WIDEN8.get(t, t)) for _ in range(width))
         vector = ast.Vector(tuple(ast.Register(r.name) for r in regs))
         self._emit("ld", (*mods, t), [vector, where], None)
         return regs
@@ -567,7 +460,7 @@ class KernelBuilder:
         vector = isinstance(value, list | tuple)
         values: Sequence[Value] = value if isinstance(value, list | tuple) else (value,)
         vec = (f"v{len(values)}",) if vector else ()
-        mods, t = _split(f"{space}.{type_}" if space else type_, "st")
+        mods, t = split_spec(f"{space}.{type_}" if space else type_, "st")
         where = ".".join(("st", *mods, *vec, t))
         data = [self._src(v, t, f"{where} value {i}", relaxed=True) for i, v in enumerate(values)]
         operand = ast.Vector(tuple(data)) if vector else data[0]
@@ -577,7 +470,7 @@ class KernelBuilder:
              compare: Value | None = None, sem: str | None = None, scope: str | None = None,
              out: Reg | None = None) -> Reg:  # fmt: skip
         """``atom[.sem][.scope].space.op.type d, [a], b``; with ``compare``: ``d, [a], compare, b``."""
-        mods, t = _split(type_, "atom")
+        mods, t = split_spec(type_, "atom")
         order = tuple(m for m in (sem, scope, space) if m)
         values = [value] if compare is None else [compare, value]
         srcs = ("b64", *(t for _ in values))
@@ -587,7 +480,7 @@ class KernelBuilder:
     def red(self, space: str, op: str, type_: str, address: Place, value: Value, *,
             sem: str | None = None, scope: str | None = None) -> None:  # fmt: skip
         """``red[.sem][.scope].space.op.type [a], b``: an atomic update without a result."""
-        mods, t = _split(type_, "red")
+        mods, t = split_spec(type_, "red")
         full = (*(m for m in (sem, scope, space) if m), op, *mods, t)
         data = self._src(value, t, ".".join(("red", *full)))
         self._emit("red", full, [self._mem(address), data], None)
@@ -658,7 +551,7 @@ class KernelBuilder:
         ``start`` and ``stop`` are numbers with a non-empty range). A negative integer ``step``
         counts down (``i > stop``); a register ``step`` is taken to be positive.
         """
-        if _kind(type_) not in "su" or type_ not in _CLASSES:
+        if type_kind(type_) not in "su" or type_ not in REGISTER_CLASSES:
             raise self._error("for_range", f"the counter must be an integer type, not .{type_}")
         if isinstance(step, int) and step == 0:
             raise self._error("for_range", "step 0 never ends")
@@ -688,9 +581,9 @@ class KernelBuilder:
             if name not in self._placed:
                 raise BuilderError(f"kernel {self.name}: label {name} is branched to at statement "
                                    f"{index} but never placed (call place() on it)")  # fmt: skip
-        declared = dict(_CLASSES.values())
+        declared = dict(REGISTER_CLASSES.values())
         regs = tuple(ast.VarDecl("reg", declared[prefix], (prefix,), count=self._counts[prefix])
-                     for prefix in _PREFIX_ORDER if self._counts.get(prefix))  # fmt: skip
+                     for prefix in PREFIX_ORDER if self._counts.get(prefix))  # fmt: skip
         body = (*regs, *self._vars, *self._body)
         fn = ast.Function("entry", self.name, tuple(self._params), body, ("visible",),
                           attributes=tuple(self._attributes))  # fmt: skip

@@ -7,11 +7,10 @@ for sm_75 ... sm_121a at every ``.version`` from 6.3 to 9.5 (e.g. ``cvt`` to ``.
 PTX 7.8 on sm_90 but 8.1 on sm_89). Older requirements come from the manual alone; ``sm_20``
 stands for "every target this catalog knows".
 
-Opcodes are matched on the dotted chain ``opcode.modifier...`` by longest prefix, so
-``cp.async.bulk.tensor.2d...`` finds the ``cp.async.bulk.tensor`` entry and ``ld.global.nc.f32``
-the ``ld.global.nc`` one. A :class:`Variant` raises the requirement when all of its modifiers
-are present (``"e4m3|e5m2"`` means either). Targets compare by :func:`versions.target_supports`,
-which keeps ``a`` and ``f`` targets out of the plain "newer is better" order.
+Opcodes match the dotted chain ``opcode.modifier...`` by longest prefix (``ld.global.nc.f32``
+finds ``ld.global.nc``). A :class:`Variant` raises the requirement when all its modifiers are
+present (``"e4m3|e5m2"``: either). Targets compare by :func:`versions.target_supports`, which
+keeps ``a`` and ``f`` targets out of the plain "newer is better" order.
 """
 
 from __future__ import annotations
@@ -133,7 +132,7 @@ class CatalogEntry:
 # the family targets of PTX 8.8 (sm_101f is the pre-9.0 name of sm_110f; the alias covers both).
 _BW_A: Alternatives = (("sm_120a", "8.7"), ("sm_101a", "8.6"), ("sm_100f", "8.8"),
                        ("sm_101f", "8.8"), ("sm_120f", "8.8"))
-# Features of the sm_10x/sm_11x datacenter line only (tensor memory, tcgen05).
+# The same for features of the sm_10x/sm_11x datacenter line only (tensor memory, tcgen05).
 _DC_A: Alternatives = (("sm_101a", "8.6"), ("sm_100f", "8.8"), ("sm_101f", "8.8"))
 # shfl/vote without .sync: ptxas "... not supported on .target sm_70 and higher from PTX ISA 6.4".
 _NEEDS_SYNC = Retirement("sync", "6.4", "sm_70")
@@ -155,6 +154,7 @@ _F16 = _v("f16|f16x2", "4.2", "sm_53", "half precision")
 _BF16 = _v("bf16|bf16x2", "7.8", "sm_90", "bf16")
 _BF16_80 = _v("bf16|bf16x2", "7.0", "sm_80", "bf16")
 _F32X2 = _v("f32x2", "8.6", "sm_100", "packed .f32x2")
+_MIXED = _v("f32 f16|bf16", "8.6", "sm_100", "mixed precision .f32 with .f16/.bf16")
 _MEM_ORDER = _v("relaxed|acquire|release|acq_rel", "6.0", "sm_70", "memory-model semantics")
 _CACHE_HINT = _v("L2::cache_hint", "7.4", "sm_80", ".L2::cache_hint")
 _CLUSTER = _v("shared::cluster|cluster", "7.8", "sm_90", "cluster scope")
@@ -225,15 +225,15 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("multimem", "load-reduce, store or reduce on a multicast (NVLink) address", "8.1", "sm_90",
        "d [a]", variants=[_v("cp", "9.1", "sm_90", "multimem.cp.async.bulk")]),
     # --- arithmetic ----------------------------------------------------------------------------
-    _e("add", "addition", "1.0", "sm_20", "d a b", variants=[_F16, _BF16, _F32X2]),
-    _e("sub", "subtraction", "1.0", "sm_20", "d a b", variants=[_F16, _BF16, _F32X2]),
+    _e("add", "addition", "1.0", "sm_20", "d a b", variants=[_F16, _BF16, _F32X2, _MIXED]),
+    _e("sub", "subtraction", "1.0", "sm_20", "d a b", variants=[_F16, _BF16, _F32X2, _MIXED]),
     _e("mul", "multiplication (.lo/.hi/.wide)", "1.0", "sm_20", "d a b", [_F16, _BF16, _F32X2]),
     _e("mad", "multiply-add (.lo/.hi/.wide, .cc for carries)", "1.0", "sm_20", "d a b c"),
     _e("mul24", "24-bit integer multiplication", "1.0", "sm_20", "d a b"),
     _e("mad24", "24-bit integer multiply-add", "1.0", "sm_20", "d a b c"),
     _e("fma", "fused multiply-add, one rounding", "1.4", "sm_20", "d a b c", variants=[
         _F16, _v("bf16|bf16x2|relu", "7.0", "sm_80", "bf16 or .relu"),
-        _v("oob", "8.1", "sm_90", ".oob"), _F32X2]),
+        _v("oob", "8.1", "sm_90", ".oob"), _F32X2, _MIXED]),
     _e("div", "division", "1.0", "sm_20", "d a b"),
     _e("rem", "integer remainder", "1.0", "sm_20", "d a b"),
     _e("neg", "negation", "1.0", "sm_20", "d a", variants=[
@@ -404,16 +404,15 @@ def _stricter(a: Requirement, b: Requirement) -> Requirement:
     also = tuple((t, max(p, floor, key=parse_version)) for t, p in keep.also)
     reason = keep.reason
     if other.reason and parse_version(other.min_ptx) > parse_version(keep.min_ptx):
-        reason = f"{keep.reason}, {other.reason}" if keep.reason else other.reason
+        reason = ", ".join(r for r in (keep.reason, other.reason) if r)
     return Requirement(floor, keep.min_target, reason, also)
 
 
 def requirement(instruction: ast.Instruction) -> Requirement | None:
     """What ``instruction`` needs, from its entry and every variant its modifiers match.
 
-    The reason names the opcode and, in parentheses, the modifiers that raised the requirement:
-    ``"mma (.kind::f8f6f4 or block scaling)"``. None for an opcode the catalog does not know
-    (see :func:`unknown_opcodes`).
+    The reason names the opcode and what raised it: ``"mma (.kind::f8f6f4 or block scaling)"``.
+    None for an opcode the catalog does not know (see :func:`unknown_opcodes`).
     """
     chain = _chain(instruction)
     entry = lookup(chain[0], chain[1:])
