@@ -84,9 +84,14 @@ class Outcome:
 def _bad_input(result: RunResult) -> str | None:
     """The compile stage's ptxas error, mapped to the PTX line: a bad-input failure."""
     compiled = result.result("compile")
-    if compiled is not None and compiled.status == Status.FAIL:
-        return compiled.log.strip() or "ptxas rejected the PTX"
-    return None
+    if compiled is None or compiled.status != Status.FAIL:
+        return None
+    message = compiled.log.strip() or "ptxas rejected the PTX"
+    static = result.result("static")
+    notes = [p["message"] for p in static.data.get("compatibility", [])] if static else []
+    if notes:
+        message += "\nWhy, in words:\n" + "\n".join(f"  - {n}" for n in notes)
+    return message
 
 
 def store_run(result: RunResult, db: Path) -> str:

@@ -20,6 +20,7 @@ class StaticStage:
     name = "static"
 
     def run(self, context: Context) -> StageResult:
+        from karyamorph.isa.catalog import module_problems
         from karyamorph.isa.versions import compatibility
         from karyamorph.model.occupancy import occupancy
 
@@ -33,6 +34,11 @@ class StaticStage:
         driver_cuda = context.device.cuda_driver_release if context.device is not None else None
         toolchain_cuda = getattr(context.toolchain, "cuda_release", None)
         problems = compatibility(module.version, module.arch, context.arch, toolchain_cuda, driver_cuda)
+        # Instructions the file's own .version/.target cannot have, then those --arch cannot run.
+        problems += module_problems(module)
+        if context.arch != module.arch:
+            seen = {p.message for p in problems}
+            problems += [p for p in module_problems(module, context.arch) if p.message not in seen]
         data["compatibility"] = [{"severity": p.severity, "message": p.message} for p in problems]
         log.extend(f"{p.severity}: {p.message}" for p in problems)
         failed = any(p.severity == "error" for p in problems)

@@ -64,8 +64,8 @@ class Requirement:
 class Variant:
     """A modifier combination that raises an entry's requirement.
 
-    ``when`` lists modifiers that must all be present; an item ``"a|b"`` accepts either.
-    ``min_operands`` additionally requires that many operands (three-input ``min``).
+    ``when`` lists modifiers that must all be present (an item ``"a|b"`` accepts either);
+    ``min_operands`` also requires that many operands (three-input ``min``).
     """
 
     when: tuple[str, ...]
@@ -76,6 +76,7 @@ class Variant:
     min_operands: int = 0
 
     def matches(self, modifiers: frozenset[str], operand_count: int) -> bool:
+        """Whether an instruction with these modifiers and that many operands has this form."""
         found = all(any(m in modifiers for m in item.split("|")) for item in self.when)
         return found and operand_count >= self.min_operands
 
@@ -103,10 +104,8 @@ class CatalogEntry:
         Requirement of its plainest form; ``also`` lists other (target, min PTX) pairs for it.
     operands : tuple of str
         Short operand kinds in order: ``("d", "a", "b")``; ``[a]`` is an address.
-    notes : str
-        Anything else worth knowing.
-    variants, retired
-        Modifier combinations that need more; a form no longer accepted, if any.
+    notes, variants, retired
+        Remarks; modifier combinations that need more; a form no longer accepted, if any.
     """
 
     opcode: str
@@ -220,8 +219,8 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("discard", "drop a line from L2 without writing it back", "7.4", "sm_80", "[a] size"),
     _e("createpolicy", "make a cache eviction policy for .L2::cache_hint", "7.4", "sm_80", "d a b"),
     _e("tex", "texture fetch", "1.0", "sm_20", "d [t c]"),
-    _e("suld", "surface load", "1.5", "sm_20", "d [s c]"),
-    _e("sust", "surface store", "1.5", "sm_20", "[s c] b"),
+    _e("suld", "surface load", "2.0", "sm_20", "d [s c]"),
+    _e("sust", "surface store", "2.0", "sm_20", "[s c] b"),
     _e("multimem", "load-reduce, store or reduce on a multicast (NVLink) address", "8.1", "sm_90",
        "d [a]", variants=[_v("cp", "9.1", "sm_90", "multimem.cp.async.bulk")]),
     # --- arithmetic ----------------------------------------------------------------------------
@@ -365,7 +364,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
        "sm_100a", "...", notes="datacenter Blackwell and Thor only; not on sm_120", also=_DC_A),
 )  # fmt: skip
 
-CATALOG: dict[str, CatalogEntry] = {e.opcode: e for e in _ENTRIES}
+CATALOG: dict[str, CatalogEntry] = {e.opcode: e for e in _ENTRIES}  # keyed by dotted opcode
 _BY_CHAIN: dict[tuple[str, ...], CatalogEntry] = {tuple(k.split(".")): e for k, e in CATALOG.items()}
 _FIRST_WORDS = frozenset(k[0] for k in _BY_CHAIN)
 
