@@ -9,16 +9,18 @@ from typing import Any
 from karyamorph.harness.pipeline import RunResult
 from karyamorph.store.records import (
     DeviceRecord,
+    FindingRecord,
     KernelRecord,
     MetricRecord,
     RunRecord,
+    SampleRecord,
     SassRecord,
     StageRecord,
     ToolchainRecord,
 )
 
-# Stage data keys whose content goes to its own table instead of the stage's JSON.
-_MOVED = {"sass": ("text",)}
+# Stage data keys whose content goes to a table of its own instead of the stage's JSON.
+_MOVED = ("text", "samples_ns", "findings")
 
 
 def ptx_hash(ptx: str) -> str:
@@ -31,13 +33,25 @@ def to_record(run: RunResult) -> RunRecord:
     stages: list[StageRecord] = []
     metrics: list[MetricRecord] = []
     sass: list[SassRecord] = []
+    samples: list[SampleRecord] = []
+    findings: list[FindingRecord] = []
     for position, (name, r) in enumerate(run.stages):
-        data = {k: v for k, v in r.data.items() if k not in _MOVED.get(name, ())}
+        data = {k: v for k, v in r.data.items() if k not in _MOVED}
         stages.append(StageRecord(name, position, str(r.status), r.seconds, r.log, data))
         metrics.extend(MetricRecord(name, f.name, float(f.value), f.unit) for f in r.figures)
         metrics.append(MetricRecord(name, "seconds", r.seconds, "s"))
         if name == "sass" and "text" in r.data:
             sass.append(SassRecord(run.arch, str(r.data["text"])))
+        samples.extend(SampleRecord(i, float(ns)) for i, ns in enumerate(r.data.get("samples_ns", ())))
+        findings.extend(
+            FindingRecord(
+                str(f.get("tool", name)),
+                str(f.get("kind", "")),
+                str(f.get("location", "")),
+                {k: v for k, v in f.items() if k not in ("tool", "kind", "location")},
+            )
+            for f in r.data.get("findings", ())
+        )
     launch: dict[str, Any] = {
         "grid": list(spec.grid()),
         "block": list(spec.block()),
@@ -56,6 +70,8 @@ def to_record(run: RunResult) -> RunRecord:
         stages=tuple(stages),
         metrics=tuple(metrics),
         sass=tuple(sass),
+        samples=tuple(samples),
+        findings=tuple(findings),
         status=str(run.status),
         created_at=run.started_utc,
     )
