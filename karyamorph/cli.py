@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import click
 
+from karyamorph.harness.session import DEFAULT_DB
 from karyamorph.table import render
 
 F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_DB = "karyamorph.duckdb"
 EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "kernels"
 
 

@@ -12,6 +12,8 @@ from karyamorph.harness.spec import load_spec
 from karyamorph.harness.stage import StageResult, Status
 from karyamorph.table import render_table
 
+DEFAULT_DB = "karyamorph.duckdb"
+
 
 def _compile_summary(r: StageResult) -> str:
     d = r.data
@@ -114,9 +116,16 @@ def run_spec_file(path: Path, *, arch: str | None = None, db: Path | None = None
     return Outcome(result, run_id, bad)
 
 
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def run_demo(folder: Path, *, arch: str | None, db: Path) -> str:
     """Run every ``*.toml`` in ``folder``; return a summary table and a query to try next."""
-    from karyamorph.harness.device import current_device, driver_problem
+    from karyamorph.harness.device import NO_DEVICE, current_device
     from karyamorph.harness.toolchain import discover
 
     specs = sorted(folder.glob("*.toml"))
@@ -126,7 +135,7 @@ def run_demo(folder: Path, *, arch: str | None, db: Path) -> str:
     toolchain = discover()
     target = arch or (device.arch if device else "sm_120")
     lines = [
-        f"device: {device.name + ' (' + device.arch + ')' if device else driver_problem()}",
+        f"device: {device.name + ' (' + device.arch + ')' if device else NO_DEVICE}",
         f"toolchain: CUDA {toolchain.cuda_release} ({toolchain.source}); target {target}",
         f"database: {db}",
         "",
@@ -144,11 +153,15 @@ def run_demo(folder: Path, *, arch: str | None, db: Path) -> str:
         notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
         rows.append((spec.name, *(statuses.get(n, "") for n in stage_names), notes, run_id[:8]))
     lines.append(render_table(["kernel", *stage_names, "figures", "run"], rows, max_width=70))
+    db_flag = "" if db == Path(DEFAULT_DB) else f" --db {db}"
+    query = (
+        "SELECT r.entry, m.name, m.value, m.unit FROM runs r JOIN metrics m USING (run_id) "
+        "WHERE m.stage = 'compile' ORDER BY r.entry, m.name"
+    )
     lines += [
         "",
         "Try next:",
-        f'  karyamorph query "SELECT r.entry, m.name, m.value, m.unit FROM runs r JOIN metrics m '
-        f"USING (run_id) WHERE m.stage = 'compile' ORDER BY r.entry, m.name\" --db {db}",
-        f"  karyamorph run {specs[0]} --arch sm_90 --db {db}",
+        f'  karyamorph query "{query}"{db_flag}',
+        f"  karyamorph run {_relative(specs[0])} --arch sm_90{db_flag}",
     ]
     return "\n".join(lines)
