@@ -1,0 +1,20 @@
+// transpose_nobarrier: y (w x h) = transpose of x (h x w), both row-major, through a padded
+// 16 x 17 shared tile (the pad column avoids bank conflicts).  Block (16, 16).
+// BUG: the __syncthreads() between the tile store and the tile load is missing.
+// Expected: race violated (tile store vs tile load); bounds and barrier hold.
+
+#define TILE 16
+
+extern "C" __global__ void transpose_nobarrier(const float* x, float* y, unsigned w, unsigned h)
+{
+    __shared__ float tile[TILE][TILE + 1];
+    unsigned tx = threadIdx.x, ty = threadIdx.y;
+    unsigned col = blockIdx.x * TILE + tx;
+    unsigned row = blockIdx.y * TILE + ty;
+    if (col < w && row < h)
+        tile[ty][tx] = x[row * w + col];
+    col = blockIdx.y * TILE + tx;
+    row = blockIdx.x * TILE + ty;
+    if (col < h && row < w)
+        y[row * h + col] = tile[tx][ty];
+}
