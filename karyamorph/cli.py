@@ -163,6 +163,115 @@ def device(fmt: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# model: interp, check-isa
+
+
+def _with_sizes(spec: Any, sizes: tuple[str, ...]) -> Any:
+    """The spec with ``name=value`` size overrides applied (and every expression re-checked)."""
+    import dataclasses
+
+    from karyamorph.harness.spec import SpecError
+
+    where = spec.source_path.name if spec.source_path else "<spec>"
+    changed = dict(spec.sizes)
+    for item in sizes:
+        name, _, value = item.partition("=")
+        if name not in changed or not value.strip().lstrip("-").isdigit():
+            known = ", ".join(sorted(changed)) or "none"
+            raise SpecError(f"{where}: --size {item}", f"expected NAME=INTEGER with a known size ({known})")
+        changed[name] = int(value)
+    new = dataclasses.replace(spec, sizes=changed)
+    new.grid(), new.block(), new.shared_bytes()
+    return new
+
+
+size_option = click.option(
+    "--size", "sizes", multiple=True, metavar="NAME=N", help="Override a [sizes] entry (repeatable)."
+)
+
+
+@main.command()
+@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
+@size_option
+@click.option("--seed", default=0, show_default=True, help="Input seed (the same inputs as a GPU trial).")
+@click.option("--randomize", is_flag=True, help="Randomize warp order between barriers (exposes races).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@friendly_errors
+def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, fmt: str) -> None:
+    """Run a kernel spec on the CPU model and compare it with the spec's reference."""
+    from karyamorph.harness.model_run import interpret_spec_file
+    from karyamorph.harness.pipeline import prepare
+    from karyamorph.harness.spec import load_spec
+    from karyamorph.model.decode import UnmodeledError
+    from karyamorph.model.errors import ExecutionError
+
+    spec = _with_sizes(load_spec(spec_path), sizes)
+    prepare(spec)
+    try:
+        report = interpret_spec_file(spec, seed=seed, randomize_order=randomize)
+    except (UnmodeledError, ExecutionError) as exc:
+        if fmt == "json":
+            click.echo(json.dumps({"status": "error", "match": False, "error": str(exc)}, indent=2))
+        else:
+            click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if fmt == "json":
+        click.echo(json.dumps(report.as_json(), indent=2, default=str))
+    else:
+        rows = [(name, "pass" if o["passed"] else "fail", o["message"]) for name, o in report.outputs.items()]
+        click.echo(f"{spec.name}: {report.status} in {report.seconds:.3f} s (seed {seed})")
+        if rows:
+            click.echo(render(["output", "status", "detail"], rows))
+        stats = report.stats
+        counts = [(k, v) for k, v in stats.items() if not isinstance(v, dict)]
+        click.echo(render(["statistic", "value"], counts))
+    if not report.match:
+        sys.exit(1)
+
+
+@main.group()
+def model() -> None:
+    """The machine model: check the instruction set itself."""
+
+
+@model.command("check-isa")
+@click.option("--only", multiple=True, help="Check only these opcodes (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--all-rows", is_flag=True, help="Show every check, not just a summary per check kind.")
+def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
+    """Frame condition, stated laws and concrete == symbolic agreement for every instruction."""
+    from karyamorph.model.isa_check import check_isa
+    from karyamorph.model.isa_ptx import ptx_machine
+
+    results = check_isa(ptx_machine(), only=only or None)
+    failed = [r for r in results if r.status == "fail"]
+    if fmt == "json":
+        click.echo(json.dumps([_as_dict(r) for r in results], indent=2))
+    elif all_rows:
+        click.echo(
+            render(
+                ["form", "check", "status", "detail"],
+                [(r.form, r.check, r.status, r.detail) for r in results],
+            )
+        )
+    else:
+        summary: Counter[tuple[str, str]] = Counter((r.check, r.status) for r in results)
+        click.echo(
+            render(["check", "status", "count"], [(c, st, n) for (c, st), n in sorted(summary.items())])
+        )
+        for r in failed:
+            click.echo(f"FAIL {r.form} {r.check}: {r.detail}")
+    if failed:
+        sys.exit(1)
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    import dataclasses
+
+    return dataclasses.asdict(obj)
+
+
+# ---------------------------------------------------------------------------------------------
 # ptx
 
 

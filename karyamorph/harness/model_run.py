@@ -1,0 +1,109 @@
+"""A KernelSpec on the CPU model: the interpreter's outputs against the spec's torch reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from karyamorph.harness.spec import KernelSpec
+from karyamorph.isa import ast
+
+
+@dataclass(frozen=True, slots=True)
+class InterpReport:
+    """The interpreter's verdict on one spec: the ``karyamorph interp --format json`` payload."""
+
+    status: str
+    match: bool
+    max_abs_error: float
+    outputs: dict[str, dict[str, Any]]
+    stats: dict[str, Any]
+    seconds: float
+    seed: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "match": self.match,
+            "max_abs_error": self.max_abs_error,
+            "outputs": self.outputs,
+            "stats": self.stats,
+            "seconds": self.seconds,
+            "seed": self.seed,
+        }
+
+
+def estimated_thread_instructions(spec: KernelSpec, module: ast.Module) -> int:
+    """Threads in the launch times the entry's static instruction count: a floor on the work."""
+    gx, gy, gz = spec.grid()
+    bx, by, bz = spec.block()
+    static = sum(1 for _ in module.entry(spec.entry).instructions())
+    return gx * gy * gz * bx * by * bz * static
+
+
+def interpret_spec_file(
+    spec: KernelSpec,
+    *,
+    seed: int = 0,
+    randomize_order: bool = False,
+    machine: Any = None,
+    max_thread_instructions: float | None = None,
+) -> InterpReport:
+    """Run ``spec`` on the model interpreter with the harness's inputs for ``seed`` and compare
+    every out/inout buffer with the reference evaluated on the same inputs.
+
+    Spec arguments bind to the ``.entry`` parameters by position, as on the GPU. With
+    ``max_thread_instructions``, the run stops (StepLimitError) once the whole launch has
+    executed about that many thread-instructions.
+
+    Raises
+    ------
+    UnmodeledError
+        The kernel uses instructions the machine does not declare (listed with their lines).
+    MemoryAccessError, DivergentBarrierError, ...
+        What the interpreter found wrong, with the thread and the PTX line.
+    """
+    import numpy as np
+    import torch
+
+    from karyamorph.harness.compare import compare, tolerance_for
+    from karyamorph.harness.inputs import make_inputs
+    from karyamorph.harness.reference import evaluate_reference, output_args
+    from karyamorph.isa.parser import parse
+    from karyamorph.model.interpreter import interpret
+    from karyamorph.model.isa_ptx import ptx_machine
+
+    module = parse(spec.ptx, spec.ptx_name)
+    params = [p.name for p in module.entry(spec.entry).params]
+    by_param = dict(zip((a.name for a in spec.args), params, strict=True))
+    tensors = make_inputs(spec, seed)
+    arrays: dict[str, Any] = {by_param[name]: t.numpy().copy() for name, t in tensors.items()}
+    for arg in spec.args:
+        if not arg.is_pointer:
+            arrays[by_param[arg.name]] = spec.scalar_value(arg)
+    threads = 1
+    for d in (*spec.grid(), *spec.block()):
+        threads *= d
+    max_steps = (
+        10_000_000 if max_thread_instructions is None else max(1, int(max_thread_instructions // threads))
+    )
+    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    result = interpret(
+        module, spec.entry, machine or ptx_machine(), launch, arrays,
+        randomize_order=randomize_order, seed=seed, max_steps=max_steps,
+    )  # fmt: skip
+    outputs: dict[str, dict[str, Any]] = {}
+    worst = 0.0
+    match = True
+    if spec.reference.torch is None and spec.reference.python is None:
+        return InterpReport("pass", True, 0.0, {}, result.stats.as_dict(), result.seconds, seed)
+    expected = evaluate_reference(spec, {k: v.clone() for k, v in tensors.items()})
+    for arg, want in zip(output_args(spec), expected, strict=True):
+        got = torch.from_numpy(np.ascontiguousarray(result.outputs[by_param[arg.name]]))
+        c = compare(arg.name, got, want, tolerance_for(arg.dtype, spec.atol, spec.rtol))
+        outputs[arg.name] = c.as_dict()
+        match = match and c.passed
+        worst = max(worst, float(c.max_abs_err))
+    return InterpReport(
+        "pass" if match else "fail", match, worst, outputs, result.stats.as_dict(), result.seconds, seed
+    )

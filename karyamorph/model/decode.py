@@ -1,0 +1,178 @@
+"""ast.Instruction -> the matching declaration of a machine, with its types, modifiers and operands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from karyamorph.isa import ast
+from karyamorph.isa.catalog import Requirement
+from karyamorph.model.instruction import Instr
+from karyamorph.model.machine import Machine
+from karyamorph.model.types import PtxType, ptx_type
+
+# Modifiers that change nothing the model observes (alignment promises, cache and scope hints).
+NEUTRAL = frozenset({
+    "aligned", "uni", "nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed",
+    "acquire", "release", "acq_rel", "weak", "cta", "gpu", "sys", "L1::no_allocate",
+    "L1::evict_last", "L1::evict_first", "L1::evict_normal", "L2::64B", "L2::128B", "L2::256B",
+})  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A decoded instruction: its declaration, types, modifiers and operands by slot name."""
+
+    instr: Instr
+    types: tuple[PtxType, ...]
+    mods: dict[str, str]
+    operands: dict[str, ast.Operand]
+    source: ast.Instruction
+
+    @property
+    def ty(self) -> PtxType:
+        return self.types[0] if self.types else ptx_type("b32")
+
+    @property
+    def line(self) -> int:
+        return self.source.loc.line
+
+
+@dataclass(frozen=True, slots=True)
+class Unmodeled:
+    """An instruction the machine does not model, with the reason and its PTX line."""
+
+    text: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.text} ({self.reason})"
+
+
+class UnmodeledError(Exception):
+    """A kernel uses instructions outside the modeled set; lists every one by name and line."""
+
+    def __init__(self, entry: str, items: Iterable[Unmodeled]) -> None:
+        self.entry = entry
+        self.items = tuple(items)
+        names = sorted({i.text for i in self.items})
+        lines = "\n".join(f"  {i}" for i in self.items[:50])
+        more = f"\n  ... and {len(self.items) - 50} more" if len(self.items) > 50 else ""
+        super().__init__(
+            f"{entry}: {len(self.items)} instruction(s) outside the modeled set "
+            f"({', '.join(names)}):\n{lines}{more}"
+        )
+
+
+def _match(ins: ast.Instruction, d: Instr) -> Decoded | str:
+    words = list(ins.modifiers)
+    for f in d.fixed:
+        if f not in words:
+            return f"{d.name} needs .{f}"
+        words.remove(f)
+    types: list[str] = []
+    mods: dict[str, str] = {}
+    for w in words:
+        group = next((g for g, vals in d.groups.items() if w in vals), None)
+        if group is not None:
+            if group in mods:
+                return f"two .{group} modifiers (.{mods[group]}, .{w})"
+            mods[group] = w
+        elif w in d.types:
+            types.append(w)
+        elif w in NEUTRAL:
+            continue
+        else:
+            return f"modifier .{w} is not modeled for {d.name}"
+    if len(types) != d.ntypes:
+        allowed = ", ".join(d.types)
+        return f"expected {d.ntypes} type modifier(s) of {allowed}, got {len(types)}"
+    missing = [g for g in d.required if g not in mods]
+    if missing:
+        return f"missing .{'/.'.join(d.groups[missing[0]])}"
+    if d.type_rule is not None:
+        problem = d.type_rule(tuple(types), mods)
+        if problem:
+            return problem
+    slots = d.slots
+    required = sum(1 for s in slots if not s.optional)
+    if not required <= len(ins.operands) <= len(slots):
+        return f"expected {required}-{len(slots)} operands, got {len(ins.operands)}"
+    operands: dict[str, ast.Operand] = {}
+    for slot, op in zip(slots, ins.operands, strict=False):
+        if isinstance(op, ast.Pair):
+            if slot.pair is None:
+                return f"operand {slot.name} cannot be a pair"
+            operands[slot.name] = op.first
+            operands[slot.pair] = op.second
+            continue
+        if slot.kind == "addr" and not isinstance(op, ast.Address):
+            return f"operand {slot.name} must be an address [..]"
+        if slot.kind != "addr" and isinstance(op, ast.Address):
+            return f"operand {slot.name} cannot be an address"
+        operands[slot.name] = op
+    return Decoded(d, tuple(ptx_type(t) for t in types), mods, operands, ins)
+
+
+def decode(ins: ast.Instruction, machine: Machine, ptx_version: str = "", target: str = "") -> Decoded:
+    """Match ``ins`` against the machine's declarations.
+
+    Raises
+    ------
+    UnmodeledError
+        With one :class:`Unmodeled` naming the instruction, its line and why nothing matched.
+    """
+    got = decode_or_reason(ins, machine, ptx_version, target)
+    if isinstance(got, Unmodeled):
+        raise UnmodeledError("<instruction>", [got])
+    return got
+
+
+def decode_or_reason(
+    ins: ast.Instruction, machine: Machine, ptx_version: str = "", target: str = ""
+) -> Decoded | Unmodeled:
+    """Like :func:`decode` but returns the :class:`Unmodeled` record instead of raising."""
+    reasons: list[str] = []
+    for d in machine.candidates(ins.opcode):
+        got = _match(ins, d)
+        if isinstance(got, str):
+            reasons.append(got)
+            continue
+        if ptx_version and target:
+            req = Requirement(d.min_ptx, d.min_target, d.name)
+            if not req.satisfied_by(ptx_version, target):
+                reasons.append(f"needs {req.describe()} (module has PTX {ptx_version}, {target})")
+                continue
+        return got
+    reason = reasons[0] if reasons else "opcode not in the machine's instruction set"
+    return Unmodeled(ins.full_opcode, ins.loc.line, reason)
+
+
+def decode_function(fn: ast.Function, machine: Machine, module: ast.Module | None = None) -> list[Decoded]:
+    """Decode every instruction of a function body, or raise one error listing all unmodeled."""
+    version = module.version if module is not None else ""
+    target = module.arch if module is not None else ""
+    out: list[Decoded] = []
+    bad: list[Unmodeled] = []
+    for ins in fn.instructions():
+        got = decode_or_reason(ins, machine, version, target)
+        if isinstance(got, Unmodeled):
+            bad.append(got)
+        else:
+            out.append(got)
+    if bad:
+        raise UnmodeledError(fn.name, bad)
+    return out
+
+
+def unmodeled(module: ast.Module, machine: Machine, entry: str | None = None) -> list[Unmodeled]:
+    """Every instruction of the module (or of one entry) that the machine does not model."""
+    fns = [module.entry(entry)] if entry else list(module.functions)
+    bad: list[Unmodeled] = []
+    for fn in fns:
+        for ins in fn.instructions():
+            got = decode_or_reason(ins, machine, module.version, module.arch)
+            if isinstance(got, Unmodeled):
+                bad.append(got)
+    return bad

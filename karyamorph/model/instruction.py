@@ -1,0 +1,248 @@
+"""The instruction declaration DSL: opcode, modifier groups, types, operand slots, semantics, laws.
+
+An instruction is declared once, as data plus ONE semantics function written against an
+:class:`Exec` context (operands in, destinations out, memory/warp/control hooks) whose values
+live in a :class:`~karyamorph.model.domain.Domain`. Example: adding ``prmt.b32`` (byte permute,
+default mode), which the shipped machine lacks::
+
+    from karyamorph.model.instruction import Instr, Slot
+    from karyamorph.model.isa_ptx import ptx_machine
+    from karyamorph.model.types import U32
+
+    def prmt(x):  # d.byte[i] = {b, a}.byte[c.nibble[i] & 7], sign-replicated if the nibble has bit 3
+        D = x.D
+        ab, c, d = D.concat(x.read("b", U32), x.read("a", U32), 32, 32), x.read("c", U32), D.const(0, 32)
+        for i in range(4):
+            sel = D.and_(D.lshr(c, D.const(4 * i, 32), 32), D.const(0xF, 32), 32)
+            pos = D.zext(D.mul(D.and_(sel, D.const(7, 32), 32), D.const(8, 32), 32), 32, 64)
+            byte = D.trunc(D.and_(D.lshr(ab, pos, 64), D.const(0xFF, 64), 64), 64, 32)
+            neg = D.bnot(D.eq(D.and_(byte, D.const(0x80, 32), 32), D.const(0, 32), 32))
+            rep = D.eq(D.and_(sel, D.const(8, 32), 32), D.const(8, 32), 32)
+            byte = D.ite(rep, D.ite(neg, D.const(0xFF, 32), D.const(0, 32), 32), byte, 32)
+            d = D.or_(d, D.shl(byte, D.const(8 * i, 32), 32), 32)
+        x.write("d", d, U32)
+
+    PRMT = Instr("prmt", ("b32",), (Slot("d", dest=True), Slot("a"), Slot("b"), Slot("c")), prmt)
+    machine = ptx_machine().with_instructions(PRMT)
+
+``karyamorph.model.isa_check.check_isa(machine, only=["prmt"])`` then checks the declaration
+(frame condition, concrete == symbolic on samples) and ``interpret(module, entry, machine, ...)``
+runs kernels that use it (``tests/model/test_isa.py`` runs this very example).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any, Protocol
+
+from karyamorph.model.domain import Domain
+from karyamorph.model.types import PtxType
+
+KINDS = ("compute", "memory", "control", "warp", "barrier")
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One operand position.
+
+    Attributes
+    ----------
+    name : str
+        How the semantics refer to it (``"d"``, ``"a"``).
+    kind : {"value", "pred", "addr", "label", "imm"}
+        ``value`` takes a register, immediate, symbol or vector; ``pred`` a predicate register
+        (``!%p`` allowed for sources); ``addr`` a ``[...]`` address; ``label`` a branch target;
+        ``imm`` an immediate.
+    dest : bool
+        Written by the instruction (the frame condition checks nothing else is written).
+    optional : bool
+        May be omitted (only trailing slots).
+    pair : str or None
+        For ``d|p`` destinations: the name of the second element (``Pair`` operand).
+    """
+
+    name: str
+    kind: str = "value"
+    dest: bool = False
+    optional: bool = False
+    pair: str | None = None
+
+
+class Exec(Protocol):
+    """What a semantics function sees: a decoded instruction, operands, hooks, one domain.
+
+    Drivers (the interpreter over all threads, the checker over two symbolic threads, the ISA
+    check over register-only samples) implement it. Hooks a driver does not support raise.
+    """
+
+    @property
+    def D(self) -> Domain: ...
+    @property
+    def ty(self) -> PtxType: ...
+    @property
+    def types(self) -> tuple[PtxType, ...]: ...
+
+    def mod(self, group: str, default: str | None = None) -> str | None: ...
+    def has(self, slot: str) -> bool: ...
+    def count(self, slot: str) -> int: ...
+    def imm(self, slot: str) -> int: ...
+    def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any: ...
+    def read_pred(self, slot: str) -> Any: ...
+    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None: ...
+    def write_pred(self, slot: str, value: Any) -> None: ...
+    def address(self, slot: str) -> tuple[Any, int]: ...
+    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType) -> Any: ...
+    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType) -> None: ...
+    def atomic(
+        self,
+        space: str,
+        op: str,
+        addr: Any,
+        addr_bits: int,
+        ty: PtxType,
+        update: Callable[[Any, Any, Any], Any],
+        b: Any,
+        c: Any | None = None,
+    ) -> Any:
+        """Atomically replace the value at ``addr`` by ``update(old, b, c)``; return ``old``."""
+        ...
+
+    def cvta(self, space: str, to_space: bool, value: Any, bits: int) -> Any: ...
+    def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]: ...
+    def vote(self, mode: str, p: Any, mask: Any) -> Any: ...
+    def branch(self, slot: str, uniform: bool) -> None: ...
+    def exit(self) -> None: ...
+    def barrier(self, barrier_id: Any, count: Any | None) -> None: ...
+
+
+Semantics = Callable[[Exec], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Law:
+    """An equation the author states: ``lhs(run, vars) == rhs(run, vars)`` for all inputs.
+
+    ``fn(run, t, *vars) -> (lhs, rhs)``: ``run(form, *operands)`` evaluates an instruction form
+    (``"mad.lo.s32"``) on domain values and returns its first destination; ``t`` is the type
+    name the law is instantiated at, one of ``types``; ``arity`` variables of that type are free.
+    Proved with z3 by :mod:`karyamorph.model.isa_check`.
+    """
+
+    name: str
+    types: tuple[str, ...]
+    arity: int
+    fn: Callable[..., tuple[Any, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorBound:
+    """A stated accuracy of an approximation, checked on the concrete domain against float64.
+
+    ``form`` is the instruction form (``"ex2.approx.f32"``); ``reference`` maps float64 inputs
+    to the exact result; the error is measured in ulps of the result (``max_ulp``), relative
+    (``max_rel``) or absolute (``max_abs``), over inputs in ``[low, high]``.
+    """
+
+    form: str
+    reference: Callable[[Any], Any]
+    low: float
+    high: float
+    max_ulp: float | None = None
+    max_rel: float | None = None
+    max_abs: float | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Instr:
+    """A declared instruction.
+
+    Attributes
+    ----------
+    opcode : str
+        The first word (``"add"``); dotted prefixes are allowed (``"bar.sync"`` is opcode ``bar``
+        with required modifier ``sync``: write ``opcode="bar", fixed=("sync",)``).
+    types : tuple of str
+        Allowed type modifiers (``"s32"``); ``ntypes`` of them appear in the instruction.
+    slots : tuple of Slot
+        Operands in order.
+    semantics : callable
+        ``semantics(x: Exec) -> None``, the one definition.
+    groups : dict of str to tuple of str
+        Modifier groups: at most one modifier of each group appears (``{"rnd": ("rn", "rz")}``).
+    required : tuple of str
+        Groups that must appear.
+    fixed : tuple of str
+        Modifiers that must appear, in this order, right after the opcode (``("sync",)``).
+    ntypes : int
+        Number of type modifiers (``cvt`` has 2); 0 for untyped instructions.
+    kind : str
+        One of KINDS; ``compute`` instructions only read and write registers.
+    min_ptx, min_target : str
+        Gating: the lowest PTX ISA version and target that have it.
+    laws : tuple of Law
+        Author-stated equations, checked by ``check-isa``.
+    bounds : tuple of ErrorBound
+        Stated accuracy of approximations (their bits are hardware-defined).
+    type_rule : callable or None
+        ``type_rule(types, mods) -> str | None``: an error message for a type/modifier
+        combination the PTX ISA does not allow, or None.
+    doc : str
+        One line on what it does.
+    """
+
+    opcode: str
+    types: tuple[str, ...]
+    slots: tuple[Slot, ...]
+    semantics: Semantics
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+    ntypes: int = 1
+    kind: str = "compute"
+    min_ptx: str = "1.0"
+    min_target: str = "sm_20"
+    laws: tuple[Law, ...] = ()
+    bounds: tuple[ErrorBound, ...] = ()
+    type_rule: Callable[[tuple[str, ...], dict[str, str]], str | None] | None = None
+    doc: str = ""
+
+    @property
+    def name(self) -> str:
+        return ".".join((self.opcode, *self.fixed))
+
+    @property
+    def dest_slots(self) -> frozenset[str]:
+        names = {s.name for s in self.slots if s.dest}
+        names |= {s.pair for s in self.slots if s.dest and s.pair}
+        return frozenset(names)
+
+    def forms(self) -> Iterator[tuple[tuple[str, ...], dict[str, str]]]:
+        """Representative (types, modifiers) combinations: every type with the required groups'
+        first values, then each other group value once. Skips combinations ``type_rule`` refuses.
+        """
+        seen: set[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = set()
+        type_combos = list(product(self.types, repeat=self.ntypes)) if self.ntypes else [()]
+        for types in type_combos:
+            base = {g: self.groups[g][0] for g in self.required}
+            variants: list[dict[str, str]] = [base]
+            for g, values in self.groups.items():
+                for v in values:
+                    variants.append({**base, g: v})
+            for mods in variants:
+                key = (types, tuple(sorted(mods.items())))
+                if key in seen:
+                    continue
+                seen.add(key)
+                if self.type_rule is not None and self.type_rule(types, mods) is not None:
+                    continue
+                yield types, mods
+
+
+def form_text(instr: Instr, types: tuple[str, ...], mods: dict[str, str]) -> str:
+    """The dotted opcode of a form, groups in declaration order: ``mul.wide.s32``."""
+    words = [instr.opcode, *instr.fixed]
+    words += [mods[g] for g in instr.groups if g in mods]
+    return ".".join([*words, *types])

@@ -1,0 +1,444 @@
+"""SIMT execution of a parsed kernel on the CPU for one launch, vectorised over threads.
+
+All threads of the launch run as one group (numpy arrays of length ``threads`` per register,
+one pass per instruction under an active mask) with a reconvergence stack: a divergent branch
+pushes both sides, which rejoin at the branch block's immediate post-dominator. With
+``randomize_order=True`` every warp is its own group, warps run one after another in a random
+order between barriers, and colliding stores and atomics of one instruction land in a random
+order, so that races show up as results that differ between seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from karyamorph.isa import ast
+from karyamorph.model.cfg import Cfg, build_cfg, flatten
+from karyamorph.model.concrete import UINT, float_bits
+from karyamorph.model.decode import Decoded, decode_function
+from karyamorph.model.errors import DivergentBarrierError, LaunchError, StepLimitError
+from karyamorph.model.machine import Machine
+from karyamorph.model.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Allocation, Memory
+from karyamorph.model.simt import GroupExec, Stats, immediate_bits, make_geometry
+from karyamorph.model.types import PtxType, ptx_type
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class InterpResult:
+    """Outputs (every array argument's final contents, same dtype and shape) and statistics."""
+
+    outputs: dict[str, np.ndarray]
+    stats: Stats
+    threads: int
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class Program:
+    """A kernel ready to run: decoded body, CFG, register types, symbol addresses."""
+
+    fn: ast.Function
+    decoded: list[Decoded]
+    labels: dict[str, int]
+    cfg: Cfg
+    registers: dict[str, PtxType]
+    shared_symbols: dict[str, int]
+    static_shared: int
+    local_symbols: dict[str, int]
+    local_size: int
+    param_offsets: dict[str, int]
+    param_size: int
+    globals: dict[str, int] = field(default_factory=dict)
+
+    def immediate_bits(self, text: str, ty: PtxType) -> int:
+        return immediate_bits(text, ty)
+
+    def symbol_address(self, name: str, space: str | None) -> int:
+        """The address of a variable or parameter in its own space (generic when space is None
+        or ``generic`` and the variable is not global)."""
+        generic = space in (None, "generic")
+        for table, window in (
+            (self.param_offsets, PARAM_WINDOW),
+            (self.shared_symbols, SHARED_WINDOW),
+            (self.local_symbols, LOCAL_WINDOW),
+        ):
+            if name in table:
+                return table[name] + (window if generic and space == "generic" else 0)
+        if name in self.globals:
+            return self.globals[name]
+        raise LaunchError(f"{self.fn.name}: unknown symbol {name!r}")
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def prepare(module: ast.Module, entry: str, machine: Machine) -> Program:
+    """Decode and lay out an entry (raises UnmodeledError listing every unmodeled instruction)."""
+    fn = module.entry(entry)
+    instructions, labels = flatten(fn)
+    decoded = decode_function(fn, machine, module)
+    cfg = build_cfg(instructions, labels)
+    registers: dict[str, PtxType] = {}
+    shared: dict[str, int] = {}
+    local: dict[str, int] = {}
+    sh_off = loc_off = 0
+    dynamic: list[tuple[str, int]] = []
+
+    def decls(statements: tuple[ast.Statement, ...]) -> None:
+        nonlocal sh_off, loc_off
+        for s in statements:
+            if isinstance(s, ast.Block):
+                decls(s.statements)
+            if not isinstance(s, ast.VarDecl):
+                continue
+            if s.space == "reg":
+                t = ptx_type(s.type)
+                for name in s.names:
+                    if s.count is not None:
+                        for i in range(s.count):
+                            registers[f"{name}{i}"] = t
+                    else:
+                        registers[name] = t
+            elif s.space in ("shared", "local"):
+                align = s.align or s.element_bytes
+                size = s.size_bytes
+                for name in s.names:
+                    if size is None:
+                        dynamic.append((name, align))
+                    elif s.space == "shared":
+                        sh_off = _align(sh_off, align)
+                        shared[name] = sh_off
+                        sh_off += size
+                    else:
+                        loc_off = _align(loc_off, align)
+                        local[name] = loc_off
+                        loc_off += size
+
+    decls(fn.body or ())
+    for item in module.items:  # module-level .shared variables
+        if isinstance(item, ast.VarDecl) and item.space == "shared":
+            decls((item,))
+    static = sh_off
+    for name, align in dynamic:
+        shared[name] = _align(static, max(align, 16))
+    params: dict[str, int] = {}
+    off = 0
+    for p in fn.params:
+        a = p.align or max(1, p.size_bytes if not p.dims else ast.type_bytes(p.type))
+        off = _align(off, a)
+        params[p.name] = off
+        off += p.size_bytes
+    return Program(fn, decoded, labels, cfg, registers, shared, static, local, loc_off, params, off)
+
+
+@dataclass(slots=True)
+class _Entry:
+    pc: int
+    mask: np.ndarray
+    rpc: int
+    epoch: int
+    full: bool = False
+
+
+@dataclass(slots=True)
+class _Group:
+    exec: GroupExec
+    stack: list[_Entry]
+    block: int
+    state: str = "ready"
+
+
+class _Run:
+    """One launch in progress."""
+
+    def __init__(
+        self,
+        program: Program,
+        machine: Machine,
+        grid: Dim3,
+        block: Dim3,
+        shared_bytes: int,
+        args: dict[str, Any],
+        randomize: bool,
+        seed: int,
+        max_steps: int,
+    ) -> None:
+        self.p = program
+        self.geo = make_geometry(grid, block, machine.warp_size)
+        n = self.geo.n_threads
+        nb = grid[0] * grid[1] * grid[2]
+        self.stats = Stats()
+        self.max_steps = max_steps
+        self.steps = 0
+        self.n_ins = len(program.decoded)
+        self.alive = np.ones(n, bool)
+        self.epoch = 0
+        self.randomize = randomize
+        self.rng = np.random.default_rng(seed) if randomize else None
+        shared_total = program.static_shared
+        for offset in program.shared_symbols.values():
+            if offset >= program.static_shared:
+                shared_total = max(shared_total, offset + shared_bytes)
+        limit = machine.resources().max_shared_memory_per_block_bytes
+        if shared_total > limit:
+            raise LaunchError(
+                f"{program.fn.name}: {shared_total} bytes of shared memory per block exceed "
+                f"{limit} on {machine.arch}"
+            )
+        param = Allocation(
+            "params",
+            "param",
+            0,
+            program.param_size,
+            np.zeros(max(16, _align(program.param_size, 16)), np.uint8),
+        )
+        self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
+        self.arrays: dict[str, np.ndarray] = {}
+        self._bind_args(args)
+        self.regs: dict[str, np.ndarray] = {
+            name: np.zeros(n, UINT[t.bits] if t.kind != "pred" else np.bool_)
+            for name, t in program.registers.items()
+        }
+
+    def _bind_args(self, args: dict[str, Any]) -> None:
+        fn = self.p.fn
+        names = {p.name for p in fn.params}
+        extra = sorted(set(args) - names)
+        if extra:
+            raise LaunchError(
+                f"{fn.name}: unknown argument(s) {', '.join(extra)} "
+                f"(parameters: {', '.join(p.name for p in fn.params)})"
+            )
+        for p in fn.params:
+            if p.name not in args:
+                raise LaunchError(f"{fn.name}: missing argument {p.name!r}")
+            v = args[p.name]
+            off = self.p.param_offsets[p.name]
+            if isinstance(v, np.ndarray) and v.ndim >= 1:
+                alloc = self.mem.add_global(p.name, v)
+                self.arrays[p.name] = v
+                bits = alloc.base
+            else:
+                t = (
+                    ptx_type(p.type)
+                    if p.type in ("f32", "f64", "f16")
+                    else PtxType(p.type, 8 * p.size_bytes, "u")
+                )
+                bits = float_bits(float(v), t.name) if t.is_float else int(v) & ((1 << t.bits) - 1)
+            size = p.size_bytes
+            self.mem.param.data[off : off + size] = np.frombuffer(
+                int(bits).to_bytes(size, "little"), np.uint8
+            )
+
+    # --- scheduling ----------------------------------------------------------------------------
+    def run(self) -> None:
+        n = self.geo.n_threads
+        if not self.randomize:
+            g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, 0, n, None)
+            stack = [_Entry(0, np.ones(n, bool), self.n_ins, 0, True)]
+            while self._run_group(g, stack, whole=True) != "done":
+                pass
+            return
+        ws, bt = self.geo.warp_size, self.geo.block_threads
+        groups: list[_Group] = []
+        for b in range(n // bt):
+            for w0 in range(0, bt, ws):
+                lo, hi = b * bt + w0, b * bt + min(bt, w0 + ws)
+                g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, lo, hi, self.rng)
+                groups.append(_Group(g, [_Entry(0, np.ones(hi - lo, bool), self.n_ins, 0, True)], b))
+        assert self.rng is not None
+        while any(s.state != "done" for s in groups):
+            for k in self.rng.permutation(len(groups)):
+                s = groups[k]
+                if s.state == "ready":
+                    s.state = self._run_group(s.exec, s.stack, whole=False)
+            # A block's barrier opens once each of its warps waits there or has finished.
+            for b in {s.block for s in groups if s.state == "barrier"}:
+                members = [s for s in groups if s.block == b]
+                if all(s.state in ("barrier", "done") for s in members):
+                    self.stats.barriers += 1
+                    for s in members:
+                        if s.state == "barrier":
+                            s.state = "ready"
+
+    def _run_group(self, g: GroupExec, stack: list[_Entry], whole: bool) -> str:
+        alive = self.alive[g.lo : g.hi]
+        p = self.p
+        while stack:
+            e = stack[-1]
+            if e.pc == e.rpc or e.pc >= self.n_ins:
+                stack.pop()
+                continue
+            if e.epoch != self.epoch:
+                e.mask &= alive
+                e.full = bool(e.mask.all())
+                e.epoch = self.epoch
+                if not e.full and not e.mask.any():
+                    stack.pop()
+                    continue
+            dec = p.decoded[e.pc]
+            guard = dec.source.guard
+            if guard is not None:
+                gv = g.regs[guard.register][g.lo : g.hi]
+                eff = e.mask & (~gv if guard.negated else gv)
+                full = False
+                if not eff.any():
+                    e.pc += 1
+                    continue
+            else:
+                eff, full = e.mask, e.full
+            self.steps += 1
+            if self.steps > self.max_steps:
+                raise StepLimitError(
+                    f"{p.fn.name}: more than {self.max_steps} instruction steps "
+                    f"(line {dec.line}: {dec.source.full_opcode}); raise max_steps"
+                )
+            g.set(dec, eff, full)
+            dec.instr.semantics(g)
+            self._count(dec, g, eff, full)
+            ctl = g.ctl
+            if ctl is None:
+                e.pc += 1
+            elif ctl[0] == "branch":
+                self._branch(stack, e, g, eff, guard is not None)
+            elif ctl[0] == "exit":
+                np.logical_and(alive, ~eff, out=alive)
+                self.epoch += 1
+                e.mask = e.mask & ~eff
+                e.full = False
+                e.epoch = self.epoch
+                e.pc += 1
+                if not e.mask.any():
+                    stack.pop()
+            else:
+                self._barrier(g, e, eff, whole)
+                e.pc += 1
+                if not whole:
+                    return "barrier"
+        return "done"
+
+    def _count(self, dec: Decoded, g: GroupExec, eff: np.ndarray, full: bool) -> None:
+        key = dec.source.full_opcode
+        nthreads = g.n if full else int(np.count_nonzero(eff))
+        self.stats.thread_instructions[key] = self.stats.thread_instructions.get(key, 0) + nthreads
+        self.stats.warp_instructions += (
+            g.n_warps if full else int(np.count_nonzero(np.logical_or.reduceat(eff, g.warp_starts)))
+        )
+
+    def _branch(self, stack: list[_Entry], e: _Entry, g: GroupExec, taken: np.ndarray, guarded: bool) -> None:
+        target = self.p.labels[g.ctl[1]]  # type: ignore[index]
+        not_taken = e.mask & ~taken if guarded else None
+        if not_taken is None or not not_taken.any():
+            e.pc = target
+            return
+        b = self.p.cfg.block_of[e.pc]
+        r = self.p.cfg.reconvergence_pc(b, self.n_ins)
+        both = np.logical_or.reduceat(taken, g.warp_starts) & np.logical_or.reduceat(not_taken, g.warp_starts)
+        self.stats.divergent_branches += int(np.count_nonzero(both))
+        fall = e.pc + 1
+        if e.rpc == r:
+            stack.pop()
+        else:
+            e.pc = r
+        stack.append(_Entry(fall, not_taken, r, self.epoch))
+        stack.append(_Entry(target, taken.copy(), r, self.epoch))
+
+    def _barrier(self, g: GroupExec, e: _Entry, arriving: np.ndarray, whole: bool) -> None:
+        bt = self.geo.block_threads
+        alive = self.alive[g.lo : g.hi]
+        if whole:
+            arr = arriving.reshape(-1, bt)
+            alv = alive.reshape(-1, bt)
+            present = arr.any(axis=1)
+            bad = present & (arr != alv).any(axis=1)
+            self.stats.barriers += int(np.count_nonzero(present))
+        else:
+            arr, alv = arriving[None, :], alive[None, :]
+            bad = (arr != alv).any(axis=1)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            missing = np.flatnonzero(alv[k] & ~arr[k])
+            first_in = int(np.flatnonzero(arr[k])[0])
+            base = g.lo + (k * bt if whole else 0)
+            dec = g.dec
+            raise DivergentBarrierError(
+                f"line {dec.line}: {dec.source.full_opcode}: divergent barrier: "
+                f"{int(arr[k].sum())} of {int(alv[k].sum())} non-exited threads arrive "
+                f"(first arriving: {self.geo.describe(base + first_in)}; first missing: "
+                f"{self.geo.describe(base + int(missing[0]))})"
+            )
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        out = {}
+        for name, original in self.arrays.items():
+            raw = self.mem.global_bytes(name)
+            out[name] = raw.view(original.dtype).reshape(original.shape).copy()
+        return out
+
+
+def interpret(
+    module: ast.Module,
+    entry: str,
+    machine: Machine,
+    launch: tuple[Dim3 | tuple[int, ...] | int, Dim3 | tuple[int, ...] | int, int],
+    args: dict[str, Any],
+    *,
+    randomize_order: bool = False,
+    seed: int = 0,
+    max_steps: int = 1_000_000,
+) -> InterpResult:
+    """Run ``entry`` of ``module`` for one launch on the CPU.
+
+    Parameters
+    ----------
+    module, entry
+        The parsed PTX and the ``.entry`` to run.
+    machine
+        The machine model (:func:`karyamorph.model.isa_ptx.ptx_machine`).
+    launch
+        ``(grid, block, dynamic_shared_bytes)``; grid and block are ints or 1-3 tuples.
+    args
+        Parameter name -> numpy array (a pointer argument: a global allocation of its own,
+        copied) or a Python/numpy scalar (passed by value).
+    randomize_order
+        Run warps separately between barriers in a random order (seeded) and let colliding
+        stores/atomics of one instruction land in a random order.
+    seed
+        Seed of that order.
+    max_steps
+        Limit on executed instruction steps (group-instructions), against hangs.
+
+    Returns
+    -------
+    InterpResult
+        ``outputs[name]`` is the final content of each array argument.
+
+    Raises
+    ------
+    UnmodeledError
+        Before running, listing every instruction outside the machine's set.
+    MemoryAccessError, DivergentBarrierError, WarpSyncError, StepLimitError, LaunchError
+    """
+    import time
+
+    grid, block, shared_bytes = (_dim3(launch[0]), _dim3(launch[1]), int(launch[2]))
+    program = prepare(module, entry, machine)
+    t0 = time.perf_counter()
+    run = _Run(program, machine, grid, block, shared_bytes, args, randomize_order, seed, max_steps)
+    with np.errstate(all="ignore"):
+        run.run()
+    return InterpResult(run.outputs(), run.stats, run.geo.n_threads, time.perf_counter() - t0)
+
+
+def _dim3(v: Any) -> Dim3:
+    t = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
+    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
+        raise LaunchError(f"launch dimensions must be 1-3 positive integers, got {v!r}")
+    t = (*t, 1, 1)[:3]
+    return (t[0], t[1], t[2])

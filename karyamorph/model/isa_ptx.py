@@ -1,0 +1,144 @@
+"""The shipped machine: the reduced PTX ISA (declarations, stated laws, error bounds) on a SIMT machine.
+
+Every instruction of issue 3's list is declared in :mod:`isa_ptx_arith`, :mod:`isa_ptx_data`
+and :mod:`isa_ptx_control`; this module adds the laws their authors state and assembles
+:func:`ptx_machine`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from karyamorph.model.instruction import ErrorBound, Instr, Law
+from karyamorph.model.isa_ptx_arith import ARITH
+from karyamorph.model.isa_ptx_control import CONTROL
+from karyamorph.model.isa_ptx_data import DATA
+from karyamorph.model.machine import Machine
+
+_I32 = ("s32", "u32", "s64", "u64", "s16", "u16")
+_B = ("b32", "b64")
+
+# Laws: fn(run, D, t, *vars) -> (lhs, rhs). ``run(form, *operands)`` evaluates a form.
+LAWS: dict[str, tuple[Law, ...]] = {
+    "mad": (Law("mad.lo(a, b, c) == add(mul.lo(a, b), c)", _I32, 3,
+                lambda run, D, t, a, b, c: (run(f"mad.lo.{t}", a, b, c),
+                                            run(f"add.{t}", run(f"mul.lo.{t}", a, b), c))),
+            Law("mad.wide(a, b, c) == add(mul.wide(a, b), c)", ("s32", "u32", "s16", "u16"), 3,
+                lambda run, D, t, a, b, c: (run(f"mad.wide.{t}", a, b, c := _widen(D, t, c)),
+                                            run(f"add.{_w(t)}", run(f"mul.wide.{t}", a, b), c)))),
+    "sub": (Law("sub(a, b) == add(a, neg(b))", ("s32", "s64", "s16"), 2,
+                lambda run, D, t, a, b: (run(f"sub.{t}", a, b), run(f"add.{t}", a, run(f"neg.{t}", b)))),),
+    "mul": (Law("mul.lo(a, b) == mul.lo(b, a)", _I32, 2,
+                lambda run, D, t, a, b: (run(f"mul.lo.{t}", a, b), run(f"mul.lo.{t}", b, a))),
+            Law("low half of mul.wide(a, b) == mul.lo(a, b)", ("s32", "u32", "s16", "u16"), 2,
+                lambda run, D, t, a, b: (D.trunc(run(f"mul.wide.{t}", a, b), 2 * _bits(t), _bits(t)),
+                                         run(f"mul.lo.{t}", a, b)))),
+    "not": (Law("not(not(a)) == a", _B, 1, lambda run, D, t, a: (run(f"not.{t}", run(f"not.{t}", a)), a)),),
+    "xor": (Law("xor(xor(a, b), b) == a", _B, 2,
+                lambda run, D, t, a, b: (run(f"xor.{t}", run(f"xor.{t}", a, b), b), a)),),
+    "lop3": (Law("lop3(a, b, c, 0x80) == and(and(a, b), c)", ("b32",), 3,
+                 lambda run, D, t, a, b, c: (run("lop3.b32", a, b, c, 0x80),
+                                             run("and.b32", run("and.b32", a, b), c))),
+             Law("lop3(a, b, c, 0x96) == xor(xor(a, b), c)", ("b32",), 3,
+                 lambda run, D, t, a, b, c: (run("lop3.b32", a, b, c, 0x96),
+                                             run("xor.b32", run("xor.b32", a, b), c)))),
+    "popc": (Law("popc(brev(a)) == popc(a)", _B, 1,
+                 lambda run, D, t, a: (run(f"popc.{t}", run(f"brev.{t}", a)), run(f"popc.{t}", a))),),
+    "brev": (Law("brev(brev(a)) == a", _B, 1,
+                 lambda run, D, t, a: (run(f"brev.{t}", run(f"brev.{t}", a)), a)),),
+    "min": (Law("min(a, b) == min(b, a)", _I32, 2,
+                lambda run, D, t, a, b: (run(f"min.{t}", a, b), run(f"min.{t}", b, a))),),
+    "max": (Law("max(a, b) == max(b, a)", (*_I32, "f32"), 2,
+                lambda run, D, t, a, b: (run(f"max.{t}", a, b), run(f"max.{t}", b, a))),),
+    "neg": (Law("neg(neg(a)) == a", ("f32", "f64", "s32", "s64"), 1,
+                lambda run, D, t, a: (run(f"neg.{t}", run(f"neg.{t}", a)), a)),),
+    "shl": (Law("shl(a, 0) == a", _B, 1, lambda run, D, t, a: (run(f"shl.{t}", a, 0), a)),),
+    "bfi": (Law("bfe.u32(bfi(a, b, 8, 8), 8, 8) == and(a, 0xff)", ("b32",), 2,
+                lambda run, D, t, a, b: (run("bfe.u32", run("bfi.b32", a, b, 8, 8), 8, 8),
+                                         run("and.b32", a, 0xFF))),),
+}  # fmt: skip
+
+
+def _bits(t: str) -> int:
+    return int(t[1:])
+
+
+def _w(t: str) -> str:
+    return f"{t[0]}{2 * _bits(t)}"
+
+
+def _widen(d: Any, t: str, c: Any) -> Any:
+    """Use a ``2 * bits`` value for the addend of mad.wide: extend the narrow free variable."""
+    n = _bits(t)
+    return (d.sext if t[0] == "s" else d.zext)(c, n, 2 * n)
+
+
+# Accuracy stated in the PTX ISA ("rcp", "sqrt", "rsqrt", "ex2", "lg2" sections, .approx.f32,
+# full range): rcp 1 ulp; sqrt relative 2**-23; rsqrt relative 2**-22.9; ex2 2 ulp; lg2 absolute
+# 2**-22.6 (checked on [0.5, 2], where the result's own f32 rounding stays below it).
+BOUNDS: dict[str, tuple[ErrorBound, ...]] = {
+    "rcp": (
+        ErrorBound(
+            "rcp.approx.f32", lambda v: 1.0 / v, 1e-30, 1e30, max_ulp=1.0, source="PTX ISA, rcp: max 1 ulp"
+        ),
+    ),
+    "sqrt": (
+        ErrorBound(
+            "sqrt.approx.f32",
+            np.sqrt,
+            0.0,
+            3e38,
+            max_rel=2.0**-23,
+            source="PTX ISA, sqrt.approx.f32: max relative error 2^-23",
+        ),
+    ),
+    "rsqrt": (
+        ErrorBound(
+            "rsqrt.approx.f32",
+            lambda v: 1.0 / np.sqrt(v),
+            1e-30,
+            3e38,
+            max_rel=2.0**-22.9,
+            source="PTX ISA, rsqrt.approx.f32: max relative error 2^-22.9",
+        ),
+    ),
+    "ex2": (
+        ErrorBound(
+            "ex2.approx.f32", np.exp2, -126.0, 127.0, max_ulp=2.0, source="PTX ISA, ex2.approx.f32: max 2 ulp"
+        ),
+    ),
+    "lg2": (
+        ErrorBound(
+            "lg2.approx.f32",
+            np.log2,
+            0.5,
+            2.0,
+            max_abs=2.0**-22.6,
+            source="PTX ISA, lg2.approx.f32: max absolute error 2^-22.6, on [0.5, 2]",
+        ),
+    ),
+}
+
+
+def ptx_instructions() -> tuple[Instr, ...]:
+    """The reduced PTX ISA with its laws and bounds attached."""
+    out = []
+    for ins in (*ARITH, *DATA, *CONTROL):
+        laws, bounds = LAWS.get(ins.name, ()), BOUNDS.get(ins.name, ())
+        out.append(replace(ins, laws=ins.laws + laws, bounds=ins.bounds + bounds) if laws or bounds else ins)
+    return tuple(out)
+
+
+def ptx_machine(arch: str = "sm_80", scheduling: str = "its") -> Machine:
+    """The shipped machine: warp size 32, the reduced PTX ISA, resources of ``arch``.
+
+    Examples
+    --------
+    >>> m = ptx_machine("sm_120")
+    >>> "shfl.sync" in m.opcodes and m.resources().max_warps_per_sm > 0
+    True
+    """
+    return Machine("ptx-reduced", ptx_instructions(), arch=arch, scheduling=scheduling)

@@ -1,0 +1,213 @@
+"""Memory of a launch: global buffers (one allocation per pointer argument, distinct bases),
+shared memory per block, local memory per thread, the parameter space; address resolution."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from karyamorph.model.concrete import UINT
+
+GLOBAL_STRIDE = 1 << 32  # allocation k lives at (k + 1) << 32: an overrun never reaches the next one
+SHARED_WINDOW = 1 << 48  # generic address of shared offset 0
+LOCAL_WINDOW = 2 << 48  # generic address of local offset 0
+PARAM_WINDOW = 3 << 48
+
+
+class MemoryFault(Exception):
+    """An access outside every allocation, or misaligned; ``position`` indexes the access array."""
+
+    def __init__(self, position: int, address: int, detail: str) -> None:
+        self.position = position
+        self.address = address
+        self.detail = detail
+        super().__init__(f"address {address:#x}: {detail}")
+
+
+def _pad(n: int) -> int:
+    return max(16, (n + 15) // 16 * 16)
+
+
+@dataclass(slots=True)
+class Allocation:
+    """One buffer: its name, state space, base address, size in bytes and bytes (padded to 16)."""
+
+    name: str
+    space: str
+    base: int
+    size: int
+    data: np.ndarray
+
+    def describe(self) -> str:
+        return f"{self.space} {self.name!r} [{self.base:#x}, {self.base + self.size:#x}) ({self.size} bytes)"
+
+
+@dataclass(slots=True)
+class Memory:
+    """All state spaces of a launch.
+
+    ``globals`` are global allocations; buffer ids used by :meth:`resolve` are their indices,
+    then ``len(globals)`` for shared, ``+1`` for local, ``+2`` for param.
+    """
+
+    globals: list[Allocation]
+    shared_size: int
+    n_blocks: int
+    block_threads: int
+    local_size: int
+    n_threads: int
+    param: Allocation
+    shared_symbols: dict[str, int] = field(default_factory=dict)
+    local_symbols: dict[str, int] = field(default_factory=dict)
+    shared: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    local: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+
+    def __post_init__(self) -> None:
+        self.shared = np.zeros(self.n_blocks * _pad(self.shared_size), np.uint8)
+        self.local = np.zeros(self.n_threads * _pad(self.local_size), np.uint8)
+
+    @property
+    def shared_stride(self) -> int:
+        return _pad(self.shared_size)
+
+    @property
+    def local_stride(self) -> int:
+        return _pad(self.local_size)
+
+    def add_global(self, name: str, data: np.ndarray) -> Allocation:
+        """A new global allocation holding a copy of ``data``'s bytes."""
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        buf = np.zeros(_pad(raw.size), np.uint8)
+        buf[: raw.size] = raw
+        a = Allocation(name, "global", (len(self.globals) + 1) * GLOBAL_STRIDE, raw.size, buf)
+        self.globals.append(a)
+        return a
+
+    def buffer(self, buf: int, nbytes: int) -> np.ndarray:
+        """The typed view of a buffer id (elements of ``nbytes``)."""
+        g = len(self.globals)
+        raw = (
+            self.globals[buf].data
+            if buf < g
+            else self.shared
+            if buf == g
+            else self.local
+            if buf == g + 1
+            else self.param.data
+        )
+        return raw.view(UINT[nbytes * 8])
+
+    def resolve(
+        self, space: str, addr: np.ndarray, nbytes: int, blocks: np.ndarray, threads: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(buffer id, element index) of each access of ``nbytes`` at ``addr`` (uint64).
+
+        ``blocks``/``threads`` are the block and linear thread index of each access (for the
+        shared and local spaces). Raises :class:`MemoryFault` for the first bad access.
+        """
+        addr = addr.astype(np.uint64, copy=False)
+        if space == "generic":
+            return self._resolve_generic(addr, nbytes, blocks, threads)
+        g = len(self.globals)
+        if space == "shared":
+            return self._window(addr, nbytes, self.shared_size, g, blocks, self.shared_stride, "shared")
+        if space == "local":
+            return self._window(addr, nbytes, self.local_size, g + 1, threads, self.local_stride, "local")
+        if space == "param":
+            return self._window(addr, nbytes, self.param.size, g + 2, np.zeros_like(blocks), 0, "param")
+        return self._resolve_global(addr, nbytes)
+
+    def _check_align(self, off: np.ndarray, nbytes: int, addr: np.ndarray, what: str) -> None:
+        bad = (off % np.uint64(nbytes)) != 0
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MemoryFault(i, int(addr[i]), f"misaligned {nbytes}-byte access in {what}")
+
+    def _window(
+        self, addr: np.ndarray, nbytes: int, size: int, buf: int, owner: np.ndarray, stride: int, what: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        off = addr
+        bad = off + np.uint64(nbytes) > np.uint64(size)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MemoryFault(i, int(addr[i]), f"outside {what} memory [0, {size:#x}) ({size} bytes)")
+        self._check_align(off, nbytes, addr, f"{what} memory")
+        elem = (owner.astype(np.int64) * (stride // nbytes)) + (off // np.uint64(nbytes)).astype(np.int64)
+        return np.full(addr.shape, buf, np.int64), elem
+
+    def _resolve_global(self, addr: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        k = (addr >> np.uint64(32)).astype(np.int64) - 1
+        off = addr & np.uint64(0xFFFFFFFF)
+        sizes = np.array([a.size for a in self.globals] or [0], np.uint64)
+        valid = (k >= 0) & (k < len(self.globals))
+        kk = np.where(valid, k, 0)
+        bad = ~valid | (off + np.uint64(nbytes) > sizes[kk])
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MemoryFault(i, int(addr[i]), self._explain(int(addr[i]), nbytes))
+        self._check_align(off, nbytes, addr, self.globals[int(kk[0])].describe())
+        return kk, (off // np.uint64(nbytes)).astype(np.int64)
+
+    def _explain(self, address: int, nbytes: int) -> str:
+        k = (address >> 32) - 1
+        if 0 <= k < len(self.globals):
+            a = self.globals[k]
+            return f"{nbytes}-byte access at offset {address - a.base} outside {a.describe()}"
+        have = "; ".join(a.describe() for a in self.globals) or "none"
+        return f"outside every global allocation (allocations: {have})"
+
+    def _resolve_generic(
+        self, addr: np.ndarray, nbytes: int, blocks: np.ndarray, threads: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        window = addr >> np.uint64(48)
+        if (window == window[0]).all() if addr.size else True:
+            w = int(window[0]) if addr.size else 0
+            if w == 0:
+                return self._resolve_global(addr, nbytes)
+            base = np.uint64(w << 48)
+            space = {1: "shared", 2: "local", 3: "param"}.get(w)
+            if space is None:
+                raise MemoryFault(0, int(addr[0]), "generic address outside every state-space window")
+            return self.resolve(space, addr - base, nbytes, blocks, threads)
+        bufs = np.zeros(addr.shape, np.int64)
+        elems = np.zeros(addr.shape, np.int64)
+        for w in np.unique(window):
+            sel = np.flatnonzero(window == w)
+            try:
+                b, e = self._resolve_generic(addr[sel], nbytes, blocks[sel], threads[sel])
+            except MemoryFault as f:
+                raise MemoryFault(int(sel[f.position]), f.address, f.detail) from None
+            bufs[sel], elems[sel] = b, e
+        return bufs, elems
+
+    def gather(self, bufs: np.ndarray, elems: np.ndarray, nbytes: int) -> np.ndarray:
+        """The values at resolved locations."""
+        if bufs.size == 0:
+            return np.zeros(0, UINT[nbytes * 8])
+        if (bufs == bufs[0]).all():
+            return self.buffer(int(bufs[0]), nbytes)[elems]
+        out: np.ndarray = np.zeros(bufs.shape, UINT[nbytes * 8])
+        for b in np.unique(bufs):
+            sel = bufs == b
+            out[sel] = self.buffer(int(b), nbytes)[elems[sel]]
+        return out
+
+    def scatter(self, bufs: np.ndarray, elems: np.ndarray, values: np.ndarray, nbytes: int) -> None:
+        """Store values at resolved locations; where several hit one element the last one wins."""
+        if bufs.size == 0:
+            return
+        values = np.broadcast_to(values, bufs.shape)
+        if (bufs == bufs[0]).all():
+            self.buffer(int(bufs[0]), nbytes)[elems] = values
+            return
+        for b in np.unique(bufs):
+            sel = bufs == b
+            self.buffer(int(b), nbytes)[elems[sel]] = values[sel]
+
+    def global_bytes(self, name: str) -> np.ndarray:
+        """The current bytes of the global allocation ``name``."""
+        for a in self.globals:
+            if a.name == name:
+                return a.data[: a.size]
+        raise KeyError(f"no global allocation named {name!r}")

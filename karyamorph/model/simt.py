@@ -1,0 +1,442 @@
+"""The concrete execution context: registers, operands and hooks for a group of threads.
+
+:class:`GroupExec` implements :class:`~karyamorph.model.instruction.Exec` over the concrete
+domain for the threads ``[lo, hi)`` of a launch (all of them, or one warp): operands are numpy
+views of the register file, writes honour the active mask, memory hooks touch only active
+threads, and warp hooks (shuffle, vote) work per warp with ``np.bincount``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from karyamorph.isa import ast
+from karyamorph.model.concrete import UINT, ConcreteDomain, float_bits
+from karyamorph.model.decode import Decoded
+from karyamorph.model.errors import ExecutionError, MemoryAccessError, WarpSyncError
+from karyamorph.model.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
+from karyamorph.model.types import PtxType
+
+_WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
+
+
+@dataclass(slots=True)
+class Stats:
+    """Counters of one interpretation (thread-instructions per opcode, bytes per space, ...)."""
+
+    thread_instructions: dict[str, int] = field(default_factory=dict)
+    warp_instructions: int = 0
+    divergent_branches: int = 0
+    bytes_loaded: dict[str, int] = field(default_factory=dict)
+    bytes_stored: dict[str, int] = field(default_factory=dict)
+    barriers: int = 0
+    atomics: int = 0
+
+    @property
+    def total_thread_instructions(self) -> int:
+        return sum(self.thread_instructions.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "thread_instructions": dict(sorted(self.thread_instructions.items())),
+            "total_thread_instructions": self.total_thread_instructions,
+            "warp_instructions": self.warp_instructions,
+            "divergent_branches": self.divergent_branches,
+            "bytes_loaded": dict(self.bytes_loaded),
+            "bytes_stored": dict(self.bytes_stored),
+            "barriers": self.barriers,
+            "atomics": self.atomics,
+        }
+
+
+@dataclass(slots=True)
+class Geometry:
+    """Per-thread coordinates of a launch, as flat arrays over the linear thread index."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    warp_size: int
+    n_threads: int
+    block_threads: int
+    specials: dict[str, np.ndarray]
+    block_index: np.ndarray
+
+    def describe(self, t: int) -> str:
+        b, r = divmod(int(t), self.block_threads)
+        bx, by = self.block[0], self.block[1]
+        gx, gy = self.grid[0], self.grid[1]
+        tid = (r % bx, r // bx % by, r // (bx * by))
+        cta = (b % gx, b // gx % gy, b // (gx * gy))
+        return f"block ({cta[0]},{cta[1]},{cta[2]}) thread ({tid[0]},{tid[1]},{tid[2]})"
+
+
+def make_geometry(grid: tuple[int, int, int], block: tuple[int, int, int], warp_size: int) -> Geometry:
+    bt = block[0] * block[1] * block[2]
+    nb = grid[0] * grid[1] * grid[2]
+    t = np.arange(nb * bt, dtype=np.int64)
+    b, r = t // bt, t % bt
+    sp: dict[str, np.ndarray] = {}
+    for name, idx, dims in (("%tid", r, block), ("%ctaid", b, grid)):
+        sp[f"{name}.x"] = (idx % dims[0]).astype(np.uint32)
+        sp[f"{name}.y"] = (idx // dims[0] % dims[1]).astype(np.uint32)
+        sp[f"{name}.z"] = (idx // (dims[0] * dims[1])).astype(np.uint32)
+    for name, dims in (("%ntid", block), ("%nctaid", grid)):
+        for k, axis in enumerate("xyz"):
+            sp[f"{name}.{axis}"] = np.broadcast_to(np.uint32(dims[k]), t.shape)
+    sp["%laneid"] = (r % warp_size).astype(np.uint32)
+    sp["%warpid"] = (r // warp_size).astype(np.uint32)
+    sp["%nwarpid"] = np.broadcast_to(np.uint32(-(-bt // warp_size)), t.shape)
+    return Geometry(grid, block, warp_size, nb * bt, bt, sp, b)
+
+
+class GroupExec:
+    """The :class:`Exec` of the threads ``[lo, hi)``; the interpreter sets ``dec`` and the mask."""
+
+    D = ConcreteDomain()
+
+    def __init__(
+        self,
+        program: Any,
+        regs: dict[str, np.ndarray],
+        memory: Memory,
+        geometry: Geometry,
+        stats: Stats,
+        lo: int,
+        hi: int,
+        rng: np.random.Generator | None,
+    ) -> None:
+        self.program = program
+        self.regs = regs
+        self.memory = memory
+        self.geo = geometry
+        self.stats = stats
+        self.lo, self.hi, self.n = lo, hi, hi - lo
+        self.rng = rng
+        self.dec: Decoded = None  # type: ignore[assignment]
+        self.mask = np.ones(self.n, bool)
+        self.full = True
+        self.ctl: tuple[str, ...] | None = None
+        r = np.arange(lo, hi) % geometry.block_threads
+        self.lane = (r % geometry.warp_size).astype(np.int64)
+        local_t = np.arange(self.n)
+        self.warp_base = local_t - self.lane
+        self.warp_id = (local_t - self.lane) // 1  # group-local id of each thread's warp: its base
+        starts = np.flatnonzero(self.lane == 0)
+        self.warp_starts = starts
+        self.n_warps = len(starts)
+        wl = np.diff(np.append(starts, self.n))
+        self.warp_index = np.repeat(np.arange(self.n_warps), wl)
+        self.warp_len = np.repeat(wl, wl)
+
+    # --- setup by the interpreter -------------------------------------------------------------
+    def set(self, dec: Decoded, mask: np.ndarray, full: bool) -> None:
+        self.dec, self.mask, self.full, self.ctl = dec, mask, full, None
+
+    @property
+    def ty(self) -> PtxType:
+        return self.dec.ty
+
+    @property
+    def types(self) -> tuple[PtxType, ...]:
+        return self.dec.types
+
+    def mod(self, group: str, default: str | None = None) -> str | None:
+        return self.dec.mods.get(group, default)
+
+    def has(self, slot: str) -> bool:
+        return slot in self.dec.operands
+
+    def count(self, slot: str) -> int:
+        op = self.dec.operands[slot]
+        return len(op.elements) if isinstance(op, ast.Vector) else 1
+
+    def imm(self, slot: str) -> int:
+        op = self.dec.operands[slot]
+        if not isinstance(op, ast.Immediate):
+            raise self._error(f"operand {slot} must be an immediate")
+        return int(op.value)
+
+    def _operand(self, slot: str, elem: int) -> ast.Operand:
+        op = self.dec.operands[slot]
+        return op.elements[elem] if isinstance(op, ast.Vector) else op
+
+    def _error(self, message: str, thread: int | None = None) -> ExecutionError:
+        where = f" ({self.geo.describe(thread)})" if thread is not None else ""
+        return ExecutionError(f"line {self.dec.line}: {self.dec.source.full_opcode}{where}: {message}")
+
+    # --- registers ----------------------------------------------------------------------------
+    def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any:
+        op = self._operand(slot, elem)
+        bits = ty.bits
+        if isinstance(op, ast.Register):
+            arr = self.regs.get(op.name)
+            if arr is None:
+                sp = self.geo.specials.get(op.name)
+                if sp is None:
+                    raise self._error(f"register {op.name} is not declared")
+                arr = sp
+            v = arr[self.lo : self.hi]
+            if v.dtype == np.bool_:
+                raise self._error(f"predicate {op.name} used as a {ty} value")
+            have = v.dtype.itemsize * 8
+            if have == bits:
+                return v
+            if have > bits:
+                return v.astype(UINT[bits])
+            return self.D.sext(v, have, bits) if ty.signed else v.astype(UINT[bits])
+        if isinstance(op, ast.Immediate):
+            return self.D.const(self.program.immediate_bits(op.text, ty), bits)
+        if isinstance(op, ast.Symbol):
+            return self.D.const(self.program.symbol_address(op.name, None), bits)
+        raise self._error(f"operand {slot} ({op}) cannot be read as a value")
+
+    def read_pred(self, slot: str) -> Any:
+        op = self.dec.operands[slot]
+        neg = isinstance(op, ast.Negated)
+        if neg:
+            op = op.operand  # type: ignore[union-attr]
+        if isinstance(op, ast.Immediate):
+            v: Any = np.asarray(bool(int(op.value)))
+        elif isinstance(op, ast.Register) and op.name in self.regs:
+            v = self.regs[op.name][self.lo : self.hi]
+        else:
+            raise self._error(f"operand {slot} must be a predicate register")
+        return ~v if neg else v
+
+    def _store_reg(self, name: str, value: Any) -> None:
+        view = self.regs[name][self.lo : self.hi]
+        if self.full:
+            view[...] = value
+        else:
+            np.copyto(view, value, where=self.mask)
+
+    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
+        op = self._operand(slot, elem)
+        if isinstance(op, ast.Symbol) and op.name == "_":
+            return
+        if not isinstance(op, ast.Register) or op.name not in self.regs:
+            raise self._error(f"destination {slot} ({op}) is not a declared register")
+        arr = self.regs[op.name]
+        have = arr.dtype.itemsize * 8
+        if arr.dtype == np.bool_:
+            raise self._error(f"cannot write a {ty} value to predicate {op.name}")
+        if have > ty.bits:
+            value = self.D.sext(value, ty.bits, have) if ty.signed else np.asarray(value).astype(UINT[have])
+        elif have < ty.bits:
+            value = np.asarray(value).astype(UINT[have])
+        self._store_reg(op.name, value)
+
+    def write_pred(self, slot: str, value: Any) -> None:
+        op = self.dec.operands[slot]
+        if isinstance(op, ast.Symbol) and op.name == "_":
+            return
+        if not isinstance(op, ast.Register) or self.regs.get(op.name, np.zeros(0)).dtype != np.bool_:
+            raise self._error(f"destination {slot} ({op}) is not a predicate register")
+        self._store_reg(op.name, value)
+
+    # --- memory -------------------------------------------------------------------------------
+    def address(self, slot: str) -> tuple[Any, int]:
+        op = self.dec.operands[slot]
+        assert isinstance(op, ast.Address)
+        space = self.dec.mods.get("space")
+        base = op.base
+        if isinstance(base, ast.Register):
+            v = self.read_register_raw(base.name)
+            bits = v.dtype.itemsize * 8
+            return (v + UINT[bits](op.offset % (1 << bits))) if op.offset else v, bits
+        if isinstance(base, ast.Symbol):
+            return np.asarray(self.program.symbol_address(base.name, space) + op.offset, np.uint64), 64
+        if isinstance(base, ast.Immediate):
+            return np.asarray(int(base.value) + op.offset, np.uint64), 64
+        return np.asarray(op.offset, np.uint64), 64
+
+    def read_register_raw(self, name: str) -> np.ndarray:
+        arr = self.regs.get(name)
+        if arr is None:
+            raise self._error(f"register {name} is not declared")
+        return arr[self.lo : self.hi]
+
+    def _active(self) -> np.ndarray:
+        return np.arange(self.n) if self.full else np.flatnonzero(self.mask)
+
+    def _resolve(self, space: str, addr: Any, idx: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        a = np.broadcast_to(np.asarray(addr), (self.n,))[idx].astype(np.uint64)
+        t = idx + self.lo
+        try:
+            return self.memory.resolve(space, a, nbytes, self.geo.block_index[t], t)
+        except MemoryFault as f:
+            thread = int(t[f.position])
+            raise MemoryAccessError(
+                f"line {self.dec.line}: {self.dec.source.full_opcode} ({self.geo.describe(thread)}): "
+                f"{space} access of {nbytes} bytes at address {f.address:#x}: {f.detail}"
+            ) from None
+
+    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType) -> Any:
+        idx = self._active()
+        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
+        vals = self.memory.gather(bufs, elems, ty.bytes)
+        self._count(self.stats.bytes_loaded, space, idx.size * ty.bytes)
+        if self.full:
+            return vals
+        out: np.ndarray = np.zeros(self.n, UINT[ty.bits])
+        out[idx] = vals
+        return out
+
+    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType) -> None:
+        idx = self._active()
+        if self.rng is not None:
+            idx = self.rng.permutation(idx)
+        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
+        vals = np.broadcast_to(np.asarray(value, UINT[ty.bits]), (self.n,))[idx]
+        self.memory.scatter(bufs, elems, vals, ty.bytes)
+        self._count(self.stats.bytes_stored, space, idx.size * ty.bytes)
+
+    def atomic(
+        self,
+        space: str,
+        op: str,
+        addr: Any,
+        addr_bits: int,
+        ty: PtxType,
+        update: Callable[[Any, Any, Any], Any],
+        b: Any,
+        c: Any | None = None,
+    ) -> Any:
+        idx = self._active()
+        if self.rng is not None:
+            idx = self.rng.permutation(idx)
+        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
+        bv = np.broadcast_to(np.asarray(b, UINT[ty.bits]), (self.n,))[idx]
+        cv = None if c is None else np.broadcast_to(np.asarray(c, UINT[ty.bits]), (self.n,))[idx]
+        old: np.ndarray = np.zeros(self.n, UINT[ty.bits])
+        key = bufs * (1 << 40) + elems
+        remaining = np.arange(idx.size)
+        # Threads hitting one location take turns in order; each round serves the first waiting
+        # thread of every distinct location, so the rounds equal the worst contention.
+        while remaining.size:
+            _, first = np.unique(key[remaining], return_index=True)
+            sel = remaining[first]
+            cur = self.memory.gather(bufs[sel], elems[sel], ty.bytes)
+            new = update(cur, bv[sel], None if cv is None else cv[sel])
+            self.memory.scatter(bufs[sel], elems[sel], np.asarray(new, UINT[ty.bits]), ty.bytes)
+            old[idx[sel]] = cur
+            remaining = np.delete(remaining, first)
+        self.stats.atomics += idx.size
+        self._count(self.stats.bytes_loaded, space, idx.size * ty.bytes)
+        self._count(self.stats.bytes_stored, space, idx.size * ty.bytes)
+        return old
+
+    @staticmethod
+    def _count(table: dict[str, int], space: str, n: int) -> None:
+        table[space] = table.get(space, 0) + n
+
+    def cvta(self, space: str, to_space: bool, value: Any, bits: int) -> Any:
+        w = _WINDOWS.get(space)
+        if w is None:
+            return value
+        delta = self.D.const(w, bits)
+        return self.D.sub(value, delta, bits) if to_space else self.D.add(value, delta, bits)
+
+    # --- warp ---------------------------------------------------------------------------------
+    def _check_members(self, mask: Any, what: str) -> np.ndarray:
+        """Per-thread membermask (uint32), after checking it against the executing lanes."""
+        m = np.broadcast_to(np.asarray(mask, np.uint32), (self.n,)).astype(np.int64)
+        bit = np.left_shift(np.int64(1), self.lane)
+        act = self.mask if not self.full else np.ones(self.n, bool)
+        outside = act & ((m & bit) == 0)
+        if outside.any():
+            t = int(np.flatnonzero(outside)[0])
+            raise WarpSyncError(
+                f"line {self.dec.line}: {what} ({self.geo.describe(t + self.lo)}): the executing lane "
+                f"{int(self.lane[t])} is not in membermask {int(m[t]):#010x}"
+            )
+        active_bits = np.bincount(self.warp_index, weights=np.where(act, bit, 0), minlength=self.n_warps)
+        exists = np.left_shift(np.int64(1), self.warp_len) - 1
+        missing = act & ((m & exists & ~active_bits.astype(np.int64)[self.warp_index]) != 0)
+        if missing.any():
+            t = int(np.flatnonzero(missing)[0])
+            lanes = int(m[t] & exists[t] & ~int(active_bits[self.warp_index[t]]))
+            raise WarpSyncError(
+                f"line {self.dec.line}: {what} ({self.geo.describe(t + self.lo)}): membermask "
+                f"{int(m[t]):#010x} names lanes {lanes:#010x} that do not execute this instruction"
+            )
+        return m
+
+    def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]:
+        self._check_members(mask, f"shfl.sync.{mode}")
+        n = self.n
+        lane = self.lane
+        bval = np.broadcast_to(np.asarray(b, np.int64), (n,)) & 31
+        cv = np.broadcast_to(np.asarray(c, np.int64), (n,))
+        cval, seg = cv & 31, (cv >> 8) & 31
+        max_lane = (lane & seg) | (cval & ~seg)
+        min_lane = lane & seg
+        if mode == "up":
+            j = lane - bval
+            p = j >= max_lane
+        elif mode == "down":
+            j = lane + bval
+            p = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bval
+            p = j <= max_lane
+        else:
+            j = min_lane | (bval & ~seg)
+            p = j <= max_lane
+        p = p & (j < self.warp_len) & (j >= 0)
+        j = np.where(p, j, lane)
+        src = self.warp_base + j
+        av = np.broadcast_to(np.asarray(a), (n,))
+        return av[src], p
+
+    def vote(self, mode: str, p: Any, mask: Any) -> Any:
+        m = self._check_members(mask, f"vote.sync.{mode}")
+        act = self.mask if not self.full else np.ones(self.n, bool)
+        pv = np.broadcast_to(np.asarray(p, bool), (self.n,))
+        member = act & (((m >> self.lane) & 1) == 1)
+        w, nw = self.warp_index, self.n_warps
+        if mode == "ballot":
+            bits = np.where(member & pv, np.left_shift(np.int64(1), self.lane), 0)
+            return np.bincount(w, weights=bits, minlength=nw).astype(np.uint64)[w].astype(np.uint32)
+        true_n = np.bincount(w, weights=member & pv, minlength=nw)[w]
+        all_n = np.bincount(w, weights=member, minlength=nw)[w]
+        if mode == "all":
+            return true_n == all_n
+        if mode == "any":
+            return true_n > 0
+        return (true_n == all_n) | (true_n == 0)
+
+    # --- control ------------------------------------------------------------------------------
+    def branch(self, slot: str, uniform: bool) -> None:
+        op = self.dec.operands[slot]
+        assert isinstance(op, ast.Symbol)
+        self.ctl = ("branch", op.name)
+
+    def exit(self) -> None:
+        self.ctl = ("exit",)
+
+    def barrier(self, barrier_id: Any, count: Any | None) -> None:
+        self.ctl = ("barrier",)
+
+
+def immediate_bits(text: str, ty: PtxType) -> int:
+    """The bit pattern of a PTX literal for an operand of type ``ty``."""
+    t = text.strip().lower()
+    body = t.lstrip("-")
+    if body.startswith(("0f", "0d")) and len(body) in (10, 18):
+        v = int(body[2:], 16)
+        if ty.is_float and ((ty.bits == 64) != (len(body) == 18)):
+            # A 0f literal used as .f64 (or 0d as .f32) means the value, converted.
+            import struct
+
+            val = struct.unpack(">f" if len(body) == 10 else ">d", bytes.fromhex(body[2:]))[0]
+            return float_bits(-val if t.startswith("-") else val, ty.name)
+        return (-v if t.startswith("-") else v) & ((1 << ty.bits) - 1)
+    value = ast.immediate_value(text)
+    if isinstance(value, float) or ty.is_float:
+        return float_bits(float(value), ty.name) if ty.is_float else int(value) & ((1 << ty.bits) - 1)
+    return int(value) & ((1 << ty.bits) - 1)

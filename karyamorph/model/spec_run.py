@@ -1,0 +1,121 @@
+"""Run a KernelSpec-like object on the interpreter: inputs from its initialisers, launch from its sizes.
+
+``model/`` may not import ``harness``; the spec is taken by its attributes (``ptx``, ``entry``,
+``args`` with ``name``/``role``/``dtype.name``/``init``, ``grid()``, ``block()``,
+``shared_bytes()``, ``shape(arg)``, ``scalar_value(arg)``), which :class:`KernelSpec` has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from karyamorph.isa.parser import parse
+from karyamorph.model.interpreter import InterpResult, interpret
+from karyamorph.model.isa_ptx import ptx_machine
+from karyamorph.model.machine import Machine
+
+NUMPY_DTYPES: dict[str, Any] = {
+    "f16": np.float16, "bf16": np.uint16, "f32": np.float32, "f64": np.float64,
+    "s8": np.int8, "u8": np.uint8, "s16": np.int16, "u16": np.uint16,
+    "s32": np.int32, "u32": np.uint32, "s64": np.int64, "u64": np.uint64,
+}  # fmt: skip
+
+
+def make_inputs(spec: Any, seed: int = 0) -> dict[str, Any]:
+    """Numpy arrays (pointer arguments) and scalars for a spec, from its initialisers."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for arg in spec.args:
+        if arg.role == "scalar":
+            out[arg.name] = spec.scalar_value(arg)
+            continue
+        shape = spec.shape(arg)
+        dt = NUMPY_DTYPES[arg.dtype.name]
+        kind = arg.init.kind
+        if kind == "randn":
+            v = rng.standard_normal(shape)
+        elif kind == "rand":
+            v = rng.random(shape)
+        elif kind == "ones":
+            v = np.ones(shape)
+        elif kind == "arange":
+            v = np.arange(int(np.prod(shape))).reshape(shape)
+        elif kind == "randint":
+            v = rng.integers(arg.init.low, arg.init.high, size=shape)
+        else:
+            v = np.zeros(shape)
+        out[arg.name] = np.asarray(v).astype(dt)
+    return out
+
+
+def interpret_spec(
+    spec: Any,
+    machine: Machine | None = None,
+    *,
+    inputs: dict[str, Any] | None = None,
+    seed: int = 0,
+    randomize_order: bool = False,
+    max_steps: int = 10_000_000,
+) -> tuple[InterpResult, dict[str, Any]]:
+    """Interpret a spec's kernel for its launch.
+
+    Returns
+    -------
+    (InterpResult, inputs)
+        The result and the inputs it ran on (so that a caller can compute the reference).
+    """
+    machine = machine or ptx_machine()
+    name = str(getattr(spec, "ptx_name", "<spec>.ptx"))
+    module = parse(spec.ptx, name)
+    args = inputs if inputs is not None else make_inputs(spec, seed)
+    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    result = interpret(
+        module,
+        spec.entry,
+        machine,
+        launch,
+        dict(args),
+        randomize_order=randomize_order,
+        seed=seed,
+        max_steps=max_steps,
+    )
+    return result, args
+
+
+def compare_outputs(
+    outputs: dict[str, np.ndarray],
+    expected: dict[str, np.ndarray],
+    atol: float | None = None,
+    rtol: float | None = None,
+) -> dict[str, Any]:
+    """Compare interpreter outputs with reference arrays: the ``interp --format json`` payload.
+
+    Integers must match exactly; floats within ``atol + rtol * |expected|`` (defaults 1e-5 and
+    1e-5); NaN never matches. Returns ``{"status", "match", "max_abs_error", "mismatches"}``.
+    """
+    worst, match, mismatches = 0.0, True, {}
+    for name, want in expected.items():
+        if name not in outputs:
+            raise KeyError(f"no output named {name!r} (outputs: {', '.join(outputs)})")
+        got = np.asarray(outputs[name])
+        want = np.asarray(want)
+        if got.shape != want.shape:
+            raise ValueError(f"{name}: output shape {got.shape} != reference shape {want.shape}")
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        err = np.abs(g - w)
+        if got.dtype.kind == "f" or want.dtype.kind == "f":
+            tol = (1e-5 if atol is None else atol) + (1e-5 if rtol is None else rtol) * np.abs(w)
+            bad = ~(err <= tol)
+        else:
+            bad = got.astype(np.int64) != want.astype(np.int64)
+        finite = err[np.isfinite(err)]
+        worst = max(worst, float(finite.max()) if finite.size else 0.0)
+        if np.isnan(err).any():
+            worst = float("nan")
+        if bad.any():
+            match = False
+            mismatches[name] = int(bad.sum())
+    return {"status": "pass" if match else "fail", "match": match, "max_abs_error": worst,
+            "mismatches": mismatches}  # fmt: skip

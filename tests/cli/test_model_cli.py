@@ -1,0 +1,46 @@
+"""The model commands: `karyamorph interp` against the reference, `karyamorph model check-isa`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from karyamorph.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_interp_json_matches_reference_with_size_override() -> None:
+    result = CliRunner().invoke(
+        main, ["interp", str(ROOT / "datasets/kernels/vadd.toml"), "--size", "n=1000", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert (out["status"], out["match"], out["max_abs_error"]) == ("pass", True, 0.0)
+    assert out["stats"]["thread_instructions"]["st.global.f32"] == 1000
+
+
+def test_interp_reports_out_of_bounds_with_thread_and_line() -> None:
+    spec = ROOT / "tests/model/kernels/vadd_noguard.toml"
+    result = CliRunner().invoke(main, ["interp", str(spec), "--format", "json"])
+    assert result.exit_code == 1
+    out = json.loads(result.output)
+    assert out["status"] == "error" and "thread" in out["error"] and "line" in out["error"]
+
+
+def test_interp_bad_size_override() -> None:
+    result = CliRunner().invoke(main, ["interp", str(ROOT / "datasets/kernels/vadd.toml"), "--size", "m=3"])
+    assert result.exit_code == 2
+    assert "--size m=3" in result.output and "known size (n)" in result.output
+
+
+def test_check_isa_subset_is_green() -> None:
+    result = CliRunner().invoke(
+        main, ["model", "check-isa", "--only", "add", "--only", "mad", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert {r["check"] for r in rows} >= {"frame", "agreement", "law"}
+    assert all(r["status"] != "fail" for r in rows)

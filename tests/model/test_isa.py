@@ -1,0 +1,185 @@
+"""Declarations and decoding of the reduced PTX ISA; a user's own instruction end to end."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+from karyamorph.isa import ast
+from karyamorph.isa.parser import parse
+from karyamorph.model import instruction
+from karyamorph.model.decode import Unmodeled, decode_or_reason, unmodeled
+from karyamorph.model.instruction import form_text
+from karyamorph.model.interpreter import interpret
+from karyamorph.model.isa_check import check_isa, synthetic
+from karyamorph.model.isa_ptx import ptx_machine
+from karyamorph.model.machine import Machine
+
+M = ptx_machine()
+
+
+def _ins(text: str) -> ast.Instruction:
+    mod = parse(f".version 8.7\n.target sm_80\n.address_size 64\n.entry k() {{\n{text};\n}}\n", "x.ptx")
+    return next(mod.entries[0].instructions())
+
+
+REQUIRED = (
+    "mov.u32 %r1, %tid.x",
+    "ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1+16]",
+    "st.shared.u8 [%r1], %rs1",
+    "ld.param.u64 %rd1, [p]",
+    "ld.local.s16 %rs1, [%rd1]",
+    "cvta.to.global.u64 %rd1, %rd2",
+    "add.s64 %rd1, %rd2, %rd3",
+    "sub.sat.s32 %r1, %r2, %r3",
+    "mul.hi.u16 %rs1, %rs2, %rs3",
+    "mul.wide.s32 %rd1, %r2, %r3",
+    "mad.lo.u64 %rd1, %rd2, %rd3, %rd4",
+    "fma.rz.f64 %fd1, %fd2, %fd3, %fd4",
+    "div.rn.f32 %f1, %f2, %f3",
+    "rem.s32 %r1, %r2, %r3",
+    "neg.f32 %f1, %f2",
+    "abs.s16 %rs1, %rs2",
+    "min.u32 %r1, %r2, %r3",
+    "max.ftz.f32 %f1, %f2, %f3",
+    "add.rm.ftz.sat.f32 %f1, %f2, %f3",
+    "and.pred %p1, %p2, %p3",
+    "or.b64 %rd1, %rd2, %rd3",
+    "xor.b16 %rs1, %rs2, %rs3",
+    "not.b32 %r1, %r2",
+    "shl.b64 %rd1, %rd2, %r3",
+    "shr.s32 %r1, %r2, 3",
+    "lop3.b32 %r1, %r2, %r3, %r4, 0x96",
+    "popc.b64 %r1, %rd2",
+    "clz.b32 %r1, %r2",
+    "brev.b32 %r1, %r2",
+    "bfe.s64 %rd1, %rd2, %r3, %r4",
+    "bfi.b32 %r1, %r2, %r3, %r4, %r5",
+    "setp.ltu.and.f32 %p1|%p2, %f1, %f2, !%p3",
+    "setp.hs.u64 %p1, %rd1, %rd2",
+    "selp.f64 %fd1, %fd2, %fd3, %p1",
+    "cvt.sat.u8.s32 %r1, %r2",
+    "cvt.rn.f32.s64 %f1, %rd1",
+    "cvt.rzi.s32.f32 %r1, %f1",
+    "cvt.rn.f16.f32 %rs1, %f1",
+    "cvt.f32.bf16 %f1, %rs1",
+    "cvt.rn.bf16.f32 %rs1, %f1",
+    "bra.uni L",
+    "ret",
+    "exit",
+    "bar.sync 0",
+    "barrier.sync.aligned 0",
+    "shfl.sync.idx.b32 %r1|%p1, %r2, 0, 31, -1",
+    "vote.sync.ballot.b32 %r1, %p1, -1",
+    "vote.sync.uni.pred %p1, !%p2, -1",
+    "atom.shared.cas.b32 %r1, [%r2], %r3, %r4",
+    "atom.global.exch.b64 %rd1, [%rd2], %rd3",
+    "red.global.add.f32 [%rd1], %f1",
+    "atom.global.or.b32 %r1, [%rd1], 1",
+    "rcp.approx.ftz.f32 %f1, %f2",
+    "sqrt.rn.f64 %fd1, %fd2",
+    "ex2.approx.f32 %f1, %f2",
+    "lg2.approx.ftz.f32 %f1, %f2",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("text", REQUIRED)
+def test_every_required_instruction_decodes(text: str) -> None:
+    got = decode_or_reason(_ins(text), M, "8.7", "sm_80")
+    assert not isinstance(got, Unmodeled), str(got)
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("mul.u32 %r1, %r2, %r3", "needs .lo, .hi or .wide"),
+    ("add.rn.s32 %r1, %r2, %r3", "floating-point types only"),
+    ("cvt.s32.f32 %r1, %f1", "need .rni/.rzi/.rmi/.rpi"),
+    ("setp.lo.f32 %p1, %f1, %f2", "unsigned integers only"),
+    ("mov.u32 %r1, %r2, %r3", "expected 2-2 operands"),
+    ("prmt.b32 %r1, %r2, %r3, %r4", "not in the machine's instruction set"),
+    ("vote.sync.ballot.pred %p1, %p2, -1", ".ballot writes .b32"),
+])  # fmt: skip
+def test_refusals_say_why(text: str, reason: str) -> None:
+    got = decode_or_reason(_ins(text), M)
+    assert isinstance(got, Unmodeled) and reason in got.reason
+
+
+def test_version_gating() -> None:
+    ins = _ins("shfl.sync.down.b32 %r1, %r2, 1, 31, -1")
+    got = decode_or_reason(ins, M, "5.0", "sm_80")
+    assert isinstance(got, Unmodeled) and "PTX ISA >= 6.0" in got.reason
+    assert not isinstance(decode_or_reason(ins, M, "6.0", "sm_70"), Unmodeled)
+
+
+def test_forms_are_distinct_and_decode_back() -> None:
+    for instr in M.instructions:
+        texts = [form_text(instr, t, m) for t, m in instr.forms()]
+        assert len(texts) == len(set(texts)), instr.name
+        for text in texts[:40]:
+            got = decode_or_reason(synthetic(text, instr), M)
+            assert not isinstance(got, Unmodeled) and got.instr is instr, (text, got)
+
+
+def test_machine_metadata() -> None:
+    assert M.warp_size == 32 and M.scheduling == "its"
+    assert "tid" in M.special_registers and "shared" in M.memory_spaces
+    assert M.with_options(arch="sm_120").resources().compute_capability == (12, 0)
+    with pytest.raises(ValueError, match="scheduling"):
+        M.with_options(scheduling="random")
+
+
+def _docstring_example() -> dict[str, object]:
+    doc = instruction.__doc__ or ""
+    block = doc.split("::\n", 1)[1].split("\n\n``", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(textwrap.dedent(block), "instruction-docstring", "exec"), namespace)
+    return namespace
+
+
+def _prmt_ref(a: np.ndarray, b: np.ndarray, c: int) -> np.ndarray:
+    by = np.concatenate([a.view(np.uint8).reshape(-1, 4), b.view(np.uint8).reshape(-1, 4)], axis=1)
+    out = np.zeros((a.size, 4), np.uint8)
+    for i in range(4):
+        sel = (c >> (4 * i)) & 0xF
+        v = by[:, sel & 7]
+        out[:, i] = np.where(v >= 0x80, 0xFF, 0) if sel & 8 else v
+    return out.reshape(-1).view(np.uint32)
+
+
+def test_the_docstring_example_adds_an_instruction_end_to_end() -> None:
+    ns = _docstring_example()
+    machine = ns["machine"]
+    assert isinstance(machine, Machine) and "prmt" in machine.opcodes
+    results = check_isa(machine, only=["prmt"])
+    assert results and all(r.status == "pass" for r in results), [r for r in results if r.status != "pass"]
+    ptx = """.version 8.7
+.target sm_80
+.address_size 64
+.entry k(.param .u64 a, .param .u64 b, .param .u64 d)
+{
+    .reg .b32 %r<6>; .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [a]; ld.param.u64 %rd2, [b]; ld.param.u64 %rd3, [d];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd4, %r1, 4;
+    add.u64 %rd1, %rd1, %rd4; add.u64 %rd2, %rd2, %rd4; add.u64 %rd3, %rd3, %rd4;
+    ld.global.u32 %r2, [%rd1];
+    ld.global.u32 %r3, [%rd2];
+    prmt.b32 %r4, %r2, %r3, 0x9E40;
+    st.global.u32 [%rd3], %r4;
+    ret;
+}
+"""
+    mod = parse(ptx, "prmt.ptx")
+    assert [u.text for u in unmodeled(mod, M)] == ["prmt.b32"]
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    r = interpret(mod, "k", machine, (1, 64, 0), {"a": a, "b": b, "d": np.zeros(64, np.uint32)})
+    assert np.array_equal(r.outputs["d"], _prmt_ref(a, b, 0x9E40))
+
+
+def test_docstring_example_is_about_ten_lines() -> None:
+    doc = instruction.__doc__ or ""
+    body = re.search(r"def prmt\(x\):.*?\n\n", doc, re.S)
+    assert body is not None and len(body.group(0).strip().splitlines()) <= 14
