@@ -95,10 +95,22 @@ def prepare(spec: KernelSpec) -> ast.Module:
 def default_stages() -> list[Stage]:
     """The stages that exist, in pipeline order."""
     from karyamorph.harness.compile_stage import CompileStage
+    from karyamorph.harness.correctness_stage import CorrectnessStage
+    from karyamorph.harness.metrics_stage import MetricsStage
+    from karyamorph.harness.sanitize_stage import SanitizeStage
     from karyamorph.harness.sass_stage import SassStage
     from karyamorph.harness.static_stage import StaticStage
+    from karyamorph.harness.timing_stage import TimingStage
 
-    return [CompileStage(), SassStage(), StaticStage()]
+    return [
+        CompileStage(),
+        SassStage(),
+        StaticStage(),
+        SanitizeStage(),
+        CorrectnessStage(),
+        TimingStage(),
+        MetricsStage(),
+    ]
 
 
 def default_arch(module: ast.Module, device: Any) -> str:

@@ -38,10 +38,53 @@ def _static_summary(r: StageResult) -> str:
     return text
 
 
+def _figure(r: StageResult, name: str) -> float | None:
+    return next((f.value for f in r.figures if f.name == name), None)
+
+
+def _sanitize_summary(r: StageResult) -> str:
+    tools = [f.name.removeprefix("sanitizer_").removesuffix("_findings") for f in r.figures]
+    return f"clean under {', '.join(tools)}" if tools else "clean"
+
+
+def _correctness_summary(r: StageResult) -> str:
+    trials = _figure(r, "trials_passed")
+    err = _figure(r, "max_abs_err")
+    text = f"{trials:.0f} trials passed" if trials is not None else "passed"
+    return text + (f", max abs err {err:.3g}" if err is not None else "")
+
+
+def _timing_summary(r: StageResult) -> str:
+    median = _figure(r, "median_ns")
+    text = f"median {median / 1e3:.2f} us" if median is not None else ""
+    gbps, frac = _figure(r, "bandwidth_gbps"), _figure(r, "bandwidth_fraction_of_peak")
+    if gbps is not None:
+        text += f", {gbps:.0f} GB/s" + (f" ({frac:.0%} of peak)" if frac is not None else "")
+    gflops = _figure(r, "gflops")
+    if gflops is not None:
+        text += f", {gflops:.0f} GFLOP/s"
+    return text
+
+
+def _metrics_summary(r: StageResult) -> str:
+    curated = r.data.get("curated", {})
+    text = f"{len(r.figures)} metrics"
+    for key, label in (("duration_ns", "duration"), ("dram_throughput_pct", "DRAM"),
+                       ("achieved_occupancy_pct", "occupancy")):  # fmt: skip
+        item = curated.get(key) if isinstance(curated, dict) else None
+        if isinstance(item, dict) and isinstance(item.get("value"), int | float):
+            text += f"; {label} {item['value']:.4g} {item.get('unit', '')}".rstrip()
+    return text
+
+
 SUMMARIES: dict[str, Callable[[StageResult], str]] = {
     "compile": _compile_summary,
     "sass": _sass_summary,
     "static": _static_summary,
+    "sanitize": _sanitize_summary,
+    "correctness": _correctness_summary,
+    "timing": _timing_summary,
+    "metrics": _metrics_summary,
 }
 
 

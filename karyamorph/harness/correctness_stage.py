@@ -1,0 +1,193 @@
+"""The ``correctness`` stage: GPU outputs vs the spec's reference over several seeded trials."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from karyamorph.harness.device import NO_DEVICE
+from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.worker import (
+    EXIT_CUDA_ERROR,
+    EXIT_SPEC_ERROR,
+    Job,
+    WorkerOutcome,
+    run_worker,
+    spec_file,
+)
+
+_CUDA_ERROR_RE = re.compile(r"CUDA_ERROR_[A-Z0-9_]+")
+
+
+class CorrectnessStage:
+    """Run the kernel in a worker process on fresh random inputs and compare with the reference.
+
+    Parameters
+    ----------
+    trials : int
+        Independent trials, each with its own seed (at least 1; default 3). All must pass.
+    seed : int, optional
+        The first trial's seed; default: a fresh random one (recorded in the data), so that no
+        output can be cached from an earlier run.
+    timeout_s : float
+        Wall-time limit of the worker; a kernel that hangs fails the stage.
+
+    Notes
+    -----
+    Before every launch the ``out`` buffers are poisoned (NaN, or 0xFF bytes for integers) and
+    every buffer sits between guard bytes: unwritten elements and stores past either end fail
+    the trial. Outputs that stay bit-identical while the reference changes between two trials
+    fail it too (stale or cached results). The driver's occupancy for the launch is recorded
+    beside the resource model's, and a disagreement is flagged (it does not fail the stage).
+    """
+
+    name = "correctness"
+
+    def __init__(self, *, trials: int = 3, seed: int | None = None, timeout_s: float = 120.0) -> None:
+        if trials < 1:
+            raise ValueError(f"correctness needs at least one trial, got {trials}")
+        self.trials = trials
+        self.seed = seed
+        self.timeout_s = timeout_s
+
+    def run(self, context: Context) -> StageResult:
+        """Skip without a device or a cubin; otherwise run the trials in a worker."""
+        if context.device is None:
+            return StageResult.skip(NO_DEVICE)
+        if "cubin" not in context.artifacts:
+            return StageResult.skip("compile did not pass")
+        ref = context.spec.reference
+        if ref.torch is None and ref.python is None:
+            return StageResult.skip("the spec has no [reference] to compare with")
+        return timed(lambda: self._run(context))
+
+    def _run(self, context: Context) -> StageResult:
+        seed = self.seed if self.seed is not None else secrets.randbelow(2**31)
+        entry = str(context.artifacts.get("entry") or context.spec.entry)
+        with tempfile.TemporaryDirectory(prefix="karyamorph-correctness-") as tmp:
+            workdir = Path(tmp)
+            cubin = workdir / f"{entry}.cubin"
+            cubin.write_bytes(context.artifacts["cubin"])
+            job = Job(
+                str(spec_file(context.spec, workdir)), str(cubin), entry, "correctness", seed, self.trials
+            )
+            outcome = run_worker(job, workdir=workdir, timeout_s=self.timeout_s)
+        return self._result(context, outcome, seed)
+
+    def _result(self, context: Context, outcome: WorkerOutcome, seed: int) -> StageResult:
+        data: dict[str, Any] = {
+            "seed": seed,
+            "trials_requested": self.trials,
+            "worker_seconds": outcome.seconds,
+            "worker_returncode": outcome.returncode,
+        }
+        result = outcome.result or {}
+        data["seeds"] = result.get("seeds", [seed + i for i in range(self.trials)])
+        figures: list[Figure] = [Figure("worker_seconds", outcome.seconds, "s")]
+        findings: list[dict[str, Any]] = []
+        log: list[str] = []
+        if outcome.timed_out:
+            data["timed_out"] = True
+            data["timeout_s"] = self.timeout_s
+            log.append(f"timed out after {self.timeout_s:g} s (the worker's process group was killed)")
+            findings.append(_finding("timeout", context.spec.entry, {"timeout_s": self.timeout_s}))
+            log += _tail(outcome.stderr)
+            data["findings"] = findings
+            return StageResult(Status.FAIL, data, "\n".join(log), figures=tuple(figures))
+        if outcome.returncode != 0:
+            stderr = outcome.stderr.strip()
+            match = _CUDA_ERROR_RE.search(stderr)
+            data["cuda_error"] = match.group(0) if match else None
+            data["error"] = result.get("error") or (stderr.splitlines()[-1] if stderr else "")
+            crashed = (
+                outcome.returncode == EXIT_CUDA_ERROR
+                or match is not None
+                or "CUDA error" in stderr
+                or (outcome.returncode is not None and outcome.returncode < 0)
+            )
+            log.append(f"worker exited with status {outcome.returncode}")
+            log += _tail(outcome.stderr, 40)
+            if crashed:
+                findings.append(
+                    _finding("cuda_error", context.spec.entry, {"error": data["cuda_error"] or data["error"]})
+                )
+                data["findings"] = findings
+                return StageResult(Status.FAIL, data, "\n".join(log), figures=tuple(figures))
+            # A spec the worker cannot run (EXIT_SPEC_ERROR) or a broken setup: not the kernel's fault.
+            data["spec_error"] = outcome.returncode == EXIT_SPEC_ERROR
+            return StageResult(Status.ERROR, data, "\n".join(log), figures=tuple(figures))
+
+        trials = result.get("trials", [])
+        data["trials"] = trials
+        passed = bool(result.get("passed")) and len(trials) == self.trials
+        for t in trials:
+            verdict = "pass" if t["passed"] else "FAIL"
+            log.append(f"trial seed {t['seed']}: {verdict}")
+            for out in t["outputs"]:
+                log.append(f"  {out['message']}")
+                if not out["passed"]:
+                    kind = "unwritten" if out["unwritten"] else "nan" if out["nan"] else "mismatch"
+                    detail = {k: out[k] for k in ("mismatches", "unwritten", "nan", "max_abs_err",
+                                                  "max_rel_err", "first")}  # fmt: skip
+                    findings.append(_finding(kind, out["name"], {"seed": t["seed"], **detail}))
+            for d in t["guard_damage"]:
+                log.append(
+                    f"  {d['buffer']}: out-of-bounds write, {d['bytes']} byte(s) changed in the guard "
+                    f"{d['side']} the buffer (first at offset {d['first_offset']})"
+                )
+                findings.append(_finding("out_of_bounds_write", d["buffer"], {"seed": t["seed"], **d}))
+            for name in t["unchanged_outputs"]:
+                log.append(f"  {name}: output identical to the previous trial's while the reference changed")
+                findings.append(_finding("unchanged_output", name, {"seed": t["seed"]}))
+        outs = [o for t in trials for o in t["outputs"]]
+        numeric = [o for o in outs if isinstance(o["max_abs_err"], float | int)]
+        if numeric:
+            figures.append(Figure("max_abs_err", max(float(o["max_abs_err"]) for o in numeric)))
+            figures.append(Figure("max_rel_err", max(float(o["max_rel_err"]) for o in numeric)))
+        figures.append(Figure("trials_passed", sum(1 for t in trials if t["passed"])))
+        self._occupancy(context, result, data, figures, findings, log)
+        data["findings"] = findings
+        return StageResult(
+            Status.PASS if passed else Status.FAIL, data, "\n".join(log), figures=tuple(figures)
+        )
+
+    @staticmethod
+    def _occupancy(
+        context: Context,
+        result: dict[str, Any],
+        data: dict[str, Any],
+        figures: list[Figure],
+        findings: list[dict[str, Any]],
+        log: list[str],
+    ) -> None:
+        driver = result.get("driver_blocks_per_sm")
+        if driver is None:
+            return
+        data["driver_blocks_per_sm"] = driver
+        figures.append(Figure("driver_blocks_per_sm", float(driver), "blocks"))
+        static = context.results.get("static")
+        occ = static.data.get("occupancy") if static is not None else None
+        model = occ.get("blocks_per_sm") if isinstance(occ, dict) else None
+        data["model_blocks_per_sm"] = model
+        if model is None:
+            log.append(f"driver occupancy: {driver} blocks/SM (no model figure to compare)")
+            return
+        data["occupancy_agrees"] = int(model) == int(driver)
+        if int(model) == int(driver):
+            log.append(f"occupancy: model and driver agree on {driver} blocks/SM")
+        else:
+            log.append(f"occupancy DISAGREES: model {model} blocks/SM, driver {driver} blocks/SM")
+            findings.append(
+                _finding("occupancy_disagreement", context.spec.entry, {"model": model, "driver": driver})
+            )
+
+
+def _finding(kind: str, location: str, detail: dict[str, Any]) -> dict[str, Any]:
+    return {"tool": "correctness", "kind": kind, "location": location, "detail": detail}
+
+
+def _tail(text: str, lines: int = 20) -> list[str]:
+    return text.strip().splitlines()[-lines:] if text.strip() else []

@@ -1,0 +1,315 @@
+"""Launch a compiled entry on the GPU: load the cubin, place the buffers, pack the params, run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from karyamorph.harness.spec import DType, KernelSpec, SpecError
+from karyamorph.isa import ast
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+# Bytes of canary kept before and after each buffer in correctness runs: a store that lands in
+# them is an out-of-bounds write that the output comparison alone would never see.
+GUARD_BYTES = 4096
+GUARD_BYTE = 0xCD
+
+# Dynamic shared memory above this needs the kernel's opt-in attribute (CUDA C++ Programming
+# Guide, "Shared Memory": 48 KB is the default limit per block).
+DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+
+
+class CudaError(RuntimeError):
+    """A failing CUDA call; the message starts with the driver's error name (``CUDA_ERROR_...``)."""
+
+    def __init__(self, name: str, description: str, where: str) -> None:
+        self.name = name
+        self.description = description
+        self.where = where
+        super().__init__(f"{name}: {description} (during {where})")
+
+
+def check(result: tuple[Any, ...], where: str) -> Any:
+    """Unpack a ``cuda.bindings.driver`` call's (error, value...) tuple or raise :class:`CudaError`."""
+    from cuda.bindings import driver
+
+    err, *rest = result
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(err)
+        _, text = driver.cuGetErrorString(err)
+        raise CudaError(
+            name.decode() if isinstance(name, bytes) else str(err),
+            text.decode() if isinstance(text, bytes) else "",
+            where,
+        )
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def cuda_core_errors() -> tuple[type[BaseException], ...]:
+    """The exception types cuda.core raises for driver errors (its CUDAError is not public)."""
+    try:
+        from cuda.core._utils.cuda_utils import CUDAError
+    except ImportError:
+        return (CudaError,)
+    return (CudaError, CUDAError)
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameters
+
+
+def _numpy_type(kind: str, width: int) -> Any:
+    import numpy as np
+
+    if kind == "f":
+        return {2: np.float16, 4: np.float32, 8: np.float64}[width]
+    if kind == "s":
+        return {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[width]
+    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
+
+
+def _bf16_bits(value: float) -> int:
+    import numpy as np
+
+    bits = int(np.array(value, dtype=np.float32).view(np.uint32))
+    if value != value:
+        return 0x7FC0
+    # Round to nearest even on the 16 bits that are dropped.
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def encode_scalar(value: int | float, dtype: DType) -> bytes:
+    """``value`` in the spec dtype's binary form (little endian), e.g. f32 1.5 -> 0x3FC00000."""
+    import numpy as np
+
+    if dtype.name == "bf16":
+        return int(_bf16_bits(float(value))).to_bytes(2, "little")
+    np_type = _numpy_type(dtype.kind, dtype.bytes)
+    if dtype.kind != "f":
+        lo = -(2 ** (8 * dtype.bytes - 1)) if dtype.kind == "s" else 0
+        hi = 2 ** (8 * dtype.bytes - (1 if dtype.kind == "s" else 0)) - 1
+        if not lo <= int(value) <= hi:
+            raise ValueError(f"{value} does not fit {dtype.name} ({lo}..{hi})")
+        return bytes(np.array(int(value), dtype=np_type).tobytes())
+    return bytes(np.array(float(value), dtype=np_type).tobytes())
+
+
+def scalar_param(value: int | float, dtype: DType, param: ast.Param) -> np.generic:
+    """A by-value kernel argument: the value encoded as the spec dtype, typed as the ``.param``.
+
+    The bits come from the spec dtype and the width and kind from the ``.param`` type, so an
+    f32 value passed to a ``.b32`` parameter keeps its float bit pattern.
+    """
+    import numpy as np
+
+    raw = encode_scalar(value, dtype)
+    width = ast.type_bytes(param.type)
+    if width != len(raw):
+        raise ValueError(f".param .{param.type} {param.name} is {width} bytes, the value {len(raw)}")
+    kind = param.type[0]
+    np_type = _numpy_type("f" if kind == "f" else "s" if kind == "s" else "u", width)
+    return np.frombuffer(raw, dtype=np_type)[0]
+
+
+def kernel_args(spec: KernelSpec, params: tuple[ast.Param, ...], pointers: Mapping[str, int]) -> list[Any]:
+    """Every kernel argument in ``.entry`` order: buffer addresses as u64, scalars by param type."""
+    import numpy as np
+
+    where = spec.source_path.name if spec.source_path else "<spec>"
+    values: list[Any] = []
+    for i, (arg, param) in enumerate(zip(spec.args, params, strict=True)):
+        if arg.is_pointer:
+            values.append(np.uint64(pointers[arg.name]))
+            continue
+        try:
+            values.append(scalar_param(spec.scalar_value(arg), arg.dtype, param))
+        except ValueError as exc:
+            raise SpecError(f"{where}: args[{i}].value", str(exc)) from None
+    return values
+
+
+# ----------------------------------------------------------------------------------------------
+# Buffers
+
+
+@dataclass(slots=True)
+class DeviceBuffers:
+    """The spec's buffers on the GPU: typed tensors, each inside its own guarded allocation."""
+
+    tensors: dict[str, torch.Tensor]
+    backing: dict[str, torch.Tensor] = field(default_factory=dict)
+    guard_bytes: int = 0
+
+    def pointers(self) -> dict[str, int]:
+        return {name: int(t.data_ptr()) for name, t in self.tensors.items()}
+
+    def guard_damage(self) -> list[dict[str, Any]]:
+        """Every guard region some store changed: buffer, side, bytes changed, first offset."""
+        damage: list[dict[str, Any]] = []
+        g = self.guard_bytes
+        if not g:
+            return damage
+        for name, raw in self.backing.items():
+            for side, region in (("before", raw[:g]), ("after", raw[raw.numel() - g :])):
+                changed = (region != GUARD_BYTE).nonzero().reshape(-1)
+                if changed.numel():
+                    first = int(changed[0]) - g if side == "before" else int(changed[0])
+                    damage.append(
+                        {"buffer": name, "side": side, "bytes": int(changed.numel()), "first_offset": first}
+                    )
+        return damage
+
+
+def upload(
+    initial: Mapping[str, torch.Tensor],
+    *,
+    device: str = "cuda",
+    guard_bytes: int = 0,
+    poison: Iterable[str] = (),
+) -> DeviceBuffers:
+    """Copy the initial values to the GPU, one allocation per buffer.
+
+    Parameters
+    ----------
+    initial : mapping
+        CPU tensors by argument name (from :func:`karyamorph.harness.inputs.make_inputs`).
+    guard_bytes : int
+        Canary bytes (:data:`GUARD_BYTE`) before and after each buffer; 0 allocates the buffer
+        alone (what compute-sanitizer needs to see out-of-bounds accesses).
+    poison : iterable of str
+        Names whose contents are replaced by the poison pattern instead of copied.
+    """
+    import torch
+
+    from karyamorph.harness.inputs import poison_
+
+    poisoned = set(poison)
+    buffers = DeviceBuffers({}, {}, guard_bytes)
+    for name, value in initial.items():
+        nbytes = value.numel() * value.element_size()
+        if guard_bytes:
+            raw = torch.full((nbytes + 2 * guard_bytes,), GUARD_BYTE, dtype=torch.uint8, device=device)
+            view = raw[guard_bytes : guard_bytes + nbytes].view(value.dtype).reshape(value.shape)
+            buffers.backing[name] = raw
+        else:
+            view = torch.empty(value.shape, dtype=value.dtype, device=device)
+        # Poison is written on the host and copied, so that no GPU kernel but the one under test
+        # runs (what ncu and compute-sanitizer should see).
+        view.copy_(poison_(value.clone()) if name in poisoned else value)
+        buffers.tensors[name] = view
+    return buffers
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernel
+
+
+@dataclass(slots=True)
+class KernelLaunch:
+    """One entry of a cubin, loaded on a device with its launch configuration and a stream.
+
+    Build it with :meth:`load`; :meth:`enqueue` launches asynchronously on :attr:`stream`.
+    """
+
+    device: Any
+    stream: Any
+    module: Any
+    kernel: Any
+    config: Any
+    block_threads: int
+    shared_bytes: int
+    args: list[Any] = field(default_factory=list)
+
+    @staticmethod
+    def load(cubin: bytes, entry: str, spec: KernelSpec, ordinal: int = 0) -> KernelLaunch:
+        """Load ``cubin`` through cuda.core and prepare ``spec``'s grid, block and shared memory."""
+        from cuda.core import Device, LaunchConfig, ObjectCode
+
+        device = Device(ordinal)
+        device.set_current()
+        module = ObjectCode.from_cubin(cubin, name=f"{entry}.cubin")
+        kernel = module.get_kernel(entry)
+        shared = spec.shared_bytes()
+        if shared > DEFAULT_DYNAMIC_SHARED_LIMIT:
+            _allow_dynamic_shared(kernel, shared, device)
+        bx, by, bz = spec.block()
+        config = LaunchConfig(grid=spec.grid(), block=(bx, by, bz), shmem_size=shared)
+        return KernelLaunch(device, device.create_stream(), module, kernel, config, bx * by * bz, shared)
+
+    @property
+    def stream_handle(self) -> int:
+        return int(self.stream.handle)
+
+    def set_args(self, values: list[Any]) -> None:
+        self.args = values
+
+    def enqueue(self) -> None:
+        """Launch once on :attr:`stream` with the current arguments (asynchronous)."""
+        from cuda.core import launch
+
+        try:
+            launch(self.stream, self.config, self.kernel, *self.args)
+        except cuda_core_errors() as exc:
+            raise _as_cuda_error(exc, "kernel launch") from None
+
+    def sync(self) -> None:
+        """Wait for the stream; a fault of the kernel surfaces here as :class:`CudaError`."""
+        from cuda.bindings import driver
+
+        check(driver.cuStreamSynchronize(self.stream_handle), "cuStreamSynchronize after the launch")
+
+    def driver_blocks_per_sm(self) -> int:
+        """``cuOccupancyMaxActiveBlocksPerMultiprocessor`` for this block size and dynamic shared size."""
+        from cuda.bindings import driver
+
+        try:
+            function = _function(self.kernel)
+        except (CudaError, TypeError):
+            # cuda.core's own wrapper makes the same driver call on the kernel handle.
+            occupancy = self.kernel.occupancy
+            return int(occupancy.max_active_blocks_per_multiprocessor(self.block_threads, self.shared_bytes))
+        return int(
+            check(
+                driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                    function, self.block_threads, self.shared_bytes
+                ),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            )
+        )
+
+
+def _as_cuda_error(exc: BaseException, where: str) -> CudaError:
+    if isinstance(exc, CudaError):
+        return exc
+    text = str(exc)
+    name, _, rest = text.partition(":")
+    if not name.startswith("CUDA_ERROR"):
+        return CudaError("CUDA_ERROR", text, where)
+    return CudaError(name.strip(), rest.strip(), where)
+
+
+def _function(kernel: Any) -> Any:
+    """The CUfunction of a cuda.core Kernel (its handle is a CUkernel from the library API)."""
+    from cuda.bindings import driver
+
+    handle = kernel.handle
+    if isinstance(handle, driver.CUfunction):
+        return handle
+    if not isinstance(handle, driver.CUkernel):
+        handle = driver.CUkernel(int(handle))
+    return check(driver.cuKernelGetFunction(handle), "cuKernelGetFunction")
+
+
+def _allow_dynamic_shared(kernel: Any, shared: int, device: Any) -> None:
+    from cuda.bindings import driver
+
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    check(
+        driver.cuFuncSetAttribute(_function(kernel), attr, shared), f"allowing {shared} B of dynamic shared"
+    )

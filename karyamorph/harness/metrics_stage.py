@@ -1,0 +1,266 @@
+"""The metrics stage: profile one launch of the kernel with Nsight Compute and store its metrics."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from karyamorph.harness.gpu_tools import GpuTool, GpuToolError, find_ncu, ncu_python_dirs
+from karyamorph.harness.ncu import (
+    CURATED,
+    SECTIONS,
+    NcuError,
+    NcuProfile,
+    extract_in_subprocess,
+    import_argv,
+    ncu_argv,
+    parse_csv,
+    profiles_from_extract,
+    select,
+)
+from karyamorph.harness.sanitizer import offset_to_line
+from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
+
+_LOG_TAIL = 4000
+READERS = ("auto", "ncu_report", "csv")
+# How ncu words a metric name it does not know ("Failed to find metric ...").
+_METRIC_PROBLEM = re.compile(
+    r"(?i)(failed to find|unknown|invalid|not (?:found|available)).{0,40}metric"
+)
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= _LOG_TAIL else "...\n" + text[-_LOG_TAIL:]
+
+
+class MetricsStage:
+    """Profile the kernel under test with ncu, in one worker run in mode "once".
+
+    Parameters
+    ----------
+    timeout_s : float
+        Limit for the profiled worker run (ncu replays the kernel once per pass).
+    clock_control, cache_control : str
+        ncu ``--clock-control`` (default ``none``: clocks as they are) and
+        ``--cache-control`` (default ``all``: caches flushed before each pass); both are
+        recorded in ``data["settings"]``.
+    sections, metrics : sequence of str
+        What ncu collects (default: :data:`SECTIONS` and the curated metrics).
+    reader : str
+        ``auto`` (``ncu_report`` when importable, else the CSV raw page), ``ncu_report``
+        or ``csv``.
+    raw_dir : Path or None
+        Keep the ``.ncu-rep``, the CSV and the extract there; default: a temporary folder.
+    ncu : GpuTool or None
+        The ncu to use; default: :func:`find_ncu`.
+
+    Notes
+    -----
+    Figures: every numeric metric of the raw page as ``(metric name, value, unit)``. Data:
+    the curated set and stall reasons (``curated``), per-SASS-instruction execution counts
+    with their PTX lines (``instructions``, ncu_report only), and executions summed per PTX
+    line (``ptx_lines``).
+    """
+
+    name: str = "metrics"
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 300.0,
+        clock_control: str = "none",
+        cache_control: str = "all",
+        sections: Sequence[str] = SECTIONS,
+        metrics: Sequence[str] = tuple(CURATED.values()),
+        reader: str = "auto",
+        raw_dir: Path | None = None,
+        ncu: GpuTool | None = None,
+    ) -> None:
+        if reader not in READERS:
+            raise ValueError(f"reader must be one of {READERS}, not {reader!r}")
+        self.timeout_s = timeout_s
+        self.clock_control = clock_control
+        self.cache_control = cache_control
+        self.sections = tuple(sections)
+        self.metrics = tuple(metrics)
+        self.reader = reader
+        self.raw_dir = raw_dir
+        self.ncu = ncu
+
+    def run(self, context: Context) -> StageResult:
+        """Profile the kernel; skip without a device, a cubin or ncu."""
+        return timed(lambda: self._run(context))
+
+    def _run(self, context: Context) -> StageResult:
+        if context.device is None:
+            return StageResult.skip("no CUDA device")
+        cubin = context.artifacts.get("cubin")
+        compiled = context.results.get("compile")
+        if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
+            return StageResult.skip("compile did not pass")
+        try:
+            ncu = self.ncu or find_ncu()
+        except GpuToolError as err:
+            return StageResult(Status.ERROR, {}, str(err))
+        if ncu is None:
+            return StageResult.skip("ncu not found")
+        entry = str(context.artifacts.get("entry") or context.spec.entry)
+        if self.raw_dir is not None:
+            self.raw_dir.mkdir(parents=True, exist_ok=True)
+            return self._profile(context, ncu, entry, cubin, self.raw_dir)
+        with tempfile.TemporaryDirectory(prefix="karyamorph-ncu-") as tmp:
+            return self._profile(context, ncu, entry, cubin, Path(tmp))
+
+    def _launch(
+        self, ncu: GpuTool, job: Any, entry: str, report_base: Path, root: Path, metrics: Sequence[str]
+    ) -> Any:
+        from karyamorph.harness.worker import run_worker
+
+        wrapper = self._wrapper(ncu, entry, report_base, metrics)
+        return run_worker(job, workdir=root, timeout_s=self.timeout_s, wrapper=wrapper)
+
+    def _wrapper(self, ncu: GpuTool, entry: str, report_base: Path, metrics: Sequence[str]) -> list[str]:
+        return ncu_argv(
+            ncu.path,
+            entry,
+            report_base,
+            clock_control=self.clock_control,
+            cache_control=self.cache_control,
+            sections=self.sections,
+            metrics=metrics,
+        )
+
+    def _settings(self, metrics: Sequence[str]) -> dict[str, Any]:
+        return {
+            "clock_control": self.clock_control,
+            "cache_control": self.cache_control,
+            "replay_mode": "kernel",
+            "launch_count": 1,
+            "sections": list(self.sections),
+            "metrics": list(metrics),
+        }
+
+    def _profile(
+        self, context: Context, ncu: GpuTool, entry: str, cubin: bytes, root: Path
+    ) -> StageResult:
+        from karyamorph.harness.worker import Job, spec_file
+
+        spec_path = spec_file(context.spec, root)
+        cubin_path = root / f"{entry}.cubin"
+        cubin_path.write_bytes(cubin)
+        report_base = root / entry
+        report = report_base.with_name(f"{entry}.ncu-rep")
+        report.unlink(missing_ok=True)
+        job = Job(
+            spec_path=str(spec_path),
+            cubin_path=str(cubin_path),
+            entry=entry,
+            mode="once",
+            result_path=str(root / "result.json"),
+        )
+        metrics = self.metrics
+        outcome = self._launch(ncu, job, entry, report_base, root, metrics)
+        dropped: list[str] = []
+        if not report.is_file() and metrics and _METRIC_PROBLEM.search(outcome.stdout + outcome.stderr):
+            # An ncu that does not know one of the curated names refuses the whole run; the
+            # sections alone still give the raw page.
+            dropped, metrics = list(metrics), ()
+            outcome = self._launch(ncu, job, entry, report_base, root, metrics)
+        log = _tail(f"{outcome.stdout}\n{outcome.stderr}".strip())
+        data: dict[str, Any] = {
+            "ncu": ncu.as_dict(),
+            "entry": entry,
+            "settings": self._settings(metrics),
+        }
+        data["command"] = self._wrapper(ncu, entry, report_base, metrics)
+        if dropped:
+            data["dropped_metrics"] = dropped
+        if not report.is_file():
+            why = "timed out" if outcome.timed_out else f"exited with {outcome.returncode}"
+            data["error"] = f"ncu wrote no report for {entry!r} (the profiled worker {why})"
+            return StageResult(Status.ERROR, data, log)
+        try:
+            profile, problems = self._read(ncu, report, root, entry)
+        except NcuError as err:
+            data["error"] = str(err)
+            return StageResult(Status.ERROR, data, log)
+        data.update(self._summarize(context, profile))
+        if problems:
+            data["reader_problems"] = problems
+        figures = tuple(Figure(m.name, m.value, m.unit) for m in profile.metrics if m.value is not None)
+        if outcome.timed_out or outcome.returncode != 0:
+            why = "timed out" if outcome.timed_out else f"exited with {outcome.returncode}"
+            data["error"] = f"the profiled worker {why}"
+            return StageResult(Status.ERROR, data, log, figures=figures)
+        return StageResult(Status.PASS, data, log, figures=figures)
+
+    def _read(self, ncu: GpuTool, report: Path, root: Path, entry: str) -> tuple[NcuProfile, list[str]]:
+        """The profile of ``entry``, and why better readers were not used (if they were not)."""
+        problems: list[str] = []
+        if self.reader in ("auto", "ncu_report"):
+            dirs = ncu_python_dirs(ncu.path)
+            # The copy that ships with this ncu first, then one installed in the environment.
+            for where in [dirs, []] if dirs else [[]]:
+                try:
+                    extract = extract_in_subprocess(report, root / f"{entry}.ncu_report.json", where)
+                except NcuError as err:
+                    problems.append(str(err))
+                    continue
+                return select(profiles_from_extract(extract), entry), problems
+            if self.reader == "ncu_report":
+                raise NcuError("; ".join(problems))
+        try:
+            proc = subprocess.run(
+                import_argv(ncu.path, report), capture_output=True, text=True, timeout=300, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise NcuError(f"ncu --import {report.name} did not run: {err}") from err
+        if proc.returncode != 0:
+            raise NcuError(
+                f"ncu --import {report.name} exited with {proc.returncode}: {proc.stderr.strip()}"
+            )
+        if self.raw_dir is not None:
+            (root / f"{entry}.raw.csv").write_text(proc.stdout)
+        return select(parse_csv(proc.stdout), entry), problems
+
+    def _summarize(self, context: Context, profile: NcuProfile) -> dict[str, Any]:
+        sass = context.results.get("sass")
+        lines = sass.data.get("lines", {}) if sass is not None and sass.status == Status.PASS else {}
+        return summarize(profile, lines)
+
+
+def summarize(profile: NcuProfile, lines: Mapping[Any, Sequence[int]]) -> dict[str, Any]:
+    """The stage's data for one profile: curated set, per-instruction counts, executions per PTX line.
+
+    Parameters
+    ----------
+    profile : NcuProfile
+        What ncu measured.
+    lines : mapping
+        The sass stage's PTX line -> SASS offsets map (empty when the cubin has no line info).
+    """
+    to_line = offset_to_line(lines)
+    instructions = []
+    per_line: dict[int, int] = {}
+    for ins in profile.instructions:
+        line = to_line.get(ins.offset)
+        instructions.append(
+            {"offset": ins.offset, "sass": ins.sass, "executed": ins.executed, "ptx_line": line,
+             "samples": ins.values}
+        )  # fmt: skip
+        if line is not None and ins.executed is not None:
+            per_line[line] = per_line.get(line, 0) + ins.executed
+    text = {m.name: m.text for m in profile.metrics if m.value is None and m.text}
+    return {
+        "kernel": profile.kernel,
+        "reader": profile.reader,
+        "metric_count": sum(m.value is not None for m in profile.metrics),
+        "curated": profile.curated(),
+        "text_metrics": text,
+        "instructions": instructions,
+        "ptx_lines": dict(sorted(per_line.items())),
+    }

@@ -1,0 +1,261 @@
+"""The sanitize stage: run the kernel once under each compute-sanitizer tool and collect findings."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from karyamorph.harness.gpu_tools import GpuTool, GpuToolError, find_compute_sanitizer
+from karyamorph.harness.sanitizer import (
+    TOOLS,
+    SanitizerError,
+    SanitizerFinding,
+    error_summary,
+    is_about,
+    read_help_options,
+    read_report,
+    sanitizer_argv,
+    tool_errors,
+    with_ptx_lines,
+)
+from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
+
+#: The worker allocates every buffer on its own under this, so memcheck sees each bound.
+SANITIZER_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+_LOG_TAIL = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    """What one compute-sanitizer tool reported for the kernel.
+
+    ``status``: "clean" (report read, nothing about the kernel), "findings", or "error"
+    (no report, or the worker failed with nothing found to explain it).
+    """
+
+    tool: str
+    status: str
+    findings: tuple[SanitizerFinding, ...]
+    ignored: tuple[SanitizerFinding, ...]
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    reported_errors: int | None
+    message: str
+    log: str
+    command: tuple[str, ...] = ()
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "findings": len(self.findings),
+            "ignored": len(self.ignored),
+            "kinds": sorted({f.kind for f in self.findings}),
+            "returncode": self.returncode,
+            "timed_out": self.timed_out,
+            "seconds": round(self.seconds, 3),
+            "error_summary": self.reported_errors,
+            "message": self.message,
+            "command": list(self.command),
+        }
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= _LOG_TAIL else "...\n" + text[-_LOG_TAIL:]
+
+
+class SanitizeStage:
+    """Run the compiled kernel under memcheck, racecheck, synccheck and initcheck.
+
+    Each tool wraps one run of the GPU worker in mode "once" (every buffer its own
+    allocation, one launch) and only instruments the kernel under test. Findings are mapped
+    to PTX lines through the sass stage's line map.
+
+    Parameters
+    ----------
+    tools : sequence of str
+        Which tools to run (default: all four).
+    timeout_s : float
+        Limit for each tool's run; the worker's whole process group is killed after it.
+    padding_bytes : int
+        memcheck ``--padding``.
+    racecheck_report : str or None
+        racecheck ``--racecheck-report``.
+    parallel : bool
+        Run the tools at the same time (separate processes on the same GPU). They do not
+        interfere: each instruments its own process.
+    raw_dir : Path or None
+        Keep each tool's XML report and the worker's job there; default: a temporary folder.
+    sanitizer : GpuTool or None
+        The compute-sanitizer to use; default: :func:`find_compute_sanitizer`.
+
+    Notes
+    -----
+    ``fail`` when any tool reports something about the kernel (the worker crashing under the
+    tool is part of that report, not a stage error); ``error`` when a tool produced no report
+    and nothing was found; ``pass`` otherwise. ``data["findings"]`` holds one row per
+    finding (tool, kind, location, detail); ``data["tools"]`` a summary per tool.
+    """
+
+    name: str = "sanitize"
+
+    def __init__(
+        self,
+        *,
+        tools: Sequence[str] = TOOLS,
+        timeout_s: float = 300.0,
+        padding_bytes: int = 32,
+        racecheck_report: str | None = "analysis",
+        parallel: bool = True,
+        raw_dir: Path | None = None,
+        sanitizer: GpuTool | None = None,
+    ) -> None:
+        unknown = [t for t in tools if t not in TOOLS]
+        if unknown:
+            raise ValueError(f"unknown compute-sanitizer tools {unknown}; expected some of {TOOLS}")
+        self.tools = tuple(tools)
+        self.timeout_s = timeout_s
+        self.padding_bytes = padding_bytes
+        self.racecheck_report = racecheck_report
+        self.parallel = parallel
+        self.raw_dir = raw_dir
+        self.sanitizer = sanitizer
+
+    def run(self, context: Context) -> StageResult:
+        """Run every tool; skip without a device, a cubin or compute-sanitizer."""
+        return timed(lambda: self._run(context))
+
+    def _run(self, context: Context) -> StageResult:
+        if context.device is None:
+            return StageResult.skip("no CUDA device")
+        cubin = context.artifacts.get("cubin")
+        compiled = context.results.get("compile")
+        if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
+            return StageResult.skip("compile did not pass")
+        try:
+            sanitizer = self.sanitizer or find_compute_sanitizer()
+        except GpuToolError as err:
+            return StageResult(Status.ERROR, {}, str(err))
+        if sanitizer is None:
+            return StageResult.skip("compute-sanitizer not found")
+        entry = str(context.artifacts.get("entry") or context.spec.entry)
+        if self.raw_dir is not None:
+            self.raw_dir.mkdir(parents=True, exist_ok=True)
+            return self._sanitize(context, sanitizer, entry, cubin, self.raw_dir)
+        with tempfile.TemporaryDirectory(prefix="karyamorph-sanitize-") as tmp:
+            return self._sanitize(context, sanitizer, entry, cubin, Path(tmp))
+
+    def _sanitize(
+        self, context: Context, sanitizer: GpuTool, entry: str, cubin: bytes, root: Path
+    ) -> StageResult:
+        from karyamorph.harness.worker import spec_file
+
+        spec_path = spec_file(context.spec, root)
+        cubin_path = root / f"{entry}.cubin"
+        cubin_path.write_bytes(cubin)
+
+        def one(tool: str) -> ToolRun:
+            return self._tool(sanitizer, tool, spec_path, cubin_path, entry, root / tool)
+
+        if self.parallel and len(self.tools) > 1:
+            with ThreadPoolExecutor(max_workers=len(self.tools)) as pool:
+                runs = list(pool.map(one, self.tools))
+        else:
+            runs = [one(tool) for tool in self.tools]
+
+        sass = context.results.get("sass")
+        lines = sass.data.get("lines", {}) if sass is not None and sass.status == Status.PASS else {}
+        ptx_name = getattr(context.spec, "ptx_name", None)
+        rows = []
+        for run in runs:
+            rows += [f.as_row(ptx_name) for f in with_ptx_lines(run.findings, lines)]
+        data: dict[str, Any] = {
+            "sanitizer": sanitizer.as_dict(),
+            "entry": entry,
+            "padding_bytes": self.padding_bytes,
+            "racecheck_report": self.racecheck_report,
+            "line_map": bool(lines),
+            "tools": {run.tool: run.summary() for run in runs},
+            "findings": rows,
+        }
+        figures = tuple(
+            Figure(f"sanitizer_{run.tool}_findings", float(len(run.findings))) for run in runs
+        )
+        log = "\n\n".join(f"--- {run.tool}: {run.status} ---\n{run.log}" for run in runs)
+        if rows:
+            return StageResult(Status.FAIL, data, log, figures=figures)
+        if any(run.status == "error" for run in runs):
+            return StageResult(Status.ERROR, data, log, figures=figures)
+        return StageResult(Status.PASS, data, log, figures=figures)
+
+    def _tool(
+        self, sanitizer: GpuTool, tool: str, spec_path: Path, cubin_path: Path, entry: str, workdir: Path
+    ) -> ToolRun:
+        from karyamorph.harness.worker import Job, run_worker
+
+        if workdir.exists():
+            shutil.rmtree(workdir)
+        workdir.mkdir(parents=True)
+        xml_path = workdir / f"{tool}.xml"
+        job = Job(
+            spec_path=str(spec_path),
+            cubin_path=str(cubin_path),
+            entry=entry,
+            mode="once",
+            result_path=str(workdir / "result.json"),
+        )
+        wrapper = sanitizer_argv(
+            sanitizer.path,
+            tool,
+            xml_path,
+            entry,
+            padding_bytes=self.padding_bytes,
+            racecheck_report=self.racecheck_report,
+            options=read_help_options(sanitizer.path),
+        )
+        start = time.perf_counter()
+        outcome = run_worker(
+            job, workdir=workdir, timeout_s=self.timeout_s, wrapper=wrapper, env=SANITIZER_ENV
+        )
+        seconds = time.perf_counter() - start
+        output = f"{outcome.stdout}\n{outcome.stderr}"
+        why = "timed out" if outcome.timed_out else f"exited with {outcome.returncode}"
+        problems = "; ".join(tool_errors(output))
+        found: tuple[SanitizerFinding, ...] = ()
+        ignored: tuple[SanitizerFinding, ...] = ()
+        try:
+            parsed = read_report(xml_path, tool)
+        except SanitizerError as err:
+            status, message = "error", f"{err} ({tool} {why}: {problems or 'see the log'})"
+        else:
+            found = tuple(f for f in parsed if is_about(f, entry))
+            ignored = tuple(f for f in parsed if not is_about(f, entry))
+            if found:
+                status, message = "findings", f"{len(found)} finding(s)"
+            elif outcome.timed_out or outcome.returncode != 0:
+                # A clean report from a run that did not finish proves nothing about the kernel.
+                status = "error"
+                message = f"the worker {why} under {tool} with nothing reported" + (
+                    f": {problems}" if problems else ""
+                )
+            else:
+                status, message = "clean", "no findings"
+        return ToolRun(
+            tool=tool,
+            status=status,
+            findings=found,
+            ignored=ignored,
+            returncode=outcome.returncode,
+            timed_out=outcome.timed_out,
+            seconds=seconds,
+            reported_errors=error_summary(output),
+            message=message,
+            log=_tail(output.strip()),
+            command=tuple(wrapper),
+        )

@@ -1,0 +1,463 @@
+"""GPU kernel timing as NVBench measures it: cold samples between CUDA events, stop on low noise.
+
+The method (NVBench, "cold" measurements; see its docs/benchmarks.md and the NVBench README):
+
+* warm-up launches first (module load, first-touch, clocks ramping up);
+* before every sample, a short spin kernel keeps the GPU busy while the host enqueues the
+  rest, so that host launch overhead never falls between the two events;
+* then L2 is flushed by a memset of a buffer of twice the L2 size, and the kernel runs between
+  two CUDA events: one sample is one cold launch;
+* sampling stops when the relative standard deviation is at most 0.5 % after at least 10
+  samples and 0.5 s of summed kernel time, or at a cap on samples or wall time;
+* the SM clock is read (NVML, else ``nvidia-smi``) before, during and after; samples taken
+  while it was below 75 % of its maximum are flagged and left out of the statistics.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Spins on %globaltimer for `ns` nanoseconds. PTX ISA 7.0 / sm_75 so that every driver since
+# CUDA 11 can JIT it for whatever GPU is present.
+SPIN_PTX = """.version 7.0
+.target sm_75
+.address_size 64
+
+.visible .entry karyamorph_spin(.param .u64 ns)
+{
+    .reg .pred  %p;
+    .reg .u64   %ns, %t0, %t1, %dt;
+    ld.param.u64        %ns, [ns];
+    mov.u64             %t0, %globaltimer;
+WAIT:
+    mov.u64             %t1, %globaltimer;
+    sub.u64             %dt, %t1, %t0;
+    setp.lt.u64         %p, %dt, %ns;
+    @%p bra             WAIT;
+    ret;
+}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class TimingOptions:
+    """How long and how carefully to sample.
+
+    Attributes
+    ----------
+    warmup_launches, warmup_seconds : int, float
+        Launches before the first sample: at least this many and for at least this long
+        (3 and 0.1 s), so that the SM clock has left its idle value.
+    min_samples, max_samples : int
+        Sample count bounds (10 and 2000).
+    min_gpu_seconds : float
+        Summed kernel time needed before the noise criterion may stop sampling (0.5 s).
+    max_noise : float
+        Stop once stdev / mean of the kept samples is at most this (0.005).
+    max_wall_seconds : float
+        Stop after this much wall time whatever the noise (10 s).
+    flush_l2 : bool
+        Memset a buffer of twice the L2 size before every sample (True).
+    spin_ns : int
+        GPU time of the spin kernel that precedes each sample (100 us).
+    throttle_fraction : float
+        A sample whose SM clock is below this fraction of the maximum is flagged (0.75).
+    smi_interval_s : float
+        Seconds between clock readings when only ``nvidia-smi`` can read them (0.5).
+    """
+
+    warmup_launches: int = 3
+    warmup_seconds: float = 0.1
+    min_samples: int = 10
+    max_samples: int = 2000
+    min_gpu_seconds: float = 0.5
+    max_noise: float = 0.005
+    max_wall_seconds: float = 10.0
+    flush_l2: bool = True
+    spin_ns: int = 100_000
+    throttle_fraction: float = 0.75
+    smi_interval_s: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Summary of a set of samples, in nanoseconds; ``rel_stdev`` is stdev / mean."""
+
+    samples: int
+    median_ns: float
+    min_ns: float
+    max_ns: float
+    q1_ns: float
+    q3_ns: float
+    iqr_ns: float
+    mean_ns: float
+    stdev_ns: float
+    rel_stdev: float
+
+
+def summarize(samples: Sequence[float]) -> Stats | None:
+    """Median, quartiles (inclusive method), mean and sample standard deviation; None if empty."""
+    if not samples:
+        return None
+    data = sorted(samples)
+    if len(data) > 1:
+        q1, med, q3 = statistics.quantiles(data, n=4, method="inclusive")
+        stdev = statistics.stdev(data)
+    else:
+        q1 = med = q3 = data[0]
+        stdev = 0.0
+    mean = statistics.fmean(data)
+    return Stats(
+        len(data), med, data[0], data[-1], q1, q3, q3 - q1, mean, stdev, stdev / mean if mean else 0.0
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Every sample of one measurement and how it ended.
+
+    ``samples_ns[i]`` was taken at SM clock ``sample_clock_mhz[i]`` (None when unknown) and is
+    left out of :attr:`stats` when ``throttled[i]``. If every sample was throttled the stats use
+    them all and ``stats_include_throttled`` says so.
+    """
+
+    samples_ns: tuple[float, ...]
+    throttled: tuple[bool, ...]
+    sample_clock_mhz: tuple[float | None, ...]
+    stats: Stats | None
+    stats_include_throttled: bool
+    stop_reason: str
+    gpu_seconds: float
+    wall_seconds: float
+    clock_source: str
+    clock_before_mhz: float | None
+    clock_after_mhz: float | None
+    clock_max_mhz: float | None
+    flush_bytes: int
+    warmup_launches: int
+    spin_ns: int = 0
+    spin_error: str | None = None
+
+    @property
+    def throttled_count(self) -> int:
+        return sum(self.throttled)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["samples_ns"] = list(self.samples_ns)
+        data["throttled"] = list(self.throttled)
+        data["sample_clock_mhz"] = list(self.sample_clock_mhz)
+        data["throttled_count"] = self.throttled_count
+        return data
+
+
+# ----------------------------------------------------------------------------------------------
+# SM clock
+
+
+class ClockReader:
+    """Reads the current and maximum SM clock in MHz; this base class knows neither."""
+
+    source = "none"
+    interval_s = math.inf
+
+    def read_mhz(self) -> float | None:
+        return None
+
+    def max_mhz(self) -> float | None:
+        return None
+
+
+class NvmlClock(ClockReader):
+    """NVML through ``cuda.bindings.nvml`` (cheap enough to read after every sample)."""
+
+    source = "nvml"
+    interval_s = 0.0
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    @staticmethod
+    def open(pci_bus_id: str | None, index: int) -> NvmlClock | None:
+        try:
+            from cuda.bindings import nvml
+        except ImportError:
+            return None
+        try:
+            nvml.init_v2()
+        except (nvml.NvmlError, RuntimeError, OSError):
+            # RuntimeError: cuda.pathfinder did not find libnvidia-ml.
+            return None
+        lookups = [lambda: nvml.device_get_handle_by_index_v2(index)]
+        if pci_bus_id:
+            lookups.insert(0, lambda: nvml.device_get_handle_by_pci_bus_id_v2(pci_bus_id))
+        for lookup in lookups:
+            try:
+                handle = lookup()
+                nvml.device_get_clock_info(handle, int(nvml.ClockType.CLOCK_SM))
+            except (nvml.NvmlError, TypeError, ValueError):
+                continue
+            return NvmlClock(handle)
+        return None
+
+    def read_mhz(self) -> float | None:
+        from cuda.bindings import nvml
+
+        try:
+            return float(nvml.device_get_clock_info(self._handle, int(nvml.ClockType.CLOCK_SM)))
+        except nvml.NvmlError:
+            return None
+
+    def max_mhz(self) -> float | None:
+        from cuda.bindings import nvml
+
+        try:
+            return float(nvml.device_get_max_clock_info(self._handle, int(nvml.ClockType.CLOCK_SM)))
+        except nvml.NvmlError:
+            return None
+
+
+class SmiClock(ClockReader):
+    """``nvidia-smi --query-gpu=clocks.sm,clocks.max.sm`` (tens of ms a call: read seldom)."""
+
+    source = "nvidia-smi"
+
+    def __init__(self, exe: str, select: str, interval_s: float) -> None:
+        self._exe = exe
+        self._select = select
+        self.interval_s = interval_s
+
+    def _query(self) -> tuple[float, float] | None:
+        cmd = [self._exe, "--query-gpu=clocks.sm,clocks.max.sm", "--format=csv,noheader,nounits"]
+        try:
+            out = subprocess.run([*cmd, "-i", self._select], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        try:
+            sm, mx = (float(x) for x in out.stdout.strip().splitlines()[0].split(","))
+        except (ValueError, IndexError):
+            return None
+        return sm, mx
+
+    def read_mhz(self) -> float | None:
+        q = self._query()
+        return q[0] if q else None
+
+    def max_mhz(self) -> float | None:
+        q = self._query()
+        return q[1] if q else None
+
+
+def pci_bus_id(ordinal: int) -> str | None:
+    """The device's PCI bus id (``0000:19:00.0``) from the driver, or None."""
+    from cuda.bindings import driver
+
+    err, dev = driver.cuDeviceGet(ordinal)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return None
+    err, raw = driver.cuDeviceGetPCIBusId(64, dev)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return None
+    text = raw.split(b"\0", 1)[0].decode() if isinstance(raw, bytes) else str(raw).split("\0", 1)[0]
+    return text or None
+
+
+def open_clock(ordinal: int, options: TimingOptions = TimingOptions()) -> ClockReader:
+    """The best SM clock reader for device ``ordinal``: NVML, else nvidia-smi, else none."""
+    bus = pci_bus_id(ordinal)
+    reader = NvmlClock.open(bus, ordinal)
+    if reader is not None:
+        return reader
+    exe = shutil.which("nvidia-smi")
+    if exe is not None:
+        for select in (bus, str(ordinal)):
+            if select is None:
+                continue
+            smi = SmiClock(exe, select, options.smi_interval_s)
+            if smi.read_mhz() is not None:
+                return smi
+    return ClockReader()
+
+
+# ----------------------------------------------------------------------------------------------
+# Measurement
+
+
+@functools.cache
+def _spin_kernel(ordinal: int) -> tuple[Any, str | None]:
+    """The spin kernel JIT-compiled by the driver, or None and the driver's reason."""
+    from cuda.core import ObjectCode
+
+    from karyamorph.harness.launch import cuda_core_errors
+
+    try:
+        # bytes: a str would be taken for a file name.
+        module = ObjectCode.from_ptx(SPIN_PTX.encode(), name="karyamorph_spin.ptx")
+        return module.get_kernel("karyamorph_spin"), None
+    except cuda_core_errors() as exc:
+        return None, str(exc)
+
+
+class _Welford:
+    """Running mean and variance, so that the stop test costs O(1) per sample."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        delta = x - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (x - self.mean)
+
+    @property
+    def rel_stdev(self) -> float:
+        if self.n < 2 or self.mean <= 0:
+            return math.inf
+        return math.sqrt(self.m2 / (self.n - 1)) / self.mean
+
+
+def measure(
+    enqueue: Callable[[], None],
+    stream: Any,
+    *,
+    ordinal: int = 0,
+    l2_bytes: int = 0,
+    options: TimingOptions = TimingOptions(),
+    clock: ClockReader | None = None,
+) -> Timing:
+    """Time ``enqueue`` (which must launch its work on ``stream``) with the NVBench method.
+
+    Parameters
+    ----------
+    enqueue : callable
+        Enqueues exactly the work to time on ``stream``, asynchronously.
+    stream : cuda.core Stream
+        Where the spin kernel, the L2 flush and the events go too.
+    ordinal : int
+        The device (its context must be current: loading the kernel made it so).
+    l2_bytes : int
+        The device's L2 size (``DeviceInfo.attributes["l2_cache_bytes"]``); the flush buffer is
+        twice this. 0 disables the flush.
+    options : TimingOptions
+        Stop criteria and method switches.
+    clock : ClockReader, optional
+        Default: :func:`open_clock`.
+
+    Raises
+    ------
+    CudaError
+        A failing driver call or a kernel fault during sampling.
+    """
+    import numpy as np
+    from cuda.bindings import driver
+    from cuda.core import LaunchConfig, launch
+
+    from karyamorph.harness.launch import check
+
+    clock = clock if clock is not None else open_clock(ordinal, options)
+    handle = int(stream.handle)
+    flush_bytes = 2 * l2_bytes if options.flush_l2 else 0
+    flush_ptr = (
+        check(driver.cuMemAlloc(flush_bytes), "allocating the L2 flush buffer") if flush_bytes else None
+    )
+    # Without the spin kernel the flush memset alone hides the host's enqueue time.
+    spin, spin_error = _spin_kernel(ordinal) if options.spin_ns > 0 else (None, None)
+    spin_config = LaunchConfig(grid=1, block=1)
+    spin_ns = np.uint64(options.spin_ns)
+    flags = int(driver.CUevent_flags.CU_EVENT_DEFAULT)
+    start = check(driver.cuEventCreate(flags), "cuEventCreate")
+    stop = check(driver.cuEventCreate(flags), "cuEventCreate")
+    max_mhz = clock.max_mhz()
+    threshold = options.throttle_fraction * max_mhz if max_mhz else None
+    samples: list[float] = []
+    clocks: list[float | None] = []
+    welford = _Welford()
+    gpu_ns = 0.0
+    stop_reason = "max samples"
+    try:
+        warm_until = time.perf_counter() + options.warmup_seconds
+        warmups = 0
+        while warmups < options.warmup_launches or time.perf_counter() < warm_until:
+            enqueue()
+            check(driver.cuStreamSynchronize(handle), "warm-up launches")
+            warmups += 1
+        before = clock.read_mhz()
+        last_read = time.perf_counter()
+        pending = 0
+        t0 = time.perf_counter()
+        while True:
+            if spin is not None:
+                launch(stream, spin_config, spin, spin_ns)
+            if flush_ptr is not None:
+                check(driver.cuMemsetD8Async(flush_ptr, 0, flush_bytes, handle), "L2 flush memset")
+            check(driver.cuEventRecord(start, handle), "cuEventRecord")
+            enqueue()
+            check(driver.cuEventRecord(stop, handle), "cuEventRecord")
+            check(driver.cuEventSynchronize(stop), "waiting for the sample")
+            ms = float(check(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime"))
+            samples.append(ms * 1e6)
+            gpu_ns += ms * 1e6
+            pending += 1
+            if threshold is None:
+                welford.add(samples[-1])
+            now = time.perf_counter()
+            if now - last_read >= clock.interval_s:
+                # The reading after a sample stands for the samples since the previous one.
+                mhz = clock.read_mhz()
+                clocks.extend([mhz] * pending)
+                if threshold is not None and (mhz is None or mhz >= threshold):
+                    for x in samples[len(samples) - pending :]:
+                        welford.add(x)
+                pending, last_read = 0, time.perf_counter()
+            if (
+                welford.n >= options.min_samples
+                and gpu_ns >= options.min_gpu_seconds * 1e9
+                and welford.rel_stdev <= options.max_noise
+            ):
+                stop_reason = "converged"
+                break
+            if len(samples) >= options.max_samples:
+                stop_reason = "max samples"
+                break
+            if now - t0 >= options.max_wall_seconds:
+                stop_reason = "max wall time"
+                break
+        wall = time.perf_counter() - t0
+        after = clock.read_mhz()
+        clocks.extend([after] * pending)
+    finally:
+        driver.cuEventDestroy(start)
+        driver.cuEventDestroy(stop)
+        if flush_ptr is not None:
+            driver.cuMemFree(flush_ptr)
+    throttled = tuple(threshold is not None and c is not None and c < threshold for c in clocks)
+    kept = [s for s, t in zip(samples, throttled, strict=True) if not t]
+    return Timing(
+        samples_ns=tuple(samples),
+        throttled=throttled,
+        sample_clock_mhz=tuple(clocks),
+        stats=summarize(kept or samples),
+        stats_include_throttled=not kept and bool(samples),
+        stop_reason=stop_reason,
+        gpu_seconds=gpu_ns / 1e9,
+        wall_seconds=wall,
+        clock_source=clock.source,
+        clock_before_mhz=before,
+        clock_after_mhz=after,
+        clock_max_mhz=max_mhz,
+        flush_bytes=flush_bytes,
+        warmup_launches=warmups,
+        spin_ns=options.spin_ns if spin is not None else 0,
+        spin_error=spin_error,
+    )

@@ -1,0 +1,195 @@
+"""The ``timing`` stage: the kernel's duration by the NVBench method, against the device's peaks."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from karyamorph.harness.device import NO_DEVICE, DeviceInfo
+from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.timing import Timing, TimingOptions
+
+# FP32 lanes per SM (fused multiply-add results per clock per SM) by compute capability:
+# CUDA C++ Programming Guide, "Arithmetic Instructions", table "Throughput of Native Arithmetic
+# Instructions (Number of Results per Clock Cycle per Multiprocessor)", row "32-bit
+# floating-point add, multiply, multiply-add".
+FP32_LANES_PER_SM: dict[tuple[int, int], int] = {
+    (7, 0): 64, (7, 2): 64, (7, 5): 64,
+    (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128, (10, 3): 128, (11, 0): 128,
+    (12, 0): 128, (12, 1): 128,
+}  # fmt: skip
+
+
+def peak_dram_gbps(device: DeviceInfo) -> float | None:
+    """Peak DRAM bandwidth in GB/s: 2 (double data rate) x memory clock x bus width / 8."""
+    khz = device.attributes.get("memory_clock_rate_khz")
+    bits = device.attributes.get("memory_bus_width_bits")
+    if not khz or not bits:
+        return None
+    return 2.0 * khz * 1e3 * bits / 8 / 1e9
+
+
+def peak_fp32_gflops(device: DeviceInfo, clock_mhz: float | None = None) -> float | None:
+    """Peak FP32 rate in GFLOP/s: SMs x FP32 lanes/SM x 2 (an FMA is two flops) x SM clock.
+
+    The clock is ``clock_mhz`` when given, else the device's ``clock_rate_khz`` attribute.
+    """
+    lanes = FP32_LANES_PER_SM.get(device.compute_capability)
+    if lanes is None or not device.sm_count:
+        return None
+    hz = clock_mhz * 1e6 if clock_mhz else device.attributes.get("clock_rate_khz", 0) * 1e3
+    if not hz:
+        return None
+    return device.sm_count * lanes * 2 * hz / 1e9
+
+
+class TimingStage:
+    """Time the kernel in-process, once correctness has passed.
+
+    Parameters
+    ----------
+    options : TimingOptions, optional
+        Stop criteria (defaults: NVBench's 0.5 % noise, 10 samples, 0.5 s; caps 2000 samples
+        and 10 s).
+    seed : int
+        Seed of the inputs (the timed buffers are initialised like a correctness trial).
+    """
+
+    name = "timing"
+
+    def __init__(self, options: TimingOptions | None = None, *, seed: int = 0) -> None:
+        self.options = options or TimingOptions()
+        self.seed = seed
+
+    def run(self, context: Context) -> StageResult:
+        """Skip without a device, a cubin or a passing correctness stage; else measure."""
+        if context.device is None:
+            return StageResult.skip(NO_DEVICE)
+        if "cubin" not in context.artifacts:
+            return StageResult.skip("compile did not pass")
+        correctness = context.results.get("correctness")
+        if correctness is None:
+            return StageResult.skip("correctness did not run (timing needs a correct kernel)")
+        if correctness.status != Status.PASS:
+            return StageResult.skip(f"correctness did not pass ({correctness.status})")
+        return timed(lambda: self._run(context))
+
+    def _run(self, context: Context) -> StageResult:
+        import torch
+
+        from karyamorph.harness.inputs import make_inputs
+        from karyamorph.harness.launch import KernelLaunch, cuda_core_errors, kernel_args, upload
+        from karyamorph.harness.timing import measure
+
+        spec, device = context.spec, context.device
+        entry = str(context.artifacts.get("entry") or spec.entry)
+        params = context.artifacts["module"].entry(entry).params
+        kernel = KernelLaunch.load(context.artifacts["cubin"], entry, spec, device.ordinal)
+        where = f"cuda:{device.ordinal}"
+        buffers = upload(make_inputs(spec, self.seed), device=where)
+        torch.cuda.synchronize(where)
+        kernel.set_args(kernel_args(spec, params, buffers.pointers()))
+        try:
+            timing = measure(
+                kernel.enqueue,
+                kernel.stream,
+                ordinal=device.ordinal,
+                l2_bytes=int(device.attributes.get("l2_cache_bytes", 0)),
+                options=self.options,
+            )
+        except cuda_core_errors() as exc:
+            # The kernel passed correctness in the worker, so a fault here is worth a failure.
+            name = getattr(exc, "name", None) or str(exc).split(":", 1)[0]
+            return StageResult(Status.FAIL, {"error": str(exc), "cuda_error": name}, str(exc))
+        finally:
+            del buffers
+        data, figures = report(timing, spec.cost(), device)
+        data["seed"] = self.seed
+        log = describe(timing, data)
+        return StageResult(Status.PASS, data, log, figures=tuple(figures))
+
+
+def report(
+    timing: Timing, cost: tuple[float | None, float | None], device: DeviceInfo
+) -> tuple[dict[str, Any], list[Figure]]:
+    """The stage data (every sample, the statistics, achieved vs peak rates) and its figures."""
+    data = timing.as_dict()
+    stats = timing.stats
+    figures = [
+        Figure("samples", float(len(timing.samples_ns))),
+        Figure("throttled_samples", float(timing.throttled_count)),
+    ]
+    if stats is None:
+        return data, figures
+    data.update(asdict(stats))
+    for key in ("median_ns", "min_ns", "iqr_ns", "mean_ns", "stdev_ns"):
+        figures.append(Figure(key, getattr(stats, key), "ns"))
+    figures.append(Figure("rel_stdev", stats.rel_stdev, "fraction"))
+    for key in ("clock_before_mhz", "clock_after_mhz"):
+        value = getattr(timing, key)
+        if value is not None:
+            figures.append(Figure(key, float(value), "MHz"))
+    bytes_moved, flops = cost
+    seconds = stats.median_ns * 1e-9
+    peak_bw = peak_dram_gbps(device)
+    peak_fp32 = peak_fp32_gflops(device, None) or peak_fp32_gflops(device, timing.clock_max_mhz)
+    data["peak_dram_gbps"] = peak_bw
+    data["peak_fp32_gflops"] = peak_fp32
+    if bytes_moved and seconds > 0:
+        gbps = bytes_moved / seconds / 1e9
+        data["bandwidth_gbps"] = gbps
+        figures.append(Figure("bandwidth_gbps", gbps, "GB/s"))
+        if peak_bw:
+            data["bandwidth_fraction_of_peak"] = gbps / peak_bw
+            figures.append(Figure("bandwidth_fraction_of_peak", gbps / peak_bw, "fraction"))
+    if flops and seconds > 0:
+        gflops = flops / seconds / 1e9
+        data["gflops"] = gflops
+        figures.append(Figure("gflops", gflops, "GFLOP/s"))
+        if peak_fp32:
+            data["fp32_fraction_of_peak"] = gflops / peak_fp32
+            figures.append(Figure("fp32_fraction_of_peak", gflops / peak_fp32, "fraction"))
+    return data, figures
+
+
+def describe(timing: Timing, data: dict[str, Any]) -> str:
+    """A few lines for the stage log: the statistics, how sampling ended, clocks, rates."""
+    stats = timing.stats
+    lines = []
+    if stats is not None:
+        lines.append(
+            f"median {stats.median_ns / 1e3:.2f} us, min {stats.min_ns / 1e3:.2f} us, "
+            f"IQR {stats.iqr_ns / 1e3:.2f} us, mean {stats.mean_ns / 1e3:.2f} us, "
+            f"stdev {stats.stdev_ns / 1e3:.2f} us ({stats.rel_stdev:.2%}), {stats.samples} samples"
+        )
+    spin = (
+        f"spin {timing.spin_ns / 1e3:.0f} us"
+        if timing.spin_ns
+        else f"no spin kernel ({timing.spin_error or 'disabled'})"
+    )
+    lines.append(
+        f"stopped: {timing.stop_reason} after {len(timing.samples_ns)} samples, "
+        f"{timing.gpu_seconds:.3f} s GPU, {timing.wall_seconds:.2f} s wall; "
+        f"L2 flush {timing.flush_bytes / 2**20:.0f} MiB; {spin} before each sample"
+    )
+    lines.append(
+        f"SM clock ({timing.clock_source}): before {timing.clock_before_mhz} MHz, after "
+        f"{timing.clock_after_mhz} MHz, max {timing.clock_max_mhz} MHz; "
+        f"{timing.throttled_count} sample(s) below the throttle threshold left out"
+        + (" (all were: statistics use them anyway)" if timing.stats_include_throttled else "")
+    )
+    if "bandwidth_gbps" in data:
+        frac = data.get("bandwidth_fraction_of_peak")
+        lines.append(
+            f"bandwidth {data['bandwidth_gbps']:.1f} GB/s"
+            + (f" = {frac:.1%} of peak {data['peak_dram_gbps']:.0f} GB/s" if frac else "")
+        )
+    if "gflops" in data:
+        frac = data.get("fp32_fraction_of_peak")
+        lines.append(
+            f"rate {data['gflops']:.1f} GFLOP/s"
+            + (f" = {frac:.1%} of FP32 peak {data['peak_fp32_gflops']:.0f} GFLOP/s" if frac else "")
+        )
+    return "\n".join(lines)
