@@ -54,6 +54,14 @@ db_option = click.option(
 )
 
 
+timeout_option = click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help="Seconds a GPU launch may run before it is killed (default: each stage's own).",
+)
+
+
 @click.group()
 @click.version_option(package_name="karyamorph")
 def main() -> None:
@@ -72,12 +80,17 @@ def main() -> None:
 @db_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.option("--no-store", is_flag=True, help="Do not write the run to the database.")
+@timeout_option
 @friendly_errors
-def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bool) -> None:
+def run(
+    spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bool, timeout: float | None
+) -> None:
     """Run a kernel spec through every stage and store the results."""
     from karyamorph.harness.session import run_spec_file
 
-    outcome = run_spec_file(Path(spec_path), arch=arch, db=None if no_store else _db_path(db))
+    outcome = run_spec_file(
+        Path(spec_path), arch=arch, db=None if no_store else _db_path(db), timeout_s=timeout
+    )
     if fmt == "json":
         click.echo(json.dumps(outcome.as_json(), indent=2, default=str))
     else:
@@ -99,13 +112,14 @@ def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bo
     type=click.Path(file_okay=False),
     help="Folder of *.toml specs (default: the shipped datasets/kernels).",
 )
+@timeout_option
 @friendly_errors
-def demo(arch: str | None, db: str | None, kernels_dir: str | None) -> None:
+def demo(arch: str | None, db: str | None, kernels_dir: str | None, timeout: float | None) -> None:
     """Run every example kernel through every stage this machine supports; print a summary."""
     from karyamorph.harness.session import run_demo
 
     folder = Path(kernels_dir) if kernels_dir else EXAMPLES
-    report = run_demo(folder, arch=arch, db=_db_path(db))
+    report = run_demo(folder, arch=arch, db=_db_path(db), timeout_s=timeout)
     click.echo(report)
 
 

@@ -92,8 +92,12 @@ def prepare(spec: KernelSpec) -> ast.Module:
     return module
 
 
-def default_stages() -> list[Stage]:
-    """The stages that exist, in pipeline order."""
+def default_stages(timeout_s: float | None = None) -> list[Stage]:
+    """The stages that exist, in pipeline order.
+
+    ``timeout_s`` bounds each kernel launch a worker makes (correctness, each sanitizer tool,
+    Nsight Compute); a kernel still running then is killed and its stage fails.
+    """
     from karyamorph.harness.compile_stage import CompileStage
     from karyamorph.harness.correctness_stage import CorrectnessStage
     from karyamorph.harness.metrics_stage import MetricsStage
@@ -102,15 +106,16 @@ def default_stages() -> list[Stage]:
     from karyamorph.harness.static_stage import StaticStage
     from karyamorph.harness.timing_stage import TimingStage
 
-    return [
-        CompileStage(),
-        SassStage(),
-        StaticStage(),
-        SanitizeStage(),
-        CorrectnessStage(),
-        TimingStage(),
-        MetricsStage(),
-    ]
+    if timeout_s is None:
+        gpu: list[Stage] = [SanitizeStage(), CorrectnessStage(), TimingStage(), MetricsStage()]
+    else:
+        gpu = [
+            SanitizeStage(timeout_s=timeout_s),
+            CorrectnessStage(timeout_s=timeout_s),
+            TimingStage(),
+            MetricsStage(timeout_s=timeout_s),
+        ]
+    return [CompileStage(), SassStage(), StaticStage(), *gpu]
 
 
 def default_arch(module: ast.Module, device: Any) -> str:

@@ -148,12 +148,15 @@ def store_run(result: RunResult, db: Path) -> str:
         return store.record_run(to_record(result))
 
 
-def run_spec_file(path: Path, *, arch: str | None = None, db: Path | None = None) -> Outcome:
+def run_spec_file(
+    path: Path, *, arch: str | None = None, db: Path | None = None, timeout_s: float | None = None
+) -> Outcome:
     """Load, run and (unless ``db`` is None or the input is bad) store one spec file."""
     from karyamorph.harness.device import current_device
+    from karyamorph.harness.pipeline import default_stages
 
     spec = load_spec(path)
-    result = run_pipeline(spec, arch=arch, device=current_device())
+    result = run_pipeline(spec, arch=arch, device=current_device(), stages=default_stages(timeout_s))
     bad = _bad_input(result)
     run_id = store_run(result, db) if db is not None and bad is None else None
     return Outcome(result, run_id, bad)
@@ -166,9 +169,10 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
-def run_demo(folder: Path, *, arch: str | None, db: Path) -> str:
+def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | None = None) -> str:
     """Run every ``*.toml`` in ``folder``; return a summary table and a query to try next."""
     from karyamorph.harness.device import NO_DEVICE, current_device
+    from karyamorph.harness.pipeline import default_stages
     from karyamorph.harness.toolchain import discover
 
     specs = sorted(folder.glob("*.toml"))
@@ -187,7 +191,9 @@ def run_demo(folder: Path, *, arch: str | None, db: Path) -> str:
     rows = []
     for path in specs:
         spec = load_spec(path)
-        result = run_pipeline(spec, arch=target, toolchain=toolchain, device=device)
+        result = run_pipeline(
+            spec, arch=target, toolchain=toolchain, device=device, stages=default_stages(timeout_s)
+        )
         run_id = store_run(result, db)
         for n, _ in result.stages:
             if n not in stage_names:
