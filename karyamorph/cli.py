@@ -243,6 +243,51 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, f
         sys.exit(1)
 
 
+@main.command()
+@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
+@click.option(
+    "--property", "props", default="bounds,race,barrier", show_default=True,
+    help="Comma-separated properties to check.",
+)  # fmt: skip
+@click.option("--scheduling", type=click.Choice(["its", "lockstep"]), default="its", show_default=True,
+              help="its: lanes of a warp are unordered (sm_70+); lockstep: a warp runs in step.")  # fmt: skip
+@click.option("--unroll", default=8, show_default=True, help="Iterations explored of loops not proved whole.")
+@size_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@friendly_errors
+def check(spec_path: str, props: str, scheduling: str, unroll: int, sizes: tuple[str, ...], fmt: str) -> None:
+    """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3)."""
+    from karyamorph.harness.model_stage import check_spec
+    from karyamorph.harness.pipeline import prepare
+    from karyamorph.harness.spec import SpecError, load_spec
+    from karyamorph.model.decode import UnmodeledError
+
+    spec = _with_sizes(load_spec(spec_path), sizes)
+    module = prepare(spec)
+    wanted = tuple(p.strip() for p in props.split(",") if p.strip())
+    unknown = [p for p in wanted if p not in ("bounds", "race", "barrier")]
+    if unknown:
+        raise SpecError("--property", f"unknown {', '.join(unknown)} (choose from bounds, race, barrier)")
+    try:
+        verdicts = check_spec(spec, module, properties=wanted, scheduling=scheduling, unroll=unroll)
+    except UnmodeledError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if fmt == "json":
+        click.echo(json.dumps({"properties": [v.as_dict() for v in verdicts]}, indent=2, default=str))
+    else:
+        rows = [
+            (v.property, v.verdict, "" if v.k is None else v.k, f"{v.seconds:.3f}", v.reason)
+            for v in verdicts
+        ]
+        click.echo(render(["property", "verdict", "k", "seconds", "reason"], rows))
+        for v in verdicts:
+            if v.witness is not None:
+                click.echo(f"{v.property} witness: {v.witness}")
+    if any(v.verdict != "proved" and v.verdict != "proved-up-to-k" for v in verdicts):
+        sys.exit(1)
+
+
 @main.group()
 def model() -> None:
     """The machine model: check the instruction set itself."""

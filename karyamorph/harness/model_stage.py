@@ -1,0 +1,119 @@
+"""The ``model`` stage: z3 checks of the launch and a CPU run on the model, when the kernel is modeled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karyamorph.harness.spec import KernelSpec
+from karyamorph.harness.stage import Context, Figure, StageResult, Status
+from karyamorph.isa import ast
+
+PROPERTIES = ("bounds", "race", "barrier")
+# The CPU model runs at ~30-140 M thread-instructions/s: bound what one pipeline run spends.
+INTERP_BUDGET = 2e8
+
+
+def check_inputs(spec: KernelSpec, entry: ast.Function) -> tuple[dict[str, int], dict[str, int | float]]:
+    """The spec as the checker sees it: buffer sizes in bytes and scalar values, by .param name."""
+    buffers: dict[str, int] = {}
+    scalars: dict[str, int | float] = {}
+    for arg, param in zip(spec.args, entry.params, strict=True):
+        if arg.is_pointer:
+            count = 1
+            for d in spec.shape(arg):
+                count *= d
+            buffers[param.name] = count * arg.dtype.bytes
+        else:
+            scalars[param.name] = spec.scalar_value(arg)
+    return buffers, scalars
+
+
+def check_spec(
+    spec: KernelSpec,
+    module: ast.Module,
+    *,
+    properties: tuple[str, ...] = PROPERTIES,
+    scheduling: str | None = None,
+    unroll: int = 8,
+    machine: Any = None,
+) -> list[Any]:
+    """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property."""
+    from karyamorph.model.checker import check
+    from karyamorph.model.isa_ptx import ptx_machine
+
+    buffers, scalars = check_inputs(spec, module.entry(spec.entry))
+    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    return check(
+        module,
+        spec.entry,
+        machine or ptx_machine(),
+        launch,
+        buffers,
+        scalars,
+        properties=properties,
+        scheduling=scheduling,
+        unroll=unroll,
+    )
+
+
+class ModelStage:
+    """Checks bounds, races and barriers with z3 and runs the kernel on the CPU model.
+
+    Skips, naming them, when the kernel uses instructions the machine does not model. Passes
+    only when every property is proved (``proved-up-to-k`` says so in its data) and the model's
+    outputs match the reference; a refuted property or an ``unknown`` verdict fails the stage,
+    since neither shows the property holds. A launch too large for the CPU budget is checked
+    but not interpreted, and the data says so.
+    """
+
+    name = "model"
+
+    def __init__(self, *, interp_budget: float = INTERP_BUDGET) -> None:
+        self.interp_budget = interp_budget
+
+    def run(self, context: Context) -> StageResult:
+        from karyamorph.model.decode import unmodeled
+        from karyamorph.model.isa_ptx import ptx_machine
+
+        module: ast.Module = context.artifacts["module"]
+        spec: KernelSpec = context.spec
+        machine = ptx_machine()
+        missing = unmodeled(module, machine, spec.entry)
+        if missing:
+            names = sorted({m.text for m in missing})
+            return StageResult.skip(f"unmodeled instructions: {', '.join(names)}")
+        data: dict[str, Any] = {}
+        log: list[str] = []
+        figures: list[Figure] = []
+        verdicts = check_spec(spec, module, machine=machine)
+        data["checks"] = [v.as_dict() for v in verdicts]
+        ok = True
+        for v in verdicts:
+            log.append(f"{v.property}: {v.verdict}" + (f" ({v.reason})" if v.reason else ""))
+            if v.witness is not None:
+                log.append(f"  witness: {v.witness}")
+            figures.append(Figure(f"check_{v.property}_seconds", v.seconds, "s"))
+            ok = ok and v.verdict in ("proved", "proved-up-to-k")
+        data["interp"] = self._interpret(spec, log)
+        if data["interp"].get("status") == "fail":
+            ok = False
+        return StageResult(Status.PASS if ok else Status.FAIL, data, "\n".join(log), 0.0, tuple(figures))
+
+    def _interpret(self, spec: KernelSpec, log: list[str]) -> dict[str, Any]:
+        from karyamorph.harness.model_run import interpret_spec_file
+        from karyamorph.model.errors import ExecutionError, StepLimitError
+
+        try:
+            report = interpret_spec_file(spec, max_thread_instructions=self.interp_budget)
+        except StepLimitError:
+            reason = (
+                f"launch needs more than {self.interp_budget:.0e} thread-instructions on the CPU "
+                "model; run `karyamorph interp` with smaller --size values"
+            )
+            log.append(f"interpretation: not run to the end ({reason})")
+            return {"status": "not run", "reason": reason}
+        except ExecutionError as exc:
+            log.append(f"interpretation: {exc}")
+            return {"status": "fail", "error": str(exc)}
+        log.append(f"interpretation: {report.status} (max abs err {report.max_abs_error:.3g})")
+        return {"status": report.status, "max_abs_error": report.max_abs_error, "outputs": report.outputs}

@@ -1,0 +1,304 @@
+"""One symbolic thread's trace for the two-thread encoding: memory accesses and barriers with the
+condition under which each happens, over symbolic thread coordinates and free loaded values.
+
+Every pointer parameter is its own global allocation (distinct bases, no aliasing); every
+``.shared``/``.local`` variable its own slot. Loads return free variables (the adversarial
+abstraction of GPUVerify: any value another thread may have written), so the trace is computed
+once per kernel and instantiated for the second thread by renaming its variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from karyamorph.isa import ast
+from karyamorph.model.concrete import float_bits
+from karyamorph.model.explore import Cut, Explorer
+from karyamorph.model.loops import counted_loops
+from karyamorph.model.symexec import Allocation, Frame, Layout, SymExec, global_base, slot_base
+from karyamorph.model.types import PtxType, ptx_type
+
+Dim3 = tuple[int, int, int]
+Dim = int | tuple[int, ...]
+
+
+def dim3(v: Dim, what: str) -> Dim3:
+    """A launch dimension (an int or a 1-3 tuple) as three positive ints."""
+    t = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
+    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
+        raise ValueError(f"launch {what} must be 1-3 positive integers, got {v!r}")
+    return (*t, 1, 1)[:3]  # type: ignore[return-value]
+
+
+@dataclass(slots=True)
+class Access:
+    """A load, store or atomic of the trace (``index`` orders events in program order)."""
+
+    index: int
+    line: int
+    text: str
+    space: str
+    addr: Any
+    nbytes: int
+    write: bool
+    atomic: bool
+    guard: Any
+    value: Any = None  # a load's free value
+
+
+@dataclass(slots=True)
+class BarrierEvent:
+    """A barrier reached under ``guard``; ``exited``: whether the thread has exited before it."""
+
+    index: int
+    line: int
+    text: str
+    guard: Any
+    exited: Any
+
+
+@dataclass(slots=True)
+class Trace:
+    """The events of symbolic thread ``A`` and what is needed to instantiate and read them."""
+
+    events: list[Access | BarrierEvent]
+    cuts: list[Cut]
+    abstracted: list[int]
+    specials: dict[str, Any]
+    coords: dict[str, Any]  # "tid.x" ... "ctaid.z" -> term (constant 0 for a dimension of 1)
+    thread_vars: list[Any]  # every variable private to thread A (renamed for thread B)
+    abstract: set[str]  # names of free variables that stand for unknown state (not inputs)
+    inputs: dict[str, Any]  # free scalar parameters, by parameter name
+    layout: Layout
+    grid: Dim3
+    block: Dim3
+    warp_size: int
+
+
+def build_layout(
+    program: Any,
+    module: ast.Module,
+    buffers: dict[str, int],
+    scalars: dict[str, int | float],
+    shared_bytes: int,
+) -> tuple[Layout, dict[str, Any]]:
+    """Allocations and parameter values of a launch; returns the layout and the free scalars."""
+    fn = program.fn
+    allocations: list[Allocation] = []
+    symbols: dict[str, int] = {}
+    k = 0
+    for p in fn.params:
+        if p.name in buffers:
+            allocations.append(Allocation(p.name, "global", global_base(k), int(buffers[p.name])))
+            k += 1
+    unknown = sorted(set(buffers) - {p.name for p in fn.params})
+    unknown += sorted(set(scalars) - {p.name for p in fn.params})
+    if unknown:
+        raise ValueError(
+            f"{fn.name}: no parameter named {', '.join(unknown)} "
+            f"(parameters: {', '.join(p.name for p in fn.params)})"
+        )
+    slots = 0
+    dynamic_base: int | None = None
+    decls = [s for s in _decls(fn.body or ()) if s.space in ("shared", "local")]
+    decls += [i for i in module.items if isinstance(i, ast.VarDecl) and i.space == "shared"]
+    for d in decls:
+        for name in d.names:
+            size = d.size_bytes
+            if size is None:  # extern .shared: every one names the dynamic region
+                if dynamic_base is None:
+                    dynamic_base = slot_base(slots)
+                    slots += 1
+                    allocations.append(Allocation(name, "shared", dynamic_base, shared_bytes))
+                symbols[name] = dynamic_base
+                continue
+            base = slot_base(slots)
+            slots += 1
+            symbols[name] = base
+            allocations.append(Allocation(name, d.space, base, size))
+    params: dict[str, tuple[int, int, Any]] = {}
+    free: dict[str, Any] = {}
+    for p in fn.params:
+        nbytes = p.size_bytes
+        bits = 8 * nbytes
+        if p.name in buffers:
+            a = next(x for x in allocations if x.name == p.name and x.space == "global")
+            value: Any = z3.BitVecVal(a.base % (1 << bits), bits)
+        elif p.name in scalars:
+            v = scalars[p.name]
+            t = ptx_type(p.type) if p.type in ("f16", "f32", "f64") else None
+            raw = float_bits(float(v), t.name) if t is not None else int(v)
+            value = z3.BitVecVal(raw % (1 << bits), bits)
+        else:
+            value = z3.BitVec(p.name, bits)
+            free[p.name] = value
+        params[p.name] = (program.param_offsets[p.name], nbytes, value)
+    return Layout(allocations, symbols, params), free
+
+
+def _decls(statements: tuple[ast.Statement, ...]) -> list[ast.VarDecl]:
+    out: list[ast.VarDecl] = []
+    for s in statements:
+        if isinstance(s, ast.Block):
+            out += _decls(s.statements)
+        elif isinstance(s, ast.VarDecl):
+            out.append(s)
+    return out
+
+
+def thread_coords(tag: str, grid: Dim3, block: Dim3, warp_size: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(special registers, coordinates) of a symbolic thread; a dimension of 1 gives constant 0."""
+    coords: dict[str, Any] = {}
+    for name, dims in (("tid", block), ("ctaid", grid)):
+        for axis, n in zip("xyz", dims, strict=True):
+            coords[f"{name}.{axis}"] = (
+                z3.BitVecVal(0, 32) if n == 1 else z3.BitVec(f"{name}.{axis}@{tag}", 32)
+            )
+    sp = {f"%{k}": v for k, v in coords.items()}
+    for name, dims in (("ntid", block), ("nctaid", grid)):
+        for axis, n in zip("xyz", dims, strict=True):
+            sp[f"%{name}.{axis}"] = z3.BitVecVal(n, 32)
+    linear = coords["tid.x"] + coords["tid.y"] * block[0] + coords["tid.z"] * (block[0] * block[1])
+    sp["%laneid"] = z3.URem(linear, warp_size)
+    sp["%warpid"] = z3.UDiv(linear, warp_size)
+    nthreads = block[0] * block[1] * block[2]
+    sp["%nwarpid"] = z3.BitVecVal(-(-nthreads // warp_size), 32)
+    return sp, coords
+
+
+def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[Any]:
+    out = []
+    for name, dims in (("tid", block), ("ctaid", grid)):
+        for axis, n in zip("xyz", dims, strict=True):
+            v = coords[f"{name}.{axis}"]
+            if not z3.is_bv_value(v):
+                out.append(z3.ULT(v, n))
+    return out
+
+
+@dataclass(slots=True)
+class TwoThreadLog:
+    """The memory model of the two-thread encoding: log every access, return free values."""
+
+    tag: str = "A"
+    events: list[Access | BarrierEvent] = field(default_factory=list)
+    thread_vars: list[Any] = field(default_factory=list)
+    abstract: set[str] = field(default_factory=set)
+    counter: int = 0
+
+    def fresh(self, name: str, sort: Any, abstract: bool = True) -> Any:
+        self.counter += 1
+        v = z3.Const(f"{name}#{self.counter}@{self.tag}", sort)
+        self.thread_vars.append(v)
+        if abstract:
+            self.abstract.add(v.decl().name())
+        return v
+
+    def mark(self) -> int:
+        return len(self.events)
+
+    def truncate(self, n: int) -> None:
+        del self.events[n:]
+
+    def _log(
+        self, x: SymExec, space: str, addr: Any, ty: PtxType, write: bool, atomic: bool, value: Any = None
+    ) -> None:
+        d = x.dec
+        self.events.append(
+            Access(
+                len(self.events),
+                d.line,
+                d.source.full_opcode,
+                space,
+                addr,
+                ty.bytes,
+                write,
+                atomic,
+                x.cond,
+                value,
+            )
+        )
+
+    def load(self, x: SymExec, space: str, addr: Any, ty: PtxType) -> Any:
+        # Global loads may turn out to read an input (a buffer no thread writes): decided later.
+        v = self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits), abstract=space != "global")
+        self._log(x, space, addr, ty, False, False, v)
+        return v
+
+    def store(self, x: SymExec, space: str, addr: Any, value: Any, ty: PtxType) -> None:
+        self._log(x, space, addr, ty, True, False)
+
+    def atomic(
+        self, x: SymExec, space: str, op: str, addr: Any, ty: PtxType, update: Any, b: Any, c: Any | None
+    ) -> Any:
+        self._log(x, space, addr, ty, True, True)
+        return self.fresh(f"atom{x.dec.line}", z3.BitVecSort(ty.bits))
+
+    def warp(self, x: SymExec, kind: str, args: tuple[Any, ...]) -> Any:
+        line = x.dec.line
+        if kind.startswith("shfl"):
+            return (
+                self.fresh(f"shfl{line}", z3.BitVecSort(args[0].size())),
+                self.fresh(f"shflp{line}", z3.BoolSort()),
+            )
+        if kind == "vote.ballot":
+            return self.fresh(f"ballot{line}", z3.BitVecSort(32))
+        return self.fresh(f"vote{line}", z3.BoolSort())
+
+
+def build_trace(
+    program: Any,
+    module: ast.Module,
+    grid: Dim3,
+    block: Dim3,
+    warp_size: int,
+    buffers: dict[str, int],
+    scalars: dict[str, int | float],
+    shared_bytes: int,
+    unroll: int,
+    max_steps: int = 200_000,
+) -> Trace:
+    """Explore thread ``A``'s code for a launch and return its trace."""
+    layout, free = build_layout(program, module, buffers, scalars, shared_bytes)
+    specials, coords = thread_coords("A", grid, block, warp_size)
+    log = TwoThreadLog()
+    x = SymExec(program, layout, specials, log)
+    ex = Explorer(
+        x,
+        unroll=unroll,
+        max_steps=max_steps,
+        loops=counted_loops(program.decoded, program.labels),
+        fresh=log.fresh,
+        mark=log.mark,
+        truncate=log.truncate,
+    )
+    regs: dict[str, Any] = {}
+    for name, t in program.registers.items():
+        regs[name] = z3.BoolVal(False) if t.kind == "pred" else z3.BitVecVal(0, t.bits)
+    frame = Frame(regs, z3.BoolVal(True), z3.BoolVal(False))
+    for event in ex.run(frame):
+        if event[0] == "barrier":
+            _, dec, fr, cond = event
+            log.events.append(
+                BarrierEvent(len(log.events), dec.line, dec.source.full_opcode, cond, fr.exited)
+            )
+    for v in coords.values():
+        if not z3.is_bv_value(v):
+            log.thread_vars.append(v)
+    return Trace(
+        log.events,
+        ex.cuts,
+        ex.abstracted,
+        specials,
+        coords,
+        log.thread_vars,
+        log.abstract,
+        free,
+        layout,
+        grid,
+        block,
+        warp_size,
+    )

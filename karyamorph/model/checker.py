@@ -1,0 +1,125 @@
+"""The z3 checks of a kernel for one launch: bounds, race and barrier verdicts (public API).
+
+The encoding follows GPUVerify and Faial: two distinct symbolic threads, one trace of predicated
+accesses per thread split into barrier intervals, one query per access (bounds) or per pair of
+accesses (race), distinct allocations per pointer parameter, loop variables as free variables
+with their range condition for canonical counted loops and bounded unrolling otherwise.
+Equivalence of two kernels lives in :mod:`karyamorph.model.equiv`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from karyamorph.isa import ast
+from karyamorph.model.accesses import build_trace, dim3
+from karyamorph.model.equiv import EquivInstance, Side, check_equivalence
+from karyamorph.model.interpreter import prepare
+from karyamorph.model.machine import SCHEDULING, Machine
+from karyamorph.model.properties import Encoding, check_barrier, check_bounds, check_race, cut_reason
+from karyamorph.model.symexec import Unsupported
+from karyamorph.model.verdict import Verdict, Witness
+
+CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
+Dim = int | tuple[int, ...]
+
+__all__ = ["CHECKS", "EquivInstance", "Side", "check", "check_equivalence"]
+
+
+def check(
+    module: ast.Module,
+    entry: str,
+    machine: Machine,
+    launch: tuple[Dim, Dim, int],
+    buffers: dict[str, int],
+    scalars: dict[str, int | float],
+    *,
+    properties: Sequence[str] = ("bounds", "race", "barrier"),
+    scheduling: str | None = None,
+    unroll: int = 8,
+    timeout_ms: int = 10_000,
+) -> list[Verdict]:
+    """Prove or refute properties of ``entry`` for one launch.
+
+    Parameters
+    ----------
+    module, entry
+        The parsed PTX and the ``.entry`` to check.
+    machine
+        The machine model (:func:`karyamorph.model.isa_ptx.ptx_machine`).
+    launch
+        ``(grid, block, dynamic_shared_bytes)``; grid and block are ints or 1-3 tuples.
+    buffers
+        Pointer parameter name -> size of its buffer in bytes. Each is its own allocation.
+    scalars
+        Scalar parameter name -> value. A parameter in neither mapping is a free input: the
+        verdict then holds for every value of it (``n`` in "proved for every n").
+    properties
+        Any of ``bounds`` (every global, shared and local access inside its allocation),
+        ``race`` (no two threads access one location between barriers, one of them writing,
+        unless both are atomics; across blocks for global memory) and ``barrier`` (no barrier is
+        reached by some but not all non-exited threads of a block).
+    scheduling
+        ``its`` (sm_70+ independent thread scheduling: lanes of a warp are unordered) or
+        ``lockstep`` (a warp executes one instruction at a time for all its lanes); default:
+        the machine's.
+    unroll
+        How many iterations of a loop that is neither concrete nor a canonical counted loop
+        are explored; deeper ones make the verdict proved-up-to-k.
+    timeout_ms
+        z3 timeout per query; a timeout gives an unknown verdict.
+
+    Returns
+    -------
+    list of Verdict
+        One per property, in the order asked. Refuted verdicts carry a witness.
+
+    Raises
+    ------
+    UnmodeledError
+        The kernel uses instructions outside the machine's set (all of them are listed).
+    ValueError
+        An unknown property, scheduling or parameter name.
+    """
+    sched = scheduling or machine.scheduling
+    if sched not in SCHEDULING:
+        raise ValueError(f"scheduling must be one of {SCHEDULING}, got {sched!r}")
+    bad = [p for p in properties if p not in CHECKS]
+    if bad:
+        raise ValueError(
+            f"unknown propert{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)} "
+            f"(known: {', '.join(CHECKS)}; equivalence: check_equivalence)"
+        )
+    t0 = time.perf_counter()
+    program = prepare(module, entry, machine)
+    grid, block = dim3(launch[0], "grid"), dim3(launch[1], "block")
+    try:
+        trace = build_trace(
+            program, module, grid, block, machine.warp_size, buffers, scalars, int(launch[2]), unroll
+        )
+    except Unsupported as e:
+        spent = time.perf_counter() - t0
+        return [Verdict(p, "unknown", reason=f"not encodable: {e}", seconds=spent) for p in properties]
+    enc = Encoding.of(trace, sched, timeout_ms)
+    cut = cut_reason(enc)
+    base = time.perf_counter() - t0
+    notes = [
+        f"loop at line {n}: all iterations (free iteration variable)" for n in sorted(set(trace.abstracted))
+    ]
+    if trace.inputs:
+        notes.append(f"for every value of {', '.join(sorted(trace.inputs))}")
+    out = []
+    for p in properties:
+        t1 = time.perf_counter()
+
+        def finish(prop: str, verdict: str, witness: Witness | None, reason: str, t1: float = t1) -> Verdict:
+            k = None
+            if verdict == "proved" and cut:
+                verdict, k, reason = "proved-up-to-k", unroll, cut
+            if verdict in ("proved", "proved-up-to-k"):
+                reason = "; ".join(x for x in (reason, *notes) if x)
+            return Verdict(prop, verdict, k, witness, reason, base + time.perf_counter() - t1)
+
+        out.append(CHECKS[p](enc, finish))
+    return out

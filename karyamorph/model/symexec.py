@@ -1,0 +1,330 @@
+"""The symbolic Exec: one thread's registers as z3 terms, its operands, and the hooks semantics call.
+
+:class:`SymExec` implements :class:`~karyamorph.model.instruction.Exec` over the symbolic domain
+for one thread whose coordinates may be symbolic. Control flow is predicated: the driver
+(:mod:`karyamorph.model.explore`) sets the thread's active condition and the instruction's guard,
+and a write under a symbolic guard keeps the old value where the guard is false. Memory and warp
+hooks go to a :class:`MemoryModel`: the two-thread race/bounds encoding logs accesses and returns
+free values (:mod:`karyamorph.model.accesses`), the equivalence driver keeps real contents
+(:mod:`karyamorph.model.equiv`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import z3
+
+from karyamorph.isa import ast
+from karyamorph.model.decode import Decoded
+from karyamorph.model.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
+from karyamorph.model.simt import immediate_bits
+from karyamorph.model.symbolic import SymbolicDomain
+from karyamorph.model.types import PtxType
+
+WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
+# Shared and local variables each get a slot of their own, so an overrun of one never lands in
+# another (the bounds check is per allocation, not per state space).
+SLOT = 1 << 20
+
+
+class Unsupported(Exception):
+    """A construct the symbolic driver cannot encode; the message names the PTX line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """One buffer the checker knows: a pointer argument, a ``.shared`` or ``.local`` variable."""
+
+    name: str
+    space: str
+    base: int
+    size: int
+
+
+@dataclass(slots=True)
+class Layout:
+    """Where every allocation of a launch lives, and the value of every kernel parameter."""
+
+    allocations: list[Allocation]
+    symbols: dict[str, int]
+    params: dict[str, tuple[int, int, Any]]  # name -> (offset in param space, bytes, value term)
+
+    def of_space(self, space: str) -> list[Allocation]:
+        return [a for a in self.allocations if a.space == space]
+
+    def find(self, space: str, address: int) -> tuple[Allocation | None, int]:
+        """The allocation of ``space`` that holds ``address`` and the offset in it."""
+        stride = GLOBAL_STRIDE if space == "global" else SLOT
+        for a in self.of_space(space):
+            if a.base <= address < a.base + stride:
+                return a, address - a.base
+        return None, address
+
+
+def global_base(k: int) -> int:
+    """Base address of the k-th global allocation (the interpreter's layout, 4 GiB apart)."""
+    return (k + 1) * GLOBAL_STRIDE
+
+
+def slot_base(k: int) -> int:
+    return (k + 1) * SLOT
+
+
+@dataclass(slots=True)
+class Frame:
+    """A thread's state on one predicated path: registers, active condition, exited condition."""
+
+    regs: dict[str, Any]
+    active: Any
+    exited: Any
+    pruned: int = 0  # bumped whenever paths leave ``active`` (exit, cut loop): merges must not revive them
+
+    def fork(self, active: Any) -> Frame:
+        return Frame(dict(self.regs), active, self.exited, self.pruned)
+
+
+class MemoryModel(Protocol):
+    """What the memory and warp hooks of :class:`SymExec` delegate to."""
+
+    def load(self, x: SymExec, space: str, addr: Any, ty: PtxType) -> Any: ...
+    def store(self, x: SymExec, space: str, addr: Any, value: Any, ty: PtxType) -> None: ...
+    def atomic(
+        self, x: SymExec, space: str, op: str, addr: Any, ty: PtxType, update: Any, b: Any, c: Any | None
+    ) -> Any: ...
+    def warp(self, x: SymExec, kind: str, args: tuple[Any, ...]) -> Any: ...
+
+
+def simple(term: Any) -> Any:
+    """``term`` simplified (constants fold, so that concrete control flow is recognised)."""
+    return z3.simplify(term)
+
+
+def as_const(term: Any) -> int | bool | None:
+    """The value of a term that simplifies to a constant, else None."""
+    t = z3.simplify(term)
+    if z3.is_bv_value(t):
+        return int(t.as_long())
+    if z3.is_true(t):
+        return True
+    if z3.is_false(t):
+        return False
+    return None
+
+
+@dataclass(slots=True)
+class SymExec:
+    """The :class:`Exec` of one symbolic thread.
+
+    ``specials`` maps special registers (``%tid.x``) to terms; ``memory`` receives the memory and
+    warp hooks. The driver calls :meth:`set` before each instruction and reads :attr:`ctl` after.
+    """
+
+    program: Any
+    layout: Layout
+    specials: dict[str, Any]
+    memory: MemoryModel
+    D: SymbolicDomain = field(default_factory=SymbolicDomain)
+    dec: Decoded = field(default=None)  # type: ignore[assignment]
+    frame: Frame = field(default=None)  # type: ignore[assignment]
+    guard: Any = None
+    cond: Any = None
+    ctl: tuple[Any, ...] | None = None
+
+    def set(self, dec: Decoded, frame: Frame, guard: Any) -> None:
+        self.dec, self.frame, self.guard, self.ctl = dec, frame, guard, None
+        self.cond = frame.active if guard is None else z3.simplify(z3.And(frame.active, guard))
+
+    def where(self) -> str:
+        return f"line {self.dec.line}: {self.dec.source.full_opcode}"
+
+    @property
+    def ty(self) -> PtxType:
+        return self.dec.ty
+
+    @property
+    def types(self) -> tuple[PtxType, ...]:
+        return self.dec.types
+
+    def mod(self, group: str, default: str | None = None) -> str | None:
+        return self.dec.mods.get(group, default)
+
+    def has(self, slot: str) -> bool:
+        return slot in self.dec.operands
+
+    def count(self, slot: str) -> int:
+        op = self.dec.operands[slot]
+        return len(op.elements) if isinstance(op, ast.Vector) else 1
+
+    def imm(self, slot: str) -> int:
+        op = self.dec.operands[slot]
+        if not isinstance(op, ast.Immediate):
+            raise Unsupported(f"{self.where()}: operand {slot} must be an immediate")
+        return int(op.value)
+
+    def _operand(self, slot: str, elem: int) -> ast.Operand:
+        op = self.dec.operands[slot]
+        return op.elements[elem] if isinstance(op, ast.Vector) else op
+
+    # --- registers ------------------------------------------------------------------------------
+    def _reg_type(self, name: str) -> PtxType:
+        t = self.program.registers.get(name)
+        if t is None:
+            raise Unsupported(f"{self.where()}: register {name} is not declared")
+        return t
+
+    def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any:
+        op = self._operand(slot, elem)
+        bits = ty.bits
+        if isinstance(op, ast.Register):
+            if op.name in self.specials:
+                v, have = self.specials[op.name], 32
+            else:
+                t = self._reg_type(op.name)
+                if t.kind == "pred":
+                    raise Unsupported(f"{self.where()}: predicate {op.name} used as a {ty} value")
+                v, have = self.frame.regs[op.name], t.bits
+            if have == bits:
+                return v
+            if have > bits:
+                return z3.Extract(bits - 1, 0, v)
+            return z3.SignExt(bits - have, v) if ty.signed else z3.ZeroExt(bits - have, v)
+        if isinstance(op, ast.Immediate):
+            return z3.BitVecVal(immediate_bits(op.text, ty), bits)
+        if isinstance(op, ast.Symbol):
+            return z3.BitVecVal(self.symbol_address(op.name, None) % (1 << bits), bits)
+        raise Unsupported(f"{self.where()}: operand {slot} ({op}) cannot be read as a value")
+
+    def symbol_address(self, name: str, space: str | None) -> int:
+        if name in self.layout.symbols:
+            return self.layout.symbols[name]
+        if name in self.layout.params:
+            return self.layout.params[name][0]
+        raise Unsupported(f"{self.where()}: symbol {name!r} is not a shared, local or param variable")
+
+    def read_pred(self, slot: str) -> Any:
+        op = self.dec.operands[slot]
+        neg = isinstance(op, ast.Negated)
+        if isinstance(op, ast.Negated):
+            op = op.operand
+        if isinstance(op, ast.Immediate):
+            v: Any = z3.BoolVal(bool(int(op.value)))
+        elif isinstance(op, ast.Register) and op.name in self.frame.regs:
+            v = self.frame.regs[op.name]
+        else:
+            raise Unsupported(f"{self.where()}: operand {slot} must be a predicate register")
+        return z3.Not(v) if neg else v
+
+    def _assign(self, name: str, value: Any) -> None:
+        if self.guard is not None:
+            value = z3.If(self.guard, value, self.frame.regs[name])
+        # Folding constants as they arise keeps loop counters concrete and terms small.
+        self.frame.regs[name] = z3.simplify(value)
+
+    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
+        op = self._operand(slot, elem)
+        if isinstance(op, ast.Symbol) and op.name == "_":
+            return
+        if not isinstance(op, ast.Register) or op.name not in self.frame.regs:
+            raise Unsupported(f"{self.where()}: destination {slot} ({op}) is not a declared register")
+        have = self._reg_type(op.name).bits
+        value = self.D._bv(value, ty.bits)
+        if have > ty.bits:
+            value = z3.SignExt(have - ty.bits, value) if ty.signed else z3.ZeroExt(have - ty.bits, value)
+        elif have < ty.bits:
+            value = z3.Extract(have - 1, 0, value)
+        self._assign(op.name, value)
+
+    def write_pred(self, slot: str, value: Any) -> None:
+        op = self.dec.operands[slot]
+        if isinstance(op, ast.Symbol) and op.name == "_":
+            return
+        if not isinstance(op, ast.Register) or self._reg_type(op.name).kind != "pred":
+            raise Unsupported(f"{self.where()}: destination {slot} ({op}) is not a predicate register")
+        self._assign(op.name, value)
+
+    # --- memory -----------------------------------------------------------------------------------
+    def address(self, slot: str) -> tuple[Any, int]:
+        op = self.dec.operands[slot]
+        if not isinstance(op, ast.Address):
+            raise Unsupported(f"{self.where()}: operand {slot} is not an address")
+        base = op.base
+        if isinstance(base, ast.Register):
+            t = self._reg_type(base.name)
+            v = self.frame.regs[base.name]
+            return (v + op.offset if op.offset else v), t.bits
+        if isinstance(base, ast.Symbol):
+            return z3.BitVecVal(self.symbol_address(base.name, self.mod("space")) + op.offset, 64), 64
+        start = int(base.value) if isinstance(base, ast.Immediate) else 0
+        return z3.BitVecVal(start + op.offset, 64), 64
+
+    def resolve(self, space: str, addr: Any, addr_bits: int) -> tuple[str, Any]:
+        """(state space, 64-bit address inside it) of an access; generic addresses by window."""
+        a = z3.ZeroExt(64 - addr_bits, addr) if addr_bits < 64 else addr
+        if space != "generic":
+            return space, a
+        w = as_const(z3.LShR(a, 48))
+        named = {1: "shared", 2: "local", 3: "param"}.get(w if isinstance(w, int) else 0)
+        if named is None:
+            return "global", a
+        return named, a - WINDOWS[named]
+
+    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType) -> Any:
+        sp, a = self.resolve(space, addr, addr_bits)
+        if sp == "param":
+            return self._param(a, ty)
+        return self.memory.load(self, sp, a, ty)
+
+    def _param(self, a: Any, ty: PtxType) -> Any:
+        off = as_const(a)
+        if not isinstance(off, int):
+            raise Unsupported(f"{self.where()}: parameter address is not a constant")
+        for _name, (start, size, value) in self.layout.params.items():
+            if start <= off and off + ty.bytes <= start + size:
+                lo = (off - start) * 8
+                return z3.Extract(lo + ty.bits - 1, lo, value) if value.size() > ty.bits or lo else value
+        raise Unsupported(f"{self.where()}: parameter offset {off} is outside every parameter")
+
+    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType) -> None:
+        sp, a = self.resolve(space, addr, addr_bits)
+        if sp == "param":
+            raise Unsupported(f"{self.where()}: stores to the parameter space are not modeled")
+        self.memory.store(self, sp, a, self.D._bv(value, ty.bits), ty)
+
+    def atomic(self, space: str, op: str, addr: Any, addr_bits: int, ty: PtxType, *operands: Any) -> Any:
+        # The declared hook passes (update, b, c); older declarations passed (b, c) only.
+        update = operands[0] if operands and callable(operands[0]) else None
+        rest = operands[1:] if update is not None else operands
+        b = rest[0]
+        c = rest[1] if len(rest) > 1 else None
+        sp, a = self.resolve(space, addr, addr_bits)
+        return self.memory.atomic(self, sp, op, a, ty, update, b, c)
+
+    def cvta(self, space: str, to_space: bool, value: Any, bits: int) -> Any:
+        w = WINDOWS.get(space)
+        if w is None:
+            return value
+        delta = z3.BitVecVal(w % (1 << bits), bits)
+        return value - delta if to_space else value + delta
+
+    # --- warp and control -------------------------------------------------------------------------
+    def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]:
+        return self.memory.warp(self, f"shfl.{mode}", (a, b, c, mask))
+
+    def vote(self, mode: str, p: Any, mask: Any) -> Any:
+        return self.memory.warp(self, f"vote.{mode}", (p, mask))
+
+    def branch(self, slot: str, uniform: bool) -> None:
+        op = self.dec.operands[slot]
+        if not isinstance(op, ast.Symbol):
+            raise Unsupported(f"{self.where()}: branch target must be a label")
+        self.ctl = ("branch", op.name)
+
+    def exit(self) -> None:
+        self.ctl = ("exit",)
+
+    def barrier(self, barrier_id: Any, count: Any | None) -> None:
+        if count is not None:
+            raise Unsupported(f"{self.where()}: barriers with a thread count are not modeled")
+        self.ctl = ("barrier",)

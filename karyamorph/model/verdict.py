@@ -1,0 +1,125 @@
+"""Verdicts of the z3 checks: proved, proved up to k, refuted with a concrete witness, or unknown."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Any
+
+VERDICTS = ("proved", "proved-up-to-k", "refuted", "unknown")
+PROPERTIES = ("bounds", "race", "barrier", "equiv")
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadId:
+    """One thread of a launch: its block (``%ctaid``) and thread (``%tid``) coordinates."""
+
+    block: tuple[int, int, int]
+    thread: tuple[int, int, int]
+
+    def __str__(self) -> str:
+        b, t = self.block, self.thread
+        return f"block ({b[0]},{b[1]},{b[2]}) thread ({t[0]},{t[1]},{t[2]})"
+
+
+@dataclass(frozen=True, slots=True)
+class Witness:
+    """A concrete counterexample taken from a z3 model.
+
+    Attributes
+    ----------
+    threads : tuple of ThreadId
+        The thread that goes wrong (bounds), or the two threads involved (race, barrier).
+    lines : tuple of int
+        PTX line of the instruction each thread executes (same order as ``threads``).
+    instructions : tuple of str
+        The opcodes at those lines (``st.shared.u32``).
+    space : str or None
+        State space of the access (``global``, ``shared``, ``local``).
+    buffer : str or None
+        The parameter or ``.shared`` variable the access goes to (None: outside every allocation).
+    address : int or None
+        Byte offset of the access inside ``buffer`` (or the raw address when ``buffer`` is None).
+    inputs : tuple of (str, int)
+        Input values the witness needs: free scalars (``n``) and loaded elements (``x[12]``);
+        float values are given as bit patterns.
+    """
+
+    threads: tuple[ThreadId, ...]
+    lines: tuple[int, ...]
+    instructions: tuple[str, ...] = ()
+    space: str | None = None
+    buffer: str | None = None
+    address: int | None = None
+    inputs: tuple[tuple[str, int], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "threads": [{"block": list(t.block), "thread": list(t.thread)} for t in self.threads],
+            "lines": list(self.lines),
+            "instructions": list(self.instructions),
+            "space": self.space,
+            "buffer": self.buffer,
+            "address": self.address,
+            "inputs": dict(self.inputs),
+        }
+
+    def __str__(self) -> str:
+        who = " and ".join(str(t) for t in self.threads)
+        at = ", ".join(f"line {n} ({i})" for n, i in zip(self.lines, self.instructions, strict=False))
+        where = f" {self.space} {self.buffer or '<no allocation>'}+{self.address}" if self.space else ""
+        ins = f" inputs {dict(self.inputs)}" if self.inputs else ""
+        return f"{who} at {at}{where}{ins}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of one property check.
+
+    Attributes
+    ----------
+    property : str
+        One of ``bounds``, ``race``, ``barrier``, ``equiv``.
+    verdict : str
+        ``proved``; ``proved-up-to-k`` (loops unrolled ``k`` times, deeper iterations unexplored);
+        ``refuted`` (with ``witness``); ``unknown`` (with ``reason``). Unknown is never a pass.
+    k : int or None
+        The unrolling depth of a ``proved-up-to-k`` verdict.
+    witness : Witness or None
+        Set exactly when the verdict is ``refuted``.
+    reason : str
+        Why the verdict is not a plain proof, or what was assumed (empty when nothing to say).
+    seconds : float
+        Wall time of the check.
+    """
+
+    property: str
+    verdict: str
+    k: int | None = None
+    witness: Witness | None = None
+    reason: str = ""
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if (self.verdict == "refuted") != (self.witness is not None):
+            raise ValueError(f"{self.property}: a witness is required exactly for a refuted verdict")
+        if (self.verdict == "proved-up-to-k") != (self.k is not None):
+            raise ValueError(f"{self.property}: k is required exactly for a proved-up-to-k verdict")
+
+    @builtins.property
+    def passed(self) -> bool:
+        """True for proved and proved-up-to-k; refuted and unknown never pass."""
+        return self.verdict in ("proved", "proved-up-to-k")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``karyamorph check``: property, verdict, k, witness, reason, seconds."""
+        return {
+            "property": self.property,
+            "verdict": self.verdict,
+            "k": self.k,
+            "witness": self.witness.as_dict() if self.witness else None,
+            "reason": self.reason,
+            "seconds": round(self.seconds, 6),
+        }
