@@ -44,3 +44,31 @@ def test_check_isa_subset_is_green() -> None:
     rows = json.loads(result.output)
     assert {r["check"] for r in rows} >= {"frame", "agreement", "law"}
     assert all(r["status"] != "fail" for r in rows)
+
+
+def test_check_refutes_a_race_with_a_witness() -> None:
+    result = CliRunner().invoke(
+        main, ["check", str(ROOT / "tests/model/kernels/reduce_racy.toml"), "--format", "json"]
+    )
+    assert result.exit_code == 1
+    verdicts = {p["property"]: p for p in json.loads(result.output)["properties"]}
+    assert verdicts["bounds"]["verdict"] == "proved" and verdicts["barrier"]["verdict"] == "proved"
+    race = verdicts["race"]
+    assert race["verdict"] == "refuted"
+    assert sorted(race["witness"]["lines"]) == [56, 64]
+    assert len(race["witness"]["threads"]) == 2
+
+
+def test_check_proves_grid_stride_for_every_iteration() -> None:
+    spec = ROOT / "tests/model/kernels/grid_stride.toml"
+    result = CliRunner().invoke(main, ["check", str(spec), "--property", "bounds", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (bounds,) = json.loads(result.output)["properties"]
+    assert bounds["verdict"] == "proved" and "free iteration variable" in bounds["reason"]
+
+
+def test_check_unknown_property_is_bad_input() -> None:
+    result = CliRunner().invoke(
+        main, ["check", str(ROOT / "datasets/kernels/vadd.toml"), "--property", "speed"]
+    )
+    assert result.exit_code == 2 and "unknown speed" in result.output
