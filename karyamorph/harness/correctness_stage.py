@@ -13,6 +13,7 @@ from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
 from karyamorph.harness.worker import (
     EXIT_CUDA_ERROR,
     EXIT_SPEC_ERROR,
+    FIRST_TRIAL_OUTPUTS,
     Job,
     WorkerOutcome,
     run_worker,
@@ -71,11 +72,17 @@ class CorrectnessStage:
             workdir = Path(tmp)
             cubin = workdir / f"{entry}.cubin"
             cubin.write_bytes(context.artifacts["cubin"])
+            modeled = _model_ran(context)
             job = Job(
-                str(spec_file(context.spec, workdir)), str(cubin), entry, "correctness", seed, self.trials
-            )
+                str(spec_file(context.spec, workdir)), str(cubin), entry, "correctness", seed, self.trials,
+                outputs_dir=str(workdir) if modeled else "",
+            )  # fmt: skip
             outcome = run_worker(job, workdir=workdir, timeout_s=self.timeout_s)
-        return self._result(context, outcome, seed)
+            result = self._result(context, outcome, seed)
+            saved = workdir / FIRST_TRIAL_OUTPUTS
+            if modeled and result.status == Status.PASS and saved.exists():
+                result = _with_model_agreement(context, result, saved, seed)
+        return result
 
     def _result(self, context: Context, outcome: WorkerOutcome, seed: int) -> StageResult:
         data: dict[str, Any] = {
@@ -191,3 +198,37 @@ def _finding(kind: str, location: str, detail: dict[str, Any]) -> dict[str, Any]
 
 def _tail(text: str, lines: int = 20) -> list[str]:
     return text.strip().splitlines()[-lines:] if text.strip() else []
+
+
+def _model_ran(context: Context) -> bool:
+    """Whether the model stage ran this launch to the end on the CPU (so a comparison is cheap)."""
+    model = context.results.get("model")
+    return model is not None and model.data.get("interp", {}).get("status") in ("pass", "fail")
+
+
+def _with_model_agreement(context: Context, result: StageResult, saved: Path, seed: int) -> StageResult:
+    """Add the GPU-vs-model comparison of the first trial; a disagreement is a finding, not a failure
+    of the kernel (the GPU is the test of the model)."""
+    import torch
+
+    from karyamorph.harness.compare import compare, tolerance_for
+    from karyamorph.harness.model_run import run_model
+    from karyamorph.harness.reference import output_args
+
+    spec = context.spec
+    gpu = torch.load(saved)
+    model = run_model(spec, seed=seed)
+    agreement = {}
+    log = [result.log, f"model vs GPU (trial seed {seed}):"]
+    findings = list(result.data.get("findings", []))
+    for arg in output_args(spec):
+        c = compare(
+            arg.name, gpu[arg.name], model.outputs[arg.name], tolerance_for(arg.dtype, spec.atol, spec.rtol)
+        )
+        agreement[arg.name] = c.as_dict()
+        log.append(f"  {c.message}")
+        if not c.passed:
+            findings.append(_finding("model_disagreement", arg.name, {"seed": seed, "message": c.message}))
+    data = {**result.data, "model_agreement": agreement, "findings": findings}
+    figures = (*result.figures, Figure("model_agrees", float(all(a["passed"] for a in agreement.values()))))
+    return StageResult(result.status, data, "\n".join(log), result.seconds, figures)

@@ -41,16 +41,26 @@ def estimated_thread_instructions(spec: KernelSpec, module: ast.Module) -> int:
     return gx * gy * gz * bx * by * bz * static
 
 
-def interpret_spec_file(
+@dataclass(frozen=True, slots=True)
+class ModelRun:
+    """The interpreter's result for a spec and the inputs it ran on, keyed by spec argument name."""
+
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    stats: dict[str, Any]
+    seconds: float
+
+
+def run_model(
     spec: KernelSpec,
     *,
     seed: int = 0,
     randomize_order: bool = False,
     machine: Any = None,
     max_thread_instructions: float | None = None,
-) -> InterpReport:
-    """Run ``spec`` on the model interpreter with the harness's inputs for ``seed`` and compare
-    every out/inout buffer with the reference evaluated on the same inputs.
+) -> ModelRun:
+    """Run ``spec`` on the model interpreter with the harness's inputs for ``seed`` (the same
+    inputs a GPU trial with that seed gets). Outputs are CPU torch tensors by argument name.
 
     Spec arguments bind to the ``.entry`` parameters by position, as on the GPU. With
     ``max_thread_instructions``, the run stops (StepLimitError) once the whole launch has
@@ -66,9 +76,7 @@ def interpret_spec_file(
     import numpy as np
     import torch
 
-    from karyamorph.harness.compare import compare, tolerance_for
     from karyamorph.harness.inputs import make_inputs
-    from karyamorph.harness.reference import evaluate_reference, output_args
     from karyamorph.isa.parser import parse
     from karyamorph.model.interpreter import interpret
     from karyamorph.model.isa_ptx import ptx_machine
@@ -92,18 +100,43 @@ def interpret_spec_file(
         module, spec.entry, machine or ptx_machine(), launch, arrays,
         randomize_order=randomize_order, seed=seed, max_steps=max_steps,
     )  # fmt: skip
+    outputs = {
+        a.name: torch.from_numpy(np.ascontiguousarray(result.outputs[by_param[a.name]]))
+        for a in spec.args
+        if a.is_pointer
+    }
+    return ModelRun(tensors, outputs, result.stats.as_dict(), result.seconds)
+
+
+def interpret_spec_file(
+    spec: KernelSpec,
+    *,
+    seed: int = 0,
+    randomize_order: bool = False,
+    machine: Any = None,
+    max_thread_instructions: float | None = None,
+) -> InterpReport:
+    """Run ``spec`` on the model (:func:`run_model`) and compare every out/inout buffer with
+    the reference evaluated on the same inputs."""
+    from karyamorph.harness.compare import compare, tolerance_for
+    from karyamorph.harness.reference import evaluate_reference, output_args
+
+    run = run_model(
+        spec,
+        seed=seed,
+        randomize_order=randomize_order,
+        machine=machine,
+        max_thread_instructions=max_thread_instructions,
+    )
+    if spec.reference.torch is None and spec.reference.python is None:
+        return InterpReport("pass", True, 0.0, {}, run.stats, run.seconds, seed)
     outputs: dict[str, dict[str, Any]] = {}
     worst = 0.0
     match = True
-    if spec.reference.torch is None and spec.reference.python is None:
-        return InterpReport("pass", True, 0.0, {}, result.stats.as_dict(), result.seconds, seed)
-    expected = evaluate_reference(spec, {k: v.clone() for k, v in tensors.items()})
+    expected = evaluate_reference(spec, {k: v.clone() for k, v in run.inputs.items()})
     for arg, want in zip(output_args(spec), expected, strict=True):
-        got = torch.from_numpy(np.ascontiguousarray(result.outputs[by_param[arg.name]]))
-        c = compare(arg.name, got, want, tolerance_for(arg.dtype, spec.atol, spec.rtol))
+        c = compare(arg.name, run.outputs[arg.name], want, tolerance_for(arg.dtype, spec.atol, spec.rtol))
         outputs[arg.name] = c.as_dict()
         match = match and c.passed
         worst = max(worst, float(c.max_abs_err))
-    return InterpReport(
-        "pass" if match else "fail", match, worst, outputs, result.stats.as_dict(), result.seconds, seed
-    )
+    return InterpReport("pass" if match else "fail", match, worst, outputs, run.stats, run.seconds, seed)

@@ -52,6 +52,9 @@ class Job:
         Correctness trials.
     result_path : str
         Where the worker writes its JSON result ("" lets :func:`run_worker` choose).
+    outputs_dir : str
+        In ``correctness`` mode, where the first trial's outputs are saved (``trial0.pt``, CPU
+        tensors by argument name) for a comparison with the model; "" saves nothing.
     """
 
     spec_path: str
@@ -61,6 +64,7 @@ class Job:
     seed: int = 0
     trials: int = 3
     result_path: str = ""
+    outputs_dir: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,9 @@ class WorkerOutcome:
     stdout: str
     stderr: str
     result: dict[str, Any] | None
+
+
+FIRST_TRIAL_OUTPUTS = "trial0.pt"
 
 
 def write_job(job: Job, path: Path) -> None:
@@ -271,6 +278,9 @@ def _run_correctness(job: Job, spec: KernelSpec, ordinal: int, result: dict[str,
                 if not _same_bits(exp, old_exp) and _same_bits(out, old_out):
                     unchanged.append(a.name)
         previous = ([t.clone() for t in actual], expected)
+        if job.outputs_dir and seed == seeds[0]:
+            torch.save({a.name: t.cpu() for a, t in zip(outputs, actual, strict=True)},
+                       Path(job.outputs_dir) / FIRST_TRIAL_OUTPUTS)  # fmt: skip
         result["trials"].append({
             "seed": seed,
             "passed": all(c.passed for c in comparisons) and not damage and not unchanged,
