@@ -28,41 +28,13 @@ from karyamorph.harness.timing import TimingOptions, measure
 from karyamorph.harness.timing_stage import peak_dram_gbps
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "kernels"
-GPU_STAGE_ORDER = ("sanitize", "correctness", "timing", "metrics")
-
-
-def _optional_stage(name: str) -> Any:
-    """The GPU stage called ``name`` if its module exists in this checkout, else None."""
-    import importlib
-
-    modules = {
-        "sanitize": ("karyamorph.harness.sanitize_stage", "SanitizeStage"),
-        "correctness": ("karyamorph.harness.correctness_stage", "CorrectnessStage"),
-        "timing": ("karyamorph.harness.timing_stage", "TimingStage"),
-        "metrics": ("karyamorph.harness.metrics_stage", "MetricsStage"),
-    }
-    module_name, cls = modules[name]
-    try:
-        return getattr(importlib.import_module(module_name), cls)()
-    except (ImportError, AttributeError):
-        return None
 
 
 def all_stages(timing: TimingOptions) -> list[Any]:
-    """default_stages() plus whichever GPU stages it does not list yet, in pipeline order.
-
-    The timing stage runs with ``timing`` (a shorter cap than its default keeps the run short).
-    """
+    """default_stages(), with the timing stage on ``timing`` (a shorter cap keeps the run short)."""
     from karyamorph.harness.timing_stage import TimingStage
 
-    stages = list(default_stages())
-    have = {s.name for s in stages}
-    for name in GPU_STAGE_ORDER:
-        if name not in have:
-            stage = _optional_stage(name)
-            if stage is not None:
-                stages.append(stage)
-    return [TimingStage(timing) if s.name == "timing" else s for s in stages]
+    return [TimingStage(timing) if s.name == "timing" else s for s in default_stages()]
 
 
 def bandwidth(device: Any, options: TimingOptions) -> list[tuple[str, float, float, float | None]]:

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every GPU check in one go, for a machine with a CUDA GPU: the gpu-marked tests, every example
+# and planted bug through `karyamorph run`, and the GPU benchmark. Logs go to ${OUT:-gpu-logs}.
+#   usage: benchmarks/gpu_check.sh [tests|runs|bench|all]   (run from the project root)
+set -u
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+py=${PYTHON:-python3}
+what=${1:-all}
+km() { "$py" -m karyamorph.cli "$@"; }
+
+if [[ $what == tests || $what == all ]]; then
+  km device | tee "$out/device.txt"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee -a "$out/device.txt"
+  "$py" -m pytest -m gpu -q -p no:cacheprovider -rs tests 2>&1 | tee "$out/pytest_gpu.txt"
+fi
+
+if [[ $what == runs || $what == all ]]; then
+  db="$out/gpu.duckdb"
+  km demo --db "$db" 2>&1 | tee "$out/demo.txt"
+  km run datasets/kernels/vadd.toml --db "$db" 2>&1 | tee "$out/run_vadd.txt"
+  for spec in tests/harness/data/{oob_write,illegal_address,hang}.toml tests/harness/data/san_racy_reduce.toml; do
+    echo "== $spec"
+    km run "$spec" --db "$db" --timeout 15
+    echo "exit status $?"
+  done 2>&1 | tee "$out/planted.txt"
+  km query "SELECT r.entry, s.stage, s.status, round(s.seconds, 2) AS s FROM runs r JOIN stages s USING (run_id) ORDER BY r.created_at, s.position" --db "$db" > "$out/stages.txt" 2>&1
+fi
+
+if [[ $what == bench || $what == all ]]; then
+  "$py" benchmarks/gpu.py 2>&1 | tee "$out/bench_gpu.txt"
+fi
