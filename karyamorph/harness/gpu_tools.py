@@ -195,9 +195,7 @@ def locate(
 
 def _from_environment(name: str) -> GpuTool | None:
     cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or None
-    return locate(
-        name, cuda_home=cuda_home, path=os.environ.get("PATH"), nsight_root=NSIGHT_COMPUTE_ROOT
-    )
+    return locate(name, cuda_home=cuda_home, path=os.environ.get("PATH"), nsight_root=NSIGHT_COMPUTE_ROOT)
 
 
 @functools.cache

@@ -28,9 +28,7 @@ from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
 _LOG_TAIL = 4000
 READERS = ("auto", "ncu_report", "csv")
 # How ncu words a metric name it does not know ("Failed to find metric ...").
-_METRIC_PROBLEM = re.compile(
-    r"(?i)(failed to find|unknown|invalid|not (?:found|available)).{0,40}metric"
-)
+_METRIC_PROBLEM = re.compile(r"(?i)(failed to find|unknown|invalid|not (?:found|available)).{0,40}metric")
 
 
 def _tail(text: str) -> str:
@@ -144,9 +142,7 @@ class MetricsStage:
             "metrics": list(metrics),
         }
 
-    def _profile(
-        self, context: Context, ncu: GpuTool, entry: str, cubin: bytes, root: Path
-    ) -> StageResult:
+    def _profile(self, context: Context, ncu: GpuTool, entry: str, cubin: bytes, root: Path) -> StageResult:
         from karyamorph.harness.worker import Job, spec_file
 
         spec_path = spec_file(context.spec, root)
@@ -220,9 +216,7 @@ class MetricsStage:
         except (OSError, subprocess.TimeoutExpired) as err:
             raise NcuError(f"ncu --import {report.name} did not run: {err}") from err
         if proc.returncode != 0:
-            raise NcuError(
-                f"ncu --import {report.name} exited with {proc.returncode}: {proc.stderr.strip()}"
-            )
+            raise NcuError(f"ncu --import {report.name} exited with {proc.returncode}: {proc.stderr.strip()}")
         if self.raw_dir is not None:
             (root / f"{entry}.raw.csv").write_text(proc.stdout)
         return select(parse_csv(proc.stdout), entry), problems

@@ -11,6 +11,8 @@ from karyamorph.isa import ast
 PROPERTIES = ("bounds", "race", "barrier")
 # The CPU model runs at ~30-140 M thread-instructions/s: bound what one pipeline run spends.
 INTERP_BUDGET = 2e8
+# Seconds the z3 checks of one pipeline run may take before the rest is reported unknown.
+CHECK_DEADLINE_S = 30.0
 
 
 def check_inputs(spec: KernelSpec, entry: ast.Function) -> tuple[dict[str, int], dict[str, int | float]]:
@@ -36,8 +38,11 @@ def check_spec(
     scheduling: str | None = None,
     unroll: int = 8,
     machine: Any = None,
+    deadline_s: float | None = None,
 ) -> list[Any]:
-    """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property."""
+    """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
+
+    With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why)."""
     from karyamorph.model.checker import check
     from karyamorph.model.isa_ptx import ptx_machine
 
@@ -53,6 +58,7 @@ def check_spec(
         properties=properties,
         scheduling=scheduling,
         unroll=unroll,
+        deadline_s=deadline_s,
     )
 
 
@@ -68,8 +74,11 @@ class ModelStage:
 
     name = "model"
 
-    def __init__(self, *, interp_budget: float = INTERP_BUDGET) -> None:
+    def __init__(
+        self, *, interp_budget: float = INTERP_BUDGET, check_deadline_s: float = CHECK_DEADLINE_S
+    ) -> None:
         self.interp_budget = interp_budget
+        self.check_deadline_s = check_deadline_s
 
     def run(self, context: Context) -> StageResult:
         from karyamorph.model.decode import unmodeled
@@ -85,7 +94,7 @@ class ModelStage:
         data: dict[str, Any] = {}
         log: list[str] = []
         figures: list[Figure] = []
-        verdicts = check_spec(spec, module, machine=machine)
+        verdicts = check_spec(spec, module, machine=machine, deadline_s=self.check_deadline_s)
         data["checks"] = [v.as_dict() for v in verdicts]
         ok = True
         for v in verdicts:
@@ -100,17 +109,23 @@ class ModelStage:
         return StageResult(Status.PASS if ok else Status.FAIL, data, "\n".join(log), 0.0, tuple(figures))
 
     def _interpret(self, spec: KernelSpec, log: list[str]) -> dict[str, Any]:
-        from karyamorph.harness.model_run import interpret_spec_file
+        from karyamorph.harness.model_run import estimated_thread_instructions, interpret_spec_file
+        from karyamorph.isa.parser import parse
         from karyamorph.model.errors import ExecutionError, StepLimitError
 
+        reason = (
+            f"the launch needs more than {self.interp_budget:.0e} thread-instructions on the CPU "
+            "model; run `karyamorph interp` with smaller --size values"
+        )
+        # Threads x static instructions is a floor on the work: when even that is over the
+        # budget, do not start (setting up a huge launch alone costs seconds).
+        if estimated_thread_instructions(spec, parse(spec.ptx, spec.ptx_name)) > self.interp_budget:
+            log.append(f"interpretation: not run ({reason})")
+            return {"status": "not run", "reason": reason}
         try:
             report = interpret_spec_file(spec, max_thread_instructions=self.interp_budget)
         except StepLimitError:
-            reason = (
-                f"launch needs more than {self.interp_budget:.0e} thread-instructions on the CPU "
-                "model; run `karyamorph interp` with smaller --size values"
-            )
-            log.append(f"interpretation: not run to the end ({reason})")
+            log.append(f"interpretation: stopped ({reason})")
             return {"status": "not run", "reason": reason}
         except ExecutionError as exc:
             log.append(f"interpretation: {exc}")

@@ -205,9 +205,7 @@ def parse_csv(text: str) -> list[NcuProfile]:
 
 
 def _parse_long(header: list[str], body: list[list[str]], kernel_at: int) -> list[NcuProfile]:
-    name_at, unit_at, value_at = (
-        header.index(c) for c in ("Metric Name", "Metric Unit", "Metric Value")
-    )
+    name_at, unit_at, value_at = (header.index(c) for c in ("Metric Name", "Metric Unit", "Metric Value"))
     id_at = header.index("ID")
     order: list[str] = []
     kernels: dict[str, str] = {}
@@ -377,9 +375,7 @@ def extract_report(report: Path, python_dirs: Sequence[Path] = ()) -> dict[str, 
                 if metric is None or not _has_value(module, metric):
                     metrics.append({"name": name, "value": None, "unit": ""})
                     continue
-                metrics.append(
-                    {"name": name, "value": _plain(metric.value()), "unit": str(metric.unit())}
-                )
+                metrics.append({"name": name, "value": _plain(metric.value()), "unit": str(metric.unit())})
             actions.append(
                 {
                     "name": str(action.name()),

@@ -101,6 +101,7 @@ def default_stages(timeout_s: float | None = None) -> list[Stage]:
     from karyamorph.harness.compile_stage import CompileStage
     from karyamorph.harness.correctness_stage import CorrectnessStage
     from karyamorph.harness.metrics_stage import MetricsStage
+    from karyamorph.harness.model_stage import ModelStage
     from karyamorph.harness.sanitize_stage import SanitizeStage
     from karyamorph.harness.sass_stage import SassStage
     from karyamorph.harness.static_stage import StaticStage
@@ -115,7 +116,7 @@ def default_stages(timeout_s: float | None = None) -> list[Stage]:
             TimingStage(),
             MetricsStage(timeout_s=timeout_s),
         ]
-    return [CompileStage(), SassStage(), StaticStage(), *gpu]
+    return [CompileStage(), SassStage(), StaticStage(), ModelStage(), *gpu]
 
 
 def default_arch(module: ast.Module, device: Any) -> str:

@@ -144,9 +144,7 @@ class UnsupportedArchError(PtxasError):
     """The target is not an ``sm_XY[a|f]`` name this ptxas knows; ``valid`` lists those it does."""
 
     def __init__(self, message: str, *, arch: str, valid: Sequence[str] = (), log: str = "") -> None:
-        super().__init__(
-            message, log=log, arch=arch, diagnostics=(Diagnostic(None, None, "fatal", message),)
-        )
+        super().__init__(message, log=log, arch=arch, diagnostics=(Diagnostic(None, None, "fatal", message),))
         self.valid = tuple(valid)
 
 
@@ -186,9 +184,7 @@ def parse_diagnostics(
         if located is not None:
             line, where = int(located["line"]), located["file"]
             ours = where == tool_name
-            column = (
-                _column(located["msg"], lines[line - 1]) if ours and 0 < line <= len(lines) else None
-            )
+            column = _column(located["msg"], lines[line - 1]) if ours and 0 < line <= len(lines) else None
             found.append(
                 Diagnostic(line, column, located["sev"], located["msg"], filename if ours else where)
             )
@@ -204,9 +200,7 @@ def parse_diagnostics(
                 None,
             )
         found.append(
-            Diagnostic(
-                line_no, None, bare["sev"], bare["msg"], filename if line_no is not None else None
-            )
+            Diagnostic(line_no, None, bare["sev"], bare["msg"], filename if line_no is not None else None)
         )
     return tuple(found)
 
@@ -271,9 +265,7 @@ def _parse_used(msg: str, into: dict[str, Any]) -> None:
 @functools.cache
 def valid_archs(ptxas: Path) -> tuple[str, ...]:
     """The ``sm_*`` targets a ptxas accepts, read from its ``--help``."""
-    proc = subprocess.run(
-        [str(ptxas), "--help"], capture_output=True, text=True, timeout=60, check=False
-    )
+    proc = subprocess.run([str(ptxas), "--help"], capture_output=True, text=True, timeout=60, check=False)
     archs = set(re.findall(r"'(sm_\d+[af]?)'", proc.stdout))
     return tuple(sorted(archs, key=lambda a: (int(re.sub(r"\D", "", a)), a)))
 
@@ -305,9 +297,7 @@ def format_diagnostic(diag: Diagnostic, ptx: str, filename: str) -> str:
     return text + "\n" + " " * 7 + "| " + " " * len(source[: col - 1].expandtabs(4)) + "^"
 
 
-def _failure(
-    log: str, ptx: str, name: str, filename: str, arch: str, toolchain: Toolchain
-) -> PtxasError:
+def _failure(log: str, ptx: str, name: str, filename: str, arch: str, toolchain: Toolchain) -> PtxasError:
     bad = _BAD_ARCH.search(log)
     if bad is not None:
         return _unsupported(bad["arch"], toolchain, log)

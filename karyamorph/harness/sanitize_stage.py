@@ -184,9 +184,7 @@ class SanitizeStage:
             "tools": {run.tool: run.summary() for run in runs},
             "findings": rows,
         }
-        figures = tuple(
-            Figure(f"sanitizer_{run.tool}_findings", float(len(run.findings))) for run in runs
-        )
+        figures = tuple(Figure(f"sanitizer_{run.tool}_findings", float(len(run.findings))) for run in runs)
         log = "\n\n".join(f"--- {run.tool}: {run.status} ---\n{run.log}" for run in runs)
         if rows:
             return StageResult(Status.FAIL, data, log, figures=figures)

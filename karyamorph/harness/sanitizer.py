@@ -301,9 +301,7 @@ def with_ptx_lines(
     for f in findings:
         mapped = tuple(inverse[pc] for pc in f.pcs if pc in inverse)
         primary = inverse.get(f.pc) if f.pc is not None else None
-        accesses = tuple(
-            replace(a, ptx_line=None if a.pc is None else inverse.get(a.pc)) for a in f.accesses
-        )
+        accesses = tuple(replace(a, ptx_line=None if a.pc is None else inverse.get(a.pc)) for a in f.accesses)
         out.append(replace(f, ptx_line=primary, ptx_lines=mapped, accesses=accesses))
     return out
 
@@ -395,9 +393,7 @@ def sanitizer_argv(
     if tool not in TOOLS:
         raise ValueError(f"unknown compute-sanitizer tool {tool!r}; expected one of {TOOLS}")
     if options is not None and (missing := [o for o in REQUIRED_OPTIONS if o not in options]):
-        raise SanitizerError(
-            f"{sanitizer} --help lists no {', '.join(missing)}: too old for --xml reports"
-        )
+        raise SanitizerError(f"{sanitizer} --help lists no {', '.join(missing)}: too old for --xml reports")
 
     def has(option: str) -> bool:
         return options is None or option in options
@@ -423,9 +419,7 @@ def sanitizer_argv(
 
 # "ERROR SUMMARY: 1 error" (memcheck, synccheck, initcheck) and
 # "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)" (racecheck).
-_SUMMARY = re.compile(
-    r"ERROR SUMMARY:\s*(?P<n>\d+) error|SUMMARY: \d+ hazards? displayed \((?P<r>\d+) error"
-)
+_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(?P<n>\d+) error|SUMMARY: \d+ hazards? displayed \((?P<r>\d+) error")
 _TOOL_ERROR = re.compile(r"^=+ Error: (?P<message>.*)$", re.MULTILINE)
 
 

@@ -212,9 +212,7 @@ def parse_json(text: str) -> Disassembly:
         arch = f"sm_{version['major']}{version['minor']}" if "major" in version else None
         functions = dict(_json_function(entry) for entry in entries)
     except (ValueError, TypeError, KeyError, AttributeError) as err:
-        raise SassError(
-            f"nvdisasm -json output is not [header, functions] as expected: {err!r}"
-        ) from err
+        raise SassError(f"nvdisasm -json output is not [header, functions] as expected: {err!r}") from err
     lines = [f"\t.target\t{arch}"] if arch else []
     for fn in functions.values():
         lines.append(f"//--------------------- .text.{fn.name} --------------------------")
@@ -248,9 +246,7 @@ def _json_function(entry: dict[str, Any]) -> tuple[str, SassFunction]:
 @functools.cache
 def supports_json(nvdisasm: Path) -> bool:
     """Whether this nvdisasm has ``-json`` (``--emit-json`` in its ``--help``)."""
-    proc = subprocess.run(
-        [str(nvdisasm), "--help"], capture_output=True, text=True, timeout=60, check=False
-    )
+    proc = subprocess.run([str(nvdisasm), "--help"], capture_output=True, text=True, timeout=60, check=False)
     return "--emit-json" in proc.stdout
 
 
@@ -332,9 +328,7 @@ def instruction_mix(
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def line_map(
-    dis: Disassembly, function: str | None = None, *, source: str = "ptx"
-) -> dict[int, list[int]]:
+def line_map(dis: Disassembly, function: str | None = None, *, source: str = "ptx") -> dict[int, list[int]]:
     """Map source lines to the SASS offsets generated for them.
 
     Parameters

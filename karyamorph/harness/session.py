@@ -77,10 +77,17 @@ def _metrics_summary(r: StageResult) -> str:
     return text
 
 
+def _model_summary(r: StageResult) -> str:
+    checks = ", ".join(f"{c['property']} {c['verdict']}" for c in r.data.get("checks", []))
+    interp = r.data.get("interp", {}).get("status", "")
+    return f"{checks}; interp {interp}" if interp else checks
+
+
 SUMMARIES: dict[str, Callable[[StageResult], str]] = {
     "compile": _compile_summary,
     "sass": _sass_summary,
     "static": _static_summary,
+    "model": _model_summary,
     "sanitize": _sanitize_summary,
     "correctness": _correctness_summary,
     "timing": _timing_summary,
@@ -92,7 +99,7 @@ def summarize(name: str, r: StageResult) -> str:
     """The key figures of one stage in a few words, for the stage table."""
     if r.status == Status.SKIP:
         return str(r.data.get("reason", r.log))
-    if r.status == Status.PASS and name in SUMMARIES:
+    if (r.status == Status.PASS or name == "model") and name in SUMMARIES:
         return SUMMARIES[name](r)
     first = r.log.strip().splitlines()
     return first[0] if first else ""

@@ -181,9 +181,7 @@ def discover_from(
     ToolchainError
         If ptxas is in none of the places, or a found tool does not report its version.
     """
-    found = {
-        tool: find_tool(tool, use_wheels=use_wheels, cuda_home=cuda_home, path=path) for tool in TOOLS
-    }
+    found = {tool: find_tool(tool, use_wheels=use_wheels, cuda_home=cuda_home, path=path) for tool in TOOLS}
     ptxas = found["ptxas"]
     if ptxas is None:
         places = []

@@ -47,17 +47,21 @@ class Access:
     atomic: bool
     guard: Any
     value: Any = None  # a load's free value
+    epoch: Any = None  # barriers the thread passed before it (64-bit term)
 
 
 @dataclass(slots=True)
 class BarrierEvent:
-    """A barrier reached under ``guard``; ``exited``: whether the thread has exited before it."""
+    """A barrier reached under ``guard``; ``exited``: whether the thread has exited before it;
+    ``loops``: the iteration variables of the abstracted loops the barrier is in."""
 
     index: int
     line: int
     text: str
     guard: Any
     exited: Any
+    epoch: Any = None
+    loops: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)
@@ -76,6 +80,7 @@ class Trace:
     grid: Dim3
     block: Dim3
     warp_size: int
+    latches: list[tuple[Any, Any]] = field(default_factory=list)  # (k, latch) of loops with a symbolic range
 
 
 def build_layout(
@@ -219,6 +224,7 @@ class TwoThreadLog:
                 atomic,
                 x.cond,
                 value,
+                x.frame.epoch,
             )
         )
 
@@ -260,8 +266,11 @@ def build_trace(
     shared_bytes: int,
     unroll: int,
     max_steps: int = 200_000,
+    deadline: float | None = None,
 ) -> Trace:
-    """Explore thread ``A``'s code for a launch and return its trace."""
+    """Explore thread ``A``'s code for a launch and return its trace (``deadline``: a
+    ``time.perf_counter()`` value past which :class:`~karyamorph.model.intquery.OutOfTime` is
+    raised)."""
     layout, free = build_layout(program, module, buffers, scalars, shared_bytes)
     specials, coords = thread_coords("A", grid, block, warp_size)
     log = TwoThreadLog()
@@ -274,6 +283,7 @@ def build_trace(
         fresh=log.fresh,
         mark=log.mark,
         truncate=log.truncate,
+        deadline=deadline,
     )
     regs: dict[str, Any] = {}
     for name, t in program.registers.items():
@@ -281,10 +291,9 @@ def build_trace(
     frame = Frame(regs, z3.BoolVal(True), z3.BoolVal(False))
     for event in ex.run(frame):
         if event[0] == "barrier":
-            _, dec, fr, cond = event
-            log.events.append(
-                BarrierEvent(len(log.events), dec.line, dec.source.full_opcode, cond, fr.exited)
-            )
+            _, dec, fr, cond, loops = event
+            n, text = len(log.events), dec.source.full_opcode
+            log.events.append(BarrierEvent(n, dec.line, text, cond, fr.exited, fr.epoch, loops))
     for v in coords.values():
         if not z3.is_bv_value(v):
             log.thread_vars.append(v)
@@ -301,4 +310,5 @@ def build_trace(
         grid,
         block,
         warp_size,
+        ex.latches,
     )

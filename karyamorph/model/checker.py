@@ -3,7 +3,9 @@
 The encoding follows GPUVerify and Faial: two distinct symbolic threads, one trace of predicated
 accesses per thread split into barrier intervals, one query per access (bounds) or per pair of
 accesses (race), distinct allocations per pointer parameter, loop variables as free variables
-with their range condition for canonical counted loops and bounded unrolling otherwise.
+with their range condition for canonical counted loops (unless their concrete trip count is
+short) and bounded unrolling otherwise. Queries are decided as linear integer arithmetic where
+that translation is exact (:mod:`karyamorph.model.intquery`), as bit-vectors otherwise.
 Equivalence of two kernels lives in :mod:`karyamorph.model.equiv`.
 """
 
@@ -16,12 +18,23 @@ from karyamorph.isa import ast
 from karyamorph.model.accesses import build_trace, dim3
 from karyamorph.model.equiv import EquivInstance, Side, check_equivalence
 from karyamorph.model.interpreter import prepare
+from karyamorph.model.intquery import OutOfTime
 from karyamorph.model.machine import SCHEDULING, Machine
-from karyamorph.model.properties import Encoding, check_barrier, check_bounds, check_race, cut_reason
+from karyamorph.model.properties import (
+    Encoding,
+    check_barrier,
+    check_bounds,
+    check_race,
+    cut_reason,
+    plan_barrier,
+    plan_bounds,
+    plan_race,
+)
 from karyamorph.model.symexec import Unsupported
 from karyamorph.model.verdict import Verdict, Witness
 
 CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
+PLANS = {"bounds": plan_bounds, "race": plan_race, "barrier": plan_barrier}
 Dim = int | tuple[int, ...]
 
 __all__ = ["CHECKS", "EquivInstance", "Side", "check", "check_equivalence"]
@@ -39,6 +52,7 @@ def check(
     scheduling: str | None = None,
     unroll: int = 8,
     timeout_ms: int = 10_000,
+    deadline_s: float | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -69,6 +83,10 @@ def check(
         are explored; deeper ones make the verdict proved-up-to-k.
     timeout_ms
         z3 timeout per query; a timeout gives an unknown verdict.
+    deadline_s
+        Time budget for the whole check, in seconds (None: no budget). Every property not
+        decided when it runs out is unknown, with the reason "time budget of N s ran out after
+        M of K queries"; a budget never turns into a pass.
 
     Returns
     -------
@@ -92,17 +110,43 @@ def check(
             f"(known: {', '.join(CHECKS)}; equivalence: check_equivalence)"
         )
     t0 = time.perf_counter()
+    deadline = None if deadline_s is None else t0 + deadline_s
     program = prepare(module, entry, machine)
     grid, block = dim3(launch[0], "grid"), dim3(launch[1], "block")
+
+    def out_of_time(done: int, planned: int | None) -> str:
+        if planned is None:
+            return f"time budget of {deadline_s:g} s ran out after 0 queries, while exploring the kernel"
+        return f"time budget of {deadline_s:g} s ran out after {done} of {planned} queries"
+
     try:
         trace = build_trace(
-            program, module, grid, block, machine.warp_size, buffers, scalars, int(launch[2]), unroll
+            program,
+            module,
+            grid,
+            block,
+            machine.warp_size,
+            buffers,
+            scalars,
+            int(launch[2]),
+            unroll,
+            deadline=deadline,
         )
     except Unsupported as e:
         spent = time.perf_counter() - t0
         return [Verdict(p, "unknown", reason=f"not encodable: {e}", seconds=spent) for p in properties]
-    enc = Encoding.of(trace, sched, timeout_ms)
-    cut = cut_reason(enc)
+    except OutOfTime:
+        spent = time.perf_counter() - t0
+        return [Verdict(p, "unknown", reason=out_of_time(0, None), seconds=spent) for p in properties]
+    enc = Encoding.of(trace, sched, timeout_ms, deadline)
+    plans = {p: PLANS[p](enc) for p in properties}
+    enc.planned = sum(len(q) for q in plans.values()) + (1 if trace.cuts else 0)
+    try:
+        cut = cut_reason(enc)
+    except OutOfTime:
+        spent = time.perf_counter() - t0
+        reason = out_of_time(enc.done, enc.planned)
+        return [Verdict(p, "unknown", reason=reason, seconds=spent) for p in properties]
     base = time.perf_counter() - t0
     notes = [
         f"loop at line {n}: all iterations (free iteration variable)" for n in sorted(set(trace.abstracted))
@@ -121,5 +165,9 @@ def check(
                 reason = "; ".join(x for x in (reason, *notes) if x)
             return Verdict(prop, verdict, k, witness, reason, base + time.perf_counter() - t1)
 
-        out.append(CHECKS[p](enc, finish))
+        try:
+            out.append(CHECKS[p](enc, plans[p], finish))
+        except OutOfTime:
+            reason = out_of_time(enc.done, enc.planned)
+            out.append(Verdict(p, "unknown", reason=reason, seconds=base + time.perf_counter() - t1))
     return out

@@ -1,16 +1,19 @@
 """Predicated exploration of one thread's paths: concrete control flow is followed, symbolic
 branches run both sides and merge at the immediate post-dominator, loops unroll or abstract.
 
-The driver is a generator: it yields ``("barrier", decoded, frame)`` at each barrier and
-``("warp", request)`` when a warp instruction needs its lanes' values (the equivalence driver
-answers with ``send``); the two-thread encoding just records barriers and answers nothing.
-A symbolic loop branch recurses once per iteration; past ``unroll`` iterations the rest of the
-loop is cut and recorded (the verdict becomes proved-up-to-k). Canonical counted loops
-(:mod:`karyamorph.model.loops`) are instead run once with a free iteration variable.
+The driver is a generator: it yields ``("barrier", decoded, frame, cond, loops)`` at each barrier
+(``loops``: the iteration variables of the abstracted loops around it) and ``("warp", request)``
+when a warp instruction needs its lanes' values (the equivalence driver answers with ``send``);
+the two-thread encoding just records barriers and answers nothing. A symbolic loop branch
+recurses once per iteration; past ``unroll`` iterations the rest of the loop is cut and recorded
+(the verdict becomes proved-up-to-k). Canonical counted loops (:mod:`karyamorph.model.loops`)
+are instead run once, on entry, for a free iteration ``k`` (Faial's approach), unless their trip
+count is concrete and at most ``exact_trips``: short loops are followed exactly.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +21,7 @@ from typing import Any
 import z3
 
 from karyamorph.model.decode import Decoded
+from karyamorph.model.intquery import OutOfTime
 from karyamorph.model.loops import CountedLoop
 from karyamorph.model.symexec import Frame, SymExec, Unsupported, as_const
 
@@ -67,16 +71,33 @@ class Explorer:
     x: SymExec
     unroll: int = 8
     max_steps: int = 200_000
-    loops: dict[int, CountedLoop] = field(default_factory=dict)
+    loops: dict[int, CountedLoop] = field(default_factory=dict)  # by latch
     # (name, sort, abstract) -> a free variable of this thread; abstract: it stands for unknown
     # state (havoc), not for a choice a witness may make (an iteration number)
     fresh: Callable[[str, Any, bool], Any] | None = None
     mark: Callable[[], int] | None = None
     truncate: Callable[[int], None] | None = None
+    exact_trips: int = 8
+    deadline: float | None = None  # time.perf_counter() value past which exploration stops
     cuts: list[Cut] = field(default_factory=list)
     abstracted: list[int] = field(default_factory=list)
+    # (k, latch at the end of iteration k) of loops whose range condition only says "the
+    # previous back edge was taken": a witness's k must be confirmed iteration by iteration
+    latches: list[tuple[Any, Any]] = field(default_factory=list)
     steps: int = 0
     _depth: dict[int, int] = field(default_factory=dict)
+    _headers: dict[int, CountedLoop] = field(default_factory=dict)
+    _inside: set[int] = field(default_factory=set)  # headers of loops being abstracted
+    _ks: list[Any] = field(default_factory=list)  # iteration variables of those loops
+
+    def __post_init__(self) -> None:
+        if self.fresh is None:
+            return
+        by_header: dict[int, list[CountedLoop]] = {}
+        for loop in self.loops.values():
+            by_header.setdefault(loop.header, []).append(loop)
+        # A header shared by two back edges is one loop with two latches: not a counted loop.
+        self._headers = {h: ls[0] for h, ls in by_header.items() if len(ls) == 1}
 
     @property
     def decoded(self) -> list[Decoded]:
@@ -108,24 +129,39 @@ class Explorer:
             except WarpRequest as req:
                 pending = yield ("warp", req, dec, fr)
 
-    def region(self, pc: int, stop: int, fr: Frame) -> Gen:
-        """Execute from ``pc`` until ``stop`` (or the end), updating ``fr`` in place."""
+    def _tick(self, dec: Decoded) -> None:
+        self.steps += 1
+        if self.steps > self.max_steps:
+            raise Unsupported(
+                f"more than {self.max_steps} symbolic steps (line {dec.line}); "
+                "a loop with a large concrete trip count?"
+            )
+        if self.deadline is not None and self.steps % 64 == 0 and time.perf_counter() > self.deadline:
+            raise OutOfTime(f"line {dec.line}")
+
+    def region(self, pc: int, stop: int, fr: Frame, came: int | None = None) -> Gen:
+        """Execute from ``pc`` until ``stop`` (or the end), updating ``fr`` in place; ``came``:
+        the pc control came from (None: a region start outside any loop)."""
         n = len(self.decoded)
         labels = self.x.program.labels
         while pc != stop and pc < n:
             if z3.is_false(fr.active):
                 return
+            loop = self._headers.get(pc)
+            back = came is not None and loop is not None and loop.header <= came <= loop.latch
+            if loop is not None and pc not in self._inside and not back:
+                after = yield from self._abstract(loop, fr)
+                if after is not None:
+                    _replace(fr, after)
+                    came, pc = loop.latch, loop.latch + 1
+                    continue
             dec = self.decoded[pc]
             guard = self._guard(dec, fr)
+            came = pc
             if guard is False:
                 pc += 1
                 continue
-            self.steps += 1
-            if self.steps > self.max_steps:
-                raise Unsupported(
-                    f"more than {self.max_steps} symbolic steps (line {dec.line}); "
-                    "a loop with a large concrete trip count?"
-                )
+            self._tick(dec)
             yield from self._execute(dec, fr, guard)
             ctl = self.x.ctl
             if ctl is None:
@@ -140,7 +176,9 @@ class Explorer:
                 fr.active = z3.And(fr.active, z3.Not(guard))
                 pc += 1
             elif ctl[0] == "barrier":
-                yield ("barrier", dec, fr, self.x.cond)
+                yield ("barrier", dec, fr, self.x.cond, tuple(self._ks))
+                step = fr.epoch + 1
+                fr.epoch = z3.simplify(step if guard is None else z3.If(guard, step, fr.epoch))
                 pc += 1
             else:
                 target = labels[ctl[1]]
@@ -150,12 +188,6 @@ class Explorer:
                 pc = yield from self._branch(pc, target, guard, fr)
 
     def _branch(self, pc: int, target: int, g: Any, fr: Frame) -> Generator[Event, Any, int]:
-        loop = self.loops.get(pc)
-        if loop is not None and self.fresh is not None:
-            merged = yield from self._abstract(pc, g, fr, loop)
-            if merged is not None:
-                _replace(fr, merged)
-                return pc + 1
         cfg = self.x.program.cfg
         n = len(self.decoded)
         r = cfg.reconvergence_pc(cfg.block_of[pc], n)
@@ -172,53 +204,81 @@ class Explorer:
         try:
             taken = fr.fork(z3.simplify(z3.And(fr.active, g)))
             fall = fr.fork(z3.simplify(z3.And(fr.active, z3.Not(g))))
-            yield from self.region(target, r, taken)
-            yield from self.region(pc + 1, r, fall)
+            yield from self.region(target, r, taken, pc)
+            yield from self.region(pc + 1, r, fall, pc)
         finally:
             self._depth[pc] = depth
         _replace(fr, merge(g, taken, fall, fr))
         return r
 
-    def _abstract(self, pc: int, g: Any, fr: Frame, loop: CountedLoop) -> Generator[Event, Any, Frame | None]:
-        """Iterations 1.. of a counted loop as one run of its body with a free iteration count."""
+    def _abstract(self, loop: CountedLoop, fr: Frame) -> Generator[Event, Any, Frame | None]:
+        """All iterations of a counted loop entered with ``fr`` as one run of its body for a free
+        iteration ``k``; the frame after the loop, or None to run the loop as it comes (its
+        trip count is short, or its exit depends on state the abstraction leaves free)."""
         assert self.fresh is not None and self.mark is not None and self.truncate is not None
-        line = self.decoded[pc].line
+        line = self.decoded[loop.latch].line
         regs = self.x.program.registers
-        taken = fr.fork(z3.And(fr.active, g))
-        fall = fr.fork(z3.And(fr.active, z3.Not(g)))
         k = self.fresh(f"k{line}", z3.BitVecSort(64), False)
-        st = taken.fork(taken.active)
+        st = fr.fork(fr.active)
         havoc: set[str] = set()
         ind = {i.reg for i in loop.inductions}
-        for name in loop.written - ind:
+        first = k == 0
+        for name in sorted(loop.written - ind):
             t = regs[name]
             sort = z3.BoolSort() if t.kind == "pred" else z3.BitVecSort(t.bits)
             v = self.fresh(f"{name}.loop{line}", sort, True)
             havoc.add(v.decl().name())
-            st.regs[name] = v
+            # Iteration 0 starts from the entry state; later ones from whatever came before.
+            st.regs[name] = z3.If(first, fr.regs[name], v)
+        per_iteration: dict[str, Any] = {}  # an induction's change over one whole iteration
         for i in loop.inductions:
             w = regs[i.reg].bits
-            step = self._step(i.step, taken, w)
+            step = self._step(i.step, fr, w)
+            step = -step if i.negate else step
+            per_iteration[i.reg] = per_iteration[i.reg] + step if i.reg in per_iteration else step
+        for reg, step in per_iteration.items():
+            w = regs[reg].bits
             delta = z3.Extract(w - 1, 0, k) * step if w < 64 else k * step
-            st.regs[i.reg] = taken.regs[i.reg] - delta if i.negate else taken.regs[i.reg] + delta
-        mark = self.mark()
-        probe = st.fork(st.active)
-        yield from self.region(loop.header, pc, probe)
-        latch = self._guard(self.decoded[pc], probe)
-        self.truncate(mark)
-        if latch is None or latch is False or free_vars(latch) & havoc:
-            return None
-        # Iteration k + 1 is reached only if the latch of iteration k was taken.
-        st.active = z3.And(st.active, z3.substitute(latch, (k, k - 1)))
-        yield from self.region(loop.header, pc, st)
-        again = self._guard(self.decoded[pc], st)
+            st.regs[reg] = z3.simplify(fr.regs[reg] + delta)
+        if loop.barriers:
+            st.epoch = z3.simplify(fr.epoch + k * loop.barriers)
+        self._inside.add(loop.header)
+        self._ks.append(k)
+        try:
+            mark = self.mark()
+            probe = st.fork(st.active)
+            yield from self.region(loop.header, loop.latch, probe, loop.header)
+            latch = self._guard(self.decoded[loop.latch], probe)
+            self.truncate(mark)
+            if latch is None or latch is False or free_vars(latch) & havoc:
+                return None
+            trips = _trip_count(latch, k)
+            if trips is not None and trips <= self.exact_trips:
+                return None
+            # The range condition of k: iteration k is entered.
+            if trips:
+                entered = z3.ULT(k, trips)
+            else:
+                entered = z3.Or(first, z3.substitute(latch, (k, k - 1)))
+                self.latches.append((k, latch))
+            st.active = z3.And(st.active, entered)
+            yield from self.region(loop.header, loop.latch, st, loop.header)
+            again = self._guard(self.decoded[loop.latch], st)
+        finally:
+            self._inside.discard(loop.header)
+            self._ks.pop()
+        self.abstracted.append(line)
+        if trips:
+            # The loop leaves after iteration trips - 1, on every path that entered it.
+            last = (k, z3.BitVecVal(trips - 1, 64))
+            out = {r: z3.simplify(z3.substitute(v, last)) for r, v in st.regs.items()}
+            return Frame(out, fr.active, fr.exited, fr.pruned, z3.simplify(z3.substitute(st.epoch, last)))
         if again is not None and again is not False:
             st.active = z3.And(st.active, z3.Not(again))
         elif again is None:
             st.active = z3.BoolVal(False)
         st.pruned = fr.pruned + 1
-        self.abstracted.append(line)
-        return merge(g, st, fall, fr)
+        return st
 
     def _step(self, op: Any, fr: Frame, bits: int) -> Any:
         from karyamorph.isa import ast
@@ -234,18 +294,35 @@ class Explorer:
         )
 
 
+def _trip_count(latch: Any, k: Any, cap: int = 4096) -> int | None:
+    """The number of iterations of a loop whose back edge at the end of iteration ``k`` is taken
+    under ``latch``, when that depends on ``k`` alone (a concrete trip count); None otherwise or
+    beyond ``cap``."""
+    if free_vars(latch) != {k.decl().name()}:
+        return None
+    for j in range(cap):
+        c = as_const(z3.substitute(latch, (k, z3.BitVecVal(j, 64))))
+        if c is None:
+            return None
+        if c is False:
+            return j + 1
+    return None
+
+
 def merge(g: Any, taken: Frame, fall: Frame, before: Frame) -> Frame:
     """The frame after both sides of a branch on ``g`` reconverge."""
     regs = {}
     for name, t in taken.regs.items():
         f = fall.regs[name]
         regs[name] = t if t.eq(f) else z3.If(g, t, f)
+    epoch = taken.epoch if taken.epoch.eq(fall.epoch) else z3.If(g, taken.epoch, fall.epoch)
     if taken.pruned == fall.pruned == before.pruned:
-        return Frame(regs, before.active, before.exited, before.pruned)
+        return Frame(regs, before.active, before.exited, before.pruned, epoch)
     exited = before.exited if taken.exited.eq(fall.exited) else z3.If(g, taken.exited, fall.exited)
     pruned = max(taken.pruned, fall.pruned) + 1
-    return Frame(regs, z3.If(g, taken.active, fall.active), exited, pruned)
+    return Frame(regs, z3.If(g, taken.active, fall.active), exited, pruned, epoch)
 
 
 def _replace(fr: Frame, new: Frame) -> None:
-    fr.regs, fr.active, fr.exited, fr.pruned = new.regs, new.active, new.exited, new.pruned
+    fr.regs, fr.active, fr.exited = new.regs, new.active, new.exited
+    fr.pruned, fr.epoch = new.pruned, new.epoch

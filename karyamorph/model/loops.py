@@ -2,11 +2,14 @@
 
 A loop qualifies (Faial's approach) when it is bottom-tested (a conditional back edge at the
 latch), its body is the contiguous range ``[header, latch)`` with no branch leaving it, no
-``exit``/``ret``, no barrier and no warp instruction, and at least one register is an induction
-variable: written once per iteration, by an unguarded ``add``/``sub`` of a loop-invariant
-operand, at a place every iteration executes. The checker then runs the body once for iteration
-``k + 1`` with ``k`` free, induction registers at ``start + k * step``, every other register the
-body writes left free, and the range condition "the previous iteration's latch was taken".
+``exit``/``ret`` and no warp instruction, its barriers (if any) are unguarded and at places every
+iteration executes once (not skipped by a branch, not inside a nested loop), and at least one
+register is an induction variable: every write of it in the body is an unguarded ``add``/``sub``
+of a loop-invariant operand at a place every iteration executes once (its step per iteration is
+their sum). The checker then runs the body
+once for iteration ``k`` with ``k`` free, induction registers at ``start + k * step``, the
+barrier count at ``start + k * barriers``, every other register the body writes left free from
+iteration 1 on, and the range condition of ``k`` (:mod:`karyamorph.model.explore`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class CountedLoop:
     latch: int
     inductions: tuple[Induction, ...]
     written: frozenset[str]
+    barriers: int = 0  # barriers every iteration passes
 
 
 def dest_registers(dec: Decoded) -> set[str]:
@@ -65,43 +69,57 @@ def counted_loops(decoded: list[Decoded], labels: dict[str, int]) -> dict[int, C
     return loops
 
 
+def _step(dec: Decoded, reg: str, written: frozenset[str]) -> tuple[ast.Operand, bool] | None:
+    """``(step, negate)`` when ``dec`` is an unguarded integer ``reg += step`` / ``reg -= step``
+    with a loop-invariant step, else None."""
+    ins = dec.source
+    if ins.opcode not in ("add", "sub") or ins.guard is not None or dec.ty.is_float:
+        return None
+    a, b = dec.operands.get("a"), dec.operands.get("b")
+    step = None
+    if isinstance(a, ast.Register) and a.name == reg:
+        step = b
+    elif ins.opcode == "add" and isinstance(b, ast.Register) and b.name == reg:
+        step = a
+    if not isinstance(step, ast.Immediate | ast.Register):
+        return None
+    if isinstance(step, ast.Register) and step.name in written:
+        return None
+    return step, ins.opcode == "sub"
+
+
 def _analyse(decoded: list[Decoded], labels: dict[str, int], header: int, latch: int) -> CountedLoop | None:
     body = range(header, latch)
     skipped: set[int] = set()  # instructions some iteration may jump over
+    repeated: set[int] = set()  # instructions of nested loops
+    barriers: list[int] = []
     writes: dict[str, list[int]] = {}
     for i in body:
         dec = decoded[i]
         op = dec.source.opcode
-        if dec.instr.kind in ("barrier", "warp") or op in ("exit", "ret"):
+        if dec.instr.kind == "warp" or op in ("exit", "ret"):
             return None
+        if dec.instr.kind == "barrier":
+            if dec.source.guard is not None:
+                return None
+            barriers.append(i)
         if op == "bra":
             t = dec.source.operands[0]
             dest = labels.get(t.name, -1) if isinstance(t, ast.Symbol) else -1
             if not header < dest <= latch:
                 return None  # leaves the body, or a second back edge
             skipped.update(range(i + 1, dest))
+            repeated.update(range(dest, i + 1))
         for r in dest_registers(dec):
             writes.setdefault(r, []).append(i)
+    if any(b in skipped or b in repeated for b in barriers):
+        return None  # the number of barriers per iteration would vary
     written = frozenset(writes)
     inductions = []
     for reg, at in writes.items():
-        if len(at) != 1 or at[0] in skipped:
-            continue
-        dec = decoded[at[0]]
-        ins = dec.source
-        if ins.opcode not in ("add", "sub") or ins.guard is not None or dec.ty.is_float:
-            continue
-        a, b = dec.operands.get("a"), dec.operands.get("b")
-        step = None
-        if isinstance(a, ast.Register) and a.name == reg:
-            step = b
-        elif ins.opcode == "add" and isinstance(b, ast.Register) and b.name == reg:
-            step = a
-        if step is None or (isinstance(step, ast.Register) and step.name in written):
-            continue
-        if not isinstance(step, ast.Immediate | ast.Register):
-            continue
-        inductions.append(Induction(reg, step, ins.opcode == "sub"))
+        steps = [_step(decoded[i], reg, written) for i in at if i not in skipped and i not in repeated]
+        if len(steps) == len(at) and all(st is not None for st in steps):
+            inductions += [Induction(reg, st[0], st[1]) for st in steps if st is not None]
     if not inductions:
         return None
-    return CountedLoop(header, latch, tuple(inductions), written)
+    return CountedLoop(header, latch, tuple(inductions), written, len(barriers))

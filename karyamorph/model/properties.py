@@ -4,18 +4,21 @@ construction of verdicts and witnesses from z3 models.
 Thread ``A`` is the trace's own symbolic thread; thread ``B`` is the same trace with every
 private variable renamed. A refutation whose violation still depends on values the abstraction
 leaves free (shared memory contents, loop state) is reported as unknown, never as refuted.
+Each property is first planned (the queries it needs, after pruning the pairs that cannot
+conflict for reasons Python sees at once), then decided query by query.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import z3
+from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 
 from karyamorph.model.accesses import Access, BarrierEvent, Trace, coord_constraints
+from karyamorph.model.intquery import NotLinear, Outcome, QuerySolver
 from karyamorph.model.verdict import ThreadId, Verdict, Witness
 
 
@@ -34,21 +37,35 @@ def consts(term: Any, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Iterations of a loop with a symbolic range that a witness may pick (each one is confirmed).
+CONFIRMED_ITERATIONS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One planned query: ``violation`` is satisfiable exactly when the events go wrong."""
+
+    violation: Any
+    events: tuple[Access | BarrierEvent, ...]
+
+
 @dataclass(slots=True)
 class Encoding:
     """A trace made ready for queries: inputs substituted, thread ``B`` defined, solver set up."""
 
     trace: Trace
     scheduling: str
-    timeout_ms: int
     rename: list[tuple[Any, Any]]
     abstract: set[str]
     loads: list[tuple[Access, str, int]]  # read-only global loads: (access, buffer, element bytes)
-    solver: z3.Solver
-    queries: int = 0
+    solver: QuerySolver
+    planned: int = 0  # queries of the plans in hand
+    done: int = 0  # planned queries decided
+    _renamed: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id -> (term kept alive, for B)
+    _arrays: tuple[Any, Any] | None = None
 
     @staticmethod
-    def of(trace: Trace, scheduling: str, timeout_ms: int) -> Encoding:
+    def of(trace: Trace, scheduling: str, timeout_ms: int, deadline: float | None = None) -> Encoding:
         inputs = _read_only_loads(trace)
         rename = [(v, z3.Const(v.decl().name().replace("@A", "@B"), v.sort())) for v in trace.thread_vars]
         abstract = set(trace.abstract)
@@ -59,16 +76,36 @@ class Encoding:
                 if name not in ro_names:
                     abstract.add(name)
         abstract |= {n.replace("@A", "@B") for n in abstract}
-        s = z3.Solver()
-        s.set("timeout", timeout_ms)
-        enc = Encoding(trace, scheduling, timeout_ms, rename, abstract, inputs, s)
-        s.add(*coord_constraints(trace.coords, trace.grid, trace.block))
-        s.add(*[enc.b(c) for c in coord_constraints(trace.coords, trace.grid, trace.block)])
+        limits: dict[str, int] = {}
+        for name, dims in (("tid", trace.block), ("ctaid", trace.grid)):
+            for axis, n in zip("xyz", dims, strict=True):
+                limits[f"{name}.{axis}@A"] = limits[f"{name}.{axis}@B"] = n
+        background = coord_constraints(trace.coords, trace.grid, trace.block)
+        solver = QuerySolver([], limits, timeout_ms, deadline)
+        enc = Encoding(trace, scheduling, rename, abstract, inputs, solver)
+        solver.background = background + [enc.b(c) for c in background]
         return enc
 
     def b(self, term: Any) -> Any:
         """``term`` for thread B."""
-        return z3.substitute(term, *self.rename) if self.rename else term
+        if not self.rename:
+            return term
+        hit = self._renamed.get(term.get_id())
+        if hit is not None:
+            return hit[1]
+        if self._arrays is None:
+            # One array of each side for every call: z3.substitute re-checks all pairs each time.
+            n = len(self.rename)
+            src, dst = (z3.Ast * n)(), (z3.Ast * n)()
+            for i, (a, b) in enumerate(self.rename):
+                src[i], dst[i] = a.as_ast(), b.as_ast()
+            self._arrays = (src, dst)
+        src, dst = self._arrays
+        ctx = term.ctx
+        raw = z3.Z3_substitute(ctx.ref(), term.as_ast(), len(self.rename), src, dst)
+        out = _to_expr_ref(raw, ctx)
+        self._renamed[term.get_id()] = (term, out)
+        return out
 
     def _coord_pairs(self) -> list[tuple[Any, Any]]:
         return [(v, self.b(v)) for v in self.trace.coords.values()]
@@ -90,15 +127,33 @@ class Encoding:
         lin = self.trace.specials["%warpid"]
         return z3.And(self.same_block(), lin == self.b(lin))
 
-    def check(self, *constraints: Any) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
-        self.queries += 1
-        self.solver.push()
+    def check(self, *constraints: Any) -> Outcome:
+        return self.solver.check(*constraints)
+
+    def span(self, addr: Any) -> tuple[int, int] | None:
+        """Lowest and highest value an address term can take (interval bounds), if known."""
         try:
-            self.solver.add(*constraints)
-            r = self.solver.check()
-            return r, self.solver.model() if r == z3.sat else None
-        finally:
-            self.solver.pop()
+            _, lo, hi = self.solver.ints.value(addr)
+        except NotLinear:
+            return None
+        return lo, hi
+
+    def confirm(self, violation: Any, model: z3.ModelRef) -> z3.ModelRef | None:
+        """A model of ``violation`` that is a real counterexample (every loop iteration it picks
+        is reached, its violation does not hinge on abstracted state), or None."""
+        names = consts(violation, {})
+        latches = [
+            (k, t)
+            for k, t in (*self.trace.latches, *((self.b(k), self.b(t)) for k, t in self.trace.latches))
+            if k.decl().name() in names
+        ]
+        if not _iterations_reached(latches, model):
+            # Look again among the first CONFIRMED_ITERATIONS iterations of every such loop.
+            again = self.check(violation, *[z3.ULT(k, CONFIRMED_ITERATIONS) for k, _ in latches])
+            if again.model is None or not _iterations_reached(latches, again.model):
+                return None
+            model = again.model
+        return model if self.genuine(violation, model) else None
 
     def genuine(self, violation: Any, model: z3.ModelRef) -> bool:
         """Whether ``violation`` holds for every value of the abstract variables, with the
@@ -109,8 +164,7 @@ class Encoding:
         ]
         if not any(n in self.abstract for n in names):
             return True
-        r, _ = self.check(*fixed, z3.Not(violation))
-        return r == z3.unsat
+        return self.check(*fixed, z3.Not(violation)).result == z3.unsat
 
     def thread(self, model: z3.ModelRef, which: str) -> ThreadId:
         vals = {}
@@ -143,6 +197,20 @@ class Encoding:
         a = int(model.eval(addr, model_completion=True).as_long())
         alloc, off = self.trace.layout.find(acc.space, a)
         return (alloc.name if alloc else None), off
+
+
+def _iterations_reached(latches: list[tuple[Any, Any]], model: z3.ModelRef) -> bool:
+    """Whether each iteration ``k`` the model picks in a loop whose range condition is only
+    "the previous back edge was taken" follows an unbroken run of taken back edges."""
+    for k, latch in latches:
+        n = int(model.eval(k, model_completion=True).as_long())
+        if n > CONFIRMED_ITERATIONS:
+            return False
+        for j in range(n):
+            taken = model.eval(z3.substitute(latch, (k, z3.BitVecVal(j, 64))), model_completion=True)
+            if not z3.is_true(taken):
+                return False
+    return True
 
 
 def provenance(addr: Any) -> int | None:
@@ -187,10 +255,13 @@ def _read_only_loads(trace: Trace) -> list[tuple[Access, str, int]]:
     if pairs:
         for e in trace.events:
             e.guard = z3.substitute(e.guard, *pairs)
+            e.epoch = z3.substitute(e.epoch, *pairs)
             if isinstance(e, Access):
                 e.addr = z3.substitute(e.addr, *pairs)
                 if e.value is not None and any(e.value.eq(v) for v, _ in pairs):
                     e.value = next(r for v, r in pairs if e.value.eq(v))
+            else:
+                e.exited = z3.substitute(e.exited, *pairs)
     return out
 
 
@@ -206,115 +277,175 @@ def _in_bounds(enc: Encoding, acc: Access) -> Any:
 Finish = Callable[[str, str, Witness | None, str], Verdict]
 
 
-def check_bounds(enc: Encoding, finish: Finish) -> Verdict:
+def plan_bounds(enc: Encoding) -> list[Query]:
+    out = []
     for acc in (e for e in enc.trace.events if isinstance(e, Access)):
         if acc.space not in ("global", "shared", "local") or z3.is_false(acc.guard):
             continue
-        violation = z3.And(acc.guard, z3.Not(_in_bounds(enc, acc)))
-        r, model = enc.check(violation)
-        if r == z3.unknown:
-            return finish(
-                "bounds", "unknown", None, f"z3 gave up on line {acc.line}: {enc.solver.reason_unknown()}"
-            )
-        if model is None:
+        span = enc.span(acc.addr)
+        if span is not None and any(
+            al.base <= span[0] and span[1] + acc.nbytes <= al.base + al.size
+            for al in enc.trace.layout.of_space(acc.space)
+        ):
+            continue  # every address it can take lies inside one allocation
+        out.append(Query(z3.And(acc.guard, z3.Not(_in_bounds(enc, acc))), (acc,)))
+    return out
+
+
+def _decide(
+    enc: Encoding,
+    prop: str,
+    plan: list[Query],
+    finish: Finish,
+    where: Callable[[Query], str],
+    doubt: str,
+    witness: Callable[[Query, z3.ModelRef], Witness],
+    refuted: str = "",
+) -> Verdict:
+    """Run a plan: refuted at the first confirmed counterexample; unknown when some query was
+    undecided or its counterexample not confirmed (and none was); proved otherwise."""
+    unsure = ""
+    for q in plan:
+        out = enc.check(q.violation)
+        enc.done += 1
+        if out.result == z3.unknown:
+            unsure = unsure or f"z3 gave up on {where(q)}: {out.reason}"
             continue
-        if not enc.genuine(violation, model):
-            return finish(
-                "bounds",
-                "unknown",
-                None,
-                f"line {acc.line} may go out of bounds depending on "
-                "values the two-thread abstraction leaves free (memory contents or loop state)",
-            )
+        if out.model is None:
+            continue
+        model = enc.confirm(q.violation, out.model)
+        if model is None:
+            unsure = unsure or f"{where(q)} {doubt}"
+            continue
+        return finish(prop, "refuted", witness(q, model), refuted)
+    if unsure:
+        return finish(prop, "unknown", None, unsure)
+    return finish(prop, "proved", None, "")
+
+
+def check_bounds(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
+    def witness(q: Query, model: z3.ModelRef) -> Witness:
+        acc = q.events[0]
+        assert isinstance(acc, Access)
         buf, off = enc.locate(acc, model)
-        w = Witness(
-            (enc.thread(model, "A"),), (acc.line,), (acc.text,), acc.space, buf, off, enc.inputs(model, "A")
-        )
-        return finish("bounds", "refuted", w, "")
-    return finish("bounds", "proved", None, "")
+        threads = (enc.thread(model, "A"),)
+        return Witness(threads, (acc.line,), (acc.text,), acc.space, buf, off, enc.inputs(model, "A"))
+
+    return _decide(
+        enc,
+        "bounds",
+        plan,
+        finish,
+        lambda q: f"line {q.events[0].line}",
+        "may go out of bounds depending on values the two-thread abstraction leaves free "
+        "(memory contents or loop state)",
+        witness,
+    )
 
 
-def check_race(enc: Encoding, finish: Finish) -> Verdict:
-    events = enc.trace.events
-    accesses = [e for e in events if isinstance(e, Access) and e.space in ("global", "shared")]
-    barriers = [e for e in events if isinstance(e, BarrierEvent)]
+def _disjoint(enc: Encoding, a: Access, c: Access) -> bool:
+    """Whether two accesses can never overlap, for reasons seen without a solver."""
+    if a.space == "global":
+        pa, pc = provenance(a.addr), provenance(c.addr)
+        # Every pointer parameter is its own allocation: an access that leaves its buffer is a
+        # bounds violation, not a race with the neighbouring buffer.
+        if pa is not None and pc is not None and pa != pc:
+            return True
+    sa, sc = enc.span(a.addr), enc.span(c.addr)
+    return sa is not None and sc is not None and (sa[1] + a.nbytes <= sc[0] or sc[1] + c.nbytes <= sa[0])
+
+
+def plan_race(enc: Encoding) -> list[Query]:
+    accesses = [
+        e
+        for e in enc.trace.events
+        if isinstance(e, Access) and e.space in ("global", "shared") and not z3.is_false(e.guard)
+    ]
     same_block, distinct = enc.same_block(), enc.distinct()
     same_warp = enc.same_warp() if enc.scheduling == "lockstep" else None
-    bguards = {b.index: z3.And(b.guard, enc.b(b.guard)) for b in barriers}
+    out = []
     for i, a in enumerate(accesses):
         for c in accesses[i:]:
             if a.space != c.space or not (a.write or c.write) or (a.atomic and c.atomic):
                 continue
-            between = [b for b in barriers if a.index < b.index < c.index]
-            if any(z3.is_true(b.guard) for b in between) and a.space == "shared":
+            ea, ec = z3.simplify(a.epoch), z3.simplify(enc.b(c.epoch))
+            concrete = z3.is_bv_value(ea) and z3.is_bv_value(ec)
+            if a.space == "shared" and concrete and not ea.eq(ec):
+                continue  # separated by barriers both threads pass
+            if _disjoint(enc, a, c):
                 continue
-            sep = z3.Or([bguards[b.index] for b in between]) if between else z3.BoolVal(False)
-            ordered = z3.And(same_block, sep)
+            # Two threads of a block are unordered exactly when they passed as many barriers.
+            together = z3.BoolVal(True) if concrete and ea.eq(ec) else ea == ec
+            if a.space == "shared":
+                unordered = z3.And(same_block, together)
+            else:
+                unordered = z3.Or(z3.Not(same_block), together)
             if same_warp is not None and a.index != c.index:
-                ordered = z3.Or(ordered, same_warp)  # lockstep: one instruction at a time per warp
+                unordered = z3.And(unordered, z3.Not(same_warp))  # lockstep: one instruction at a time
             cb = enc.b(c.addr)
             overlap = z3.And(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
-            scope = same_block if a.space == "shared" else z3.BoolVal(True)
-            violation = z3.And(a.guard, enc.b(c.guard), distinct, scope, z3.Not(ordered), overlap)
-            r, model = enc.check(violation)
-            where = f"lines {a.line} and {c.line}"
-            if r == z3.unknown:
-                return finish(
-                    "race", "unknown", None, f"z3 gave up on {where}: {enc.solver.reason_unknown()}"
-                )
-            if model is None:
-                continue
-            if not enc.genuine(violation, model):
-                return finish(
-                    "race",
-                    "unknown",
-                    None,
-                    f"{where} may race depending on values the "
-                    "two-thread abstraction leaves free (memory contents or loop state)",
-                )
-            buf, off = enc.locate(a, model)
-            w = Witness(
-                (enc.thread(model, "A"), enc.thread(model, "B")),
-                (a.line, c.line),
-                (a.text, c.text),
-                a.space,
-                buf,
-                off,
-                enc.inputs(model, "AB"),
-            )
-            return finish("race", "refuted", w, "")
-    return finish("race", "proved", None, "")
+            out.append(Query(z3.And(a.guard, enc.b(c.guard), distinct, unordered, overlap), (a, c)))
+    return out
 
 
-def check_barrier(enc: Encoding, finish: Finish) -> Verdict:
-    same_block, distinct = enc.same_block(), enc.distinct()
-    for b in (e for e in enc.trace.events if isinstance(e, BarrierEvent)):
-        if z3.is_true(b.guard):
-            continue
-        violation = z3.And(same_block, distinct, b.guard, z3.Not(enc.b(b.guard)), z3.Not(enc.b(b.exited)))
-        r, model = enc.check(violation)
-        if r == z3.unknown:
-            return finish(
-                "barrier", "unknown", None, f"z3 gave up on line {b.line}: {enc.solver.reason_unknown()}"
-            )
-        if model is None:
-            continue
-        if not enc.genuine(violation, model):
-            return finish(
-                "barrier",
-                "unknown",
-                None,
-                f"the barrier at line {b.line} may be divergent "
-                "depending on values the two-thread abstraction leaves free",
-            )
-        w = Witness(
+def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
+    def witness(q: Query, model: z3.ModelRef) -> Witness:
+        a, c = q.events
+        assert isinstance(a, Access) and isinstance(c, Access)
+        buf, off = enc.locate(a, model)
+        return Witness(
             (enc.thread(model, "A"), enc.thread(model, "B")),
-            (b.line, b.line),
-            (b.text, b.text),
-            inputs=enc.inputs(model, "AB"),
+            (a.line, c.line),
+            (a.text, c.text),
+            a.space,
+            buf,
+            off,
+            enc.inputs(model, "AB"),
         )
-        return finish("barrier", "refuted", w, "thread B (not exited) does not reach the barrier")
-    return finish("barrier", "proved", None, "")
+
+    return _decide(
+        enc,
+        "race",
+        plan,
+        finish,
+        lambda q: f"lines {q.events[0].line} and {q.events[1].line}",
+        "may race depending on values the two-thread abstraction leaves free (memory contents or loop state)",
+        witness,
+    )
+
+
+def plan_barrier(enc: Encoding) -> list[Query]:
+    same_block, distinct = enc.same_block(), enc.distinct()
+    out = []
+    for b in (e for e in enc.trace.events if isinstance(e, BarrierEvent)):
+        if z3.is_true(b.guard) or z3.is_false(b.guard):
+            continue
+        # Inside an abstracted loop, B is asked about the same iteration as A.
+        same_iter = [(enc.b(k), k) for k in b.loops]
+        guard_b, exited_b = enc.b(b.guard), enc.b(b.exited)
+        if same_iter:
+            guard_b, exited_b = z3.substitute(guard_b, *same_iter), z3.substitute(exited_b, *same_iter)
+        violation = z3.And(same_block, distinct, b.guard, z3.Not(guard_b), z3.Not(exited_b))
+        out.append(Query(violation, (b,)))
+    return out
+
+
+def check_barrier(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
+    def witness(q: Query, model: z3.ModelRef) -> Witness:
+        b = q.events[0]
+        threads = (enc.thread(model, "A"), enc.thread(model, "B"))
+        return Witness(threads, (b.line, b.line), (b.text, b.text), inputs=enc.inputs(model, "AB"))
+
+    return _decide(
+        enc,
+        "barrier",
+        plan,
+        finish,
+        lambda q: f"the barrier at line {q.events[0].line}",
+        "may be divergent depending on values the two-thread abstraction leaves free",
+        witness,
+        "thread B (not exited) does not reach the barrier",
+    )
 
 
 def cut_reason(enc: Encoding) -> str:
@@ -322,13 +453,9 @@ def cut_reason(enc: Encoding) -> str:
     cuts = enc.trace.cuts
     if not cuts:
         return ""
-    r, _ = enc.check(z3.Or([c.cond for c in cuts]))
+    r = enc.check(z3.Or([c.cond for c in cuts])).result
+    enc.done += 1
     if r == z3.unsat:
         return ""
     lines = sorted({c.line for c in cuts})
     return f"loop(s) at line(s) {', '.join(map(str, lines))} unrolled; deeper iterations unexplored"
-
-
-def timer() -> Callable[[], float]:
-    t0 = time.perf_counter()
-    return lambda: time.perf_counter() - t0

@@ -80,9 +80,12 @@ class Frame:
     active: Any
     exited: Any
     pruned: int = 0  # bumped whenever paths leave ``active`` (exit, cut loop): merges must not revive them
+    # Barriers passed so far: two threads of a block are in one barrier interval exactly when
+    # they have passed equally many (barriers are aligned; the barrier property checks that).
+    epoch: Any = field(default_factory=lambda: z3.BitVecVal(0, 64))
 
     def fork(self, active: Any) -> Frame:
-        return Frame(dict(self.regs), active, self.exited, self.pruned)
+        return Frame(dict(self.regs), active, self.exited, self.pruned, self.epoch)
 
 
 class MemoryModel(Protocol):

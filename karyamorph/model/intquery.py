@@ -1,0 +1,333 @@
+"""Deciding the checker's bit-vector queries: an exact translation to integer arithmetic first,
+the bit-vector solver as the fallback.
+
+Address arithmetic of GPU kernels is linear in the thread coordinates with constant coefficients
+(``(32 * ctaid.x + tid.y) * 4001 + tid.x``). Bit-blasted, the injectivity behind a race proof is
+a multiplier circuit that z3's SAT core takes seconds to refute; as linear integer arithmetic it
+takes milliseconds. The translation is exact, not an approximation: every bit-vector ``t`` of
+width ``w`` becomes the integer ``t mod 2**w`` (its unsigned value), with ``mod`` applied only
+where interval bounds cannot exclude a wrap-around. Terms outside the linear fragment (a product
+of two variables, a division by a variable, bitwise ops other than masks) are not translated and
+the query goes to the bit-vector solver as before.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+
+class NotLinear(Exception):
+    """A term outside the fragment the integer translation covers."""
+
+
+Bounds = tuple[Any, int, int]  # (integer term, lowest value, highest value)
+
+_CMP = {
+    z3.Z3_OP_ULEQ: lambda a, b: a <= b,
+    z3.Z3_OP_ULT: lambda a, b: a < b,
+    z3.Z3_OP_UGEQ: lambda a, b: a >= b,
+    z3.Z3_OP_UGT: lambda a, b: a > b,
+}
+_SCMP = {
+    z3.Z3_OP_SLEQ: lambda a, b: a <= b,
+    z3.Z3_OP_SLT: lambda a, b: a < b,
+    z3.Z3_OP_SGEQ: lambda a, b: a >= b,
+    z3.Z3_OP_SGT: lambda a, b: a > b,
+}
+_DIV = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I)
+_REM = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I)
+
+
+def _mask_run(m: int) -> tuple[int, int] | None:
+    """(lowest bit, width) of a mask that is one run of ones, else None."""
+    if m <= 0:
+        return None
+    lo = (m & -m).bit_length() - 1
+    run = m >> lo
+    return (lo, run.bit_length()) if run & (run + 1) == 0 else None
+
+
+@dataclass(slots=True)
+class IntTranslation:
+    """Translates bit-vector formulas to integer ones, caching terms across queries.
+
+    ``limits`` gives an exclusive upper bound for named variables (thread coordinates), used both
+    as a constraint and to drop ``mod`` where no wrap-around can happen.
+    """
+
+    limits: dict[str, int]
+    variables: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # name -> (bv, int)
+    ranges: list[Any] = field(default_factory=list)  # range constraints not yet given to a solver
+    _cache: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id -> (term kept alive, result)
+    _functions: dict[str, Any] = field(default_factory=dict)
+
+    def formula(self, t: Any) -> Any:
+        """The integer formula equisatisfiable with the Boolean bit-vector formula ``t``."""
+        hit = self._cache.get(t.get_id())
+        if hit is not None:
+            return hit[1]
+        r = self._formula(t)
+        self._cache[t.get_id()] = (t, r)
+        return r
+
+    def value(self, t: Any) -> Bounds:
+        """The unsigned value of the bit-vector term ``t`` as an integer term, with its bounds."""
+        hit = self._cache.get(t.get_id())
+        if hit is not None:
+            return hit[1]
+        r = self._value(t)
+        self._cache[t.get_id()] = (t, r)
+        return r
+
+    def _formula(self, t: Any) -> Any:
+        if z3.is_true(t) or z3.is_false(t):
+            return t
+        k, ch = t.decl().kind(), t.children()
+        if k == z3.Z3_OP_AND:
+            return z3.And([self.formula(c) for c in ch])
+        if k == z3.Z3_OP_OR:
+            return z3.Or([self.formula(c) for c in ch])
+        if k == z3.Z3_OP_NOT:
+            return z3.Not(self.formula(ch[0]))
+        if k == z3.Z3_OP_IMPLIES:
+            return z3.Implies(self.formula(ch[0]), self.formula(ch[1]))
+        if k == z3.Z3_OP_XOR:
+            return z3.Xor(self.formula(ch[0]), self.formula(ch[1]))
+        if k == z3.Z3_OP_ITE:
+            return z3.If(self.formula(ch[0]), self.formula(ch[1]), self.formula(ch[2]))
+        if k in (z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT):
+            args = [self.formula(c) if z3.is_bool(c) else self.value(c)[0] for c in ch]
+            if k == z3.Z3_OP_DISTINCT:
+                return z3.Distinct(args)
+            return z3.And([a == args[0] for a in args[1:]])
+        if k in _CMP:
+            return _CMP[k](self.value(ch[0])[0], self.value(ch[1])[0])
+        if k in _SCMP:
+            return _SCMP[k](self._signed(ch[0]), self._signed(ch[1]))
+        if k == z3.Z3_OP_UNINTERPRETED and not ch:
+            return t
+        raise NotLinear(f"Boolean operation {t.decl().name()}")
+
+    def _signed(self, t: Any) -> Any:
+        w = t.size()
+        x, _, hi = self.value(t)
+        if hi < 1 << (w - 1):
+            return x
+        return z3.If(x >= 1 << (w - 1), x - (1 << w), x)
+
+    def _var(self, t: Any) -> Bounds:
+        name = t.decl().name()
+        top = min(self.limits.get(name, 1 << t.size()), 1 << t.size()) - 1
+        if name not in self.variables:
+            v = z3.Int(name)
+            self.variables[name] = (t, v)
+            self.ranges += [v >= 0, v <= top]
+        return self.variables[name][1], 0, top
+
+    def _apply(self, t: Any) -> Bounds:
+        """An uninterpreted function of bit-vectors as one of integers (equal arguments, equal
+        results: the translation is injective on each width, so congruence carries over)."""
+        d = t.decl()
+        if any(not z3.is_bv_sort(d.domain(i)) for i in range(d.arity())) or not z3.is_bv_sort(d.range()):
+            raise NotLinear(f"function {d.name()} over non-bit-vector sorts")
+        f = self._functions.get(d.name())
+        if f is None:
+            f = z3.Function(f"{d.name()}#int", *([z3.IntSort()] * d.arity()), z3.IntSort())
+            self._functions[d.name()] = f
+        r = f(*[self.value(c)[0] for c in t.children()])
+        top = (1 << t.size()) - 1
+        self.ranges += [r >= 0, r <= top]
+        return r, 0, top
+
+    @staticmethod
+    def _wrap(x: Any, lo: int, hi: int, w: int) -> Bounds:
+        m = 1 << w
+        if lo >= 0 and hi < m:
+            return x, lo, hi
+        return x % m, 0, m - 1
+
+    def _value(self, t: Any) -> Bounds:
+        w = t.size()
+        if z3.is_bv_value(t):
+            v = int(t.as_long())
+            return z3.IntVal(v), v, v
+        k, ch = t.decl().kind(), t.children()
+        if k == z3.Z3_OP_UNINTERPRETED:
+            return self._apply(t) if ch else self._var(t)
+        if k == z3.Z3_OP_BADD:
+            xs = [self.value(c) for c in ch]
+            return self._wrap(z3.Sum([x[0] for x in xs]), sum(x[1] for x in xs), sum(x[2] for x in xs), w)
+        if k == z3.Z3_OP_BSUB:
+            (a, alo, ahi), (b, blo, bhi) = self.value(ch[0]), self.value(ch[1])
+            return self._wrap(a - b, alo - bhi, ahi - blo, w)
+        if k == z3.Z3_OP_BNEG:
+            a, lo, hi = self.value(ch[0])
+            return self._wrap(-a, -hi, -lo, w)
+        if k == z3.Z3_OP_BNOT:
+            a, lo, hi = self.value(ch[0])
+            return (1 << w) - 1 - a, (1 << w) - 1 - hi, (1 << w) - 1 - lo
+        if k == z3.Z3_OP_BMUL:
+            c, rest = 1, []
+            for x in ch:
+                if z3.is_bv_value(x):
+                    c *= int(x.as_long())
+                else:
+                    rest.append(x)
+            c %= 1 << w
+            if len(rest) > 1:
+                raise NotLinear("product of two variables")
+            if not rest:
+                return z3.IntVal(c), c, c
+            a, lo, hi = self.value(rest[0])
+            return self._wrap(c * a, c * lo, c * hi, w)
+        if k == z3.Z3_OP_CONCAT:
+            x, lo, hi = self.value(ch[0])
+            for c in ch[1:]:
+                s = 1 << c.size()
+                y, ylo, yhi = self.value(c)
+                x, lo, hi = x * s + y, lo * s + ylo, hi * s + yhi
+            return x, lo, hi
+        if k == z3.Z3_OP_EXTRACT:
+            top, low = t.params()
+            x, lo, hi = self.value(ch[0])
+            if low:
+                x, lo, hi = x / (1 << low), lo >> low, hi >> low
+            return self._wrap(x, lo, hi, top - low + 1)
+        if k == z3.Z3_OP_ZERO_EXT:
+            return self.value(ch[0])
+        if k == z3.Z3_OP_SIGN_EXT:
+            half = 1 << (ch[0].size() - 1)
+            a, lo, hi = self.value(ch[0])
+            if hi < half:
+                return a, lo, hi  # non-negative: the same as a zero extension
+            return self._wrap(self._signed(ch[0]), -half, half - 1, w)
+        if k == z3.Z3_OP_ITE:
+            (a, alo, ahi), (b, blo, bhi) = self.value(ch[1]), self.value(ch[2])
+            return z3.If(self.formula(ch[0]), a, b), min(alo, blo), max(ahi, bhi)
+        if (k in _DIV or k in _REM) and z3.is_bv_value(ch[1]) and ch[1].as_long() != 0:
+            d = int(ch[1].as_long())
+            a, lo, hi = self.value(ch[0])
+            if k in _DIV:
+                return a / d, lo // d, hi // d
+            return (a, lo, hi) if hi < d else (a % d, 0, d - 1)
+        if k in (z3.Z3_OP_BSHL, z3.Z3_OP_BLSHR) and z3.is_bv_value(ch[1]):
+            s = int(ch[1].as_long())
+            if s >= w:
+                return z3.IntVal(0), 0, 0
+            a, lo, hi = self.value(ch[0])
+            if k == z3.Z3_OP_BLSHR:
+                return a / (1 << s), lo >> s, hi >> s
+            return self._wrap(a * (1 << s), lo << s, hi << s, w)
+        if k == z3.Z3_OP_BAND and len(ch) == 2 and any(z3.is_bv_value(c) for c in ch):
+            m = next(int(c.as_long()) for c in ch if z3.is_bv_value(c))
+            other = next((c for c in ch if not z3.is_bv_value(c)), ch[0])
+            run = _mask_run(m)
+            if run is None:
+                raise NotLinear(f"mask {m:#x} is not one run of ones")
+            low, width = run
+            a, lo, hi = self.value(other)
+            part = (a / (1 << low) if low else a) % (1 << width)
+            return part * (1 << low), 0, ((1 << width) - 1) << low
+        raise NotLinear(f"bit-vector operation {t.decl().name()}")
+
+
+class OutOfTime(Exception):
+    """The caller's time budget ran out before (or while) a query was decided."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A query's result; ``model`` (bit-vector) when sat, ``reason`` when unknown."""
+
+    result: z3.CheckSatResult
+    model: z3.ModelRef | None = None
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class QuerySolver:
+    """Decides queries over fixed background constraints (the thread coordinates' ranges).
+
+    Each query is tried as integer arithmetic on an incremental solver (push/pop per query);
+    a satisfying integer model is turned into a bit-vector one by pinning every variable to its
+    value. Queries outside the linear fragment, or that the integer solver leaves undecided, go
+    to a fresh bit-vector solver: z3's non-incremental bit-vector path (simplify, bit-blast, SAT)
+    is several times faster on these queries than its incremental one.
+    """
+
+    background: list[Any]
+    limits: dict[str, int]
+    timeout_ms: int
+    deadline: float | None = None
+    queries: int = 0
+    ints: IntTranslation = field(init=False)
+    _isolver: z3.Solver = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ints = IntTranslation(self.limits)
+        self._isolver = z3.Solver()
+
+    def _timeout(self) -> int:
+        if self.deadline is None:
+            return self.timeout_ms
+        left = int((self.deadline - time.perf_counter()) * 1000)
+        if left <= 0:
+            raise OutOfTime
+        return max(1, min(self.timeout_ms, left))
+
+    def check(self, *constraints: Any) -> Outcome:
+        """Whether the conjunction of ``constraints`` (and the background) is satisfiable.
+
+        Raises
+        ------
+        OutOfTime
+            The deadline passed before the query, or the query was cut short by it.
+        """
+        timeout = self._timeout()
+        self.queries += 1
+        goal = z3.And(*constraints) if constraints else z3.BoolVal(True)
+        try:
+            translated = self.ints.formula(goal)
+        except NotLinear:
+            translated = None
+        if translated is not None:
+            s = self._isolver
+            s.add(*self.ints.ranges)
+            self.ints.ranges.clear()
+            s.push()
+            try:
+                s.set("timeout", timeout)
+                r = s.check(translated)
+                pins = []
+                if r == z3.sat:
+                    m = s.model()
+                    pins = [
+                        bv == m.eval(iv, model_completion=True).as_long()
+                        for bv, iv in self.ints.variables.values()
+                    ]
+            finally:
+                s.pop()
+            if r == z3.unsat:
+                return Outcome(z3.unsat)
+            if r == z3.sat:
+                out = self._bitvector(goal, pins, self._timeout())
+                if out.result == z3.sat:
+                    return out
+            timeout = self._timeout()
+        return self._bitvector(goal, [], timeout)
+
+    def _bitvector(self, goal: Any, pins: list[Any], timeout: int) -> Outcome:
+        s = z3.Solver()
+        s.set("timeout", timeout)
+        s.add(*self.background, *pins, goal)
+        r = s.check()
+        if r == z3.sat:
+            return Outcome(r, s.model())
+        if r == z3.unknown:
+            self._timeout()  # raises when the deadline, not z3's own limit, stopped it
+            return Outcome(r, reason=s.reason_unknown())
+        return Outcome(r)
