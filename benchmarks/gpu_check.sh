@@ -19,8 +19,9 @@ fi
 if [[ $what == runs || $what == all ]]; then
   db="$out/gpu.duckdb"
   km demo --db "$db" 2>&1 | tee "$out/demo.txt"
-  km run datasets/kernels/vadd.toml --db "$db" 2>&1 | tee "$out/run_vadd.txt"
-  for spec in tests/harness/data/{oob_write,illegal_address,hang}.toml tests/harness/data/san_racy_reduce.toml; do
+  # pytest -m gpu covers every planted bug stage by stage; these two show the command surviving
+  # a crashing and a hanging kernel.
+  for spec in tests/harness/data/{illegal_address,hang}.toml; do
     echo "== $spec"
     km run "$spec" --db "$db" --timeout 15
     echo "exit status $?"
