@@ -178,6 +178,12 @@ class MetricsStage:
         if not report.is_file():
             why = "timed out" if outcome.timed_out else f"exited with {outcome.returncode}"
             data["error"] = f"ncu wrote no report for {entry!r} (the profiled worker {why})"
+            launch_failed = "==ERROR== LaunchFailed" in outcome.stdout + outcome.stderr
+            if outcome.timed_out or launch_failed:
+                # The kernel hung or crashed under the profiler: its failure, not the tool's.
+                what = f"did not finish within {self.timeout_s:g} s" if outcome.timed_out else "crashed"
+                data["error"] = f"the kernel {what} under ncu"
+                return StageResult(Status.FAIL, data, log)
             return StageResult(Status.ERROR, data, log)
         try:
             profile, problems = self._read(ncu, report, root, entry)

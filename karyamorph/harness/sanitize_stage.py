@@ -186,6 +186,16 @@ class SanitizeStage:
         }
         figures = tuple(Figure(f"sanitizer_{run.tool}_findings", float(len(run.findings))) for run in runs)
         log = "\n\n".join(f"--- {run.tool}: {run.status} ---\n{run.log}" for run in runs)
+        hung = [run.tool for run in runs if run.timed_out and not run.findings]
+        if hung:
+            # The kernel did not finish under the tool: a hang (or a --timeout too short for the
+            # tool's slowdown, which the message says), the kernel's failure, not the tool's.
+            data["error"] = f"the kernel did not finish within {self.timeout_s:g} s under {', '.join(hung)}"
+            rows += [
+                {"tool": tool, "kind": "timeout", "location": entry, "timeout_s": self.timeout_s}
+                for tool in hung
+            ]
+            data["findings"] = rows
         if rows:
             return StageResult(Status.FAIL, data, log, figures=figures)
         if any(run.status == "error" for run in runs):

@@ -101,6 +101,8 @@ def summarize(name: str, r: StageResult) -> str:
         return str(r.data.get("reason", r.log))
     if (r.status == Status.PASS or name == "model") and name in SUMMARIES:
         return SUMMARIES[name](r)
+    if isinstance(r.data.get("error"), str) and r.data["error"]:
+        return str(r.data["error"])
     first = r.log.strip().splitlines()
     return first[0] if first else ""
 
