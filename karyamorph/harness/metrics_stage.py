@@ -181,8 +181,12 @@ class MetricsStage:
             launch_failed = "==ERROR== LaunchFailed" in outcome.stdout + outcome.stderr
             if outcome.timed_out or launch_failed:
                 # The kernel hung or crashed under the profiler: its failure, not the tool's.
-                what = f"did not finish within {self.timeout_s:g} s" if outcome.timed_out else "crashed"
-                data["error"] = f"the kernel {what} under ncu"
+                data["error"] = (
+                    f"the worker did not finish within {self.timeout_s:g} s under ncu (a hanging "
+                    "kernel, or a timeout too short for the profiler's overhead)"
+                    if outcome.timed_out
+                    else "the kernel crashed under ncu (LaunchFailed)"
+                )
                 return StageResult(Status.FAIL, data, log)
             return StageResult(Status.ERROR, data, log)
         try:

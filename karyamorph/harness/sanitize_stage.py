@@ -190,7 +190,10 @@ class SanitizeStage:
         if hung:
             # The kernel did not finish under the tool: a hang (or a --timeout too short for the
             # tool's slowdown, which the message says), the kernel's failure, not the tool's.
-            data["error"] = f"the kernel did not finish within {self.timeout_s:g} s under {', '.join(hung)}"
+            data["error"] = (
+                f"the worker did not finish within {self.timeout_s:g} s under {', '.join(hung)} "
+                "(a hanging kernel, or a timeout too short for the tool's overhead)"
+            )
             rows += [
                 {"tool": tool, "kind": "timeout", "location": entry, "timeout_s": self.timeout_s}
                 for tool in hung
