@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.gpu_tools import GpuTool, GpuToolError, find_ncu, ncu_python_dirs
+from karyamorph.harness.gpu_tools import (
+    GpuTool,
+    find_ncu,
+    ncu_python_dirs,
+    tool_stage_inputs,
+    work_folder,
+)
 from karyamorph.harness.ncu import (
     CURATED,
     SECTIONS,
@@ -94,24 +99,12 @@ class MetricsStage:
         return timed(lambda: self._run(context))
 
     def _run(self, context: Context) -> StageResult:
-        if context.device is None:
-            return StageResult.skip("no CUDA device")
-        cubin = context.artifacts.get("cubin")
-        compiled = context.results.get("compile")
-        if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
-            return StageResult.skip("compile did not pass")
-        try:
-            ncu = self.ncu or find_ncu()
-        except GpuToolError as err:
-            return StageResult(Status.ERROR, {}, str(err))
-        if ncu is None:
-            return StageResult.skip("ncu not found")
-        entry = str(context.artifacts.get("entry") or context.spec.entry)
-        if self.raw_dir is not None:
-            self.raw_dir.mkdir(parents=True, exist_ok=True)
-            return self._profile(context, ncu, entry, cubin, self.raw_dir)
-        with tempfile.TemporaryDirectory(prefix="karyamorph-ncu-") as tmp:
-            return self._profile(context, ncu, entry, cubin, Path(tmp))
+        ready = tool_stage_inputs(context, self.ncu, find_ncu, "ncu")
+        if isinstance(ready, StageResult):
+            return ready
+        ncu, entry, cubin = ready
+        with work_folder(self.raw_dir, "karyamorph-ncu-") as root:
+            return self._profile(context, ncu, entry, cubin, root)
 
     def _launch(
         self, ncu: GpuTool, job: Any, entry: str, report_base: Path, root: Path, metrics: Sequence[str]

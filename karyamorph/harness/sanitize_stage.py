@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -11,7 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.gpu_tools import GpuTool, GpuToolError, find_compute_sanitizer
+from karyamorph.harness.gpu_tools import (
+    GpuTool,
+    find_compute_sanitizer,
+    tool_stage_inputs,
+    work_folder,
+)
 from karyamorph.harness.sanitizer import (
     TOOLS,
     SanitizerError,
@@ -132,24 +136,12 @@ class SanitizeStage:
         return timed(lambda: self._run(context))
 
     def _run(self, context: Context) -> StageResult:
-        if context.device is None:
-            return StageResult.skip("no CUDA device")
-        cubin = context.artifacts.get("cubin")
-        compiled = context.results.get("compile")
-        if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
-            return StageResult.skip("compile did not pass")
-        try:
-            sanitizer = self.sanitizer or find_compute_sanitizer()
-        except GpuToolError as err:
-            return StageResult(Status.ERROR, {}, str(err))
-        if sanitizer is None:
-            return StageResult.skip("compute-sanitizer not found")
-        entry = str(context.artifacts.get("entry") or context.spec.entry)
-        if self.raw_dir is not None:
-            self.raw_dir.mkdir(parents=True, exist_ok=True)
-            return self._sanitize(context, sanitizer, entry, cubin, self.raw_dir)
-        with tempfile.TemporaryDirectory(prefix="karyamorph-sanitize-") as tmp:
-            return self._sanitize(context, sanitizer, entry, cubin, Path(tmp))
+        ready = tool_stage_inputs(context, self.sanitizer, find_compute_sanitizer, "compute-sanitizer")
+        if isinstance(ready, StageResult):
+            return ready
+        sanitizer, entry, cubin = ready
+        with work_folder(self.raw_dir, "karyamorph-sanitize-") as root:
+            return self._sanitize(context, sanitizer, entry, cubin, root)
 
     def _sanitize(
         self, context: Context, sanitizer: GpuTool, entry: str, cubin: bytes, root: Path

@@ -176,3 +176,44 @@ def unmodeled(module: ast.Module, machine: Machine, entry: str | None = None) ->
             if isinstance(got, Unmodeled):
                 bad.append(got)
     return bad
+
+
+class DecodedOperands:
+    """The decoded-instruction half of every :class:`~karyamorph.model.instruction.Exec` driver:
+    the type, modifiers, operand presence, vector widths and immediates of ``self.dec``.
+
+    Drivers set ``dec`` and say how a bad operand is reported (:meth:`operand_error`).
+    """
+
+    dec: Decoded
+
+    def operand_error(self, message: str) -> Exception:
+        raise NotImplementedError
+
+    @property
+    def ty(self) -> PtxType:
+        return self.dec.ty
+
+    @property
+    def types(self) -> tuple[PtxType, ...]:
+        return self.dec.types
+
+    def mod(self, group: str, default: str | None = None) -> str | None:
+        return self.dec.mods.get(group, default)
+
+    def has(self, slot: str) -> bool:
+        return slot in self.dec.operands
+
+    def count(self, slot: str) -> int:
+        op = self.dec.operands[slot]
+        return len(op.elements) if isinstance(op, ast.Vector) else 1
+
+    def imm(self, slot: str) -> int:
+        op = self.dec.operands[slot]
+        if not isinstance(op, ast.Immediate):
+            raise self.operand_error(f"operand {slot} must be an immediate")
+        return int(op.value)
+
+    def _operand(self, slot: str, elem: int) -> ast.Operand:
+        op = self.dec.operands[slot]
+        return op.elements[elem] if isinstance(op, ast.Vector) else op

@@ -26,7 +26,7 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.concrete import UINT, ConcreteDomain, UnsupportedOperation, bits_float, float_bits
-from karyamorph.model.decode import Decoded, Unmodeled, decode_or_reason
+from karyamorph.model.decode import Decoded, DecodedOperands, Unmodeled, decode_or_reason
 from karyamorph.model.domain import Domain
 from karyamorph.model.instruction import ErrorBound, Instr, Law, form_text
 from karyamorph.model.machine import Machine
@@ -49,7 +49,7 @@ class HookUsed(Exception):
     """A compute instruction called a memory, warp or control hook."""
 
 
-class RegisterExec:
+class RegisterExec(DecodedOperands):
     """An :class:`Exec` over registers only: inputs come from ``source(slot, ty)``, writes are kept."""
 
     def __init__(
@@ -66,20 +66,6 @@ class RegisterExec:
         self.pred_source = pred_source
         self.imms = imms
         self.writes: dict[str, Any] = {}
-
-    @property
-    def ty(self) -> PtxType:
-        return self.dec.ty
-
-    @property
-    def types(self) -> tuple[PtxType, ...]:
-        return self.dec.types
-
-    def mod(self, group: str, default: str | None = None) -> str | None:
-        return self.dec.mods.get(group, default)
-
-    def has(self, slot: str) -> bool:
-        return slot in self.dec.operands
 
     def count(self, slot: str) -> int:
         return 1

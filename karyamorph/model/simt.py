@@ -16,7 +16,7 @@ import numpy as np
 
 from karyamorph.isa import ast
 from karyamorph.model.concrete import UINT, ConcreteDomain, float_bits
-from karyamorph.model.decode import Decoded
+from karyamorph.model.decode import Decoded, DecodedOperands
 from karyamorph.model.errors import ExecutionError, MemoryAccessError, WarpSyncError
 from karyamorph.model.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
 from karyamorph.model.types import PtxType
@@ -93,7 +93,7 @@ def make_geometry(grid: tuple[int, int, int], block: tuple[int, int, int], warp_
     return Geometry(grid, block, warp_size, nb * bt, bt, sp, b)
 
 
-class GroupExec:
+class GroupExec(DecodedOperands):
     """The :class:`Exec` of the threads ``[lo, hi)``; the interpreter sets ``dec`` and the mask."""
 
     D = ConcreteDomain()
@@ -136,33 +136,8 @@ class GroupExec:
     def set(self, dec: Decoded, mask: np.ndarray, full: bool) -> None:
         self.dec, self.mask, self.full, self.ctl = dec, mask, full, None
 
-    @property
-    def ty(self) -> PtxType:
-        return self.dec.ty
-
-    @property
-    def types(self) -> tuple[PtxType, ...]:
-        return self.dec.types
-
-    def mod(self, group: str, default: str | None = None) -> str | None:
-        return self.dec.mods.get(group, default)
-
-    def has(self, slot: str) -> bool:
-        return slot in self.dec.operands
-
-    def count(self, slot: str) -> int:
-        op = self.dec.operands[slot]
-        return len(op.elements) if isinstance(op, ast.Vector) else 1
-
-    def imm(self, slot: str) -> int:
-        op = self.dec.operands[slot]
-        if not isinstance(op, ast.Immediate):
-            raise self._error(f"operand {slot} must be an immediate")
-        return int(op.value)
-
-    def _operand(self, slot: str, elem: int) -> ast.Operand:
-        op = self.dec.operands[slot]
-        return op.elements[elem] if isinstance(op, ast.Vector) else op
+    def operand_error(self, message: str) -> Exception:
+        return self._error(message)
 
     def _error(self, message: str, thread: int | None = None) -> ExecutionError:
         where = f" ({self.geo.describe(thread)})" if thread is not None else ""

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import z3
 
 from karyamorph.isa import ast
-from karyamorph.model.decode import Decoded
+from karyamorph.model.decode import Decoded, DecodedOperands
 from karyamorph.model.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from karyamorph.model.simt import immediate_bits
 from karyamorph.model.symbolic import SymbolicDomain
@@ -117,7 +117,7 @@ def as_const(term: Any) -> int | bool | None:
 
 
 @dataclass(slots=True)
-class SymExec:
+class SymExec(DecodedOperands):
     """The :class:`Exec` of one symbolic thread.
 
     ``specials`` maps special registers (``%tid.x``) to terms; ``memory`` receives the memory and
@@ -142,33 +142,8 @@ class SymExec:
     def where(self) -> str:
         return f"line {self.dec.line}: {self.dec.source.full_opcode}"
 
-    @property
-    def ty(self) -> PtxType:
-        return self.dec.ty
-
-    @property
-    def types(self) -> tuple[PtxType, ...]:
-        return self.dec.types
-
-    def mod(self, group: str, default: str | None = None) -> str | None:
-        return self.dec.mods.get(group, default)
-
-    def has(self, slot: str) -> bool:
-        return slot in self.dec.operands
-
-    def count(self, slot: str) -> int:
-        op = self.dec.operands[slot]
-        return len(op.elements) if isinstance(op, ast.Vector) else 1
-
-    def imm(self, slot: str) -> int:
-        op = self.dec.operands[slot]
-        if not isinstance(op, ast.Immediate):
-            raise Unsupported(f"{self.where()}: operand {slot} must be an immediate")
-        return int(op.value)
-
-    def _operand(self, slot: str, elem: int) -> ast.Operand:
-        op = self.dec.operands[slot]
-        return op.elements[elem] if isinstance(op, ast.Vector) else op
+    def operand_error(self, message: str) -> Exception:
+        return Unsupported(f"{self.where()}: {message}")
 
     # --- registers ------------------------------------------------------------------------------
     def _reg_type(self, name: str) -> PtxType:
