@@ -35,7 +35,7 @@ bench: $(VENV)/.installed
 # Rebuild the PTX round-trip corpus (nvcc from the wheels; Triton in its own venv).
 corpus: $(VENV)/.installed
 	$(BIN)/python tests/corpus/generate_nvcc.py
-	test -x .triton-venv/bin/python || ($(PYTHON) -m venv .triton-venv && .triton-venv/bin/pip install -q triton)
+	test -x .triton-venv/bin/python || ($(PYTHON) -m venv .triton-venv && .triton-venv/bin/pip install -q triton==3.9.0)
 	.triton-venv/bin/python tests/corpus/generate_triton.py
 	$(BIN)/python tests/corpus/verify_ptxas.py
 

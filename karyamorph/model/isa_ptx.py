@@ -1,6 +1,6 @@
 """The shipped machine: the reduced PTX ISA (declarations, stated laws, error bounds) on a SIMT machine.
 
-Every instruction of issue 3's list is declared in :mod:`isa_ptx_arith`, :mod:`isa_ptx_data`
+Every instruction of the reduced PTX ISA is declared in :mod:`isa_ptx_arith`, :mod:`isa_ptx_data`
 and :mod:`isa_ptx_control`; this module adds the laws their authors state and assembles
 :func:`ptx_machine`.
 """
