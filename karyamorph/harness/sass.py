@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from karyamorph.harness.cache import cached_text
 from karyamorph.harness.toolchain import Toolchain
 
 PTX_TEXT_FILE = ".nv_debug_ptx_txt"
@@ -250,7 +251,13 @@ def supports_json(nvdisasm: Path) -> bool:
     return "--emit-json" in proc.stdout
 
 
-def _run(argv: list[str], cubin: bytes, timeout_s: float) -> str:
+def _run(argv: list[str], cubin: bytes, timeout_s: float, version: str = "") -> str:
+    """The tool's output for ``cubin``, through the content-addressed cache."""
+    parts: list[bytes | str] = [cubin, Path(argv[0]).name, version, *argv[1:]]
+    return cached_text("sass", parts, lambda: _run_tool(argv, cubin, timeout_s))
+
+
+def _run_tool(argv: list[str], cubin: bytes, timeout_s: float) -> str:
     with tempfile.TemporaryDirectory(prefix="karyamorph-sass-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
@@ -297,13 +304,16 @@ def disassemble(
     """
     if toolchain.nvdisasm is not None:
         tool = str(toolchain.nvdisasm)
+        version = toolchain.versions.get("nvdisasm", "")
         if with_lineinfo:
-            return parse_text(_run([tool, "-c", "-g", "-gp"], cubin, timeout_s))
+            return parse_text(_run([tool, "-c", "-g", "-gp"], cubin, timeout_s, version))
         if supports_json(toolchain.nvdisasm):
-            return parse_json(_run([tool, "-json"], cubin, timeout_s))
-        return parse_text(_run([tool, "-c"], cubin, timeout_s))
+            return parse_json(_run([tool, "-json"], cubin, timeout_s, version))
+        return parse_text(_run([tool, "-c"], cubin, timeout_s, version))
     if toolchain.cuobjdump is not None:
-        return parse_text(_run([str(toolchain.cuobjdump), "-sass"], cubin, timeout_s), tool="cuobjdump")
+        version = toolchain.versions.get("cuobjdump", "")
+        text = _run([str(toolchain.cuobjdump), "-sass"], cubin, timeout_s, version)
+        return parse_text(text, tool="cuobjdump")
     raise SassError(
         "neither nvdisasm nor cuobjdump was found; install them with "
         "`pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump`"
