@@ -284,6 +284,8 @@ def check(spec_path: str, props: str, scheduling: str, unroll: int, sizes: tuple
         for v in verdicts:
             if v.witness is not None:
                 click.echo(f"{v.property} witness: {v.witness}")
+                if v.replay is not None:
+                    click.echo(f"  replay: {v.replay}")
     if any(v.verdict != "proved" and v.verdict != "proved-up-to-k" for v in verdicts):
         sys.exit(1)
 

@@ -11,6 +11,7 @@ Equivalence of two kernels lives in :mod:`karyamorph.model.equiv`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -30,6 +31,7 @@ from karyamorph.model.properties import (
     plan_bounds,
     plan_race,
 )
+from karyamorph.model.replay import replay as replay_witness
 from karyamorph.model.symexec import Unsupported
 from karyamorph.model.verdict import Verdict, Witness
 
@@ -53,6 +55,7 @@ def check(
     unroll: int = 8,
     timeout_ms: int = 10_000,
     deadline_s: float | None = None,
+    replay: bool = True,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -87,11 +90,15 @@ def check(
         Time budget for the whole check, in seconds (None: no budget). Every property not
         decided when it runs out is unknown, with the reason "time budget of N s ran out after
         M of K queries"; a budget never turns into a pass.
+    replay
+        Replay the witness of every refuted verdict on the CPU interpreter
+        (:func:`karyamorph.model.replay.replay`) and keep the outcome in ``Verdict.replay``.
 
     Returns
     -------
     list of Verdict
-        One per property, in the order asked. Refuted verdicts carry a witness.
+        One per property, in the order asked. Refuted verdicts carry a witness (and, with
+        ``replay``, what the interpreter made of it).
 
     Raises
     ------
@@ -170,4 +177,18 @@ def check(
         except OutOfTime:
             reason = out_of_time(enc.done, enc.planned)
             out.append(Verdict(p, "unknown", reason=reason, seconds=base + time.perf_counter() - t1))
-    return out
+    if not replay:
+        return out
+    # Witness inputs name elements in units of the loads that read them.
+    widths = {buf: nbytes for _, buf, nbytes in enc.loads}
+    return [
+        dataclasses.replace(
+            v,
+            replay=replay_witness(
+                module, entry, machine, launch, buffers, scalars, v, element_bytes=widths, scheduling=sched
+            ),
+        )
+        if v.witness is not None
+        else v
+        for v in out
+    ]

@@ -5,11 +5,15 @@ one pass per instruction under an active mask) with a reconvergence stack: a div
 pushes both sides, which rejoin at the branch block's immediate post-dominator. With
 ``randomize_order=True`` every warp is its own group, warps run one after another in a random
 order between barriers, and colliding stores and atomics of one instruction land in a random
-order, so that races show up as results that differ between seeds.
+order, so that races show up as results that differ between seeds. ``interleave=True`` refines
+that order: under independent thread scheduling every thread is its own group (unless the
+kernel has warp-collective instructions), and groups hand over to one another at random
+instructions, so that races inside a warp and lost updates show up too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +30,11 @@ from karyamorph.model.simt import GroupExec, Stats, immediate_bits, make_geometr
 from karyamorph.model.types import PtxType, ptx_type
 
 Dim3 = tuple[int, int, int]
+# Interleaved order: the chance that a group hands over to another after each instruction. One
+# half interleaves read-modify-write sequences of a few instructions often enough to be seen
+# within a handful of seeds.
+SWITCH_PROBABILITY = 0.5
+Observer = Callable[[GroupExec, np.ndarray, np.ndarray, np.ndarray, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +177,8 @@ class _Run:
         randomize: bool,
         seed: int,
         max_steps: int,
+        observe: Observer | None = None,
+        interleave: bool = False,
     ) -> None:
         self.p = program
         self.geo = make_geometry(grid, block, machine.warp_size)
@@ -181,6 +192,15 @@ class _Run:
         self.epoch = 0
         self.randomize = randomize
         self.rng = np.random.default_rng(seed) if randomize else None
+        self.observe = observe
+        self.interleave = randomize and interleave
+        # Under independent thread scheduling the lanes of a warp are unordered too; lanes that
+        # must meet (shuffles, votes) keep running as one warp.
+        self.split_lanes = (
+            self.interleave
+            and machine.scheduling == "its"
+            and not any(d.instr.kind == "warp" for d in program.decoded)
+        )
         shared_total = program.static_shared
         for offset in program.shared_symbols.values():
             if offset >= program.static_shared:
@@ -241,16 +261,19 @@ class _Run:
         n = self.geo.n_threads
         if not self.randomize:
             g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, 0, n, None)
+            g.observe = self.observe
             stack = [_Entry(0, np.ones(n, bool), self.n_ins, 0, True)]
             while self._run_group(g, stack, whole=True) != "done":
                 pass
             return
         ws, bt = self.geo.warp_size, self.geo.block_threads
+        step = 1 if self.split_lanes else ws
         groups: list[_Group] = []
         for b in range(n // bt):
-            for w0 in range(0, bt, ws):
-                lo, hi = b * bt + w0, b * bt + min(bt, w0 + ws)
+            for w0 in range(0, bt, step):
+                lo, hi = b * bt + w0, b * bt + min(bt, w0 + step)
                 g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, lo, hi, self.rng)
+                g.observe = self.observe
                 groups.append(_Group(g, [_Entry(0, np.ones(hi - lo, bool), self.n_ins, 0, True)], b))
         assert self.rng is not None
         while any(s.state != "done" for s in groups):
@@ -258,6 +281,8 @@ class _Run:
                 s = groups[k]
                 if s.state == "ready":
                     s.state = self._run_group(s.exec, s.stack, whole=False)
+                    if s.state == "barrier":
+                        s.exec.phase += 1
             # A block's barrier opens once each of its warps waits there or has finished.
             for b in {s.block for s in groups if s.state == "barrier"}:
                 members = [s for s in groups if s.block == b]
@@ -305,6 +330,8 @@ class _Run:
             ctl = g.ctl
             if ctl is None:
                 e.pc += 1
+                if self.interleave and self.rng is not None and self.rng.random() < SWITCH_PROBABILITY:
+                    return "ready"
             elif ctl[0] == "branch":
                 self._branch(stack, e, g, eff, guard is not None)
             elif ctl[0] == "exit":
@@ -392,6 +419,8 @@ def interpret(
     randomize_order: bool = False,
     seed: int = 0,
     max_steps: int = 1_000_000,
+    observe: Observer | None = None,
+    interleave: bool = False,
 ) -> InterpResult:
     """Run ``entry`` of ``module`` for one launch on the CPU.
 
@@ -413,6 +442,17 @@ def interpret(
         Seed of that order.
     max_steps
         Limit on executed instruction steps (group-instructions), against hangs.
+    observe
+        Called after each memory access resolves, as ``observe(group, threads, buffers,
+        elements, nbytes)``: the executing :class:`~karyamorph.model.simt.GroupExec` (its
+        ``dec.line``, and in the randomized order its ``phase``: barriers passed), the linear
+        thread indices, and buffer ids and element indices as :meth:`Memory.resolve` gives them.
+    interleave
+        With ``randomize_order``: switch between groups at random instructions (not only at
+        barriers), and under the machine's ``its`` scheduling make every thread its own group
+        unless the kernel has warp-collective instructions (shuffle, vote), so that lanes of one
+        warp race too. About ten times slower; statistics then count a group-instruction as a
+        warp-instruction.
 
     Returns
     -------
@@ -430,7 +470,8 @@ def interpret(
     grid, block, shared_bytes = (_dim3(launch[0]), _dim3(launch[1]), int(launch[2]))
     program = prepare(module, entry, machine)
     t0 = time.perf_counter()
-    run = _Run(program, machine, grid, block, shared_bytes, args, randomize_order, seed, max_steps)
+    order = (randomize_order, seed, max_steps, observe, interleave)
+    run = _Run(program, machine, grid, block, shared_bytes, args, *order)
     with np.errstate(all="ignore"):
         run.run()
     return InterpResult(run.outputs(), run.stats, run.geo.n_threads, time.perf_counter() - t0)

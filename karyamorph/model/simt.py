@@ -120,12 +120,16 @@ class GroupExec(DecodedOperands):
         self.mask = np.ones(self.n, bool)
         self.full = True
         self.ctl: tuple[str, ...] | None = None
+        # Set by the interpreter: a memory observer, and the barriers this group has passed.
+        self.observe: Callable[[GroupExec, np.ndarray, np.ndarray, np.ndarray, int], None] | None = None
+        self.phase = 0
         r = np.arange(lo, hi) % geometry.block_threads
         self.lane = (r % geometry.warp_size).astype(np.int64)
         local_t = np.arange(self.n)
         self.warp_base = local_t - self.lane
         self.warp_id = (local_t - self.lane) // 1  # group-local id of each thread's warp: its base
-        starts = np.flatnonzero(self.lane == 0)
+        # A group may start inside a warp (one thread of it, in the randomized order).
+        starts = np.flatnonzero((self.lane == 0) | (local_t == 0))
         self.warp_starts = starts
         self.n_warps = len(starts)
         wl = np.diff(np.append(starts, self.n))
@@ -242,13 +246,16 @@ class GroupExec(DecodedOperands):
         a = np.broadcast_to(np.asarray(addr), (self.n,))[idx].astype(np.uint64)
         t = idx + self.lo
         try:
-            return self.memory.resolve(space, a, nbytes, self.geo.block_index[t], t)
+            bufs, elems = self.memory.resolve(space, a, nbytes, self.geo.block_index[t], t)
         except MemoryFault as f:
             thread = int(t[f.position])
             raise MemoryAccessError(
                 f"line {self.dec.line}: {self.dec.source.full_opcode} ({self.geo.describe(thread)}): "
                 f"{space} access of {nbytes} bytes at address {f.address:#x}: {f.detail}"
             ) from None
+        if self.observe is not None:
+            self.observe(self, t, bufs, elems, nbytes)
+        return bufs, elems
 
     def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType) -> Any:
         idx = self._active()

@@ -8,6 +8,7 @@ from typing import Any
 
 VERDICTS = ("proved", "proved-up-to-k", "refuted", "unknown")
 PROPERTIES = ("bounds", "race", "barrier", "equiv")
+REPLAY_STATUSES = ("confirmed", "not confirmed", "not replayable")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,37 @@ class Witness:
 
 
 @dataclass(frozen=True, slots=True)
+class Replay:
+    """What the CPU interpreter made of a witness (:func:`karyamorph.model.replay.replay`).
+
+    Attributes
+    ----------
+    status : str
+        ``confirmed`` (the interpreter shows the violation the witness names), ``not confirmed``
+        (it ran the witness's inputs and did not), or ``not replayable`` (it was not run).
+    detail : str
+        What the interpreter showed, or why not.
+    seconds : float
+        Wall time of the replay.
+    """
+
+    status: str
+    detail: str
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.status not in REPLAY_STATUSES:
+            raise ValueError(f"replay status must be one of {REPLAY_STATUSES}, got {self.status!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "detail": self.detail}
+
+    def __str__(self) -> str:
+        head = "confirmed on the interpreter" if self.status == "confirmed" else self.status
+        return f"{head} ({self.detail})" if self.detail else head
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """The outcome of one property check.
 
@@ -90,7 +122,9 @@ class Verdict:
     reason : str
         Why the verdict is not a plain proof, or what was assumed (empty when nothing to say).
     seconds : float
-        Wall time of the check.
+        Wall time of the check (the replay not included).
+    replay : Replay or None
+        The witness replayed on the CPU interpreter (refuted verdicts, when asked for).
     """
 
     property: str
@@ -99,6 +133,7 @@ class Verdict:
     witness: Witness | None = None
     reason: str = ""
     seconds: float = 0.0
+    replay: Replay | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -107,6 +142,8 @@ class Verdict:
             raise ValueError(f"{self.property}: a witness is required exactly for a refuted verdict")
         if (self.verdict == "proved-up-to-k") != (self.k is not None):
             raise ValueError(f"{self.property}: k is required exactly for a proved-up-to-k verdict")
+        if self.replay is not None and self.witness is None:
+            raise ValueError(f"{self.property}: a replay needs a witness")
 
     @builtins.property
     def passed(self) -> bool:
@@ -114,7 +151,8 @@ class Verdict:
         return self.verdict in ("proved", "proved-up-to-k")
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON shape of ``karyamorph check``: property, verdict, k, witness, reason, seconds."""
+        """The JSON shape of ``karyamorph check``: property, verdict, k, witness, reason, seconds,
+        replay (``{"status", "detail"}`` or None)."""
         return {
             "property": self.property,
             "verdict": self.verdict,
@@ -122,4 +160,5 @@ class Verdict:
             "witness": self.witness.as_dict() if self.witness else None,
             "reason": self.reason,
             "seconds": round(self.seconds, 6),
+            "replay": self.replay.as_dict() if self.replay else None,
         }

@@ -255,7 +255,7 @@ def test_bad_arguments_are_named() -> None:
 def test_verdict_json_shape() -> None:
     _, verdicts, _ = run_check(MANIFEST.kernel("shared_oob"), "its", properties=("bounds",))
     d = verdicts[0].as_dict()
-    assert set(d) == {"property", "verdict", "k", "witness", "reason", "seconds"}
+    assert set(d) == {"property", "verdict", "k", "witness", "reason", "seconds", "replay"}
     assert d["witness"]["threads"][0]["thread"] == [127, 0, 0] and d["witness"]["address"] == 512
 
 

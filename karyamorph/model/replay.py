@@ -1,0 +1,344 @@
+"""Replays the witness of a refuted verdict on the CPU interpreter, to confirm it or say why not.
+
+A bounds witness is confirmed when the interpreter stops with its out-of-bounds error at the
+witness's line and state space; a barrier witness when it stops with a divergent-barrier error at
+the witness's barrier. A race witness is confirmed when, in the randomized, interleaved order (every
+thread its own group under independent thread scheduling, switching at random instructions), the two
+witness threads make the two accesses at the witness's lines to overlapping bytes with no
+barrier between them (any barriers for global memory across blocks), the first at the witness's
+address; the detail says whether the outputs also differ between seeds.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from karyamorph.isa import ast
+from karyamorph.model.errors import (
+    DivergentBarrierError,
+    ExecutionError,
+    LaunchError,
+    MemoryAccessError,
+    StepLimitError,
+)
+from karyamorph.model.interpreter import Program, interpret, prepare
+from karyamorph.model.machine import Machine
+from karyamorph.model.simt import GroupExec
+from karyamorph.model.verdict import Replay, ThreadId, Verdict, Witness
+
+__all__ = ["MAX_GROUP_STEPS", "MAX_THREAD_INSTRUCTIONS", "Replay", "replay"]
+
+Dim = int | tuple[int, ...]
+# The launch in lockstep (bounds, barrier) runs at tens of M thread-instructions/s: 2e7 is a few
+# seconds at worst. In the interleaved order each thread steps on its own, at 60-80k steps/s:
+# 3e5 group-instructions over all seeds is about 5 s at worst.
+MAX_THREAD_INSTRUCTIONS = 2e7
+MAX_GROUP_STEPS = 3e5
+_ERROR = re.compile(r"line (\d+): (\S+?)(?: \((block \([^)]*\) thread \([^)]*\))\))?:")
+_SPACE = re.compile(r": (\w+) access of (\d+) bytes at address (0x[0-9a-f]+): (.*)$")
+_INPUT = re.compile(r"(\w+)\[(\d+)\]")
+
+
+def replay(
+    module: ast.Module,
+    entry: str,
+    machine: Machine,
+    launch: tuple[Dim, Dim, int],
+    buffers: dict[str, int],
+    scalars: dict[str, int | float],
+    verdict: Verdict,
+    *,
+    seeds: int = 8,
+    element_bytes: dict[str, int] | None = None,
+    scheduling: str | None = None,
+) -> Replay:
+    """Run the witness of a refuted ``verdict`` on the interpreter, for the checker's launch.
+
+    Parameters
+    ----------
+    module, entry, machine, launch, buffers, scalars
+        What :func:`karyamorph.model.checker.check` was given. Buffers become byte arrays of
+        their size, filled with small deterministic values (element ``i`` holds ``i % 13 + 1``)
+        except for the elements the witness's ``inputs`` name; scalars keep their values; a free
+        scalar takes the witness's value (0 when it names none).
+    verdict
+        A refuted bounds, race or barrier verdict.
+    seeds
+        Randomized orders tried for a race, at most (fewer when the launch is large; it stops
+        early once it has seen the race and a difference between outputs).
+    element_bytes
+        Element width of the loads behind each buffer's witness inputs (``x[12]`` is byte
+        ``12 * width``); 4 where not given.
+    scheduling
+        The scheduling the check assumed (default: the machine's); a race is replayed with the
+        lanes of a warp unordered under ``its`` only.
+
+    Returns
+    -------
+    Replay
+        ``confirmed``, ``not confirmed`` or ``not replayable``, with what was seen or why.
+
+    Raises
+    ------
+    ValueError
+        ``verdict`` has no witness.
+    """
+    w = verdict.witness
+    if w is None:
+        raise ValueError(f"{verdict.property}: only a refuted verdict has a witness to replay")
+    t0 = time.perf_counter()
+    if scheduling is not None and scheduling != machine.scheduling:
+        machine = machine.with_options(scheduling=scheduling)
+    out = _replay(module, entry, machine, launch, buffers, scalars, verdict.property, w, seeds, element_bytes)
+    return Replay(out[0], out[1], time.perf_counter() - t0)
+
+
+def _replay(
+    module: ast.Module,
+    entry: str,
+    machine: Machine,
+    launch: tuple[Dim, Dim, int],
+    buffers: dict[str, int],
+    scalars: dict[str, int | float],
+    prop: str,
+    w: Witness,
+    seeds: int,
+    element_bytes: dict[str, int] | None,
+) -> tuple[str, str]:
+    if prop not in ("bounds", "race", "barrier"):
+        return "not replayable", f"no replay for a {prop} witness"
+    program = prepare(module, entry, machine)
+    grid, block = _dim3(launch[0]), _dim3(launch[1])
+    for t in w.threads:
+        if any(c >= d for c, d in zip((*t.block, *t.thread), (*grid, *block), strict=True)):
+            return "not replayable", f"{t} is outside the launch (grid {grid}, block {block})"
+    n = _prod(grid) * _prod(block)
+    instructions = len(program.decoded)
+    args = _arguments(program, buffers, scalars, w.inputs, element_bytes or {})
+    full = (grid, block, int(launch[2]))
+    if prop == "race":
+        steps = n * instructions if machine.scheduling == "its" else -(-n // machine.warp_size) * instructions
+        if 2 * steps > MAX_GROUP_STEPS:
+            return "not replayable", (
+                f"two interleaved orders need at least {2 * steps:.1e} group-instructions "
+                f"(limit {MAX_GROUP_STEPS:.0e}); check a smaller launch"
+            )
+        seeds = min(seeds, int(MAX_GROUP_STEPS // steps))
+        return _race(module, entry, machine, full, args, program, w, seeds, int(4 * steps))
+    if n * instructions > MAX_THREAD_INSTRUCTIONS:
+        return "not replayable", (
+            f"the launch needs at least {n * instructions:.1e} thread-instructions "
+            f"(limit {MAX_THREAD_INSTRUCTIONS:.0e}); check a smaller launch"
+        )
+    want = MemoryAccessError if prop == "bounds" else DivergentBarrierError
+    limit = int(4 * MAX_THREAD_INSTRUCTIONS // n)
+    try:
+        interpret(module, entry, machine, full, args, max_steps=limit)
+    except StepLimitError:
+        return "not replayable", f"the launch ran past {limit} instruction steps"
+    except LaunchError as exc:
+        return "not replayable", str(exc)
+    except ExecutionError as exc:
+        return _match_error(prop, w, exc, want)
+    what = "out-of-bounds access" if prop == "bounds" else "divergent barrier"
+    return "not confirmed", f"the launch ran to completion without a {what}"
+
+
+def _match_error(prop: str, w: Witness, exc: ExecutionError, want: type[ExecutionError]) -> tuple[str, str]:
+    """Whether the interpreter's error is the witness's violation."""
+    text = str(exc)
+    m = _ERROR.match(text)
+    if not isinstance(exc, want) or m is None:
+        return "not confirmed", f"the interpreter stopped with another error: {text}"
+    line, thread = int(m.group(1)), m.group(3)
+    if line != w.lines[0]:
+        return "not confirmed", f"the interpreter stopped at line {line}, not line {w.lines[0]}: {text}"
+    if prop == "barrier":
+        return "confirmed", f"divergent barrier at line {line}: {text.split(': divergent barrier: ')[-1]}"
+    s = _SPACE.search(text)
+    space = s.group(1) if s else None
+    if space not in (w.space, "generic"):
+        return "not confirmed", f"the fault at line {line} is in {space} memory, not {w.space}: {text}"
+    if s and s.group(4).startswith("misaligned"):
+        return "not confirmed", f"the access at line {line} is misaligned, not out of bounds: {text}"
+    if w.space == "global" and w.buffer and s and f"'{w.buffer}'" not in s.group(4):
+        return "not confirmed", f"the fault at line {line} is outside {w.buffer}'s window: {text}"
+    # The interpreter names the first faulting thread of the launch, not necessarily the witness's.
+    who = thread if thread == str(w.threads[0]) else f"{thread}, the first in launch order"
+    return "confirmed", f"out-of-bounds {space} access at line {line} by {who}: {s.group(4) if s else text}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Access:
+    line: int
+    thread: int
+    buffer: int
+    start: int
+    nbytes: int
+    phase: int
+    space: str
+    offset: int  # inside its buffer (global) or its block's shared window
+    block: int
+
+
+def _race(
+    module: ast.Module,
+    entry: str,
+    machine: Machine,
+    launch: tuple[tuple[int, int, int], tuple[int, int, int], int],
+    args: dict[str, Any],
+    program: Program,
+    w: Witness,
+    seeds: int,
+    max_steps: int,
+) -> tuple[str, str]:
+    grid, block = launch[0], launch[1]
+    ta, tb = (_linear(t, grid, block) for t in w.threads)
+    la, lb = w.lines[0], w.lines[1]
+    want = _expected_offset(program, w)
+    seen: str | None = None
+    outputs: dict[bytes, int] = {}
+    for seed in range(seeds):
+        log: list[_Access] = []
+
+        def observe(
+            g: GroupExec,
+            threads: np.ndarray,
+            bufs: np.ndarray,
+            elems: np.ndarray,
+            nbytes: int,
+            log: list[_Access] = log,
+        ) -> None:
+            line = g.dec.line
+            if line != la and line != lb:
+                return
+            n_globals = len(g.memory.globals)
+            for i in np.flatnonzero((threads == ta) | (threads == tb)):
+                buf, start, t = int(bufs[i]), int(elems[i]) * nbytes, int(threads[i])
+                b = int(g.geo.block_index[t])
+                offset = start - b * g.memory.shared_stride if buf == n_globals else start
+                space = "global" if buf < n_globals else "shared" if buf == n_globals else "local"
+                log.append(_Access(line, t, buf, start, nbytes, g.phase, space, offset, b))
+
+        try:
+            result = interpret(
+                module, entry, machine, launch, _copy(args), randomize_order=True, interleave=True,
+                seed=seed, max_steps=max_steps, observe=observe,
+            )  # fmt: skip
+        except StepLimitError:
+            return "not replayable", f"a randomized order ran past {max_steps} instruction steps"
+        except LaunchError as exc:
+            return "not replayable", str(exc)
+        except ExecutionError as exc:
+            return "not confirmed", f"the interpreter stopped with an error (seed {seed}): {exc}"
+        key = b"".join(v.tobytes() for v in result.outputs.values())
+        outputs.setdefault(key, seed)
+        seen = seen or _pair(log, ta, tb, la, lb, w, want)
+        if seen and len(outputs) > 1:
+            break
+    if seen is None:
+        return "not confirmed", (
+            f"in {seeds} randomized orders, {w.threads[0]} (line {la}) and {w.threads[1]} (line {lb}) "
+            f"never made unordered overlapping accesses at {_where(w)}"
+        )
+    if len(outputs) > 1:
+        a, b = sorted(outputs.values())[:2]
+        effect = f"outputs differ between seeds {a} and {b}"
+    else:
+        effect = f"outputs equal in all {seeds} randomized orders (the race does not change them here)"
+    return "confirmed", f"{seen}; {effect}"
+
+
+def _pair(log: list[_Access], ta: int, tb: int, la: int, lb: int, w: Witness, want: int | None) -> str | None:
+    """The witness's two accesses, if the log holds them unordered and overlapping."""
+    firsts = [a for a in log if a.thread == ta and a.line == la and (want is None or a.offset == want)]
+    seconds = [a for a in log if a.thread == tb and a.line == lb]
+    for a in firsts:
+        for b in seconds:
+            if a.buffer != b.buffer or a.start + a.nbytes <= b.start or b.start + b.nbytes <= a.start:
+                continue
+            if a.phase == b.phase or (a.space == "global" and a.block != b.block):
+                return (
+                    f"{w.threads[0]} at line {la} and {w.threads[1]} at line {lb} access "
+                    f"{_where(w)} with no barrier between them"
+                )
+    return None
+
+
+def _expected_offset(program: Program, w: Witness) -> int | None:
+    """The witness's address as an offset in its buffer (global) or shared window (shared)."""
+    if w.address is None:
+        return None
+    if w.space == "shared":
+        return program.shared_symbols.get(w.buffer or "", 0) + w.address
+    return w.address
+
+
+def _where(w: Witness) -> str:
+    return f"{w.space} {w.buffer or '<no allocation>'}+{w.address}"
+
+
+def _arguments(
+    program: Program,
+    buffers: dict[str, int],
+    scalars: dict[str, int | float],
+    inputs: tuple[tuple[str, int], ...],
+    element_bytes: dict[str, int],
+) -> dict[str, Any]:
+    """Concrete arguments: byte buffers with small values, the witness's elements and scalars."""
+    given = dict(inputs)
+    args: dict[str, Any] = {}
+    for p in program.fn.params:
+        if p.name in buffers:
+            width = element_bytes.get(p.name, 4)
+            size = int(buffers[p.name])
+            count = -(-size // width)
+            fill = (np.arange(count, dtype=np.uint64) % 13 + 1).astype(f"<u{width}")
+            args[p.name] = fill.view(np.uint8)[:size].copy()
+        elif p.name in scalars:
+            args[p.name] = scalars[p.name]
+        else:
+            bits = int(given.get(p.name, 0))
+            if p.type in ("f32", "f64"):
+                fmt, nb = ("<f", 4) if p.type == "f32" else ("<d", 8)
+                args[p.name] = struct.unpack(fmt, (bits % (1 << 8 * nb)).to_bytes(nb, "little"))[0]
+            else:
+                args[p.name] = bits
+    for key, value in inputs:
+        m = _INPUT.fullmatch(key)
+        if m is None or m.group(1) not in buffers:
+            continue
+        width = element_bytes.get(m.group(1), 4)
+        at = int(m.group(2)) * width
+        buf = args[m.group(1)]
+        if at + width <= buf.size:
+            buf[at : at + width] = np.frombuffer(
+                (value % (1 << 8 * width)).to_bytes(width, "little"), np.uint8
+            )
+    return args
+
+
+def _copy(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+
+
+def _linear(t: ThreadId, grid: tuple[int, int, int], block: tuple[int, int, int]) -> int:
+    b = t.block[0] + grid[0] * (t.block[1] + grid[1] * t.block[2])
+    r = t.thread[0] + block[0] * (t.thread[1] + block[1] * t.thread[2])
+    return b * _prod(block) + r
+
+
+def _prod(d: tuple[int, int, int]) -> int:
+    return d[0] * d[1] * d[2]
+
+
+def _dim3(v: Dim) -> tuple[int, int, int]:
+    t = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
+    t = (*t, 1, 1)[:3]
+    return (t[0], t[1], t[2])
