@@ -88,13 +88,12 @@ class _DriverUnavailable(Exception):
 
 
 def _check(result: tuple[Any, ...]) -> Any:
-    from cuda.bindings import driver
+    from karyamorph.harness.launch import CudaError, check
 
-    err, *rest = result
-    if err != driver.CUresult.CUDA_SUCCESS:
-        _, text = driver.cuGetErrorString(err)
-        raise _DriverUnavailable(text.decode() if isinstance(text, bytes) else str(err))
-    return rest[0] if len(rest) == 1 else tuple(rest)
+    try:
+        return check(result, "device query")
+    except CudaError as exc:
+        raise _DriverUnavailable(str(exc)) from None
 
 
 def _init_driver() -> Any:
