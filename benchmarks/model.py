@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from karyamorph.harness.spec import load_spec
-from karyamorph.model.spec_run import interpret_spec
+from karyamorph.model.interp.spec_run import interpret_spec
 
 KERNELS = Path(__file__).resolve().parents[1] / "datasets" / "kernels"
 GOAL = 5e6
@@ -72,8 +72,8 @@ def z3_checks() -> None:
     """z3 check seconds per kernel (bounds, race, barrier) at block sizes 32, 256 and 1024, with
     n = 4 blocks of data; goal <= 1 s per property at 1024. Then the shipped examples at their
     spec launches (goal <= 5 s for all three properties) and one bounded equivalence."""
-    from karyamorph.model.checker import EquivInstance, Side, check, check_equivalence
-    from karyamorph.model.isa_ptx import ptx_machine
+    from karyamorph.model.check.checker import EquivInstance, Side, check, check_equivalence
+    from karyamorph.model.ptx.machine import ptx_machine
 
     machine = ptx_machine()
     # reduce_tree's shared array holds 128 ints: at other block sizes its bounds are (rightly) refuted.

@@ -216,8 +216,8 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, f
     from karyamorph.harness.model_run import interpret_spec_file
     from karyamorph.harness.pipeline import prepare
     from karyamorph.harness.spec import load_spec
-    from karyamorph.model.decode import UnmodeledError
-    from karyamorph.model.errors import ExecutionError
+    from karyamorph.model.interp.errors import ExecutionError
+    from karyamorph.model.semantics.decode import UnmodeledError
 
     spec = _with_sizes(load_spec(spec_path), sizes)
     prepare(spec)
@@ -260,7 +260,7 @@ def check(spec_path: str, props: str, scheduling: str, unroll: int, sizes: tuple
     from karyamorph.harness.model_stage import check_spec
     from karyamorph.harness.pipeline import prepare
     from karyamorph.harness.spec import SpecError, load_spec
-    from karyamorph.model.decode import UnmodeledError
+    from karyamorph.model.semantics.decode import UnmodeledError
 
     spec = _with_sizes(load_spec(spec_path), sizes)
     module = prepare(spec)
@@ -301,8 +301,8 @@ def model() -> None:
 @click.option("--all-rows", is_flag=True, help="Show every check, not just a summary per check kind.")
 def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
     """Frame condition, stated laws and concrete == symbolic agreement for every instruction."""
-    from karyamorph.model.isa_check import check_isa
-    from karyamorph.model.isa_ptx import ptx_machine
+    from karyamorph.model.check.isa_check import check_isa
+    from karyamorph.model.ptx.machine import ptx_machine
 
     results = check_isa(ptx_machine(), only=only or None)
     failed = [r for r in results if r.status == "fail"]

@@ -52,3 +52,21 @@ def test_importing_the_core_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# The rooms of model/, lowest first: a room imports only the rooms before it.
+MODEL_ROOMS = ("resources", "semantics", "ptx", "interp", "check")
+
+
+def test_model_rooms_import_downward() -> None:
+    problems = []
+    for rank, room in enumerate(MODEL_ROOMS):
+        above = MODEL_ROOMS[rank + 1 :]
+        for path in sorted((PACKAGE / "model" / room).rglob("*.py")):
+            for name in imported_modules(path):
+                if any(name.startswith(f"karyamorph.model.{r}") for r in above):
+                    problems.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    assert problems == []
+    rooms = {p.name for p in (PACKAGE / "model").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert rooms == set(MODEL_ROOMS)
+    assert sorted(p.name for p in (PACKAGE / "model").glob("*.py")) == ["__init__.py"]

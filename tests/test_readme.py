@@ -14,8 +14,8 @@ def python_blocks() -> list[str]:
 
 def test_adding_an_instruction_works_end_to_end() -> None:
     from karyamorph.isa.parser import parse
-    from karyamorph.model.interpreter import interpret
-    from karyamorph.model.isa_check import check_isa
+    from karyamorph.model.check.isa_check import check_isa
+    from karyamorph.model.interp.interpreter import interpret
 
     (block,) = [b for b in python_blocks() if "with_instructions" in b]
     scope: dict[str, object] = {}

@@ -78,8 +78,8 @@ def run_model(
 
     from karyamorph.harness.inputs import make_inputs
     from karyamorph.isa.parser import parse
-    from karyamorph.model.interpreter import interpret
-    from karyamorph.model.isa_ptx import ptx_machine
+    from karyamorph.model.interp.interpreter import interpret
+    from karyamorph.model.ptx.machine import ptx_machine
 
     module = parse(spec.ptx, spec.ptx_name)
     params = [p.name for p in module.entry(spec.entry).params]

@@ -43,8 +43,8 @@ def check_spec(
     """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
 
     With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why)."""
-    from karyamorph.model.checker import check
-    from karyamorph.model.isa_ptx import ptx_machine
+    from karyamorph.model.check.checker import check
+    from karyamorph.model.ptx.machine import ptx_machine
 
     buffers, scalars = check_inputs(spec, module.entry(spec.entry))
     launch = (spec.grid(), spec.block(), spec.shared_bytes())
@@ -81,8 +81,8 @@ class ModelStage:
         self.check_deadline_s = check_deadline_s
 
     def run(self, context: Context) -> StageResult:
-        from karyamorph.model.decode import unmodeled
-        from karyamorph.model.isa_ptx import ptx_machine
+        from karyamorph.model.ptx.machine import ptx_machine
+        from karyamorph.model.semantics.decode import unmodeled
 
         module: ast.Module = context.artifacts["module"]
         spec: KernelSpec = context.spec
@@ -111,7 +111,7 @@ class ModelStage:
     def _interpret(self, spec: KernelSpec, log: list[str]) -> dict[str, Any]:
         from karyamorph.harness.model_run import estimated_thread_instructions, interpret_spec_file
         from karyamorph.isa.parser import parse
-        from karyamorph.model.errors import ExecutionError, StepLimitError
+        from karyamorph.model.interp.errors import ExecutionError, StepLimitError
 
         reason = (
             f"the launch needs more than {self.interp_budget:.0e} thread-instructions on the CPU "

@@ -56,7 +56,7 @@ class RunResult:
 
 def check_arch(arch: str) -> str:
     """Normalise and validate an ``--arch`` value against the architectures the tables know."""
-    from karyamorph.model.resources import resources_for
+    from karyamorph.model.resources.table import resources_for
 
     a = arch.strip().lower()
     if a.isdigit():

@@ -22,7 +22,7 @@ class StaticStage:
     def run(self, context: Context) -> StageResult:
         from karyamorph.isa.catalog import module_problems
         from karyamorph.isa.versions import compatibility
-        from karyamorph.model.occupancy import occupancy
+        from karyamorph.model.resources.occupancy import occupancy
 
         module: ast.Module = context.artifacts["module"]
         spec = context.spec

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from karyamorph.isa.parser import parse
-from karyamorph.model.cfg import EXIT, CfgError, build_cfg, flatten
+from karyamorph.model.interp.cfg import EXIT, CfgError, build_cfg, flatten
 
 
 def _cfg(body: str):  # type: ignore[no-untyped-def]

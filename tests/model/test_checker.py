@@ -13,11 +13,11 @@ import pytest
 from karyamorph.harness.spec import KernelSpec, load_spec
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
-from karyamorph.model.checker import check
-from karyamorph.model.errors import MemoryAccessError
-from karyamorph.model.interpreter import interpret
-from karyamorph.model.isa_ptx import ptx_machine
-from karyamorph.model.verdict import Verdict
+from karyamorph.model.check.checker import check
+from karyamorph.model.check.verdict import Verdict
+from karyamorph.model.interp.errors import MemoryAccessError
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.ptx.machine import ptx_machine
 from tests.model.kernels.manifest import KernelCase, load_manifest
 
 MANIFEST = load_manifest()
@@ -275,7 +275,7 @@ def test_integer_translation_agrees_with_bit_vectors() -> None:
 
     import z3
 
-    from karyamorph.model.intquery import IntTranslation
+    from karyamorph.model.check.intquery import IntTranslation
 
     x, y = z3.BitVec("x", 32), z3.BitVec("y", 32)
     w = z3.BitVec("w", 64)

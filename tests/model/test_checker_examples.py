@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from karyamorph.harness.spec import KernelSpec, load_spec
-from karyamorph.model.checker import check
-from karyamorph.model.isa_ptx import ptx_machine
-from karyamorph.model.verdict import Verdict
+from karyamorph.model.check.checker import check
+from karyamorph.model.check.verdict import Verdict
+from karyamorph.model.ptx.machine import ptx_machine
 from tests.model.test_checker import launch_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import z3
 
-from karyamorph.model.concrete import ConcreteDomain, UnsupportedOperation, bits_float, float_bits
-from karyamorph.model.symbolic import SymbolicDomain, value_of
+from karyamorph.model.semantics.concrete import ConcreteDomain, UnsupportedOperation, bits_float, float_bits
+from karyamorph.model.semantics.symbolic import SymbolicDomain, value_of
 
 C = ConcreteDomain()
 S = SymbolicDomain("ieee")

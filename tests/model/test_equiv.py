@@ -13,9 +13,9 @@ import pytest
 
 from karyamorph.harness.spec import KernelSpec, load_spec
 from karyamorph.isa.parser import parse
-from karyamorph.model.checker import EquivInstance, Side, check_equivalence
-from karyamorph.model.interpreter import interpret
-from karyamorph.model.isa_ptx import ptx_machine
+from karyamorph.model.check.checker import EquivInstance, Side, check_equivalence
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.ptx.machine import ptx_machine
 from tests.model.kernels.manifest import EquivCase, load_manifest
 
 MANIFEST = load_manifest()

@@ -11,11 +11,16 @@ import pytest
 from karyamorph.harness.spec import load_spec
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
-from karyamorph.model.decode import UnmodeledError
-from karyamorph.model.errors import DivergentBarrierError, MemoryAccessError, StepLimitError, WarpSyncError
-from karyamorph.model.interpreter import interpret
-from karyamorph.model.isa_ptx import ptx_machine
-from karyamorph.model.spec_run import interpret_spec
+from karyamorph.model.interp.errors import (
+    DivergentBarrierError,
+    MemoryAccessError,
+    StepLimitError,
+    WarpSyncError,
+)
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.interp.spec_run import interpret_spec
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.decode import UnmodeledError
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "datasets" / "kernels"

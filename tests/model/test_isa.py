@@ -10,13 +10,13 @@ import pytest
 
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
-from karyamorph.model import instruction
-from karyamorph.model.decode import Unmodeled, decode_or_reason, unmodeled
-from karyamorph.model.instruction import form_text
-from karyamorph.model.interpreter import interpret
-from karyamorph.model.isa_check import check_isa, synthetic
-from karyamorph.model.isa_ptx import ptx_machine
-from karyamorph.model.machine import Machine
+from karyamorph.model.check.isa_check import check_isa, synthetic
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics import instruction
+from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason, unmodeled
+from karyamorph.model.semantics.instruction import form_text
+from karyamorph.model.semantics.machine import Machine
 
 M = ptx_machine()
 

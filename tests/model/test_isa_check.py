@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from karyamorph.model.instruction import Exec, Instr, Law, Slot
-from karyamorph.model.isa_check import check_isa
-from karyamorph.model.isa_ptx import ptx_machine
-from karyamorph.model.types import U32
+from karyamorph.model.check.isa_check import check_isa
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.instruction import Exec, Instr, Law, Slot
+from karyamorph.model.semantics.types import U32
 
 M = ptx_machine()
 

@@ -14,11 +14,11 @@ from karyamorph.harness.model_stage import check_inputs
 from karyamorph.harness.spec import load_spec
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
-from karyamorph.model.checker import check
-from karyamorph.model.interpreter import interpret
-from karyamorph.model.isa_ptx import ptx_machine
-from karyamorph.model.replay import replay
-from karyamorph.model.verdict import Replay, Verdict
+from karyamorph.model.check.checker import check
+from karyamorph.model.check.replay import replay
+from karyamorph.model.check.verdict import Replay, Verdict
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.ptx.machine import ptx_machine
 from tests.model.kernels.manifest import KernelCase, load_manifest
 
 MANIFEST = load_manifest()

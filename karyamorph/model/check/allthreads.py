@@ -1,8 +1,8 @@
 """All threads of a launch run symbolically: concrete coordinates, symbolic inputs, a memory of
 concrete byte addresses, threads of a block interleaved at barriers and warp instructions.
 
-This is the driver of the equivalence check (:mod:`karyamorph.model.equiv`): the same
-instruction semantics and :class:`~karyamorph.model.symexec.SymExec` as the two-thread encoding,
+This is the driver of the equivalence check (:mod:`karyamorph.model.check.equiv`): the same
+instruction semantics and :class:`~karyamorph.model.check.symexec.SymExec` as the two-thread encoding,
 with a memory that keeps contents. Unwritten global bytes are the inputs, named by parameter
 position so that two kernels read the same inputs.
 """
@@ -16,12 +16,12 @@ from typing import Any
 import z3
 
 from karyamorph.isa import ast
-from karyamorph.model.accesses import build_layout, dim3
-from karyamorph.model.explore import Explorer, WarpRequest
-from karyamorph.model.isa_ptx_data import atomic_update
-from karyamorph.model.symbolic import SymbolicDomain
-from karyamorph.model.symexec import Frame, Layout, SymExec, Unsupported, as_const
-from karyamorph.model.types import PtxType
+from karyamorph.model.check.accesses import build_layout, dim3
+from karyamorph.model.check.explore import Explorer, WarpRequest
+from karyamorph.model.check.symexec import Frame, Layout, SymExec, Unsupported, as_const
+from karyamorph.model.ptx.data import atomic_update
+from karyamorph.model.semantics.symbolic import SymbolicDomain
+from karyamorph.model.semantics.types import PtxType
 
 Dim = int | tuple[int, ...]
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from karyamorph.isa import ast
 from karyamorph.isa.catalog import Requirement
-from karyamorph.model.instruction import Instr
-from karyamorph.model.machine import Machine
-from karyamorph.model.types import PtxType, ptx_type
+from karyamorph.model.semantics.instruction import Instr
+from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.types import PtxType, ptx_type
 
 # Modifiers that change nothing the model observes (alignment promises, cache and scope hints).
 NEUTRAL = frozenset({
@@ -179,7 +179,7 @@ def unmodeled(module: ast.Module, machine: Machine, entry: str | None = None) ->
 
 
 class DecodedOperands:
-    """The decoded-instruction half of every :class:`~karyamorph.model.instruction.Exec` driver:
+    """The decoded-instruction half of every :class:`~karyamorph.model.semantics.instruction.Exec` driver:
     the type, modifiers, operand presence, vector widths and immediates of ``self.dec``.
 
     Drivers set ``dec`` and say how a bad operand is reported (:meth:`operand_error`).

@@ -25,13 +25,19 @@ import numpy as np
 import z3
 
 from karyamorph.isa import ast
-from karyamorph.model.concrete import UINT, ConcreteDomain, UnsupportedOperation, bits_float, float_bits
-from karyamorph.model.decode import Decoded, DecodedOperands, Unmodeled, decode_or_reason
-from karyamorph.model.domain import Domain
-from karyamorph.model.instruction import ErrorBound, Instr, Law, form_text
-from karyamorph.model.machine import Machine
-from karyamorph.model.symbolic import SymbolicDomain
-from karyamorph.model.types import PtxType
+from karyamorph.model.semantics.concrete import (
+    UINT,
+    ConcreteDomain,
+    UnsupportedOperation,
+    bits_float,
+    float_bits,
+)
+from karyamorph.model.semantics.decode import Decoded, DecodedOperands, Unmodeled, decode_or_reason
+from karyamorph.model.semantics.domain import Domain
+from karyamorph.model.semantics.instruction import ErrorBound, Instr, Law, form_text
+from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.symbolic import SymbolicDomain
+from karyamorph.model.semantics.types import PtxType
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The value-domain protocol: the only operations instruction semantics may use.
 
-Semantics are written once against :class:`Domain`; :mod:`karyamorph.model.concrete` implements
-it with numpy arrays (one element per thread) and :mod:`karyamorph.model.symbolic` with z3
+Semantics are written once against :class:`Domain`; :mod:`karyamorph.model.semantics.concrete` implements
+it with numpy arrays (one element per thread) and :mod:`karyamorph.model.semantics.symbolic` with z3
 terms. A value is a bit pattern of an explicit width (``bits``); a predicate is a boolean.
 Floating-point operations take and return bit patterns too, with the format named by ``ft``
 (``f16``, ``bf16``, ``f32``, ``f64``) and a rounding mode ``rnd`` (``rn``, ``rz``, ``rm``,

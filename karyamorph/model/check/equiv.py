@@ -1,12 +1,12 @@
 """Bounded equivalence of two kernels: every thread run symbolically on symbolic inputs, outputs
 compared by z3 for all inputs, at each launch the caller lists (sizes up to a bound).
 
-Threads have concrete coordinates (:mod:`karyamorph.model.allthreads`); inputs are free
+Threads have concrete coordinates (:mod:`karyamorph.model.check.allthreads`); inputs are free
 32-bit words, shared by both kernels (buffers are matched by parameter position). Instances
 with the same launches are checked together, with the scalars that differ between them (``n``)
 as symbolic values, so that "for every n <= 256" costs one run per grid shape, not one per n. Threads of a
 block run one after another between barriers (the kernels are assumed race-free: check that
-with :func:`karyamorph.model.checker.check`); warp shuffles and votes meet all lanes of the warp.
+with :func:`karyamorph.model.check.checker.check`); warp shuffles and votes meet all lanes of the warp.
 Floats are uninterpreted functions by default, so ``x * 2`` vs ``x + x`` on floats is not proved.
 """
 
@@ -20,11 +20,11 @@ from typing import Any
 import z3
 
 from karyamorph.isa import ast
-from karyamorph.model.allthreads import Kernel, Side, run_launch
-from karyamorph.model.interpreter import prepare
-from karyamorph.model.machine import Machine
-from karyamorph.model.symexec import Unsupported
-from karyamorph.model.verdict import Verdict, Witness
+from karyamorph.model.check.allthreads import Kernel, Side, run_launch
+from karyamorph.model.check.symexec import Unsupported
+from karyamorph.model.check.verdict import Verdict, Witness
+from karyamorph.model.interp.interpreter import prepare
+from karyamorph.model.semantics.machine import Machine
 
 __all__ = ["EquivInstance", "Side", "check_equivalence"]
 
@@ -62,7 +62,7 @@ def _symbolic_scalars(
 
 
 def _bits(v: int | float, ptx: str, bits: int) -> int:
-    from karyamorph.model.concrete import float_bits
+    from karyamorph.model.semantics.concrete import float_bits
 
     return (float_bits(float(v), ptx) if ptx in ("f16", "f32", "f64") else int(v)) % (1 << bits)
 
@@ -296,6 +296,6 @@ def _uninterpreted(term: Any) -> set[str]:
 
 
 def _inputs_of(term: Any) -> dict[str, Any]:
-    from karyamorph.model.properties import consts
+    from karyamorph.model.check.properties import consts
 
     return {n: v for n, v in consts(term, {}).items() if n.startswith("in")}

@@ -6,7 +6,7 @@ The driver is a generator: it yields ``("barrier", decoded, frame, cond, loops)`
 when a warp instruction needs its lanes' values (the equivalence driver answers with ``send``);
 the two-thread encoding just records barriers and answers nothing. A symbolic loop branch
 recurses once per iteration; past ``unroll`` iterations the rest of the loop is cut and recorded
-(the verdict becomes proved-up-to-k). Canonical counted loops (:mod:`karyamorph.model.loops`)
+(the verdict becomes proved-up-to-k). Canonical counted loops (:mod:`karyamorph.model.check.loops`)
 are instead run once, on entry, for a free iteration ``k`` (Faial's approach), unless their trip
 count is concrete and at most ``exact_trips``: short loops are followed exactly.
 """
@@ -20,10 +20,10 @@ from typing import Any
 
 import z3
 
-from karyamorph.model.decode import Decoded
-from karyamorph.model.intquery import OutOfTime
-from karyamorph.model.loops import CountedLoop
-from karyamorph.model.symexec import Frame, SymExec, Unsupported, as_const
+from karyamorph.model.check.intquery import OutOfTime
+from karyamorph.model.check.loops import CountedLoop
+from karyamorph.model.check.symexec import Frame, SymExec, Unsupported, as_const
+from karyamorph.model.semantics.decode import Decoded
 
 Event = tuple[Any, ...]
 Gen = Generator[Event, Any, None]
@@ -282,8 +282,8 @@ class Explorer:
 
     def _step(self, op: Any, fr: Frame, bits: int) -> Any:
         from karyamorph.isa import ast
-        from karyamorph.model.simt import immediate_bits
-        from karyamorph.model.types import int_type
+        from karyamorph.model.interp.simt import immediate_bits
+        from karyamorph.model.semantics.types import int_type
 
         if isinstance(op, ast.Immediate):
             return z3.BitVecVal(immediate_bits(op.text, int_type(bits)), bits)

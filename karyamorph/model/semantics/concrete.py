@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from karyamorph.model.types import FLOAT_FORMAT, canonical_nan
+from karyamorph.model.semantics.types import FLOAT_FORMAT, canonical_nan
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 SINT = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
@@ -132,7 +132,7 @@ def _bf16_of64(s_: np.ndarray, rnd: str, e: np.ndarray | float = 0.0) -> np.ndar
 
 
 class ConcreteDomain:
-    """numpy implementation of :class:`~karyamorph.model.domain.Domain`."""
+    """numpy implementation of :class:`~karyamorph.model.semantics.domain.Domain`."""
 
     name = "concrete"
 

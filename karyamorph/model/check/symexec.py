@@ -1,12 +1,12 @@
 """The symbolic Exec: one thread's registers as z3 terms, its operands, and the hooks semantics call.
 
-:class:`SymExec` implements :class:`~karyamorph.model.instruction.Exec` over the symbolic domain
+:class:`SymExec` implements :class:`~karyamorph.model.semantics.instruction.Exec` over the symbolic domain
 for one thread whose coordinates may be symbolic. Control flow is predicated: the driver
-(:mod:`karyamorph.model.explore`) sets the thread's active condition and the instruction's guard,
+(:mod:`karyamorph.model.check.explore`) sets the thread's active condition and the instruction's guard,
 and a write under a symbolic guard keeps the old value where the guard is false. Memory and warp
 hooks go to a :class:`MemoryModel`: the two-thread race/bounds encoding logs accesses and returns
-free values (:mod:`karyamorph.model.accesses`), the equivalence driver keeps real contents
-(:mod:`karyamorph.model.equiv`).
+free values (:mod:`karyamorph.model.check.accesses`), the equivalence driver keeps real contents
+(:mod:`karyamorph.model.check.equiv`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any, Protocol
 import z3
 
 from karyamorph.isa import ast
-from karyamorph.model.decode import Decoded, DecodedOperands
-from karyamorph.model.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
-from karyamorph.model.simt import immediate_bits
-from karyamorph.model.symbolic import SymbolicDomain
-from karyamorph.model.types import PtxType
+from karyamorph.model.interp.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
+from karyamorph.model.interp.simt import immediate_bits
+from karyamorph.model.semantics.decode import Decoded, DecodedOperands
+from karyamorph.model.semantics.symbolic import SymbolicDomain
+from karyamorph.model.semantics.types import PtxType
 
 WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
 # Shared and local variables each get a slot of their own, so an overrun of one never lands in

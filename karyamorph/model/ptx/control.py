@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from karyamorph.model.instruction import Exec, Instr, Slot
-from karyamorph.model.isa_ptx_arith import D_A, RND, fconst, fin, fout, rnd
-from karyamorph.model.types import U32
+from karyamorph.model.ptx.arith import D_A, RND, fconst, fin, fout, rnd
+from karyamorph.model.semantics.instruction import Exec, Instr, Slot
+from karyamorph.model.semantics.types import U32
 
 
 def _bra(x: Exec) -> None:

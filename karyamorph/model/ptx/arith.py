@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from karyamorph.model.concrete import float_bits
-from karyamorph.model.domain import Domain, fsign
-from karyamorph.model.instruction import Exec, Instr, Slot
-from karyamorph.model.types import FLOAT_FORMAT, U32, PtxType, canonical_nan, int_type
+from karyamorph.model.semantics.concrete import float_bits
+from karyamorph.model.semantics.domain import Domain, fsign
+from karyamorph.model.semantics.instruction import Exec, Instr, Slot
+from karyamorph.model.semantics.types import FLOAT_FORMAT, U32, PtxType, canonical_nan, int_type
 
 RND = ("rn", "rz", "rm", "rp")
 INTS = ("u16", "u32", "u64", "s16", "s32", "s64")

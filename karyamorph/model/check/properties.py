@@ -17,9 +17,9 @@ from typing import Any
 import z3
 from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 
-from karyamorph.model.accesses import Access, BarrierEvent, Trace, coord_constraints
-from karyamorph.model.intquery import NotLinear, Outcome, QuerySolver
-from karyamorph.model.verdict import ThreadId, Verdict, Witness
+from karyamorph.model.check.accesses import Access, BarrierEvent, Trace, coord_constraints
+from karyamorph.model.check.intquery import NotLinear, Outcome, QuerySolver
+from karyamorph.model.check.verdict import ThreadId, Verdict, Witness
 
 
 def consts(term: Any, out: dict[str, Any]) -> dict[str, Any]:

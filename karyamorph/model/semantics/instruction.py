@@ -2,12 +2,12 @@
 
 An instruction is declared once, as data plus ONE semantics function written against an
 :class:`Exec` context (operands in, destinations out, memory/warp/control hooks) whose values
-live in a :class:`~karyamorph.model.domain.Domain`. Example: adding ``prmt.b32`` (byte permute,
+live in a :class:`~karyamorph.model.semantics.domain.Domain`. Example: adding ``prmt.b32`` (byte permute,
 default mode), which the shipped machine lacks::
 
-    from karyamorph.model.instruction import Instr, Slot
-    from karyamorph.model.isa_ptx import ptx_machine
-    from karyamorph.model.types import U32
+    from karyamorph.model.semantics.instruction import Instr, Slot
+    from karyamorph.model.ptx.machine import ptx_machine
+    from karyamorph.model.semantics.types import U32
 
     def prmt(x):  # d.byte[i] = {b, a}.byte[c.nibble[i] & 7], sign-replicated if the nibble has bit 3
         D = x.D
@@ -25,7 +25,7 @@ default mode), which the shipped machine lacks::
     PRMT = Instr("prmt", ("b32",), (Slot("d", dest=True), Slot("a"), Slot("b"), Slot("c")), prmt)
     machine = ptx_machine().with_instructions(PRMT)
 
-``karyamorph.model.isa_check.check_isa(machine, only=["prmt"])`` then checks the declaration
+``karyamorph.model.check.isa_check.check_isa(machine, only=["prmt"])`` then checks the declaration
 (frame condition, concrete == symbolic on samples) and ``interpret(module, entry, machine, ...)``
 runs kernels that use it (``tests/model/test_isa.py`` runs this very example).
 """
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any, Protocol
 
-from karyamorph.model.domain import Domain
-from karyamorph.model.types import PtxType
+from karyamorph.model.semantics.domain import Domain
+from karyamorph.model.semantics.types import PtxType
 
 KINDS = ("compute", "memory", "control", "warp", "barrier")
 
@@ -127,7 +127,7 @@ class Law:
     ``fn(run, t, *vars) -> (lhs, rhs)``: ``run(form, *operands)`` evaluates an instruction form
     (``"mad.lo.s32"``) on domain values and returns its first destination; ``t`` is the type
     name the law is instantiated at, one of ``types``; ``arity`` variables of that type are free.
-    Proved with z3 by :mod:`karyamorph.model.isa_check`.
+    Proved with z3 by :mod:`karyamorph.model.check.isa_check`.
     """
 
     name: str

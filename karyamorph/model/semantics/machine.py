@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from karyamorph.model.instruction import Instr
-from karyamorph.model.resources import ArchResources, resources_for
+from karyamorph.model.resources.table import ArchResources, resources_for
+from karyamorph.model.semantics.instruction import Instr
 
 SCHEDULING = ("lockstep", "its")
 
@@ -67,7 +67,7 @@ class Machine:
         return self._by_opcode.get(opcode, ())
 
     def resources(self) -> ArchResources:
-        """The SM resources of :attr:`arch` (from :mod:`karyamorph.model.resources`)."""
+        """The SM resources of :attr:`arch` (from :mod:`karyamorph.model.resources.table`)."""
         return resources_for(self.arch)
 
     def with_instructions(self, *instrs: Instr) -> Machine:

@@ -9,7 +9,7 @@ of a loop-invariant operand at a place every iteration executes once (its step p
 their sum). The checker then runs the body
 once for iteration ``k`` with ``k`` free, induction registers at ``start + k * step``, the
 barrier count at ``start + k * barriers``, every other register the body writes left free from
-iteration 1 on, and the range condition of ``k`` (:mod:`karyamorph.model.explore`).
+iteration 1 on, and the range condition of ``k`` (:mod:`karyamorph.model.check.explore`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from karyamorph.isa import ast
-from karyamorph.model.decode import Decoded
+from karyamorph.model.semantics.decode import Decoded
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa import ast
-from karyamorph.model.cfg import Cfg, build_cfg, flatten
-from karyamorph.model.concrete import UINT, float_bits
-from karyamorph.model.decode import Decoded, decode_function
-from karyamorph.model.errors import DivergentBarrierError, LaunchError, StepLimitError
-from karyamorph.model.machine import Machine
-from karyamorph.model.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Allocation, Memory
-from karyamorph.model.simt import GroupExec, Stats, immediate_bits, make_geometry
-from karyamorph.model.types import PtxType, ptx_type
+from karyamorph.model.interp.cfg import Cfg, build_cfg, flatten
+from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, StepLimitError
+from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Allocation, Memory
+from karyamorph.model.interp.simt import GroupExec, Stats, immediate_bits, make_geometry
+from karyamorph.model.semantics.concrete import UINT, float_bits
+from karyamorph.model.semantics.decode import Decoded, decode_function
+from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.types import PtxType, ptx_type
 
 Dim3 = tuple[int, int, int]
 # Interleaved order: the chance that a group hands over to another after each instruction. One
@@ -429,7 +429,7 @@ def interpret(
     module, entry
         The parsed PTX and the ``.entry`` to run.
     machine
-        The machine model (:func:`karyamorph.model.isa_ptx.ptx_machine`).
+        The machine model (:func:`karyamorph.model.ptx.machine.ptx_machine`).
     launch
         ``(grid, block, dynamic_shared_bytes)``; grid and block are ints or 1-3 tuples.
     args
@@ -444,7 +444,7 @@ def interpret(
         Limit on executed instruction steps (group-instructions), against hangs.
     observe
         Called after each memory access resolves, as ``observe(group, threads, buffers,
-        elements, nbytes)``: the executing :class:`~karyamorph.model.simt.GroupExec` (its
+        elements, nbytes)``: the executing :class:`~karyamorph.model.interp.simt.GroupExec` (its
         ``dec.line``, and in the randomized order its ``phase``: barriers passed), the linear
         thread indices, and buffer ids and element indices as :meth:`Memory.resolve` gives them.
     interleave

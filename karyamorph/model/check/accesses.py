@@ -15,11 +15,11 @@ from typing import Any
 import z3
 
 from karyamorph.isa import ast
-from karyamorph.model.concrete import float_bits
-from karyamorph.model.explore import Cut, Explorer
-from karyamorph.model.loops import counted_loops
-from karyamorph.model.symexec import Allocation, Frame, Layout, SymExec, global_base, slot_base
-from karyamorph.model.types import PtxType, ptx_type
+from karyamorph.model.check.explore import Cut, Explorer
+from karyamorph.model.check.loops import counted_loops
+from karyamorph.model.check.symexec import Allocation, Frame, Layout, SymExec, global_base, slot_base
+from karyamorph.model.semantics.concrete import float_bits
+from karyamorph.model.semantics.types import PtxType, ptx_type
 
 Dim3 = tuple[int, int, int]
 Dim = int | tuple[int, ...]
@@ -269,7 +269,7 @@ def build_trace(
     deadline: float | None = None,
 ) -> Trace:
     """Explore thread ``A``'s code for a launch and return its trace (``deadline``: a
-    ``time.perf_counter()`` value past which :class:`~karyamorph.model.intquery.OutOfTime` is
+    ``time.perf_counter()`` value past which :class:`~karyamorph.model.check.intquery.OutOfTime` is
     raised)."""
     layout, free = build_layout(program, module, buffers, scalars, shared_bytes)
     specials, coords = thread_coords("A", grid, block, warp_size)

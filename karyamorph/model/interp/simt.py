@@ -1,6 +1,6 @@
 """The concrete execution context: registers, operands and hooks for a group of threads.
 
-:class:`GroupExec` implements :class:`~karyamorph.model.instruction.Exec` over the concrete
+:class:`GroupExec` implements :class:`~karyamorph.model.semantics.instruction.Exec` over the concrete
 domain for the threads ``[lo, hi)`` of a launch (all of them, or one warp): operands are numpy
 views of the register file, writes honour the active mask, memory hooks touch only active
 threads, and warp hooks (shuffle, vote) work per warp with ``np.bincount``.
@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa import ast
-from karyamorph.model.concrete import UINT, ConcreteDomain, float_bits
-from karyamorph.model.decode import Decoded, DecodedOperands
-from karyamorph.model.errors import ExecutionError, MemoryAccessError, WarpSyncError
-from karyamorph.model.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
-from karyamorph.model.types import PtxType
+from karyamorph.model.interp.errors import ExecutionError, MemoryAccessError, WarpSyncError
+from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
+from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
+from karyamorph.model.semantics.decode import Decoded, DecodedOperands
+from karyamorph.model.semantics.types import PtxType
 
 _WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
 

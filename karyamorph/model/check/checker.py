@@ -5,8 +5,8 @@ accesses per thread split into barrier intervals, one query per access (bounds) 
 accesses (race), distinct allocations per pointer parameter, loop variables as free variables
 with their range condition for canonical counted loops (unless their concrete trip count is
 short) and bounded unrolling otherwise. Queries are decided as linear integer arithmetic where
-that translation is exact (:mod:`karyamorph.model.intquery`), as bit-vectors otherwise.
-Equivalence of two kernels lives in :mod:`karyamorph.model.equiv`.
+that translation is exact (:mod:`karyamorph.model.check.intquery`), as bit-vectors otherwise.
+Equivalence of two kernels lives in :mod:`karyamorph.model.check.equiv`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ import time
 from collections.abc import Sequence
 
 from karyamorph.isa import ast
-from karyamorph.model.accesses import build_trace, dim3
-from karyamorph.model.equiv import EquivInstance, Side, check_equivalence
-from karyamorph.model.interpreter import prepare
-from karyamorph.model.intquery import OutOfTime
-from karyamorph.model.machine import SCHEDULING, Machine
-from karyamorph.model.properties import (
+from karyamorph.model.check.accesses import build_trace, dim3
+from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
+from karyamorph.model.check.intquery import OutOfTime
+from karyamorph.model.check.properties import (
     Encoding,
     check_barrier,
     check_bounds,
@@ -31,9 +29,11 @@ from karyamorph.model.properties import (
     plan_bounds,
     plan_race,
 )
-from karyamorph.model.replay import replay as replay_witness
-from karyamorph.model.symexec import Unsupported
-from karyamorph.model.verdict import Verdict, Witness
+from karyamorph.model.check.replay import replay as replay_witness
+from karyamorph.model.check.symexec import Unsupported
+from karyamorph.model.check.verdict import Verdict, Witness
+from karyamorph.model.interp.interpreter import prepare
+from karyamorph.model.semantics.machine import SCHEDULING, Machine
 
 CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
 PLANS = {"bounds": plan_bounds, "race": plan_race, "barrier": plan_barrier}
@@ -64,7 +64,7 @@ def check(
     module, entry
         The parsed PTX and the ``.entry`` to check.
     machine
-        The machine model (:func:`karyamorph.model.isa_ptx.ptx_machine`).
+        The machine model (:func:`karyamorph.model.ptx.machine.ptx_machine`).
     launch
         ``(grid, block, dynamic_shared_bytes)``; grid and block are ints or 1-3 tuples.
     buffers
@@ -92,7 +92,7 @@ def check(
         M of K queries"; a budget never turns into a pass.
     replay
         Replay the witness of every refuted verdict on the CPU interpreter
-        (:func:`karyamorph.model.replay.replay`) and keep the outcome in ``Verdict.replay``.
+        (:func:`karyamorph.model.check.replay.replay`) and keep the outcome in ``Verdict.replay``.
 
     Returns
     -------

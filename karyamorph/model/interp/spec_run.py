@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa.parser import parse
-from karyamorph.model.interpreter import InterpResult, interpret
-from karyamorph.model.isa_ptx import ptx_machine
-from karyamorph.model.machine import Machine
+from karyamorph.model.interp.interpreter import InterpResult, interpret
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.machine import Machine
 
 NUMPY_DTYPES: dict[str, Any] = {
     "f16": np.float16, "bf16": np.uint16, "f32": np.float32, "f64": np.float64,

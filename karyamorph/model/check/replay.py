@@ -20,17 +20,17 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa import ast
-from karyamorph.model.errors import (
+from karyamorph.model.check.verdict import Replay, ThreadId, Verdict, Witness
+from karyamorph.model.interp.errors import (
     DivergentBarrierError,
     ExecutionError,
     LaunchError,
     MemoryAccessError,
     StepLimitError,
 )
-from karyamorph.model.interpreter import Program, interpret, prepare
-from karyamorph.model.machine import Machine
-from karyamorph.model.simt import GroupExec
-from karyamorph.model.verdict import Replay, ThreadId, Verdict, Witness
+from karyamorph.model.interp.interpreter import Program, interpret, prepare
+from karyamorph.model.interp.simt import GroupExec
+from karyamorph.model.semantics.machine import Machine
 
 __all__ = ["MAX_GROUP_STEPS", "MAX_THREAD_INSTRUCTIONS", "Replay", "replay"]
 
@@ -63,7 +63,7 @@ def replay(
     Parameters
     ----------
     module, entry, machine, launch, buffers, scalars
-        What :func:`karyamorph.model.checker.check` was given. Buffers become byte arrays of
+        What :func:`karyamorph.model.check.checker.check` was given. Buffers become byte arrays of
         their size, filled with small deterministic values (element ``i`` holds ``i % 13 + 1``)
         except for the elements the witness's ``inputs`` name; scalars keep their values; a free
         scalar takes the witness's value (0 when it names none).

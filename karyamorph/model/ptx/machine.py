@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from karyamorph.model.instruction import ErrorBound, Instr, Law
-from karyamorph.model.isa_ptx_arith import ARITH
-from karyamorph.model.isa_ptx_control import CONTROL
-from karyamorph.model.isa_ptx_data import DATA
-from karyamorph.model.machine import Machine
+from karyamorph.model.ptx.arith import ARITH
+from karyamorph.model.ptx.control import CONTROL
+from karyamorph.model.ptx.data import DATA
+from karyamorph.model.semantics.instruction import ErrorBound, Instr, Law
+from karyamorph.model.semantics.machine import Machine
 
 _I32 = ("s32", "u32", "s64", "u64", "s16", "u16")
 _B = ("b32", "b64")

@@ -20,7 +20,7 @@ from typing import Any
 
 import z3
 
-from karyamorph.model.types import FLOAT_FORMAT, canonical_nan
+from karyamorph.model.semantics.types import FLOAT_FORMAT, canonical_nan
 
 _RM = {"rn": z3.RNE, "rz": z3.RTZ, "rm": z3.RTN, "rp": z3.RTP}
 _FBITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
@@ -32,7 +32,7 @@ def _sort(ft: str) -> z3.FPSortRef:
 
 
 class SymbolicDomain:
-    """z3 implementation of :class:`~karyamorph.model.domain.Domain`.
+    """z3 implementation of :class:`~karyamorph.model.semantics.domain.Domain`.
 
     Parameters
     ----------

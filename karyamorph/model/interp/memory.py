@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from karyamorph.model.concrete import UINT
+from karyamorph.model.semantics.concrete import UINT
 
 GLOBAL_STRIDE = 1 << 32  # allocation k lives at (k + 1) << 32: an overrun never reaches the next one
 SHARED_WINDOW = 1 << 48  # generic address of shared offset 0

@@ -75,7 +75,7 @@ class Witness:
 
 @dataclass(frozen=True, slots=True)
 class Replay:
-    """What the CPU interpreter made of a witness (:func:`karyamorph.model.replay.replay`).
+    """What the CPU interpreter made of a witness (:func:`karyamorph.model.check.replay.replay`).
 
     Attributes
     ----------

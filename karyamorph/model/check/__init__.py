@@ -1,0 +1,1 @@
+"""The z3 checks: bounds, races, barriers, equivalence, ISA self-checks, witness replay."""

@@ -1,0 +1,1 @@
+"""The reduced PTX instruction set: declarations and semantics, written once per form."""
