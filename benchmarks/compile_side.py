@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from karyamorph.harness.pipeline import default_stages, prepare, run_pipeline
-from karyamorph.harness.spec import load_spec
 from karyamorph.harness.toolchain import discover
+from karyamorph.kernel.loader import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "kernels"
 

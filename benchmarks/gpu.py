@@ -23,9 +23,11 @@ from typing import Any
 
 from karyamorph.harness.device import current_device, driver_problem
 from karyamorph.harness.pipeline import default_stages, run_pipeline
-from karyamorph.harness.spec import KernelSpec, load_spec
 from karyamorph.harness.timing import TimingOptions, measure
 from karyamorph.harness.timing_stage import peak_dram_gbps
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import KernelSpec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "kernels"
 
@@ -49,13 +51,14 @@ def bandwidth(device: Any, options: TimingOptions) -> list[tuple[str, float, flo
     n = 64 * 2**20  # 256 MiB of f32 per array
     spec = dataclasses.replace(load_spec(EXAMPLES / "vadd.toml"), sizes={"n": n})
     cubin = assemble(spec.ptx, device.arch, discover()).cubin
-    kernel = KernelLaunch.load(cubin, "vadd", spec, device.ordinal)
+    kernel = KernelLaunch.load(cubin, "vadd", bind(spec), device.ordinal)
     where = f"cuda:{device.ordinal}"
     a, b = torch.randn(n, device=where), torch.randn(n, device=where)
     c = torch.empty(n, device=where)
     torch.cuda.synchronize(where)
     params = prepare(spec).entry("vadd").params
-    kernel.set_args(kernel_args(spec, params, {"a": a.data_ptr(), "b": b.data_ptr(), "c": c.data_ptr()}))
+    pointers = {"a": a.data_ptr(), "b": b.data_ptr(), "c": c.data_ptr()}
+    kernel.set_args(kernel_args(bind(spec), params, pointers))
     stream = torch.cuda.ExternalStream(kernel.stream_handle)
 
     def torch_copy() -> None:
@@ -92,11 +95,11 @@ def stability(device: Any, spec: KernelSpec, runs: int, options: TimingOptions) 
     from karyamorph.harness.toolchain import discover
 
     cubin = assemble(spec.ptx, device.arch, discover()).cubin
-    kernel = KernelLaunch.load(cubin, spec.entry, spec, device.ordinal)
+    kernel = KernelLaunch.load(cubin, spec.entry, bind(spec), device.ordinal)
     where = f"cuda:{device.ordinal}"
-    buffers = upload(make_inputs(spec, 0), device=where)
+    buffers = upload(make_inputs(bind(spec), 0), device=where)
     torch.cuda.synchronize(where)
-    kernel.set_args(kernel_args(spec, prepare(spec).entry(spec.entry).params, buffers.pointers()))
+    kernel.set_args(kernel_args(bind(spec), prepare(spec).entry(spec.entry).params, buffers.pointers()))
     l2 = int(device.attributes.get("l2_cache_bytes", 0))
     out = []
     for _ in range(runs):

@@ -10,7 +10,8 @@ import statistics
 import time
 from pathlib import Path
 
-from karyamorph.harness.spec import load_spec
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
 from karyamorph.model.interp.spec_run import interpret_spec
 
 KERNELS = Path(__file__).resolve().parents[1] / "datasets" / "kernels"
@@ -23,7 +24,7 @@ def _rate(name: str, sizes: dict[str, int], repeat: int) -> tuple[float, float, 
     seconds, total = [], 0
     for _ in range(repeat):
         t0 = time.perf_counter()
-        result, _ = interpret_spec(spec)
+        result, _ = interpret_spec(bind(spec))
         seconds.append(time.perf_counter() - t0)
         total = result.stats.total_thread_instructions
     s = statistics.median(seconds)
@@ -60,11 +61,11 @@ def _check_inputs(spec: object) -> tuple[object, dict[str, int], dict[str, int |
     for arg, p in zip(spec.args, module.entry(spec.entry).params, strict=True):  # type: ignore[attr-defined]
         if arg.is_pointer:
             n = 1
-            for d in spec.shape(arg):  # type: ignore[attr-defined]
+            for d in bind(spec).shapes[arg.name]:  # type: ignore[attr-defined]
                 n *= d
             buffers[p.name] = n * arg.dtype.bytes
         else:
-            scalars[p.name] = spec.scalar_value(arg)  # type: ignore[attr-defined]
+            scalars[p.name] = bind(spec).scalars[arg.name]  # type: ignore[attr-defined]
     return module, buffers, scalars
 
 
@@ -94,7 +95,7 @@ def z3_checks() -> None:
         spec = load_spec(KERNELS / f"{name}.toml")
         module, buffers, scalars = _check_inputs(spec)
         t0 = time.perf_counter()
-        launch = (spec.grid(), spec.block(), spec.shared_bytes())
+        launch = bind(spec).launch
         verdicts = check(module, spec.entry, machine, launch, buffers, scalars)  # type: ignore[arg-type]
         total = time.perf_counter() - t0
         got = ", ".join(f"{v.property} {v.verdict}" for v in verdicts)
@@ -108,7 +109,7 @@ def z3_checks() -> None:
         sides = []
         for s in (sa, sb):
             _, buffers, scalars = _check_inputs(s)
-            sides.append(Side((s.grid(), s.block(), 0), buffers, scalars))
+            sides.append(Side((bind(s).grid, bind(s).block, 0), buffers, scalars))
         insts.append(EquivInstance((("n", n),), sides[0], sides[1], (1,)))
     from karyamorph.isa.parser import parse
 

@@ -21,11 +21,11 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "kernels"
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from karyamorph.harness.expressions import ExpressionError
     from karyamorph.harness.pipeline import ArchError
-    from karyamorph.harness.spec import SpecError
     from karyamorph.harness.toolchain import ToolchainError
     from karyamorph.isa.errors import PtxError
+    from karyamorph.kernel.expressions import ExpressionError
+    from karyamorph.kernel.spec import SpecError
     from karyamorph.store.database import StoreError
 
     return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError)
@@ -81,16 +81,26 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.option("--no-store", is_flag=True, help="Do not write the run to the database.")
 @timeout_option
+@click.option(
+    "--size", "sizes", multiple=True, metavar="NAME=N", help="Override a [sizes] entry (repeatable)."
+)
 @friendly_errors
 def run(
-    spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bool, timeout: float | None
+    spec_path: str,
+    arch: str | None,
+    db: str | None,
+    fmt: str,
+    no_store: bool,
+    timeout: float | None,
+    sizes: tuple[str, ...],
 ) -> None:
     """Run a kernel spec through every stage and store the results."""
     from karyamorph.harness.session import run_spec_file
 
     outcome = run_spec_file(
-        Path(spec_path), arch=arch, db=None if no_store else _db_path(db), timeout_s=timeout
-    )
+        Path(spec_path), arch=arch, db=None if no_store else _db_path(db), timeout_s=timeout,
+        sizes=_size_overrides(sizes),
+    )  # fmt: skip
     if fmt == "json":
         click.echo(json.dumps(outcome.as_json(), indent=2, default=str))
     else:
@@ -180,23 +190,30 @@ def device(fmt: str) -> None:
 # model: interp, check-isa
 
 
-def _with_sizes(spec: Any, sizes: tuple[str, ...]) -> Any:
-    """The spec with ``name=value`` size overrides applied (and every expression re-checked)."""
-    import dataclasses
+def _size_overrides(sizes: tuple[str, ...]) -> dict[str, int]:
+    """``("n=4096", ...)`` as a dict; the spec checks that each name is one of its sizes."""
+    from karyamorph.kernel.spec import SpecError
 
-    from karyamorph.harness.spec import SpecError
-
-    where = spec.source_path.name if spec.source_path else "<spec>"
-    changed = dict(spec.sizes)
+    out: dict[str, int] = {}
     for item in sizes:
         name, _, value = item.partition("=")
-        if name not in changed or not value.strip().lstrip("-").isdigit():
-            known = ", ".join(sorted(changed)) or "none"
-            raise SpecError(f"{where}: --size {item}", f"expected NAME=INTEGER with a known size ({known})")
-        changed[name] = int(value)
-    new = dataclasses.replace(spec, sizes=changed)
-    new.grid(), new.block(), new.shared_bytes()
-    return new
+        if not name.strip().isidentifier() or not value.strip().lstrip("-").isdigit():
+            raise SpecError(f"--size {item}", "expected NAME=INTEGER, e.g. --size n=4096")
+        out[name.strip()] = int(value)
+    return out
+
+
+def _bound(spec: Any, sizes: tuple[str, ...]) -> Any:
+    """The spec bound with ``NAME=VALUE`` size overrides (every figure re-checked)."""
+    from karyamorph.kernel.bound import bind
+    from karyamorph.kernel.spec import SpecError
+
+    overrides = _size_overrides(sizes)
+    for name, item in zip(overrides, sizes, strict=True):
+        if name not in spec.sizes:
+            known = ", ".join(sorted(spec.sizes)) or "none"
+            raise SpecError(f"{spec.where}: --size {item}", f"unknown size {name!r} (known size ({known}))")
+    return bind(spec, sizes=overrides)
 
 
 size_option = click.option(
@@ -215,14 +232,15 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, f
     """Run a kernel spec on the CPU model and compare it with the spec's reference."""
     from karyamorph.harness.model_run import interpret_spec_file
     from karyamorph.harness.pipeline import prepare
-    from karyamorph.harness.spec import load_spec
+    from karyamorph.kernel.loader import load_spec
     from karyamorph.model.interp.errors import ExecutionError
     from karyamorph.model.semantics.decode import UnmodeledError
 
-    spec = _with_sizes(load_spec(spec_path), sizes)
+    kernel = _bound(load_spec(spec_path), sizes)
+    spec = kernel.spec
     prepare(spec)
     try:
-        report = interpret_spec_file(spec, seed=seed, randomize_order=randomize)
+        report = interpret_spec_file(kernel, seed=seed, randomize_order=randomize)
     except (UnmodeledError, ExecutionError) as exc:
         if fmt == "json":
             click.echo(json.dumps({"status": "error", "match": False, "error": str(exc)}, indent=2))
@@ -259,17 +277,18 @@ def check(spec_path: str, props: str, scheduling: str, unroll: int, sizes: tuple
     """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3)."""
     from karyamorph.harness.model_stage import check_spec
     from karyamorph.harness.pipeline import prepare
-    from karyamorph.harness.spec import SpecError, load_spec
+    from karyamorph.kernel.loader import load_spec
+    from karyamorph.kernel.spec import SpecError
     from karyamorph.model.semantics.decode import UnmodeledError
 
-    spec = _with_sizes(load_spec(spec_path), sizes)
-    module = prepare(spec)
+    kernel = _bound(load_spec(spec_path), sizes)
+    module = prepare(kernel.spec)
     wanted = tuple(p.strip() for p in props.split(",") if p.strip())
     unknown = [p for p in wanted if p not in ("bounds", "race", "barrier")]
     if unknown:
         raise SpecError("--property", f"unknown {', '.join(unknown)} (choose from bounds, race, barrier)")
     try:
-        verdicts = check_spec(spec, module, properties=wanted, scheduling=scheduling, unroll=unroll)
+        verdicts = check_spec(kernel, module, properties=wanted, scheduling=scheduling, unroll=unroll)
     except UnmodeledError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

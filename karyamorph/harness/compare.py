@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from karyamorph.harness.spec import DType
+from karyamorph.kernel.spec import DType
 
 if TYPE_CHECKING:
     import torch

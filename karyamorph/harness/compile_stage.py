@@ -99,17 +99,17 @@ class CompileStage:
             toolchain: Toolchain = context.toolchain or discover()
             assembly = assemble(
                 ptx,
-                context.arch,
+                context.arch.name,
                 toolchain,
                 extra_args=self.extra_args,
                 lineinfo=self.lineinfo,
                 filename=str(filename),
             )
         except (ToolchainError, UnsupportedArchError) as err:
-            return StageResult(Status.ERROR, {"arch": context.arch}, str(err))
+            return StageResult(Status.ERROR, {"arch": context.arch.name}, str(err))
         except PtxasError as err:
             failed = {
-                "arch": context.arch,
+                "arch": context.arch.name,
                 "diagnostics": [dataclasses.asdict(d) for d in err.diagnostics],
             }
             return StageResult(Status.FAIL, failed, f"{err}\n\n--- ptxas output ---\n{err.log}")
@@ -119,7 +119,7 @@ class CompileStage:
             entry = entries[0]
         if entry not in assembly.functions:
             reason = f"entry {entry!r} is not among the functions ptxas compiled: {sorted(entries)}"
-            return StageResult(Status.FAIL, {"arch": context.arch, "entries": entries}, reason)
+            return StageResult(Status.FAIL, {"arch": context.arch.name, "entries": entries}, reason)
         context.artifacts["cubin"] = assembly.cubin
         context.artifacts["assembly"] = assembly
         data = summarize(assembly, entry)

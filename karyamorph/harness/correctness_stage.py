@@ -75,7 +75,7 @@ class CorrectnessStage:
             modeled = _model_ran(context)
             job = Job(
                 str(spec_file(context.spec, workdir)), str(cubin), entry, "correctness", seed, self.trials,
-                outputs_dir=str(workdir) if modeled else "",
+                outputs_dir=str(workdir) if modeled else "", sizes=context.kernel.sizes,
             )  # fmt: skip
             outcome = run_worker(job, workdir=workdir, timeout_s=self.timeout_s)
             result = self._result(context, outcome, seed)
@@ -217,11 +217,11 @@ def _with_model_agreement(context: Context, result: StageResult, saved: Path, se
 
     spec = context.spec
     gpu = torch.load(saved)
-    model = run_model(spec, seed=seed)
+    model = run_model(context.kernel, seed=seed)
     agreement = {}
     log = [result.log, f"model vs GPU (trial seed {seed}):"]
     findings = list(result.data.get("findings", []))
-    for arg in output_args(spec):
+    for arg in output_args(context.kernel):
         c = compare(
             arg.name, gpu[arg.name], model.outputs[arg.name], tolerance_for(arg.dtype, spec.atol, spec.rtol)
         )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from karyamorph.harness.spec import ArgSpec, DType, KernelSpec, SpecError
+from karyamorph.kernel.bound import BoundKernel
+from karyamorph.kernel.spec import ArgSpec, DType, SpecError
 
 if TYPE_CHECKING:
     import torch
@@ -48,9 +49,9 @@ def int_range(dtype: DType) -> tuple[int, int]:
     return 0, 2**bits - 1
 
 
-def spec_where(spec: KernelSpec) -> str:
+def spec_where(kernel: BoundKernel) -> str:
     """The spec's file name for messages (``vadd.toml``), or ``<spec>`` when built in Python."""
-    return spec.source_path.name if spec.source_path else "<spec>"
+    return kernel.spec.source_path.name if kernel.spec.source_path else "<spec>"
 
 
 def arg_seed(seed: int, index: int) -> int:
@@ -58,17 +59,17 @@ def arg_seed(seed: int, index: int) -> int:
     return (seed * 1_000_003 + index * 7_919 + 1) % (2**63)
 
 
-def make_tensor(spec: KernelSpec, arg: ArgSpec, seed: int) -> torch.Tensor:
+def make_tensor(kernel: BoundKernel, arg: ArgSpec, seed: int) -> torch.Tensor:
     """One pointer argument's initial values, on the CPU, reproducible from ``seed``.
 
     Parameters
     ----------
-    spec : KernelSpec
-        Supplies the shape (its expressions are evaluated over ``spec.sizes``).
+    kernel : BoundKernel
+        Supplies the shape (its expressions are evaluated over ``kernel.sizes``).
     arg : ArgSpec
         A pointer argument (role in, out or inout).
     seed : int
-        The trial seed; the argument's position in ``spec.args`` is mixed in.
+        The trial seed; the argument's position in ``kernel.args`` is mixed in.
 
     Notes
     -----
@@ -79,9 +80,9 @@ def make_tensor(spec: KernelSpec, arg: ArgSpec, seed: int) -> torch.Tensor:
     """
     import torch
 
-    index = spec.args.index(arg)
-    where = f"{spec_where(spec)}: args[{index}].init"
-    shape = spec.shape(arg)
+    index = kernel.args.index(arg)
+    where = f"{spec_where(kernel)}: args[{index}].init"
+    shape = kernel.shapes[arg.name]
     numel = 1
     for d in shape:
         numel *= d
@@ -124,9 +125,9 @@ def make_tensor(spec: KernelSpec, arg: ArgSpec, seed: int) -> torch.Tensor:
     return torch.randint(init.low, init.high, shape, generator=gen, dtype=torch.int64).to(target)
 
 
-def make_inputs(spec: KernelSpec, seed: int) -> dict[str, torch.Tensor]:
+def make_inputs(kernel: BoundKernel, seed: int) -> dict[str, torch.Tensor]:
     """Every pointer argument's initial values (CPU tensors), by argument name."""
-    return {a.name: make_tensor(spec, a, seed) for a in spec.args if a.is_pointer}
+    return {a.name: make_tensor(kernel, a, seed) for a in kernel.args if a.is_pointer}
 
 
 def poison_(tensor: torch.Tensor) -> torch.Tensor:

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from karyamorph.harness.spec import DType, KernelSpec, SpecError
 from karyamorph.isa import ast
+from karyamorph.kernel.bound import BoundKernel
+from karyamorph.kernel.spec import DType, SpecError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -117,18 +118,18 @@ def scalar_param(value: int | float, dtype: DType, param: ast.Param) -> np.gener
     return np.frombuffer(raw, dtype=np_type)[0]
 
 
-def kernel_args(spec: KernelSpec, params: tuple[ast.Param, ...], pointers: Mapping[str, int]) -> list[Any]:
+def kernel_args(kernel: BoundKernel, params: tuple[ast.Param, ...], pointers: Mapping[str, int]) -> list[Any]:
     """Every kernel argument in ``.entry`` order: buffer addresses as u64, scalars by param type."""
     import numpy as np
 
-    where = spec.source_path.name if spec.source_path else "<spec>"
+    where = kernel.spec.source_path.name if kernel.spec.source_path else "<spec>"
     values: list[Any] = []
-    for i, (arg, param) in enumerate(zip(spec.args, params, strict=True)):
+    for i, (arg, param) in enumerate(zip(kernel.args, params, strict=True)):
         if arg.is_pointer:
             values.append(np.uint64(pointers[arg.name]))
             continue
         try:
-            values.append(scalar_param(spec.scalar_value(arg), arg.dtype, param))
+            values.append(scalar_param(kernel.scalars[arg.name], arg.dtype, param))
         except ValueError as exc:
             raise SpecError(f"{where}: args[{i}].value", str(exc)) from None
     return values
@@ -227,7 +228,7 @@ class KernelLaunch:
     args: list[Any] = field(default_factory=list)
 
     @staticmethod
-    def load(cubin: bytes, entry: str, spec: KernelSpec, ordinal: int = 0) -> KernelLaunch:
+    def load(cubin: bytes, entry: str, kernel: BoundKernel, ordinal: int = 0) -> KernelLaunch:
         """Load ``cubin`` through cuda.core and prepare ``spec``'s grid, block and shared memory."""
         from cuda.core import Device, LaunchConfig, ObjectCode
 
@@ -235,11 +236,11 @@ class KernelLaunch:
         device.set_current()
         module = ObjectCode.from_cubin(cubin, name=f"{entry}.cubin")
         kernel = module.get_kernel(entry)
-        shared = spec.shared_bytes()
+        shared = kernel.shared_bytes
         if shared > DEFAULT_DYNAMIC_SHARED_LIMIT:
             _allow_dynamic_shared(kernel, shared, device)
-        bx, by, bz = spec.block()
-        config = LaunchConfig(grid=spec.grid(), block=(bx, by, bz), shmem_size=shared)
+        bx, by, bz = kernel.block
+        config = LaunchConfig(grid=kernel.grid, block=(bx, by, bz), shmem_size=shared)
         return KernelLaunch(device, device.create_stream(), module, kernel, config, bx * by * bz, shared)
 
     @property

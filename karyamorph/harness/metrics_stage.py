@@ -150,6 +150,7 @@ class MetricsStage:
             entry=entry,
             mode="once",
             result_path=str(root / "result.json"),
+            sizes=context.kernel.sizes,
         )
         metrics = self.metrics
         outcome = self._launch(ncu, job, entry, report_base, root, metrics)

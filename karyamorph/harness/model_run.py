@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from karyamorph.harness.spec import KernelSpec
 from karyamorph.isa import ast
+from karyamorph.kernel.bound import BoundKernel
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +33,11 @@ class InterpReport:
         }
 
 
-def estimated_thread_instructions(spec: KernelSpec, module: ast.Module) -> int:
+def estimated_thread_instructions(kernel: BoundKernel, module: ast.Module) -> int:
     """Threads in the launch times the entry's static instruction count: a floor on the work."""
-    gx, gy, gz = spec.grid()
-    bx, by, bz = spec.block()
-    static = sum(1 for _ in module.entry(spec.entry).instructions())
+    gx, gy, gz = kernel.grid
+    bx, by, bz = kernel.block
+    static = sum(1 for _ in module.entry(kernel.entry).instructions())
     return gx * gy * gz * bx * by * bz * static
 
 
@@ -52,7 +52,7 @@ class ModelRun:
 
 
 def run_model(
-    spec: KernelSpec,
+    kernel: BoundKernel,
     *,
     seed: int = 0,
     randomize_order: bool = False,
@@ -81,35 +81,35 @@ def run_model(
     from karyamorph.model.interp.interpreter import interpret
     from karyamorph.model.ptx.machine import ptx_machine
 
-    module = parse(spec.ptx, spec.ptx_name)
-    params = [p.name for p in module.entry(spec.entry).params]
-    by_param = dict(zip((a.name for a in spec.args), params, strict=True))
-    tensors = make_inputs(spec, seed)
+    module = parse(kernel.spec.ptx, kernel.spec.ptx_name)
+    params = [p.name for p in module.entry(kernel.entry).params]
+    by_param = dict(zip((a.name for a in kernel.args), params, strict=True))
+    tensors = make_inputs(kernel, seed)
     arrays: dict[str, Any] = {by_param[name]: t.numpy().copy() for name, t in tensors.items()}
-    for arg in spec.args:
+    for arg in kernel.args:
         if not arg.is_pointer:
-            arrays[by_param[arg.name]] = spec.scalar_value(arg)
+            arrays[by_param[arg.name]] = kernel.scalars[arg.name]
     threads = 1
-    for d in (*spec.grid(), *spec.block()):
+    for d in (*kernel.grid, *kernel.block):
         threads *= d
     max_steps = (
         10_000_000 if max_thread_instructions is None else max(1, int(max_thread_instructions // threads))
     )
-    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    launch = (kernel.grid, kernel.block, kernel.shared_bytes)
     result = interpret(
-        module, spec.entry, machine or ptx_machine(), launch, arrays,
+        module, kernel.entry, machine or ptx_machine(), launch, arrays,
         randomize_order=randomize_order, seed=seed, max_steps=max_steps,
     )  # fmt: skip
     outputs = {
         a.name: torch.from_numpy(np.ascontiguousarray(result.outputs[by_param[a.name]]))
-        for a in spec.args
+        for a in kernel.args
         if a.is_pointer
     }
     return ModelRun(tensors, outputs, result.stats.as_dict(), result.seconds)
 
 
 def interpret_spec_file(
-    spec: KernelSpec,
+    kernel: BoundKernel,
     *,
     seed: int = 0,
     randomize_order: bool = False,
@@ -122,20 +122,21 @@ def interpret_spec_file(
     from karyamorph.harness.reference import evaluate_reference, output_args
 
     run = run_model(
-        spec,
+        kernel,
         seed=seed,
         randomize_order=randomize_order,
         machine=machine,
         max_thread_instructions=max_thread_instructions,
     )
-    if spec.reference.torch is None and spec.reference.python is None:
+    if kernel.spec.reference.torch is None and kernel.spec.reference.python is None:
         return InterpReport("pass", True, 0.0, {}, run.stats, run.seconds, seed)
     outputs: dict[str, dict[str, Any]] = {}
     worst = 0.0
     match = True
-    expected = evaluate_reference(spec, {k: v.clone() for k, v in run.inputs.items()})
-    for arg, want in zip(output_args(spec), expected, strict=True):
-        c = compare(arg.name, run.outputs[arg.name], want, tolerance_for(arg.dtype, spec.atol, spec.rtol))
+    expected = evaluate_reference(kernel, {k: v.clone() for k, v in run.inputs.items()})
+    for arg, want in zip(output_args(kernel), expected, strict=True):
+        tol = tolerance_for(arg.dtype, kernel.spec.atol, kernel.spec.rtol)
+        c = compare(arg.name, run.outputs[arg.name], want, tol)
         outputs[arg.name] = c.as_dict()
         match = match and c.passed
         worst = max(worst, float(c.max_abs_err))

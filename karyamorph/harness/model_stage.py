@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from karyamorph.harness.spec import KernelSpec
 from karyamorph.harness.stage import Context, Figure, StageResult, Status
 from karyamorph.isa import ast
+from karyamorph.kernel.bound import BoundKernel
 
 PROPERTIES = ("bounds", "race", "barrier")
 # The CPU model runs at ~30-140 M thread-instructions/s: bound what one pipeline run spends.
@@ -15,23 +15,23 @@ INTERP_BUDGET = 2e8
 CHECK_DEADLINE_S = 30.0
 
 
-def check_inputs(spec: KernelSpec, entry: ast.Function) -> tuple[dict[str, int], dict[str, int | float]]:
+def check_inputs(kernel: BoundKernel, entry: ast.Function) -> tuple[dict[str, int], dict[str, int | float]]:
     """The spec as the checker sees it: buffer sizes in bytes and scalar values, by .param name."""
     buffers: dict[str, int] = {}
     scalars: dict[str, int | float] = {}
-    for arg, param in zip(spec.args, entry.params, strict=True):
+    for arg, param in zip(kernel.args, entry.params, strict=True):
         if arg.is_pointer:
             count = 1
-            for d in spec.shape(arg):
+            for d in kernel.shapes[arg.name]:
                 count *= d
             buffers[param.name] = count * arg.dtype.bytes
         else:
-            scalars[param.name] = spec.scalar_value(arg)
+            scalars[param.name] = kernel.scalars[arg.name]
     return buffers, scalars
 
 
 def check_spec(
-    spec: KernelSpec,
+    kernel: BoundKernel,
     module: ast.Module,
     *,
     properties: tuple[str, ...] = PROPERTIES,
@@ -46,11 +46,11 @@ def check_spec(
     from karyamorph.model.check.checker import check
     from karyamorph.model.ptx.machine import ptx_machine
 
-    buffers, scalars = check_inputs(spec, module.entry(spec.entry))
-    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    buffers, scalars = check_inputs(kernel, module.entry(kernel.entry))
+    launch = (kernel.grid, kernel.block, kernel.shared_bytes)
     return check(
         module,
-        spec.entry,
+        kernel.entry,
         machine or ptx_machine(),
         launch,
         buffers,
@@ -85,16 +85,16 @@ class ModelStage:
         from karyamorph.model.semantics.decode import unmodeled
 
         module: ast.Module = context.artifacts["module"]
-        spec: KernelSpec = context.spec
+        kernel = context.kernel
         machine = ptx_machine()
-        missing = unmodeled(module, machine, spec.entry)
+        missing = unmodeled(module, machine, kernel.entry)
         if missing:
             names = sorted({m.text for m in missing})
             return StageResult.skip(f"unmodeled instructions: {', '.join(names)}")
         data: dict[str, Any] = {}
         log: list[str] = []
         figures: list[Figure] = []
-        verdicts = check_spec(spec, module, machine=machine, deadline_s=self.check_deadline_s)
+        verdicts = check_spec(kernel, module, machine=machine, deadline_s=self.check_deadline_s)
         data["checks"] = [v.as_dict() for v in verdicts]
         ok = True
         for v in verdicts:
@@ -103,12 +103,12 @@ class ModelStage:
                 log.append(f"  witness: {v.witness}")
             figures.append(Figure(f"check_{v.property}_seconds", v.seconds, "s"))
             ok = ok and v.verdict in ("proved", "proved-up-to-k")
-        data["interp"] = self._interpret(spec, log)
+        data["interp"] = self._interpret(kernel, log)
         if data["interp"].get("status") == "fail":
             ok = False
         return StageResult(Status.PASS if ok else Status.FAIL, data, "\n".join(log), 0.0, tuple(figures))
 
-    def _interpret(self, spec: KernelSpec, log: list[str]) -> dict[str, Any]:
+    def _interpret(self, kernel: BoundKernel, log: list[str]) -> dict[str, Any]:
         from karyamorph.harness.model_run import estimated_thread_instructions, interpret_spec_file
         from karyamorph.isa.parser import parse
         from karyamorph.model.interp.errors import ExecutionError, StepLimitError
@@ -119,11 +119,12 @@ class ModelStage:
         )
         # Threads x static instructions is a floor on the work: when even that is over the
         # budget, do not start (setting up a huge launch alone costs seconds).
-        if estimated_thread_instructions(spec, parse(spec.ptx, spec.ptx_name)) > self.interp_budget:
+        module = parse(kernel.spec.ptx, kernel.spec.ptx_name)
+        if estimated_thread_instructions(kernel, module) > self.interp_budget:
             log.append(f"interpretation: not run ({reason})")
             return {"status": "not run", "reason": reason}
         try:
-            report = interpret_spec_file(spec, max_thread_instructions=self.interp_budget)
+            report = interpret_spec_file(kernel, max_thread_instructions=self.interp_budget)
         except StepLimitError:
             log.append(f"interpretation: stopped ({reason})")
             return {"status": "not run", "reason": reason}

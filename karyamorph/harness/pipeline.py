@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 import traceback
@@ -11,31 +10,36 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from karyamorph.harness.signature import check_signature
-from karyamorph.harness.spec import KernelSpec
 from karyamorph.harness.stage import Context, Stage, StageResult, Status
 from karyamorph.isa import ast
+from karyamorph.isa.arch import Arch, ArchError
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import BoundKernel, bind
+from karyamorph.kernel.limits import resources_for
+from karyamorph.kernel.signature import check_signature
+from karyamorph.kernel.spec import KernelSpec, SpecError
 
-ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
-
-
-class ArchError(ValueError):
-    """An ``--arch`` value that no table or tool knows."""
+FALLBACK_ARCH = Arch(12, 0)
+"""The target when neither a GPU nor the PTX names one: the 50-series."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """One kernel run through the pipeline: inputs, environment and each stage's result."""
 
-    spec: KernelSpec
+    kernel: BoundKernel
     module: ast.Module
-    arch: str
+    arch: Arch
     toolchain: Any
     device: Any
     stages: tuple[tuple[str, StageResult], ...]
     started_utc: datetime
     seconds: float
+
+    @property
+    def spec(self) -> KernelSpec:
+        """The spec that was run."""
+        return self.kernel.spec
 
     @property
     def status(self) -> Status:
@@ -54,16 +58,16 @@ class RunResult:
         return None
 
 
-def check_arch(arch: str) -> str:
-    """Normalise and validate an ``--arch`` value against the architectures the tables know."""
-    from karyamorph.model.resources.table import resources_for
+def check_arch(arch: Arch | str) -> Arch:
+    """Read an ``--arch`` value and check that the resource tables know it.
 
-    a = arch.strip().lower()
-    if a.isdigit():
-        a = f"sm_{a}"
-    if not ARCH_RE.match(a):
-        raise ArchError(f"unsupported --arch {arch!r}: expected sm_XY with an optional a/f suffix (sm_90a)")
+    Raises
+    ------
+    ArchError
+        Not a target, or a target no table knows (the message lists the known ones).
+    """
     try:
+        a = Arch.parse(arch)
         resources_for(a)
     except ValueError as exc:
         raise ArchError(f"unsupported --arch {arch!r}: {exc}") from None
@@ -80,14 +84,11 @@ def prepare(spec: KernelSpec) -> ast.Module:
     SpecError
         Entry not found or spec/signature mismatch, naming both sides.
     """
-    from karyamorph.harness.spec import SpecError
-
     module = parse(spec.ptx, spec.ptx_name)
     try:
         entry = module.entry(spec.entry)
     except KeyError as exc:
-        where = spec.source_path.name if spec.source_path else "<spec>"
-        raise SpecError(f"{where}: kernel.entry", f"{exc.args[0]} in {spec.ptx_name}") from None
+        raise SpecError(f"{spec.where}: kernel.entry", f"{exc.args[0]} in {spec.ptx_name}") from None
     check_signature(spec, entry)
     return module
 
@@ -119,22 +120,25 @@ def default_stages(timeout_s: float | None = None) -> list[Stage]:
     return [CompileStage(), SassStage(), StaticStage(), ModelStage(), *gpu]
 
 
-def default_arch(module: ast.Module, device: Any) -> str:
-    """The GPU's arch when there is one, else the PTX's ``.target``."""
+def default_arch(module: ast.Module | None, device: Any) -> Arch:
+    """The GPU's arch when there is one, else the PTX's ``.target``, else sm_120."""
     if device is not None:
-        return str(device.arch)
-    target = module.arch
-    return target if ARCH_RE.match(target) else "sm_120"
+        return Arch.parse(device.arch)
+    try:
+        return Arch.parse(module.arch, strict=True) if module is not None else FALLBACK_ARCH
+    except ArchError:
+        return FALLBACK_ARCH
 
 
 def run_pipeline(
     spec: KernelSpec,
     *,
-    arch: str | None = None,
+    arch: Arch | str | None = None,
     toolchain: Any = None,
     device: Any = None,
     stages: Sequence[Stage] | None = None,
     module: ast.Module | None = None,
+    sizes: dict[str, int] | None = None,
 ) -> RunResult:
     """Run ``spec`` through every stage and collect the results.
 
@@ -142,7 +146,7 @@ def run_pipeline(
     ----------
     spec : KernelSpec
         What to run.
-    arch : str, optional
+    arch : Arch or str, optional
         Target architecture (``sm_120``); default: the device's, else the PTX ``.target``.
     toolchain : Toolchain, optional
         Default: :func:`karyamorph.harness.toolchain.discover`.
@@ -152,6 +156,8 @@ def run_pipeline(
         Default: :func:`default_stages`.
     module : Module, optional
         The already parsed PTX (skips parsing again).
+    sizes : dict, optional
+        Overrides of the spec's sizes.
 
     A stage that raises an unexpected tool or OS error is recorded as ``error`` with the
     traceback in its log; the later stages still run (and decide themselves whether to skip).
@@ -159,9 +165,10 @@ def run_pipeline(
     from karyamorph.harness.toolchain import discover
 
     module = module or prepare(spec)
-    arch = check_arch(arch or default_arch(module, device))
+    target = check_arch(arch or default_arch(module, device))
+    kernel = bind(spec, target, sizes)
     toolchain = toolchain or discover()
-    ctx = Context(spec=spec, arch=arch, toolchain=toolchain, device=device)
+    ctx = Context(kernel=kernel, arch=target, toolchain=toolchain, device=device)
     ctx.artifacts.update(
         module=module,
         ptx=spec.ptx,
@@ -181,4 +188,5 @@ def run_pipeline(
             r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
         ctx.results[stage.name] = r
         results.append((stage.name, r))
-    return RunResult(spec, module, arch, toolchain, device, tuple(results), started, time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    return RunResult(kernel, module, target, toolchain, device, tuple(results), started, seconds)

@@ -41,7 +41,7 @@ def to_record(run: RunResult) -> RunRecord:
         metrics.extend(MetricRecord(name, f.name, float(f.value), f.unit) for f in r.figures)
         metrics.append(MetricRecord(name, "seconds", r.seconds, "s"))
         if name == "sass" and "text" in r.data:
-            sass.append(SassRecord(run.arch, str(r.data["text"])))
+            sass.append(SassRecord(run.arch.name, str(r.data["text"])))
         samples.extend(SampleRecord(i, float(ns)) for i, ns in enumerate(r.data.get("samples_ns", ())))
         findings.extend(
             FindingRecord(
@@ -53,16 +53,16 @@ def to_record(run: RunResult) -> RunRecord:
             for f in r.data.get("findings", ())
         )
     launch: dict[str, Any] = {
-        "grid": list(spec.grid()),
-        "block": list(spec.block()),
-        "shared_bytes": spec.shared_bytes(),
-        "sizes": spec.sizes,
+        "grid": list(run.kernel.grid),
+        "block": list(run.kernel.block),
+        "shared_bytes": run.kernel.shared_bytes,
+        "sizes": run.kernel.sizes,
     }
     return RunRecord(
         kernel=KernelRecord(ptx_hash(spec.ptx), spec.entry, spec.ptx),
         spec_hash=spec.spec_hash,
         spec_text=spec.text,
-        arch=run.arch,
+        arch=run.arch.name,
         launch=launch,
         host=platform.node(),
         device=_device(run.device),

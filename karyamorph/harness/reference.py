@@ -9,28 +9,29 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from karyamorph.harness.inputs import spec_where
-from karyamorph.harness.spec import ArgSpec, KernelSpec, SpecError
+from karyamorph.kernel.bound import BoundKernel
+from karyamorph.kernel.spec import ArgSpec, SpecError
 
 if TYPE_CHECKING:
     import torch
 
 
-def output_args(spec: KernelSpec) -> tuple[ArgSpec, ...]:
+def output_args(kernel: BoundKernel) -> tuple[ArgSpec, ...]:
     """The arguments a reference must produce, in order: every ``out`` and ``inout`` buffer."""
-    return tuple(a for a in spec.args if a.role in ("out", "inout"))
+    return tuple(a for a in kernel.args if a.role in ("out", "inout"))
 
 
-def reference_names(spec: KernelSpec, tensors: Mapping[str, Any]) -> dict[str, Any]:
+def reference_names(kernel: BoundKernel, tensors: Mapping[str, Any]) -> dict[str, Any]:
     """What a reference sees: sizes and scalar arguments as Python numbers, buffers as tensors.
 
     Later entries win on a name clash (sizes, then scalars, then buffers), so a scalar ``n``
     whose value is the size ``n`` is the same number either way.
     """
-    names: dict[str, Any] = dict(spec.sizes)
-    for arg in spec.args:
+    names: dict[str, Any] = dict(kernel.sizes)
+    for arg in kernel.args:
         if not arg.is_pointer:
-            names[arg.name] = spec.scalar_value(arg)
-    for arg in spec.args:
+            names[arg.name] = kernel.scalars[arg.name]
+    for arg in kernel.args:
         if arg.is_pointer and arg.name in tensors:
             names[arg.name] = tensors[arg.name]
     return names
@@ -40,9 +41,9 @@ def _described(names: Mapping[str, Any]) -> str:
     return ", ".join(sorted(names)) or "none"
 
 
-def _load_function(spec: KernelSpec, target: str, key: str) -> Callable[..., Any]:
+def _load_function(kernel: BoundKernel, target: str, key: str) -> Callable[..., Any]:
     module_name, _, func_name = target.partition(":")
-    folder = str(spec.source_path.parent) if spec.source_path else None
+    folder = str(kernel.spec.source_path.parent) if kernel.spec.source_path else None
     added = folder is not None and folder not in sys.path
     if added:
         # A reference module may sit next to its spec file.
@@ -79,12 +80,12 @@ def _call(fn: Callable[..., Any], names: Mapping[str, Any], key: str) -> Any:
     return fn(**kwargs)
 
 
-def evaluate_reference(spec: KernelSpec, tensors: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+def evaluate_reference(kernel: BoundKernel, tensors: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
     """The expected value of every ``out``/``inout`` argument, in argument order.
 
     Parameters
     ----------
-    spec : KernelSpec
+    kernel : BoundKernel
         Its ``reference.torch`` is evaluated with ``torch`` and every name of
         :func:`reference_names` in scope; its ``reference.python`` (``module:function``) is
         called with those names as keyword arguments (only the ones it declares, unless it takes
@@ -108,9 +109,9 @@ def evaluate_reference(spec: KernelSpec, tensors: Mapping[str, torch.Tensor]) ->
     """
     import torch
 
-    where = spec_where(spec)
-    names = reference_names(spec, tensors)
-    ref = spec.reference
+    where = spec_where(kernel)
+    names = reference_names(kernel, tensors)
+    ref = kernel.spec.reference
     if ref.torch is not None:
         key = f"{where}: reference.torch"
         try:
@@ -127,7 +128,7 @@ def evaluate_reference(spec: KernelSpec, tensors: Mapping[str, torch.Tensor]) ->
             ) from None
     elif ref.python is not None:
         key = f"{where}: reference.python"
-        fn = _load_function(spec, ref.python, key)
+        fn = _load_function(kernel, ref.python, key)
         try:
             result = _call(fn, names, key)
         except SpecError:
@@ -136,15 +137,15 @@ def evaluate_reference(spec: KernelSpec, tensors: Mapping[str, torch.Tensor]) ->
             raise SpecError(key, f"calling {ref.python!r} failed: {type(exc).__name__}: {exc}") from None
     else:
         raise SpecError(f"{where}: reference", "the spec has no [reference] (torch = ... or python = ...)")
-    return _as_outputs(spec, result, key, tensors)
+    return _as_outputs(kernel, result, key, tensors)
 
 
 def _as_outputs(
-    spec: KernelSpec, result: Any, key: str, tensors: Mapping[str, torch.Tensor]
+    kernel: BoundKernel, result: Any, key: str, tensors: Mapping[str, torch.Tensor]
 ) -> tuple[torch.Tensor, ...]:
     import torch
 
-    outputs = output_args(spec)
+    outputs = output_args(kernel)
     values = tuple(result) if isinstance(result, tuple | list) else (result,)
     if len(values) != len(outputs):
         have = ", ".join(a.name for a in outputs) or "none"
@@ -156,7 +157,7 @@ def _as_outputs(
         like = tensors.get(arg.name)
         device = like.device if like is not None else None
         tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value, device=device)
-        shape = spec.shape(arg)
+        shape = kernel.shapes[arg.name]
         numel = 1
         for d in shape:
             numel *= d

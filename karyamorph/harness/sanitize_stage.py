@@ -153,7 +153,8 @@ class SanitizeStage:
         cubin_path.write_bytes(cubin)
 
         def one(tool: str) -> ToolRun:
-            return self._tool(sanitizer, tool, spec_path, cubin_path, entry, root / tool)
+            sizes = context.kernel.sizes
+            return self._tool(sanitizer, tool, spec_path, cubin_path, entry, root / tool, sizes)
 
         if self.parallel and len(self.tools) > 1:
             with ThreadPoolExecutor(max_workers=len(self.tools)) as pool:
@@ -198,7 +199,14 @@ class SanitizeStage:
         return StageResult(Status.PASS, data, log, figures=figures)
 
     def _tool(
-        self, sanitizer: GpuTool, tool: str, spec_path: Path, cubin_path: Path, entry: str, workdir: Path
+        self,
+        sanitizer: GpuTool,
+        tool: str,
+        spec_path: Path,
+        cubin_path: Path,
+        entry: str,
+        workdir: Path,
+        sizes: dict[str, int],
     ) -> ToolRun:
         from karyamorph.harness.worker import Job, run_worker
 
@@ -212,6 +220,7 @@ class SanitizeStage:
             entry=entry,
             mode="once",
             result_path=str(workdir / "result.json"),
+            sizes=sizes,
         )
         wrapper = sanitizer_argv(
             sanitizer.path,

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.pipeline import RunResult, run_pipeline
-from karyamorph.harness.spec import load_spec
 from karyamorph.harness.stage import StageResult, Status
+from karyamorph.kernel.loader import load_spec
 from karyamorph.table import render_table
 
 DEFAULT_DB = "karyamorph.duckdb"
@@ -158,14 +158,23 @@ def store_run(result: RunResult, db: Path) -> str:
 
 
 def run_spec_file(
-    path: Path, *, arch: str | None = None, db: Path | None = None, timeout_s: float | None = None
+    path: Path,
+    *,
+    arch: str | None = None,
+    db: Path | None = None,
+    timeout_s: float | None = None,
+    sizes: dict[str, int] | None = None,
 ) -> Outcome:
-    """Load, run and (unless ``db`` is None or the input is bad) store one spec file."""
+    """Load, run and (unless ``db`` is None or the input is bad) store one spec file.
+
+    ``sizes`` overrides the spec's ``[sizes]`` (each name must exist there)."""
     from karyamorph.harness.device import current_device
     from karyamorph.harness.pipeline import default_stages
 
     spec = load_spec(path)
-    result = run_pipeline(spec, arch=arch, device=current_device(), stages=default_stages(timeout_s))
+    result = run_pipeline(
+        spec, arch=arch, device=current_device(), stages=default_stages(timeout_s), sizes=sizes
+    )
     bad = _bad_input(result)
     run_id = store_run(result, db) if db is not None and bad is None else None
     return Outcome(result, run_id, bad)
@@ -181,7 +190,7 @@ def _relative(path: Path) -> str:
 def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | None = None) -> str:
     """Run every ``*.toml`` in ``folder``; return a summary table and a query to try next."""
     from karyamorph.harness.device import NO_DEVICE, current_device
-    from karyamorph.harness.pipeline import default_stages
+    from karyamorph.harness.pipeline import check_arch, default_arch, default_stages
     from karyamorph.harness.toolchain import discover
 
     specs = sorted(folder.glob("*.toml"))
@@ -189,7 +198,7 @@ def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | Non
         return f"no *.toml kernel specs in {folder}"
     device = current_device()
     toolchain = discover()
-    target = arch or (device.arch if device else "sm_120")
+    target = check_arch(arch or default_arch(None, device))
     lines = [
         f"device: {device.name + ' (' + device.arch + ')' if device else NO_DEVICE}",
         f"toolchain: CUDA {toolchain.cuda_release} ({toolchain.source}); target {target}",

@@ -8,6 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.bound import BoundKernel
+from karyamorph.kernel.spec import KernelSpec
+
 
 class Status(enum.StrEnum):
     """How a stage ended. Only ``pass`` means the stage's claim holds."""
@@ -64,12 +68,17 @@ class Context:
     cubin bytes); ``results`` holds each finished stage's result by name.
     """
 
-    spec: Any
-    arch: str
+    kernel: BoundKernel
+    arch: Arch
     toolchain: Any
     artifacts: dict[str, Any] = field(default_factory=dict)
     results: dict[str, StageResult] = field(default_factory=dict)
     device: Any = None
+
+    @property
+    def spec(self) -> KernelSpec:
+        """The spec being run (``kernel`` is the same spec with every figure resolved)."""
+        return self.kernel.spec
 
 
 class Stage(Protocol):

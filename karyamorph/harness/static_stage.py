@@ -33,17 +33,17 @@ class StaticStage:
 
         driver_cuda = context.device.cuda_driver_release if context.device is not None else None
         toolchain_cuda = getattr(context.toolchain, "cuda_release", None)
-        problems = compatibility(module.version, module.arch, context.arch, toolchain_cuda, driver_cuda)
+        problems = compatibility(module.version, module.arch, context.arch.name, toolchain_cuda, driver_cuda)
         # Instructions the file's own .version/.target cannot have, then those --arch cannot run.
         problems += module_problems(module)
-        if context.arch != module.arch:
+        if context.arch.name != module.arch:
             seen = {p.message for p in problems}
-            problems += [p for p in module_problems(module, context.arch) if p.message not in seen]
+            problems += [p for p in module_problems(module, context.arch.name) if p.message not in seen]
         data["compatibility"] = [{"severity": p.severity, "message": p.message} for p in problems]
         log.extend(f"{p.severity}: {p.message}" for p in problems)
         failed = any(p.severity == "error" for p in problems)
 
-        bx, by, bz = spec.block()
+        bx, by, bz = context.kernel.block
         threads = bx * by * bz
         entry = module.entry(spec.entry)
         data["block_threads"] = threads
@@ -62,11 +62,11 @@ class StaticStage:
             data["occupancy"] = None
         else:
             occ = occupancy(
-                context.arch,
+                context.arch.name,
                 block_threads=threads,
                 registers_per_thread=int(compiled.data.get("registers", 0)),
                 static_shared_bytes=int(compiled.data.get("shared_bytes", 0)),
-                dynamic_shared_bytes=spec.shared_bytes(),
+                dynamic_shared_bytes=context.kernel.shared_bytes,
             )
             data["occupancy"] = _jsonable(asdict(occ))
             figures += [

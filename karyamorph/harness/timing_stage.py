@@ -83,7 +83,7 @@ class TimingStage:
         from karyamorph.harness.launch import KernelLaunch, cuda_core_errors, kernel_args, upload
         from karyamorph.harness.timing import measure
 
-        spec, device = context.spec, context.device
+        spec, device = context.kernel, context.device
         entry = str(context.artifacts.get("entry") or spec.entry)
         params = context.artifacts["module"].entry(entry).params
         kernel = KernelLaunch.load(context.artifacts["cubin"], entry, spec, device.ordinal)
@@ -105,7 +105,7 @@ class TimingStage:
             return StageResult(Status.FAIL, {"error": str(exc), "cuda_error": name}, str(exc))
         finally:
             del buffers
-        data, figures = report(timing, spec.cost(), device)
+        data, figures = report(timing, (context.kernel.cost_bytes, context.kernel.cost_flops), device)
         data["seed"] = self.seed
         log = describe(timing, data)
         return StageResult(Status.PASS, data, log, figures=tuple(figures))

@@ -16,11 +16,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.spec import ArgSpec, KernelSpec, SpecError, load_spec
+from karyamorph.kernel.bound import BoundKernel, bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError
 
 MODES = ("correctness", "once")
 
@@ -55,6 +57,8 @@ class Job:
     outputs_dir : str
         In ``correctness`` mode, where the first trial's outputs are saved (``trial0.pt``, CPU
         tensors by argument name) for a comparison with the model; "" saves nothing.
+    sizes : dict
+        The sizes to bind the spec with (the run's ``--size`` overrides included).
     """
 
     spec_path: str
@@ -65,6 +69,7 @@ class Job:
     trials: int = 3
     result_path: str = ""
     outputs_dir: str = ""
+    sizes: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +245,7 @@ def _same_bits(x: Any, y: Any) -> bool:
     )
 
 
-def _run_correctness(job: Job, spec: KernelSpec, ordinal: int, result: dict[str, Any]) -> None:
+def _run_correctness(job: Job, spec: BoundKernel, ordinal: int, result: dict[str, Any]) -> None:
     import torch
 
     from karyamorph.harness.compare import compare, tolerance_for
@@ -249,7 +254,7 @@ def _run_correctness(job: Job, spec: KernelSpec, ordinal: int, result: dict[str,
     from karyamorph.harness.pipeline import prepare
     from karyamorph.harness.reference import evaluate_reference, output_args
 
-    params = prepare(spec).entry(job.entry).params
+    params = prepare(spec.spec).entry(job.entry).params
     kernel = KernelLaunch.load(Path(job.cubin_path).read_bytes(), job.entry, spec, ordinal)
     device = torch_device(ordinal)
     outputs = output_args(spec)
@@ -268,7 +273,8 @@ def _run_correctness(job: Job, spec: KernelSpec, ordinal: int, result: dict[str,
         kernel.sync()
         actual = [buffers.tensors[a.name] for a in outputs]
         comparisons = [
-            compare(a.name, out, exp, tolerance_for(a.dtype, spec.atol, spec.rtol), poisoned=a.role == "out")
+            compare(a.name, out, exp, tolerance_for(a.dtype, spec.spec.atol, spec.spec.rtol),
+                    poisoned=a.role == "out")
             for a, out, exp in zip(outputs, actual, expected, strict=True)
         ]
         damage = buffers.guard_damage()
@@ -291,14 +297,14 @@ def _run_correctness(job: Job, spec: KernelSpec, ordinal: int, result: dict[str,
     result["passed"] = all(t["passed"] for t in result["trials"])
 
 
-def _run_once(job: Job, spec: KernelSpec, ordinal: int, result: dict[str, Any]) -> None:
+def _run_once(job: Job, spec: BoundKernel, ordinal: int, result: dict[str, Any]) -> None:
     import torch
 
     from karyamorph.harness.inputs import make_inputs
     from karyamorph.harness.launch import KernelLaunch, kernel_args, upload
     from karyamorph.harness.pipeline import prepare
 
-    params = prepare(spec).entry(job.entry).params
+    params = prepare(spec.spec).entry(job.entry).params
     kernel = KernelLaunch.load(Path(job.cubin_path).read_bytes(), job.entry, spec, ordinal)
     device = torch_device(ordinal)
     poisoned = [a.name for a in spec.args if a.role == "out"]
@@ -325,7 +331,7 @@ def run_job(job: Job, result: dict[str, Any]) -> None:
     device = current_device()
     if device is None:
         raise LookupError("no CUDA device")
-    spec = load_spec(job.spec_path)
+    spec = bind(load_spec(job.spec_path), sizes=job.sizes)
     result.update(mode=job.mode, entry=job.entry, device=device.name, arch=device.arch)
     if job.mode == "correctness":
         _run_correctness(job, spec, device.ordinal, result)

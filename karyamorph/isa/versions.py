@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from karyamorph.isa.arch import Arch
+
 # ----------------------------------------------------------------------------------------------
 # Tables
 
@@ -128,34 +130,6 @@ KNOWN_TARGETS: tuple[str, ...] = tuple(TARGETS)
 
 _VERSION = re.compile(r"(\d+)\.(\d+)")
 _RELEASE = re.compile(r"(\d+)(?:\.(\d+))?(?:\.\d+)*")
-_TARGET = re.compile(r"(?:sm|compute)_(\d+)(\d)([af]?)")
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """An sm target: ``sm_120a`` is ``Target(12, 0, "a")``.
-
-    ``suffix`` is ``""`` for a base target, ``"a"`` for an architecture-specific one and ``"f"``
-    for a family one. Targets are only partially ordered (see :func:`target_supports`), so this
-    class defines no ``<``.
-    """
-
-    major: int
-    minor: int
-    suffix: str = ""
-
-    @property
-    def name(self) -> str:
-        """The target string: ``"sm_120a"``."""
-        return f"sm_{self.major}{self.minor}{self.suffix}"
-
-    @property
-    def compute_capability(self) -> tuple[int, int]:
-        """The device compute capability this target is for: ``(12, 0)``."""
-        return (self.major, self.minor)
-
-    def __str__(self) -> str:
-        return self.name
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -186,20 +160,15 @@ def parse_release(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2) or 0)
 
 
-def parse_target(text: str) -> Target:
-    """Parse an sm target (``"sm_120a"``, ``"sm_90"``, ``"compute_100f"``) into a :class:`Target`.
+def parse_target(text: str) -> Arch:
+    """Parse an sm target (``"sm_120a"``, ``"sm_90"``, ``"compute_100f"``): :meth:`Arch.parse`.
 
     Raises
     ------
     ValueError
-        If ``text`` is not ``sm_<major><minor>`` with an optional ``a`` or ``f`` suffix.
+        If ``text`` is not a target (:class:`~karyamorph.isa.arch.ArchError`).
     """
-    m = _TARGET.fullmatch(text.strip().lower())
-    if m is None:
-        raise ValueError(
-            f"not an sm target: {text!r} (expected sm_<major><minor>[a|f], e.g. 'sm_120a')"
-        )
-    return Target(int(m.group(1)), int(m.group(2)), m.group(3))
+    return Arch.parse(text, strict=True)
 
 
 def arch_from_compute_capability(major: int, minor: int) -> str:
@@ -210,9 +179,7 @@ def arch_from_compute_capability(major: int, minor: int) -> str:
     ValueError
         If the numbers cannot be a compute capability.
     """
-    if major < 1 or not 0 <= minor <= 9:
-        raise ValueError(f"not a compute capability: {major}.{minor}")
-    return f"sm_{major}{minor}"
+    return Arch.parse((major, minor)).name
 
 
 def _fmt(version: tuple[int, int]) -> str:
@@ -278,11 +245,6 @@ def min_ptx_for_target(target: str) -> str:
 # The target lattice
 
 
-def _canonical(t: Target) -> Target:
-    # sm_101 is the pre-9.0 name of sm_110: same hardware, same node of the lattice.
-    return Target(11, 0, t.suffix) if (t.major, t.minor) == (10, 1) else t
-
-
 def target_supports(target: str, required: str) -> bool:
     """Whether code compiled for ``target`` may use what ``required`` introduced.
 
@@ -299,13 +261,7 @@ def target_supports(target: str, required: str) -> bool:
     ValueError
         If either string is not an sm target.
     """
-    t = _canonical(parse_target(target))
-    r = _canonical(parse_target(required))
-    if r.suffix == "":
-        return t.compute_capability >= r.compute_capability
-    if r.suffix == "f":
-        return t.suffix in ("a", "f") and t.major == r.major and t.minor >= r.minor
-    return t == r
+    return parse_target(target).supports(required)
 
 
 def assembles_for(ptx_target: str, arch: str) -> bool:
@@ -319,16 +275,10 @@ def assembles_for(ptx_target: str, arch: str) -> bool:
     ValueError
         If either string is not an sm target.
     """
-    t = _canonical(parse_target(ptx_target))
-    a = _canonical(parse_target(arch))
-    if t.suffix == "":
-        return a.compute_capability >= t.compute_capability
-    if t.suffix == "f":
-        return a.major == t.major and a.minor >= t.minor
-    return a == t
+    return parse_target(ptx_target).assembles_for(arch)
 
 
-def _family_members(t: Target) -> list[str]:
+def _family_members(t: Arch) -> list[str]:
     bases = (parse_target(n) for n, i in TARGETS.items() if i.removed_in is None)
     return [b.name for b in bases if b.suffix == "" and b.major == t.major and b.minor >= t.minor]
 
@@ -409,7 +359,7 @@ class _Check:
     """The state of one :func:`compatibility` call: its inputs and the problems found so far."""
 
     version: tuple[int, int]
-    arch: Target
+    arch: Arch
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -430,7 +380,7 @@ class _Check:
         """The first CUDA release of this PTX version, in words."""
         return cuda_release_for_ptx(_fmt(self.version)) if self.known_version else "a newer one"
 
-    def target(self, target: Target) -> None:
+    def target(self, target: Arch) -> None:
         info = TARGETS.get(target.name)
         if info is not None and self.version < parse_version(info.min_ptx):
             self.error("target-needs-newer-ptx", f".target {target} needs PTX ISA >= "
@@ -439,7 +389,7 @@ class _Check:
         if assembles_for(target.name, arch.name):
             return
         if target.suffix == "a" and (
-            _canonical(target).compute_capability == _canonical(arch).compute_capability
+            target.canonical.compute_capability == arch.canonical.compute_capability
         ):
             message = (f"PTX .target {target} assembles only with --arch {target}, not {arch}: "
                        "arch-specific 'a' code needs the 'a' arch")

@@ -188,3 +188,27 @@ def test_demo_on_a_folder(tmp_path: Path) -> None:
     rows = [line for line in result.output.splitlines() if line.startswith(("scale", "transpose"))]
     assert len(rows) == 2 and all(line.split()[1:4] == ["pass", "pass", "pass"] for line in rows)
     assert count_runs(db) == 2
+
+
+def test_run_size_overrides_are_bound_and_stored(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    result = invoke("run", str(EXAMPLES / "vadd.toml"), "--arch", "sm_120", "--db", str(db),
+                    "--size", "n=4096", "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (launch,) = con.execute("SELECT launch FROM runs").fetchone()  # type: ignore[misc]
+    finally:
+        con.close()
+    stored = json.loads(launch) if isinstance(launch, str) else launch
+    assert stored["sizes"] == {"n": 4096} and stored["grid"] == [16, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("size", "words"), [("q=1", "unknown size 'q' (sizes defined: n)"), ("n=x", "expected NAME=INTEGER")]
+)
+def test_run_bad_size_override_is_bad_input(tmp_path: Path, size: str, words: str) -> None:
+    db = tmp_path / "k.duckdb"
+    result = CliRunner().invoke(main, ["run", str(EXAMPLES / "vadd.toml"), "--db", str(db), "--size", size])
+    assert result.exit_code == 2 and words in result.output
+    assert count_runs(db) == 0

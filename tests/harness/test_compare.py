@@ -9,7 +9,7 @@ import torch
 
 from karyamorph.harness.compare import Tolerance, compare, tolerance_for
 from karyamorph.harness.inputs import poison_
-from karyamorph.harness.spec import DTYPES
+from karyamorph.kernel.spec import DTYPES
 
 
 def test_default_tolerances_per_dtype_and_spec_overrides() -> None:

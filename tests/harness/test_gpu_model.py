@@ -8,7 +8,7 @@ import pytest
 
 from karyamorph.harness.device import current_device
 from karyamorph.harness.pipeline import run_pipeline
-from karyamorph.harness.spec import load_spec
+from karyamorph.kernel.loader import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
 

@@ -23,7 +23,6 @@ from karyamorph.harness.correctness_stage import CorrectnessStage
 from karyamorph.harness.device import DeviceInfo, current_device
 from karyamorph.harness.launch import encode_scalar, kernel_args, scalar_param
 from karyamorph.harness.pipeline import RunResult, prepare, run_pipeline
-from karyamorph.harness.spec import DTYPES, KernelSpec, load_spec
 from karyamorph.harness.stage import Context, StageResult, Status
 from karyamorph.harness.static_stage import StaticStage
 from karyamorph.harness.timing import TimingOptions, summarize
@@ -36,6 +35,10 @@ from karyamorph.harness.worker import (
     spec_toml,
 )
 from karyamorph.isa import ast
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import DTYPES, KernelSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "datasets" / "kernels"
@@ -51,7 +54,7 @@ FAST = TimingOptions(max_wall_seconds=2.0, max_samples=500)
 
 
 def context(spec: KernelSpec, device: DeviceInfo | None, **artifacts: object) -> Context:
-    ctx = Context(spec=spec, arch="sm_90", toolchain=None, device=device)
+    ctx = Context(kernel=bind(spec), arch=Arch.parse("sm_90"), toolchain=None, device=device)
     ctx.artifacts.update(artifacts)
     return ctx
 
@@ -189,7 +192,7 @@ def test_scalars_are_packed_by_the_param_type_with_the_spec_dtype_bits() -> None
 def test_kernel_args_follow_the_entry_order() -> None:
     spec = load_spec(EXAMPLES / "scale.toml")
     params = prepare(spec).entry("scale").params
-    values = kernel_args(spec, params, {"x": 0x1000, "y": 0x2000})
+    values = kernel_args(bind(spec), params, {"x": 0x1000, "y": 0x2000})
     assert [type(v) for v in values] == [np.uint64, np.uint64, np.float32, np.uint32]
     assert [int(values[0]), int(values[1]), float(values[2]), int(values[3])] == [0x1000, 0x2000, 1.5, 2**20]
 

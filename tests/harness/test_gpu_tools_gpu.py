@@ -25,8 +25,9 @@ from karyamorph.harness.pipeline import RunResult, run_pipeline
 from karyamorph.harness.sanitize_stage import SanitizeStage
 from karyamorph.harness.sanitizer import TOOLS
 from karyamorph.harness.sass_stage import SassStage
-from karyamorph.harness.spec import KernelSpec, load_spec
 from karyamorph.harness.stage import Stage, Status
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import KernelSpec
 
 pytestmark = [
     pytest.mark.gpu,

@@ -14,7 +14,9 @@ from karyamorph.harness.inputs import (
     poison_mask,
     torch_dtype,
 )
-from karyamorph.harness.spec import DTYPES, KernelSpec, SpecError, spec_from_dict
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import spec_from_dict
+from karyamorph.kernel.spec import DTYPES, KernelSpec, SpecError
 
 
 def spec_with(args: list[dict[str, Any]], n: int = 4096) -> KernelSpec:
@@ -35,7 +37,7 @@ def test_same_seed_same_values_and_different_seed_different_values() -> None:
     spec = spec_with(
         [arg("a", "f32", "randn"), arg("b", "f32", "randn"), arg("i", "s32", "randint(0, 1000)")]
     )
-    first, again, other = make_inputs(spec, 7), make_inputs(spec, 7), make_inputs(spec, 8)
+    first, again, other = make_inputs(bind(spec), 7), make_inputs(bind(spec), 7), make_inputs(bind(spec), 8)
     for name in ("a", "b", "i"):
         assert torch.equal(first[name], again[name])
         assert not torch.equal(first[name], other[name])
@@ -51,7 +53,7 @@ def test_every_dtype_maps_to_a_torch_dtype_of_its_width() -> None:
 
 def test_randint_stays_in_its_half_open_range_and_reaches_both_ends() -> None:
     spec = spec_with([arg("x", "s16", "randint(-3, 4)")])
-    x = make_inputs(spec, 1)["x"]
+    x = make_inputs(bind(spec), 1)["x"]
     assert x.dtype == torch.int16
     assert int(x.min()) == -3 and int(x.max()) == 3
 
@@ -59,7 +61,7 @@ def test_randint_stays_in_its_half_open_range_and_reaches_both_ends() -> None:
 def test_randint_outside_the_dtype_is_a_spec_error_naming_the_key() -> None:
     spec = spec_with([arg("x", "u8", "randint(0, 300)")])
     with pytest.raises(SpecError, match=r"args\[0\]\.init.*does not fit u8"):
-        make_inputs(spec, 0)
+        make_inputs(bind(spec), 0)
 
 
 def test_float_initialisers_have_their_distributions() -> None:
@@ -72,7 +74,7 @@ def test_float_initialisers_have_their_distributions() -> None:
         ],
         n=20000,
     )
-    t = make_inputs(spec, 3)
+    t = make_inputs(bind(spec), 3)
     assert abs(float(t["g"].mean())) < 0.05 and abs(float(t["g"].std()) - 1) < 0.05
     assert t["u"].dtype == torch.float16 and float(t["u"].min()) >= 0 and float(t["u"].max()) < 1
     assert torch.equal(t["r"], torch.arange(20000, dtype=torch.float32))
@@ -84,7 +86,7 @@ def test_integer_initialisers_cover_their_ranges() -> None:
         [arg("w", "u8", "arange"), arg("s", "s8", "arange"), arg("bits", "u8", "rand"),
          arg("small", "u32", "randn"), arg("big", "u32", "rand")],
     )  # fmt: skip
-    t = make_inputs(spec, 5)
+    t = make_inputs(bind(spec), 5)
     assert t["w"].tolist()[250:260] == [250, 251, 252, 253, 254, 255, 0, 1, 2, 3]
     assert t["s"].tolist()[126:130] == [126, 127, 0, 1]
     assert int(t["bits"].min()) < 16 and int(t["bits"].max()) > 240
@@ -95,7 +97,7 @@ def test_integer_initialisers_cover_their_ranges() -> None:
 
 def test_shapes_come_from_the_spec_expressions() -> None:
     spec = spec_with([arg("m", "f64", "zeros", shape=["n / 64", 64])], n=256)
-    m = make_inputs(spec, 0)["m"]
+    m = make_inputs(bind(spec), 0)["m"]
     assert m.shape == (4, 64) and m.dtype == torch.float64 and not bool(m.any())
 
 
@@ -103,8 +105,8 @@ def test_make_tensor_ignores_scalars_and_orders_by_argument() -> None:
     spec = spec_with(
         [arg("a", "f32", "randn"), {"name": "n", "role": "scalar", "dtype": "u32", "value": "n"}]
     )
-    assert list(make_inputs(spec, 0)) == ["a"]
-    assert torch.equal(make_tensor(spec, spec.args[0], 0), make_inputs(spec, 0)["a"])
+    assert list(make_inputs(bind(spec), 0)) == ["a"]
+    assert torch.equal(make_tensor(bind(spec), spec.args[0], 0), make_inputs(bind(spec), 0)["a"])
 
 
 @pytest.mark.parametrize("name", ["f16", "bf16", "f32", "f64"])

@@ -27,9 +27,11 @@ from karyamorph.harness.ncu import (
     select,
 )
 from karyamorph.harness.sass import disassemble, line_map
-from karyamorph.harness.spec import load_spec
 from karyamorph.harness.stage import Context, Status
 from karyamorph.harness.toolchain import discover
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "ncu"
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +72,7 @@ def test_raw_page_of_vadd(raw: NcuProfile) -> None:
     header = (GOLDEN / "vadd.raw.csv").read_text().splitlines()[0].split(",")
     assert header.index('"CC"') == 10 and len(raw.metrics) == len(header) - 11 == 700
     assert raw.value("inst_executed") == raw.value("smsp__inst_executed.sum")
-    assert raw.value("launch__grid_size") == math.ceil(N / 256) == SPEC.grid()[0]
+    assert raw.value("launch__grid_size") == math.ceil(N / 256) == bind(SPEC).grid[0]
     assert raw.value("launch__block_size") == 256
     assert raw.unit("gpu__time_duration.sum") == "ns" and (raw.value("gpu__time_duration.sum") or 0) > 0
     read, write = raw.value("dram__bytes_read.sum"), raw.value("dram__bytes_write.sum")
@@ -109,7 +111,7 @@ def test_details_page_agrees_with_the_raw_page(raw: NcuProfile) -> None:
 def test_output_before_the_table_is_skipped_and_errors_are_named() -> None:
     text = (GOLDEN / "vadd.raw.csv").read_text()
     (profile,) = parse_csv("==PROF== Connected to process 1748 (python3.12)\nworker output\n" + text)
-    assert profile.value("launch__grid_size") == SPEC.grid()[0]
+    assert profile.value("launch__grid_size") == bind(SPEC).grid[0]
     with pytest.raises(NcuError, match="no CSV table"):
         parse_csv("==WARNING== No kernels were profiled.\n")
     with pytest.raises(NcuError, match="'Kernel Name'"):
@@ -133,7 +135,7 @@ def test_ncu_report_extract_agrees_with_the_raw_page(raw: NcuProfile, extracted:
 def test_per_instruction_counts_of_vadd(extracted: NcuProfile) -> None:
     rows = extracted.instructions
     assert [r.offset for r in rows] == list(range(0, 16 * len(rows), 16))
-    warps = SPEC.grid()[0] * 256 // 32
+    warps = bind(SPEC).grid[0] * 256 // 32
     store = [r for r in rows if r.sass.startswith("STG")]
     assert [r.executed for r in store] == [math.ceil(N / 32)]
     # Every warp runs up to the bounds check; only those with a live thread go on.
@@ -180,7 +182,7 @@ def test_ncu_report_reads_the_recorded_report_as_on_the_gpu_host(extracted: NcuP
 
 
 def test_the_stage_skips_without_a_device() -> None:
-    context = Context(spec=None, arch="sm_90", toolchain=None)
+    context = Context(kernel=None, arch=Arch.parse("sm_90"), toolchain=None)
     assert MetricsStage().run(context).status == Status.SKIP
     with pytest.raises(ValueError, match="reader must be one of"):
         MetricsStage(reader="pdf")

@@ -21,6 +21,7 @@ from karyamorph.harness.ptxas import (
 )
 from karyamorph.harness.stage import Context, Status
 from karyamorph.harness.toolchain import Toolchain, discover
+from karyamorph.isa.arch import Arch
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "ptxas"
 HEADER = re.compile(
@@ -266,8 +267,8 @@ def test_valid_archs_come_from_ptxas_help(toolchain: Toolchain) -> None:
 
 def context(source: str, arch: str, toolchain: Toolchain, entry: str | None) -> Context:
     return Context(
-        spec=None,
-        arch=arch,
+        kernel=None,
+        arch=Arch.parse(arch),
         toolchain=toolchain,
         artifacts={"ptx": source, "entry": entry, "ptx_path": "k.ptx"},
     )
@@ -313,5 +314,5 @@ def test_compile_stage_errors_on_setup_problems(toolchain: Toolchain) -> None:
     assert bad_arch.status is Status.ERROR and "sm_999" in bad_arch.log
     wrong_entry = CompileStage().run(context(ptx("saxpy.ptx"), "sm_90", toolchain, "nope"))
     assert wrong_entry.status is Status.FAIL and "'nope'" in wrong_entry.log
-    no_ptx = CompileStage().run(Context(spec=None, arch="sm_90", toolchain=toolchain))
+    no_ptx = CompileStage().run(Context(kernel=None, arch=Arch.parse("sm_90"), toolchain=toolchain))
     assert no_ptx.status is Status.ERROR

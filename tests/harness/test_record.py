@@ -7,9 +7,11 @@ from pathlib import Path
 
 from karyamorph.harness.pipeline import RunResult, prepare
 from karyamorph.harness.record import to_record
-from karyamorph.harness.spec import load_spec
 from karyamorph.harness.stage import Figure, StageResult, Status
 from karyamorph.harness.toolchain import discover
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
 from karyamorph.store.database import Store
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
@@ -42,7 +44,8 @@ def test_rows_for_every_kind_of_stage_output(tmp_path: Path) -> None:
         ),
         ("sanitize", StageResult(Status.FAIL, {"findings": [finding]}, "1 error", 2.0)),
     )
-    run = RunResult(spec, prepare(spec), "sm_90", discover(), None, stages, datetime.now(UTC), 3.0)
+    arch = Arch.parse("sm_90")
+    run = RunResult(bind(spec), prepare(spec), arch, discover(), None, stages, datetime.now(UTC), 3.0)
     record = to_record(run)
     assert [s.name for s in record.stages] == ["sass", "timing", "sanitize"]
     assert "text" not in record.stages[0].data and "samples_ns" not in record.stages[1].data

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from karyamorph.harness.reference import evaluate_reference, output_args, reference_names
-from karyamorph.harness.spec import KernelSpec, SpecError, load_spec, spec_from_dict
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec, spec_from_dict
+from karyamorph.kernel.spec import KernelSpec, SpecError
 
 ARGS: list[dict[str, Any]] = [
     {"name": "a", "role": "in", "dtype": "f32", "shape": ["n"]},
@@ -39,24 +41,24 @@ def buffers(n: int = 8) -> dict[str, torch.Tensor]:
 
 def test_names_bind_sizes_and_scalars_as_python_numbers_and_buffers_as_tensors() -> None:
     spec = make_spec({"torch": "a"})
-    names = reference_names(spec, buffers())
+    names = reference_names(bind(spec), buffers())
     assert names["n"] == 8 and names["count"] == 8 and isinstance(names["count"], int)
     assert names["alpha"] == 1.5 and isinstance(names["alpha"], float)
     assert isinstance(names["a"], torch.Tensor)
-    assert [a.name for a in output_args(spec)] == ["s", "acc"]
+    assert [a.name for a in output_args(bind(spec))] == ["s", "acc"]
 
 
 def test_torch_expression_returns_outputs_in_argument_order() -> None:
     spec = make_spec({"torch": "(alpha * a + b, acc + count + torch.ones_like(a))"})
     t = buffers()
-    s, acc = evaluate_reference(spec, t)
+    s, acc = evaluate_reference(bind(spec), t)
     assert torch.equal(s, 1.5 * t["a"] + t["b"])
     assert torch.equal(acc, t["acc"] + 8 + 1)
 
 
 def test_result_with_same_count_but_other_shape_is_reshaped() -> None:
     spec = make_spec({"torch": "(a.view(2, 4), b.view(4, 2))"})
-    s, acc = evaluate_reference(spec, buffers())
+    s, acc = evaluate_reference(bind(spec), buffers())
     assert s.shape == (8,) and acc.shape == (8,)
 
 
@@ -76,35 +78,35 @@ def test_python_function_next_to_the_spec_gets_the_names_it_declares(tmp_path: P
     path.write_text(text)
     spec = load_spec(path)
     t = buffers()
-    s, acc = evaluate_reference(spec, t)
+    s, acc = evaluate_reference(bind(spec), t)
     assert torch.equal(s, 1.5 * t["a"] - t["b"]) and torch.equal(acc, t["acc"] * 2)
     path.write_text(text.replace("myref_decl:ref", "myref_decl:ref_kwargs"))
-    s, acc = evaluate_reference(load_spec(path), t)
+    s, acc = evaluate_reference(bind(load_spec(path)), t)
     assert torch.equal(s, t["a"] + 8)
 
 
 def test_bad_expression_is_a_spec_error_naming_the_key_and_the_names() -> None:
     spec = make_spec({"torch": "a + q"})
     with pytest.raises(SpecError, match=r"reference\.torch.*NameError.*'q'.*names in scope: torch, a, acc"):
-        evaluate_reference(spec, buffers())
+        evaluate_reference(bind(spec), buffers())
     with pytest.raises(SpecError, match=r"reference\.torch: not a Python expression"):
-        evaluate_reference(make_spec({"torch": "a +"}), buffers())
+        evaluate_reference(bind(make_spec({"torch": "a +"})), buffers())
 
 
 def test_wrong_result_count_or_size_is_a_spec_error() -> None:
     with pytest.raises(SpecError, match=r"gives 1 result\(s\) but the spec has 2 output\(s\): s, acc"):
-        evaluate_reference(make_spec({"torch": "a"}), buffers())
+        evaluate_reference(bind(make_spec({"torch": "a"})), buffers())
     with pytest.raises(SpecError, match=r"result for 's' has shape \(4,\)"):
-        evaluate_reference(make_spec({"torch": "(a[:4], b)"}), buffers())
+        evaluate_reference(bind(make_spec({"torch": "(a[:4], b)"})), buffers())
 
 
 def test_missing_function_or_module_or_reference_is_a_spec_error() -> None:
     with pytest.raises(SpecError, match=r"reference\.python: cannot import module 'no_such_module_xyz'"):
-        evaluate_reference(make_spec({"python": "no_such_module_xyz:f"}), buffers())
+        evaluate_reference(bind(make_spec({"python": "no_such_module_xyz:f"})), buffers())
     with pytest.raises(SpecError, match=r"reference\.python: module 'math' has no function 'nope'"):
-        evaluate_reference(make_spec({"python": "math:nope"}), buffers())
+        evaluate_reference(bind(make_spec({"python": "math:nope"})), buffers())
     with pytest.raises(SpecError, match=r"reference: the spec has no \[reference\]"):
-        evaluate_reference(make_spec({}), buffers())
+        evaluate_reference(bind(make_spec({})), buffers())
 
 
 def test_a_function_needing_unknown_names_is_a_spec_error(
@@ -113,4 +115,4 @@ def test_a_function_needing_unknown_names_is_a_spec_error(
     (tmp_path / "myref_unknown.py").write_text("def ref(a, zeta):\n    return a, a\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(SpecError, match=r"needs zeta, which are not spec names"):
-        evaluate_reference(make_spec({"python": "myref_unknown:ref"}), buffers())
+        evaluate_reference(bind(make_spec({"python": "myref_unknown:ref"})), buffers())

@@ -25,6 +25,7 @@ from karyamorph.harness.sanitizer import (
 from karyamorph.harness.sass import disassemble, line_map
 from karyamorph.harness.stage import Context, Status
 from karyamorph.harness.toolchain import discover
+from karyamorph.isa.arch import Arch
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "compute-sanitizer"
 DATA = Path(__file__).parent / "data"
@@ -180,7 +181,7 @@ def test_options_an_older_sanitizer_lacks_are_left_out() -> None:
 
 
 def test_the_stage_skips_without_a_device_and_refuses_unknown_tools() -> None:
-    context = Context(spec=None, arch="sm_90", toolchain=None)
+    context = Context(kernel=None, arch=Arch.parse("sm_90"), toolchain=None)
     result = SanitizeStage().run(context)
     assert result.status == Status.SKIP and result.log == "no CUDA device"
     context.device = object()

@@ -23,6 +23,7 @@ from karyamorph.harness.sass import (
 from karyamorph.harness.sass_stage import SassStage
 from karyamorph.harness.stage import Context, StageResult, Status
 from karyamorph.harness.toolchain import Toolchain, discover
+from karyamorph.isa.arch import Arch
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 # Text prints targets as labels (`(.L_x_0)), JSON and cuobjdump as names or offsets.
@@ -210,8 +211,8 @@ def test_a_broken_cubin_is_a_sass_error(toolchain: Toolchain) -> None:
 
 def test_sass_stage_reports_mix_text_and_lines(saxpy_sm90: Assembly, toolchain: Toolchain) -> None:
     ctx = Context(
-        spec=None,
-        arch="sm_90",
+        kernel=None,
+        arch=Arch.parse("sm_90"),
         toolchain=toolchain,
         artifacts={"cubin": saxpy_sm90.cubin, "entry": "saxpy"},
     )
@@ -230,7 +231,7 @@ def test_sass_stage_reports_mix_text_and_lines(saxpy_sm90: Assembly, toolchain: 
 
 
 def test_sass_stage_skips_without_a_cubin(toolchain: Toolchain) -> None:
-    ctx = Context(spec=None, arch="sm_90", toolchain=toolchain)
+    ctx = Context(kernel=None, arch=Arch.parse("sm_90"), toolchain=toolchain)
     ctx.results["compile"] = StageResult(Status.FAIL)
     result = SassStage().run(ctx)
     assert result.status is Status.SKIP and result.data == {"reason": "compile did not pass"}

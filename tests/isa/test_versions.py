@@ -14,7 +14,6 @@ from karyamorph.isa.versions import (
     NEWEST_PTX,
     PTX_RELEASES,
     TARGETS,
-    Target,
     arch_from_compute_capability,
     assembles_for,
     compatibility,
@@ -25,6 +24,9 @@ from karyamorph.isa.versions import (
     parse_target,
     parse_version,
     target_supports,
+)
+from karyamorph.isa.versions import (
+    Arch as Target,
 )
 
 

@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from karyamorph.harness.spec import KernelSpec, load_spec
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.check.checker import check
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.interp.errors import MemoryAccessError
@@ -34,9 +36,9 @@ def launch_of(spec: KernelSpec) -> tuple[ast.Module, dict[str, int], dict[str, i
     for arg, p in zip(spec.args, params, strict=True):
         names[p.name] = arg.name
         if arg.is_pointer:
-            buffers[p.name] = int(np.prod(spec.shape(arg))) * arg.dtype.bytes
+            buffers[p.name] = int(np.prod(bind(spec).shapes[arg.name])) * arg.dtype.bytes
         else:
-            scalars[p.name] = spec.scalar_value(arg)
+            scalars[p.name] = bind(spec).scalars[arg.name]
     return module, buffers, scalars, names
 
 
@@ -45,7 +47,7 @@ def run_check(
 ) -> tuple[KernelSpec, list[Verdict], dict[str, str]]:
     spec = load_spec(case.spec_path)
     module, buffers, scalars, names = launch_of(spec)
-    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    launch = bind(spec).launch
     return (
         spec,
         check(module, spec.entry, ptx_machine(), launch, buffers, scalars, scheduling=scheduling, **kw),
@@ -84,10 +86,10 @@ def _inputs(
     for ptx, name in names.items():
         a = by_arg[name]
         if not a.is_pointer:
-            args[ptx] = spec.scalar_value(a)
+            args[ptx] = bind(spec).scalars[a.name]
             continue
         dt = np.dtype(f"{ {'s': 'i', 'u': 'u', 'f': 'f'}[a.dtype.kind] }{a.dtype.bytes}")
-        shape = spec.shape(a)
+        shape = bind(spec).shapes[a.name]
         fresh = rng.integers(-1000, 1000, size=shape).astype(dt)
         args[ptx] = fresh if a.role == "in" else np.zeros(shape, dt)
     for key, value in witness_inputs:
@@ -112,7 +114,7 @@ def test_bounds_witness_replays_on_the_interpreter(case: KernelCase) -> None:
             module,
             spec.entry,
             ptx_machine(),
-            (spec.grid(), spec.block(), spec.shared_bytes()),
+            bind(spec).launch,
             _inputs(spec, names, w.inputs),
         )
 
@@ -135,7 +137,7 @@ def test_race_witness_shows_under_randomized_order(case: KernelCase) -> None:
     w = verdicts[0].witness
     assert w is not None
     module = parse(spec.ptx)
-    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    launch = bind(spec).launch
     results = set()
     for seed in range(12):
         args = _inputs(spec, names, w.inputs)
@@ -161,7 +163,7 @@ def test_grid_stride_bounds_hold_for_every_n() -> None:
     # Buffers of 2**30 elements: every n the 32-bit index can reach below the guard fits.
     big = {k: 1 << 34 for k in buffers}
     v = check(
-        module, spec.entry, ptx_machine(), (spec.grid(), spec.block(), 0), big, free, properties=("bounds",)
+        module, spec.entry, ptx_machine(), (*bind(spec).launch[:2], 0), big, free, properties=("bounds",)
     )[0]
     assert v.verdict == "proved", v
     assert "free iteration variable" in v.reason and n_param in v.reason
@@ -172,7 +174,7 @@ def test_free_n_with_small_buffers_is_refuted_with_the_size_as_input() -> None:
     module, buffers, scalars, _ = launch_of(spec)
     n_param = next(iter(scalars))
     v = check(
-        module, spec.entry, ptx_machine(), (spec.grid(), spec.block(), 0), buffers, {}, properties=("bounds",)
+        module, spec.entry, ptx_machine(), (*bind(spec).launch[:2], 0), buffers, {}, properties=("bounds",)
     )[0]
     assert v.verdict == "refuted" and v.witness is not None
     assert dict(v.witness.inputs)[n_param] > buffers[next(iter(buffers))] // 4
@@ -263,7 +265,7 @@ def test_spec_sizes_scale_without_changing_verdicts() -> None:
     case = MANIFEST.kernel("reduce_tree")
     spec = replace(load_spec(case.spec_path), sizes={"n": 4096})
     module, buffers, scalars, _ = launch_of(spec)
-    vs = check(module, spec.entry, ptx_machine(), (spec.grid(), spec.block(), 0), buffers, scalars)
+    vs = check(module, spec.entry, ptx_machine(), (*bind(spec).launch[:2], 0), buffers, scalars)
     assert [v.verdict for v in vs] == ["proved"] * 3
 
 

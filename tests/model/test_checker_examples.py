@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from karyamorph.harness.spec import KernelSpec, load_spec
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.check.checker import check
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.ptx.machine import ptx_machine
@@ -24,7 +26,7 @@ NAMES = ("vadd", "scale", "reduce_sum", "transpose", "sgemm")
 def run(spec: KernelSpec, scalars: dict[str, int] | None = None, **kw: Any) -> list[Verdict]:
     module, buffers, values, _ = launch_of(spec)
     values.update(scalars or {})
-    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    launch = bind(spec).launch
     return check(module, spec.entry, ptx_machine(), launch, buffers, values, **kw)
 
 

@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from karyamorph.harness.spec import KernelSpec, load_spec
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.check.checker import EquivInstance, Side, check_equivalence
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.ptx.machine import ptx_machine
@@ -27,10 +29,10 @@ def side(spec: KernelSpec) -> Side:
     scalars: dict[str, int | float] = {}
     for arg, p in zip(spec.args, params, strict=True):
         if arg.is_pointer:
-            buffers[p.name] = int(np.prod(spec.shape(arg))) * arg.dtype.bytes
+            buffers[p.name] = int(np.prod(bind(spec).shapes[arg.name])) * arg.dtype.bytes
         else:
-            scalars[p.name] = spec.scalar_value(arg)
-    return Side((spec.grid(), spec.block(), spec.shared_bytes()), buffers, scalars)
+            scalars[p.name] = bind(spec).scalars[arg.name]
+    return Side(bind(spec).launch, buffers, scalars)
 
 
 def instances(case: EquivCase, values: list[int] | None = None) -> tuple[Any, Any, list[EquivInstance]]:
@@ -99,16 +101,16 @@ def _replay(c: EquivCase, inputs: dict[str, int]) -> tuple[np.ndarray, np.ndarra
         args: dict[str, Any] = {}
         for arg, p in zip(spec.args, params, strict=True):
             if not arg.is_pointer:
-                args[p.name] = spec.scalar_value(arg)
+                args[p.name] = bind(spec).scalars[arg.name]
                 continue
-            arr = np.zeros(spec.shape(arg), np.dtype(f"i{arg.dtype.bytes}")).reshape(-1)
+            arr = np.zeros(bind(spec).shapes[arg.name], np.dtype(f"i{arg.dtype.bytes}")).reshape(-1)
             for key, value in inputs.items():
                 m = re.fullmatch(rf"{arg.name}@byte(\d+):u32", key)
                 if m:
                     arr.view(np.uint32)[int(m.group(1)) // 4] = value
-            args[p.name] = arr.reshape(spec.shape(arg))
+            args[p.name] = arr.reshape(bind(spec).shapes[arg.name])
         res = interpret(
-            parse(spec.ptx), spec.entry, ptx_machine(), (spec.grid(), spec.block(), spec.shared_bytes()), args
+            parse(spec.ptx), spec.entry, ptx_machine(), bind(spec).launch, args
         )
         outs.append(res.outputs[params[1].name])
     return outs[0], outs[1]

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from karyamorph.harness.spec import load_spec
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
 from karyamorph.model.interp.errors import (
     DivergentBarrierError,
     MemoryAccessError,
@@ -52,7 +53,7 @@ def _ptx(body: str, params: str = ".param .u64 out", decls: str = "") -> ast.Mod
 
 # --- datasets/kernels ---------------------------------------------------------------------------
 def test_vadd_is_exact_and_counts_instructions() -> None:
-    r, x = interpret_spec(_spec("vadd", n=1000))
+    r, x = interpret_spec(bind(_spec("vadd", n=1000)))
     assert np.array_equal(r.outputs["c"], x["a"] + x["b"])
     st = r.stats
     assert st.thread_instructions["st.global.f32"] == 1000
@@ -62,24 +63,24 @@ def test_vadd_is_exact_and_counts_instructions() -> None:
 
 
 def test_scale_is_bit_identical() -> None:
-    r, x = interpret_spec(_spec("scale", n=777))
+    r, x = interpret_spec(bind(_spec("scale", n=777)))
     assert np.array_equal(r.outputs["y"], np.float32(1.5) * x["x"])
 
 
 def test_reduce_sum_matches_the_chunk_sums() -> None:
-    r, x = interpret_spec(_spec("reduce_sum", n=8192 + 1024))
+    r, x = interpret_spec(bind(_spec("reduce_sum", n=8192 + 1024)))
     ref = x["a"].astype(np.float64).reshape(-1, 1024).sum(1)
     np.testing.assert_allclose(r.outputs["partial"], ref, atol=1e-4, rtol=1e-5)
     assert r.stats.barriers == 9 * 9  # 9 blocks, one barrier before and one per tree level (8)
 
 
 def test_transpose_with_ragged_edges() -> None:
-    r, x = interpret_spec(_spec("transpose", rows=70, cols=45))
+    r, x = interpret_spec(bind(_spec("transpose", rows=70, cols=45)))
     assert np.array_equal(r.outputs["y"], x["x"].T)
 
 
 def test_sgemm_small() -> None:
-    r, x = interpret_spec(_spec("sgemm", m=64, n=128, k=32))
+    r, x = interpret_spec(bind(_spec("sgemm", m=64, n=128, k=32)))
     np.testing.assert_allclose(r.outputs["C"], x["A"].astype(np.float64) @ x["B"], atol=1e-4, rtol=1e-5)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from karyamorph.harness.pipeline import prepare
-from karyamorph.harness.spec import load_spec
+from karyamorph.kernel.loader import load_spec
 from tests.model.kernels.manifest import KernelCase, line_problems, load_manifest
 
 MANIFEST = load_manifest()

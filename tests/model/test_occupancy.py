@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from karyamorph.kernel.limits import ARCHES, KIB, ArchResources, resources_for
 from karyamorph.model.resources.occupancy import BlockLimits, OccupancyError, occupancy
-from karyamorph.model.resources.table import ARCHES, KIB, ArchResources, resources_for
 
 
 # --------------------------------------------------------------------------- the table

@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from karyamorph.harness.model_stage import check_inputs
-from karyamorph.harness.spec import load_spec
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
 from karyamorph.model.check.checker import check
 from karyamorph.model.check.replay import replay
 from karyamorph.model.check.verdict import Replay, Verdict
@@ -33,8 +34,8 @@ REFUTED = [
 def _setup(name: str) -> tuple[Any, ast.Module, tuple[Any, Any, int], dict[str, int], dict[str, int | float]]:
     spec = load_spec(MANIFEST.kernel(name).spec_path)
     module = parse(spec.ptx)
-    buffers, scalars = check_inputs(spec, module.entry(spec.entry))
-    return spec, module, (spec.grid(), spec.block(), spec.shared_bytes()), buffers, scalars
+    buffers, scalars = check_inputs(bind(spec), module.entry(spec.entry))
+    return spec, module, bind(spec).launch, buffers, scalars
 
 
 def _check(name: str, scheduling: str = "its", **kw: Any) -> list[Verdict]:
@@ -72,7 +73,7 @@ def _outputs(name: str, machine: Any, seeds: range, **kw: Any) -> set[bytes]:
         args[p.name] = (
             (np.arange(buffers[p.name] // 4, dtype=np.uint32) % 7 + 1)
             if arg.is_pointer
-            else spec.scalar_value(arg)
+            else bind(spec).scalars[arg.name]
         )
     out = set()
     for seed in seeds:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import BoundKernel
 from karyamorph.model.interp.interpreter import InterpResult, interpret
 from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.model.semantics.machine import Machine
@@ -23,17 +24,18 @@ NUMPY_DTYPES: dict[str, Any] = {
 }  # fmt: skip
 
 
-def make_inputs(spec: Any, seed: int = 0) -> dict[str, Any]:
-    """Numpy arrays (pointer arguments) and scalars for a spec, from its initialisers."""
+def make_inputs(kernel: BoundKernel, seed: int = 0) -> dict[str, Any]:
+    """Numpy arrays (pointer arguments) and scalars for a kernel, from its initialisers."""
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {}
-    for arg in spec.args:
+    for arg in kernel.args:
         if arg.role == "scalar":
-            out[arg.name] = spec.scalar_value(arg)
+            out[arg.name] = kernel.scalars[arg.name]
             continue
-        shape = spec.shape(arg)
+        shape = kernel.shapes[arg.name]
         dt = NUMPY_DTYPES[arg.dtype.name]
         kind = arg.init.kind
+        v: Any
         if kind == "randn":
             v = rng.standard_normal(shape)
         elif kind == "rand":
@@ -51,7 +53,7 @@ def make_inputs(spec: Any, seed: int = 0) -> dict[str, Any]:
 
 
 def interpret_spec(
-    spec: Any,
+    kernel: BoundKernel,
     machine: Machine | None = None,
     *,
     inputs: dict[str, Any] | None = None,
@@ -67,13 +69,13 @@ def interpret_spec(
         The result and the inputs it ran on (so that a caller can compute the reference).
     """
     machine = machine or ptx_machine()
-    name = str(getattr(spec, "ptx_name", "<spec>.ptx"))
-    module = parse(spec.ptx, name)
-    args = inputs if inputs is not None else make_inputs(spec, seed)
-    launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    name = str(getattr(kernel, "ptx_name", "<spec>.ptx"))
+    module = parse(kernel.spec.ptx, name)
+    args = inputs if inputs is not None else make_inputs(kernel, seed)
+    launch = (kernel.grid, kernel.block, kernel.shared_bytes)
     result = interpret(
         module,
-        spec.entry,
+        kernel.entry,
         machine,
         launch,
         dict(args),

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from karyamorph.model.resources.table import ArchResources, resources_for
+from karyamorph.kernel.limits import ArchResources, resources_for
 
 Limiter = Literal["warps", "registers", "shared_memory", "blocks", "barriers", "block_size"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from karyamorph.model.resources.table import ArchResources, resources_for
+from karyamorph.kernel.limits import ArchResources, resources_for
 from karyamorph.model.semantics.instruction import Instr
 
 SCHEDULING = ("lockstep", "its")
@@ -67,7 +67,7 @@ class Machine:
         return self._by_opcode.get(opcode, ())
 
     def resources(self) -> ArchResources:
-        """The SM resources of :attr:`arch` (from :mod:`karyamorph.model.resources.table`)."""
+        """The SM resources of :attr:`arch` (from :mod:`karyamorph.kernel.limits`)."""
         return resources_for(self.arch)
 
     def with_instructions(self, *instrs: Instr) -> Machine:

@@ -1,181 +1,28 @@
-"""KernelSpec: what to run (PTX, entry, args, launch, reference, tolerances), loaded from TOML."""
+"""Read a KernelSpec from TOML (schema v1): every field type-checked, every expression bound once."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.expressions import ExpressionError, evaluate
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.spec import (
+    DTYPES,
+    INITS,
+    ROLES,
+    SPEC_VERSION,
+    ArgSpec,
+    Init,
+    KernelSpec,
+    Launch,
+    Reference,
+    SpecError,
+)
 
-SPEC_VERSION = 1
-ROLES = ("in", "out", "inout", "scalar")
-INITS = ("randn", "rand", "zeros", "ones", "arange", "randint")
-
-
-@dataclass(frozen=True, slots=True)
-class DType:
-    """An element type of a spec argument: its name, size and kind (f, s, u)."""
-
-    name: str
-    bytes: int
-    kind: str
-
-
-DTYPES: dict[str, DType] = {
-    d.name: d
-    for d in (
-        DType("f16", 2, "f"), DType("bf16", 2, "f"), DType("f32", 4, "f"), DType("f64", 8, "f"),
-        DType("s8", 1, "s"), DType("u8", 1, "u"), DType("s16", 2, "s"), DType("u16", 2, "u"),
-        DType("s32", 4, "s"), DType("u32", 4, "u"), DType("s64", 8, "s"), DType("u64", 8, "u"),
-    )
-}  # fmt: skip
-
-
-class SpecError(ValueError):
-    """A KernelSpec that cannot be used; ``where`` is ``file: key`` (``vadd.toml: args[1].dtype``)."""
-
-    def __init__(self, where: str, message: str) -> None:
-        self.where = where
-        self.message = message
-        super().__init__(f"{where}: {message}")
-
-
-@dataclass(frozen=True, slots=True)
-class Init:
-    """How a buffer is filled: ``randn``, ``rand``, ``zeros``, ``ones``, ``arange``, ``randint(lo, hi)``."""
-
-    kind: str
-    low: int = 0
-    high: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ArgSpec:
-    """One kernel argument, in ``.entry`` parameter order."""
-
-    name: str
-    role: str
-    dtype: DType
-    shape: tuple[str | int, ...] = ()
-    init: Init = Init("zeros")
-    value: str | int | float | None = None
-
-    @property
-    def is_pointer(self) -> bool:
-        return self.role != "scalar"
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """Grid and block (1-3 expressions each) and dynamic shared memory in bytes."""
-
-    grid: tuple[str | int, ...]
-    block: tuple[str | int, ...]
-    shared_bytes: str | int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Reference:
-    """The expected outputs: a torch expression over arg names, or ``module:function``."""
-
-    torch: str | None = None
-    python: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class KernelSpec:
-    """Everything needed to run one kernel. Build with :func:`load_spec` or directly.
-
-    Attributes
-    ----------
-    ptx : str
-        The PTX source text.
-    entry : str
-        The ``.entry`` to launch.
-    sizes : dict
-        Named integers usable in every expression.
-    ptx_path : Path or None
-        Where the PTX came from (for messages); None when inline.
-    source_path : Path or None
-        The TOML file, when loaded from one.
-    """
-
-    ptx: str
-    entry: str
-    sizes: dict[str, int]
-    launch: Launch
-    args: tuple[ArgSpec, ...]
-    reference: Reference = Reference()
-    atol: float | None = None
-    rtol: float | None = None
-    cost_bytes: str | int | None = None
-    cost_flops: str | int | None = None
-    ptx_path: Path | None = None
-    source_path: Path | None = None
-    text: str = field(default="", compare=False)
-
-    @property
-    def name(self) -> str:
-        return self.source_path.stem if self.source_path else self.entry
-
-    @property
-    def ptx_name(self) -> str:
-        return str(self.ptx_path.name) if self.ptx_path else f"{self.name}.ptx"
-
-    @property
-    def spec_hash(self) -> str:
-        return hashlib.sha256((self.text or repr(self)).encode()).hexdigest()[:16]
-
-    def grid(self) -> tuple[int, int, int]:
-        return _dim3(self.launch.grid, self.sizes, "launch.grid", self._where())
-
-    def block(self) -> tuple[int, int, int]:
-        return _dim3(self.launch.block, self.sizes, "launch.block", self._where())
-
-    def shared_bytes(self) -> int:
-        return int(_eval(self.launch.shared_bytes, self.sizes, f"{self._where()}: launch.shared_bytes"))
-
-    def shape(self, arg: ArgSpec) -> tuple[int, ...]:
-        i = self.args.index(arg)
-        return tuple(
-            int(_eval(s, self.sizes, f"{self._where()}: args[{i}].shape[{k}]"))
-            for k, s in enumerate(arg.shape)
-        )
-
-    def scalar_value(self, arg: ArgSpec) -> int | float:
-        i = self.args.index(arg)
-        assert arg.value is not None
-        return _eval(arg.value, self.sizes, f"{self._where()}: args[{i}].value", arg.dtype.kind != "f")
-
-    def cost(self) -> tuple[float | None, float | None]:
-        """(bytes moved, flops) from the ``[cost]`` expressions, when given."""
-        where = self._where()
-        b = None if self.cost_bytes is None else _eval(self.cost_bytes, self.sizes, f"{where}: cost.bytes")
-        f = None if self.cost_flops is None else _eval(self.cost_flops, self.sizes, f"{where}: cost.flops")
-        return (None if b is None else float(b), None if f is None else float(f))
-
-    def _where(self) -> str:
-        return str(self.source_path.name) if self.source_path else "<spec>"
-
-
-def _eval(text: str | int | float, sizes: dict[str, int], where: str, integer: bool = True) -> int | float:
-    try:
-        return evaluate(text, sizes, integer=integer)
-    except ExpressionError as exc:
-        raise SpecError(where, str(exc)) from None
-
-
-def _dim3(exprs: tuple[str | int, ...], sizes: dict[str, int], key: str, where: str) -> tuple[int, int, int]:
-    vals = [int(_eval(e, sizes, f"{where}: {key}[{i}]")) for i, e in enumerate(exprs)]
-    for i, v in enumerate(vals):
-        if v < 1:
-            raise SpecError(f"{where}: {key}[{i}]", f"evaluates to {v}; launch dimensions must be >= 1")
-    vals += [1] * (3 - len(vals))
-    return (vals[0], vals[1], vals[2])
+MAX_SPEC_BYTES = 1 << 20
+"""Largest spec file read, in characters."""
 
 
 _INIT_RE = re.compile(r"^\s*randint\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*$")
@@ -236,6 +83,9 @@ def spec_from_dict(
             f"{name}: version", f"spec version {version!r} is not supported (this is {SPEC_VERSION})"
         )
     kernel = _table(doc, "kernel", name)
+    for key in ("ptx", "source", "entry"):
+        if key in kernel and not isinstance(kernel[key], str):
+            raise SpecError(f"{name}: kernel.{key}", f"expected a string, got {kernel[key]!r}")
     _unknown_keys(kernel, {"ptx", "source", "entry"}, f"{name}: [kernel]")
     entry = kernel.get("entry")
     if not isinstance(entry, str) or not entry:
@@ -268,10 +118,15 @@ def spec_from_dict(
     for key in ("grid", "block"):
         if key not in launch_t:
             raise SpecError(f"{name}: launch.{key}", "missing")
+    shared = launch_t.get("shared_bytes", 0)
+    if isinstance(shared, bool) or not isinstance(shared, int | str):
+        raise SpecError(
+            f"{name}: launch.shared_bytes", f"expected an integer or an expression, got {shared!r}"
+        )
     launch = Launch(
         _dims(launch_t["grid"], f"{name}: launch.grid", 1, 3),
         _dims(launch_t["block"], f"{name}: launch.block", 1, 3),
-        launch_t.get("shared_bytes", 0),
+        shared,
     )
 
     raw_args = doc.get("args", [])
@@ -286,13 +141,22 @@ def spec_from_dict(
 
     ref_t = _table(doc, "reference", name, required=False)
     _unknown_keys(ref_t, {"torch", "python"}, f"{name}: [reference]")
+    for key in ("torch", "python"):
+        if key in ref_t and not isinstance(ref_t[key], str):
+            raise SpecError(f"{name}: reference.{key}", f"expected a string, got {ref_t[key]!r}")
     reference = Reference(ref_t.get("torch"), ref_t.get("python"))
     if reference.python is not None and ":" not in reference.python:
         raise SpecError(f"{name}: reference.python", f"expected 'module:function', got {reference.python!r}")
     check = _table(doc, "check", name, required=False)
     _unknown_keys(check, {"atol", "rtol"}, f"{name}: [check]")
+    for key, value in check.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+            raise SpecError(f"{name}: check.{key}", f"expected a number >= 0, got {value!r}")
     cost = _table(doc, "cost", name, required=False)
     _unknown_keys(cost, {"bytes", "flops"}, f"{name}: [cost]")
+    for key, value in cost.items():
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise SpecError(f"{name}: cost.{key}", f"expected a number or an expression, got {value!r}")
 
     spec = KernelSpec(
         ptx=ptx, entry=entry, sizes=dict(sizes), launch=launch, args=args, reference=reference,
@@ -300,13 +164,9 @@ def spec_from_dict(
         cost_flops=cost.get("flops"), ptx_path=ptx_path,
         source_path=(base / name) if base is not None and name != "<spec>" else None, text=text,
     )  # fmt: skip
-    # Evaluate every expression once now, so that a typo is reported before anything runs.
-    spec.grid()
-    spec.block()
-    spec.shared_bytes()
-    for a in args:
-        spec.shape(a) if a.is_pointer else spec.scalar_value(a)
-    spec.cost()
+    # Bind once now, so that a typo or a launch beyond every arch's limits is reported before
+    # anything runs.
+    bind(spec)
     return spec
 
 
@@ -331,7 +191,10 @@ def _arg(raw: Any, where: str) -> ArgSpec:
             raise SpecError(f"{where}.value", f"scalar argument {name!r} needs a value")
         if "shape" in raw or "init" in raw:
             raise SpecError(where, f"scalar argument {name!r} takes value, not shape/init")
-        return ArgSpec(name, role, dtype, value=raw["value"])
+        value = raw["value"]
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise SpecError(f"{where}.value", f"expected a number or an expression, got {value!r}")
+        return ArgSpec(name, role, dtype, value=value)
     if "value" in raw:
         raise SpecError(f"{where}.value", f"pointer argument {name!r} takes shape and init, not value")
     if "shape" not in raw:
@@ -354,8 +217,16 @@ def load_spec(path: str | Path) -> KernelSpec:
         text = p.read_text()
     except FileNotFoundError:
         raise SpecError(str(path), "spec file not found") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(p.name, f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise SpecError(str(path), f"cannot read the spec: {exc.strerror}") from None
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError(p.name, f"spec is {len(text)} characters long (at most {MAX_SPEC_BYTES})")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(p.name, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise SpecError(p.name, "not valid TOML: nested too deeply") from None
     return spec_from_dict(doc, p.parent, p.name, text)

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from karyamorph.harness.pipeline import prepare
-from karyamorph.harness.spec import SpecError, load_spec
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import SpecError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
 
@@ -73,12 +75,12 @@ def write(tmp_path: Path, spec: str = SPEC, ptx: str = PTX) -> Path:
 
 def test_valid_spec_evaluates_expressions(tmp_path: Path) -> None:
     spec = load_spec(write(tmp_path))
-    assert spec.grid() == (8, 1, 1) and spec.block() == (128, 1, 1)
-    assert spec.shape(spec.args[0]) == (1000,)
+    assert bind(spec).grid == (8, 1, 1) and bind(spec).block == (128, 1, 1)
+    assert bind(spec).shapes[spec.args[0].name] == (1000,)
     assert spec.args[1].init.kind == "randint" and (spec.args[1].init.low, spec.args[1].init.high) == (-3, 3)
-    assert spec.scalar_value(spec.args[2]) == 2.5
-    assert spec.scalar_value(spec.args[3]) == 1000
-    assert spec.cost() == (12000.0, 2000.0)
+    assert bind(spec).scalars[spec.args[2].name] == 2.5
+    assert bind(spec).scalars[spec.args[3].name] == 1000
+    assert (bind(spec).cost_bytes, bind(spec).cost_flops) == (12000.0, 2000.0)
     module = prepare(spec)
     assert module.entry("axpy").params[2].type == "f32"
 
@@ -101,11 +103,39 @@ def test_shipped_examples_load_and_match_their_entries() -> None:
         (lambda s: s.replace('ptx = "axpy.ptx"', 'ptx = "nope.ptx"'), "kernel.ptx", "PTX file not found"),
         (lambda s: s.replace('role = "in"', 'role = "input"'), "args[0].role", "unknown role"),
         (lambda s: s.replace('init = "randn"', 'init = "gaussian"'), "args[0].init", "unknown init"),
-        (lambda s: s.replace("block = [128]", "block = [0]"), "launch.block[0]", ">= 1"),
+        (lambda s: s.replace("block = [128]", "block = [0]"), "launch.block[0]", "must be 1 to 1024"),
         (lambda s: s.replace('grid = ["ceildiv(n, 128)"]', 'grid = ["n / 3"]'), "launch.grid[0]",
          "not an integer"),
         (lambda s: s + "\n[bogus]\nx = 1\n", "axpy.toml", "unknown key(s) bogus"),
         (lambda s: s.replace("[kernel]", "[kernel\n"), "axpy.toml", "not valid TOML"),
+        # launch limits and value ranges, checked when the spec loads
+        (lambda s: s.replace('grid = ["ceildiv(n, 128)"]', "grid = [2147483648]"), "launch.grid[0]",
+         "must be 1 to 2147483647"),
+        (lambda s: s.replace('grid = ["ceildiv(n, 128)"]', "grid = [1, 65536]"), "launch.grid[1]",
+         "must be 1 to 65535"),
+        (lambda s: s.replace("block = [128]", "block = [2048]"), "launch.block[0]", "must be 1 to 1024"),
+        (lambda s: s.replace("block = [128]", "block = [1, 1, 65]"), "launch.block[2]", "must be 1 to 64"),
+        (lambda s: s.replace("block = [128]", "block = [64, 32]"), "launch.block",
+         "2048 threads per block; the limit is 1024"),
+        (lambda s: s.replace("block = [128]", "block = [128]\nshared_bytes = -1"), "launch.shared_bytes",
+         "must be 0 to"),
+        (lambda s: s.replace("block = [128]", "block = [128]\nshared_bytes = 1048576"),
+         "launch.shared_bytes", "must be 0 to 232448"),
+        (lambda s: s.replace('shape = ["n"]', 'shape = ["n", "n", "n", "n"]', 1), "args[0].shape",
+         "more than any GPU has"),
+        (lambda s: s.replace('value = "n"', "value = 4294967296"), "args[3].value",
+         "does not fit u32 (0 to 4294967295)"),
+        (lambda s: s.replace("value = 2.5", 'value = "1/0"'), "args[2].value", "divides by zero"),
+        (lambda s: s.replace("[sizes]", "[check]\nrtol = [1]\n[sizes]"), "check.rtol",
+         "expected a number >= 0"),
+        (lambda s: s.replace('entry = "axpy"', "entry = 5"), "kernel.entry", "expected a string"),
+        (lambda s: s.replace('ptx = "axpy.ptx"', "ptx = 5"), "kernel.ptx", "expected a string"),
+        (lambda s: s.replace('torch = "alpha * x + y"', "torch = 5"), "reference.torch", "expected a string"),
+        (lambda s: s.replace('grid = ["ceildiv(n, 128)"]', 'grid = ["ceildiv(n,"]'), "launch.grid[0]",
+         "cannot parse expression"),
+        (lambda s: s.replace('grid = ["ceildiv(n, 128)"]', 'grid = ["n**n"]'), "launch.grid[0]",
+         "too large"),
+        (lambda s: "a = " + "[" * 100_000 + "]" * 100_000 + "\n" + s, "axpy.toml", "not valid TOML"),
     ],
 )  # fmt: skip
 def test_spec_errors_name_file_and_key(tmp_path: Path, edit: object, where: str, words: str) -> None:
@@ -141,3 +171,18 @@ def test_signature_mismatches_name_both_sides(tmp_path: Path, edit: object, word
         prepare(spec)
     assert words in str(info.value)
     assert str(info.value).startswith("axpy.toml: ")
+
+
+def test_bind_resolves_every_figure_once_and_checks_the_arch(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, SPEC))
+    kernel = bind(spec, "sm_120", {"n": 4096})
+    assert kernel.grid == (32, 1, 1) and kernel.block == (128, 1, 1) and kernel.shared_bytes == 0
+    assert kernel.shapes == {"x": (4096,), "y": (4096,)} and kernel.scalars == {"alpha": 2.5, "n": 4096}
+    assert kernel.cost_bytes == 3 * 4 * 4096 and kernel.threads == 4096
+    assert kernel.launch == ((32, 1, 1), (128, 1, 1), 0)
+    big = load_spec(write(tmp_path, SPEC.replace("block = [128]", "block = [128]\nshared_bytes = 150000")))
+    assert bind(big, "sm_90").shared_bytes == 150000
+    with pytest.raises(SpecError, match="must be 0 to 101376 on sm_120"):
+        bind(big, "sm_120")
+    with pytest.raises(SpecError, match="unknown size 'q'"):
+        bind(spec, sizes={"q": 1})

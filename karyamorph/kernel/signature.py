@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from karyamorph.harness.spec import ArgSpec, KernelSpec, SpecError
 from karyamorph.isa import ast
+from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError
 
 # Which spec dtype kinds a scalar .param type accepts: bit types take any kind of their width;
 # nvcc declares C `int` as .u32 and `long` as .u64, so signed and unsigned integers mix.

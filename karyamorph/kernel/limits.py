@@ -1,4 +1,4 @@
-"""Per-architecture SM resource table: the limits that decide how many blocks fit on one SM.
+"""The limits of each GPU architecture: SM resources (how many blocks fit) and launch limits.
 
 Sources (each figure below comes from one of these):
 
@@ -15,9 +15,10 @@ Sources (each figure below comes from one of these):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
+
+from karyamorph.isa.arch import Arch, ArchError
 
 KIB = 1024
 
@@ -168,10 +169,6 @@ _TABLE: dict[str, tuple[tuple[int, int], int, int, int, int, tuple[int, ...], in
     "sm_121": ((12, 1),  48,   24,    100,    99,    _GA10X,   24),
 }  # fmt: skip
 
-# Target names from older toolkits that now mean another base target.
-_ALIASES = {"sm_101": "sm_110"}
-
-
 def _build(name: str) -> ArchResources:
     cc, warps, blocks, smem_kb, optin_kb, carveouts, barriers = _TABLE[name]
     return ArchResources(
@@ -191,30 +188,16 @@ def _build(name: str) -> ArchResources:
 ARCHES: dict[str, ArchResources] = {name: _build(name) for name in _TABLE}
 """Every known base target, by name."""
 
-_ARCH_RE = re.compile(r"^(?:sm_|compute_)?(\d+?)(?:\.(\d))?([af])?$")
-
-
-def _base_name(arch: str | int | tuple[int, int]) -> str:
-    if isinstance(arch, tuple):
-        major, minor = arch
-        return f"sm_{major}{minor}"
-    text = str(arch).strip().lower()
-    match = _ARCH_RE.match(text)
-    if match is None:
-        return text
-    digits, dotted_minor, _suffix = match.groups()
-    return f"sm_{digits}{dotted_minor or ''}"
-
-
-def resources_for(arch: str | int | tuple[int, int]) -> ArchResources:
+def resources_for(arch: Arch | str | int | tuple[int, int]) -> ArchResources:
     """Look up the SM resources of a target.
 
     Parameters
     ----------
-    arch : str, int or tuple of int
-        ``"sm_90"``, ``"sm_90a"``, ``"sm_120f"``, ``"compute_90"``, ``"90"``, ``"9.0"``, ``90``
-        or ``(9, 0)``. Arch-specific (``a``) and family (``f``) suffixes resolve to the base
-        target; ``sm_101`` (the CUDA 12.x name of Thor) resolves to ``sm_110``.
+    arch : Arch, str, int or tuple of int
+        An :class:`Arch` or any spelling :meth:`Arch.parse` reads: ``"sm_90"``, ``"sm_90a"``,
+        ``"sm_120f"``, ``"compute_90"``, ``"90"``, ``"9.0"``, ``90`` or ``(9, 0)``.
+        Arch-specific (``a``) and family (``f``) suffixes resolve to the base target;
+        ``sm_101`` (the CUDA 12.x name of Thor) resolves to ``sm_110``.
 
     Returns
     -------
@@ -225,9 +208,51 @@ def resources_for(arch: str | int | tuple[int, int]) -> ArchResources:
     ValueError
         If the target is not in the table; the message lists the known ones.
     """
-    name = _base_name(arch)
-    name = _ALIASES.get(name, name)
+    try:
+        name = Arch.parse(arch).canonical.base.name
+    except ArchError:
+        name = str(arch)
     if name not in ARCHES:
         known = ", ".join(ARCHES)
         raise ValueError(f"unknown GPU architecture {arch!r}: known targets are {known}")
     return ARCHES[name]
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchLimits:
+    """What one launch may ask for (CUDA C++ Programming Guide, "Technical Specifications per
+    Compute Capability": the same on every arch from 7.5 to 12.x, shared memory aside).
+
+    Attributes
+    ----------
+    max_grid : tuple of int
+        Blocks per grid dimension: ``(2**31 - 1, 65535, 65535)``.
+    max_block : tuple of int
+        Threads per block dimension: ``(1024, 1024, 64)``.
+    max_threads_per_block : int
+        Threads per block in all (1024).
+    max_shared_bytes : int
+        Dynamic plus static shared memory one block may opt in to, in bytes.
+    """
+
+    max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_block: tuple[int, int, int] = (1024, 1024, 64)
+    max_threads_per_block: int = 1024
+    max_shared_bytes: int = max(r.max_shared_memory_per_block_bytes for r in ARCHES.values())
+
+
+def launch_limits(arch: Arch | str | None = None) -> LaunchLimits:
+    """The launch limits of ``arch``; with None, the loosest over every known arch.
+
+    Raises
+    ------
+    ValueError
+        If the target is not in the table (see :func:`resources_for`).
+    """
+    if arch is None:
+        return LaunchLimits()
+    res = resources_for(arch)
+    return LaunchLimits(
+        max_threads_per_block=res.max_threads_per_block,
+        max_shared_bytes=res.max_shared_memory_per_block_bytes,
+    )

@@ -1,0 +1,133 @@
+"""KernelSpec: what to run (PTX, entry, args, launch, reference, tolerances), as plain data."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPEC_VERSION = 1
+ROLES = ("in", "out", "inout", "scalar")
+INITS = ("randn", "rand", "zeros", "ones", "arange", "randint")
+
+
+@dataclass(frozen=True, slots=True)
+class DType:
+    """An element type of a spec argument: its name, size and kind (f, s, u)."""
+
+    name: str
+    bytes: int
+    kind: str
+
+
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in (
+        DType("f16", 2, "f"), DType("bf16", 2, "f"), DType("f32", 4, "f"), DType("f64", 8, "f"),
+        DType("s8", 1, "s"), DType("u8", 1, "u"), DType("s16", 2, "s"), DType("u16", 2, "u"),
+        DType("s32", 4, "s"), DType("u32", 4, "u"), DType("s64", 8, "s"), DType("u64", 8, "u"),
+    )
+}  # fmt: skip
+
+
+class SpecError(ValueError):
+    """A KernelSpec that cannot be used; ``where`` is ``file: key`` (``vadd.toml: args[1].dtype``)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        self.where = where
+        self.message = message
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class Init:
+    """How a buffer is filled: ``randn``, ``rand``, ``zeros``, ``ones``, ``arange``, ``randint(lo, hi)``."""
+
+    kind: str
+    low: int = 0
+    high: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ArgSpec:
+    """One kernel argument, in ``.entry`` parameter order."""
+
+    name: str
+    role: str
+    dtype: DType
+    shape: tuple[str | int, ...] = ()
+    init: Init = Init("zeros")
+    value: str | int | float | None = None
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.role != "scalar"
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Grid and block (1-3 expressions each) and dynamic shared memory in bytes."""
+
+    grid: tuple[str | int, ...]
+    block: tuple[str | int, ...]
+    shared_bytes: str | int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """The expected outputs: a torch expression over arg names, or ``module:function``."""
+
+    torch: str | None = None
+    python: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSpec:
+    """Everything needed to run one kernel. Build with :func:`load_spec` or directly.
+
+    Attributes
+    ----------
+    ptx : str
+        The PTX source text.
+    entry : str
+        The ``.entry`` to launch.
+    sizes : dict
+        Named integers usable in every expression.
+    ptx_path : Path or None
+        Where the PTX came from (for messages); None when inline.
+    source_path : Path or None
+        The TOML file, when loaded from one.
+    """
+
+    ptx: str
+    entry: str
+    sizes: dict[str, int]
+    launch: Launch
+    args: tuple[ArgSpec, ...]
+    reference: Reference = Reference()
+    atol: float | None = None
+    rtol: float | None = None
+    cost_bytes: str | int | None = None
+    cost_flops: str | int | None = None
+    ptx_path: Path | None = None
+    source_path: Path | None = None
+    text: str = field(default="", compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.source_path.stem if self.source_path else self.entry
+
+    @property
+    def ptx_name(self) -> str:
+        return str(self.ptx_path.name) if self.ptx_path else f"{self.name}.ptx"
+
+    @property
+    def spec_hash(self) -> str:
+        return hashlib.sha256((self.text or repr(self)).encode()).hexdigest()[:16]
+
+    @property
+    def where(self) -> str:
+        """The spec's name in messages: its file name, or ``<spec>``."""
+        return str(self.source_path.name) if self.source_path else "<spec>"
+
+
