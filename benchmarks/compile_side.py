@@ -10,9 +10,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from karyamorph.harness.pipeline import default_stages, prepare, run_pipeline
-from karyamorph.harness.toolchain import discover
+from karyamorph.harness.pipeline import default_stages, run_pipeline
+from karyamorph.harness.tools.toolchain import discover
 from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.signature import prepare
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "kernels"
 

@@ -3,7 +3,7 @@
 Four measurements, printed as markdown tables:
 
 1. 256 MiB per array: the project's vadd kernel against torch's ``copy_`` and ``a + b``, every one
-   timed by the same method (karyamorph.harness.timing), as achieved DRAM bandwidth and its
+   timed by the same method (karyamorph.harness.gpu.timing), as achieved DRAM bandwidth and its
    fraction of the device's peak.
 2. Timing stability: the median of the vadd example over several independent timing runs.
 3. The event-timed median against ncu's ``gpu__time_duration`` (from the metrics stage, when it
@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.device import current_device, driver_problem
+from karyamorph.harness.gpu.device import current_device, driver_problem
+from karyamorph.harness.gpu.timing import TimingOptions, measure
 from karyamorph.harness.pipeline import default_stages, run_pipeline
-from karyamorph.harness.timing import TimingOptions, measure
-from karyamorph.harness.timing_stage import peak_dram_gbps
+from karyamorph.harness.stages.timing import peak_dram_gbps
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import KernelSpec
@@ -34,7 +34,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "kernels"
 
 def all_stages(timing: TimingOptions) -> list[Any]:
     """default_stages(), with the timing stage on ``timing`` (a shorter cap keeps the run short)."""
-    from karyamorph.harness.timing_stage import TimingStage
+    from karyamorph.harness.stages.timing import TimingStage
 
     return [TimingStage(timing) if s.name == "timing" else s for s in default_stages()]
 
@@ -43,10 +43,10 @@ def bandwidth(device: Any, options: TimingOptions) -> list[tuple[str, float, flo
     """(name, median us, GB/s, fraction of peak) for vadd, torch copy_ and torch a + b on 256 MiB arrays."""
     import torch
 
-    from karyamorph.harness.launch import KernelLaunch, kernel_args
-    from karyamorph.harness.pipeline import prepare
-    from karyamorph.harness.ptxas import assemble
-    from karyamorph.harness.toolchain import discover
+    from karyamorph.harness.gpu.launch import KernelLaunch, kernel_args
+    from karyamorph.harness.tools.ptxas import assemble
+    from karyamorph.harness.tools.toolchain import discover
+    from karyamorph.kernel.signature import prepare
 
     n = 64 * 2**20  # 256 MiB of f32 per array
     spec = dataclasses.replace(load_spec(EXAMPLES / "vadd.toml"), sizes={"n": n})
@@ -88,11 +88,11 @@ def stability(device: Any, spec: KernelSpec, runs: int, options: TimingOptions) 
     """Independent timing runs of one kernel: each run's median, spread and sample count."""
     import torch
 
-    from karyamorph.harness.inputs import make_inputs
-    from karyamorph.harness.launch import KernelLaunch, kernel_args, upload
-    from karyamorph.harness.pipeline import prepare
-    from karyamorph.harness.ptxas import assemble
-    from karyamorph.harness.toolchain import discover
+    from karyamorph.harness.gpu.inputs import make_inputs
+    from karyamorph.harness.gpu.launch import KernelLaunch, kernel_args, upload
+    from karyamorph.harness.tools.ptxas import assemble
+    from karyamorph.harness.tools.toolchain import discover
+    from karyamorph.kernel.signature import prepare
 
     cubin = assemble(spec.ptx, device.arch, discover()).cubin
     kernel = KernelLaunch.load(cubin, spec.entry, bind(spec), device.ordinal)

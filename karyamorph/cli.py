@@ -22,7 +22,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "kernels"
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.harness.pipeline import ArchError
-    from karyamorph.harness.toolchain import ToolchainError
+    from karyamorph.harness.tools.toolchain import ToolchainError
     from karyamorph.isa.errors import PtxError
     from karyamorph.kernel.expressions import ExpressionError
     from karyamorph.kernel.spec import SpecError
@@ -161,8 +161,8 @@ def query(sql: str, db: str | None, fmt: str) -> None:
 @friendly_errors
 def device(fmt: str) -> None:
     """The CUDA devices (or "no CUDA device") and the toolchain versions."""
-    from karyamorph.harness.device import driver_problem, list_devices
-    from karyamorph.harness.toolchain import discover
+    from karyamorph.harness.gpu.device import driver_problem, list_devices
+    from karyamorph.harness.tools.toolchain import discover
 
     devices = list_devices()
     tc = discover()
@@ -230,9 +230,9 @@ size_option = click.option(
 @friendly_errors
 def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, fmt: str) -> None:
     """Run a kernel spec on the CPU model and compare it with the spec's reference."""
-    from karyamorph.harness.model_run import interpret_spec_file
-    from karyamorph.harness.pipeline import prepare
+    from karyamorph.harness.stages.model_run import interpret_spec_file
     from karyamorph.kernel.loader import load_spec
+    from karyamorph.kernel.signature import prepare
     from karyamorph.model.interp.errors import ExecutionError
     from karyamorph.model.semantics.decode import UnmodeledError
 
@@ -275,9 +275,9 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, f
 @friendly_errors
 def check(spec_path: str, props: str, scheduling: str, unroll: int, sizes: tuple[str, ...], fmt: str) -> None:
     """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3)."""
-    from karyamorph.harness.model_stage import check_spec
-    from karyamorph.harness.pipeline import prepare
+    from karyamorph.harness.stages.model import check_spec
     from karyamorph.kernel.loader import load_spec
+    from karyamorph.kernel.signature import prepare
     from karyamorph.kernel.spec import SpecError
     from karyamorph.model.semantics.decode import UnmodeledError
 

@@ -10,14 +10,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from karyamorph.harness.stage import Context, Stage, StageResult, Status
+from karyamorph.harness.stages.base import Context, Stage, StageResult, Status
+from karyamorph.harness.stages.compile import CompileStage
+from karyamorph.harness.stages.correctness import CorrectnessStage
+from karyamorph.harness.stages.metrics import MetricsStage
+from karyamorph.harness.stages.model import ModelStage
+from karyamorph.harness.stages.sanitize import SanitizeStage
+from karyamorph.harness.stages.sass import SassStage
+from karyamorph.harness.stages.static import StaticStage
+from karyamorph.harness.stages.timing import TimingStage
+from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch, ArchError
-from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.limits import resources_for
-from karyamorph.kernel.signature import check_signature
-from karyamorph.kernel.spec import KernelSpec, SpecError
+from karyamorph.kernel.signature import prepare
+from karyamorph.kernel.spec import KernelSpec
 
 FALLBACK_ARCH = Arch(12, 0)
 """The target when neither a GPU nor the PTX names one: the 50-series."""
@@ -74,39 +82,12 @@ def check_arch(arch: Arch | str) -> Arch:
     return a
 
 
-def prepare(spec: KernelSpec) -> ast.Module:
-    """Parse the spec's PTX and check the spec against the entry's signature.
-
-    Raises
-    ------
-    PtxSyntaxError
-        Malformed PTX, with file:line:col.
-    SpecError
-        Entry not found or spec/signature mismatch, naming both sides.
-    """
-    module = parse(spec.ptx, spec.ptx_name)
-    try:
-        entry = module.entry(spec.entry)
-    except KeyError as exc:
-        raise SpecError(f"{spec.where}: kernel.entry", f"{exc.args[0]} in {spec.ptx_name}") from None
-    check_signature(spec, entry)
-    return module
-
-
 def default_stages(timeout_s: float | None = None) -> list[Stage]:
     """The stages that exist, in pipeline order.
 
     ``timeout_s`` bounds each kernel launch a worker makes (correctness, each sanitizer tool,
     Nsight Compute); a kernel still running then is killed and its stage fails.
     """
-    from karyamorph.harness.compile_stage import CompileStage
-    from karyamorph.harness.correctness_stage import CorrectnessStage
-    from karyamorph.harness.metrics_stage import MetricsStage
-    from karyamorph.harness.model_stage import ModelStage
-    from karyamorph.harness.sanitize_stage import SanitizeStage
-    from karyamorph.harness.sass_stage import SassStage
-    from karyamorph.harness.static_stage import StaticStage
-    from karyamorph.harness.timing_stage import TimingStage
 
     if timeout_s is None:
         gpu: list[Stage] = [SanitizeStage(), CorrectnessStage(), TimingStage(), MetricsStage()]
@@ -149,7 +130,7 @@ def run_pipeline(
     arch : Arch or str, optional
         Target architecture (``sm_120``); default: the device's, else the PTX ``.target``.
     toolchain : Toolchain, optional
-        Default: :func:`karyamorph.harness.toolchain.discover`.
+        Default: :func:`karyamorph.harness.tools.toolchain.discover`.
     device : DeviceInfo, optional
         The GPU to use, or None for compile-side work only.
     stages : list of Stage, optional
@@ -162,7 +143,6 @@ def run_pipeline(
     A stage that raises an unexpected tool or OS error is recorded as ``error`` with the
     traceback in its log; the later stages still run (and decide themselves whether to skip).
     """
-    from karyamorph.harness.toolchain import discover
 
     module = module or prepare(spec)
     target = check_arch(arch or default_arch(module, device))

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.pipeline import RunResult, run_pipeline
-from karyamorph.harness.stage import StageResult, Status
+from karyamorph.harness.gpu.device import NO_DEVICE, current_device
+from karyamorph.harness.pipeline import RunResult, check_arch, default_arch, default_stages, run_pipeline
+from karyamorph.harness.record import to_record
+from karyamorph.harness.stages.base import StageResult, Status
+from karyamorph.harness.tools.toolchain import discover
 from karyamorph.kernel.loader import load_spec
+from karyamorph.store.database import Store
 from karyamorph.table import render_table
 
 DEFAULT_DB = "karyamorph.duckdb"
@@ -150,8 +154,6 @@ def _bad_input(result: RunResult) -> str | None:
 
 def store_run(result: RunResult, db: Path) -> str:
     """Write ``result`` to the DuckDB file ``db`` in one transaction; return the run id."""
-    from karyamorph.harness.record import to_record
-    from karyamorph.store.database import Store
 
     with Store.open(db) as store:
         return store.record_run(to_record(result))
@@ -168,8 +170,6 @@ def run_spec_file(
     """Load, run and (unless ``db`` is None or the input is bad) store one spec file.
 
     ``sizes`` overrides the spec's ``[sizes]`` (each name must exist there)."""
-    from karyamorph.harness.device import current_device
-    from karyamorph.harness.pipeline import default_stages
 
     spec = load_spec(path)
     result = run_pipeline(
@@ -189,9 +189,6 @@ def _relative(path: Path) -> str:
 
 def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | None = None) -> str:
     """Run every ``*.toml`` in ``folder``; return a summary table and a query to try next."""
-    from karyamorph.harness.device import NO_DEVICE, current_device
-    from karyamorph.harness.pipeline import check_arch, default_arch, default_stages
-    from karyamorph.harness.toolchain import discover
 
     specs = sorted(folder.glob("*.toml"))
     if not specs:

@@ -1,8 +1,9 @@
-"""Checks a KernelSpec's arguments against the ``.entry`` parameter list they will be passed to."""
+"""Checks a KernelSpec against its PTX: the ``.entry`` exists and its parameters fit the arguments."""
 
 from __future__ import annotations
 
 from karyamorph.isa import ast
+from karyamorph.isa.parser import parse
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError
 
 # Which spec dtype kinds a scalar .param type accepts: bit types take any kind of their width;
@@ -54,3 +55,22 @@ def _mismatch(arg: ArgSpec, param: ast.Param) -> str | None:
 def _describe(param: ast.Param) -> str:
     ptr = " .ptr" + (f" .{param.ptr_space}" if param.ptr_space else "") if param.is_ptr else ""
     return f".param .{param.type}{ptr} {param.name}"
+
+
+def prepare(spec: KernelSpec) -> ast.Module:
+    """Parse the spec's PTX and check the spec against the entry's signature.
+
+    Raises
+    ------
+    PtxSyntaxError
+        Malformed PTX, with file:line:col.
+    SpecError
+        Entry not found or spec/signature mismatch, naming both sides.
+    """
+    module = parse(spec.ptx, spec.ptx_name)
+    try:
+        entry = module.entry(spec.entry)
+    except KeyError as exc:
+        raise SpecError(f"{spec.where}: kernel.entry", f"{exc.args[0]} in {spec.ptx_name}") from None
+    check_signature(spec, entry)
+    return module

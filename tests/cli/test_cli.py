@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from karyamorph.cli import main
-from karyamorph.harness.device import current_device
+from karyamorph.harness.gpu.device import current_device
 from karyamorph.isa.parser import parse, parse_file
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
@@ -143,12 +143,13 @@ def test_spec_error_exit_code(tmp_path: Path) -> None:
 
 
 def test_missing_toolchain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from karyamorph.harness import toolchain
+    from karyamorph.harness import pipeline
+    from karyamorph.harness.tools import toolchain
 
     def nowhere() -> toolchain.Toolchain:
         return toolchain.discover_from(use_wheels=False, cuda_home=None, path=str(tmp_path))
 
-    monkeypatch.setattr(toolchain, "discover", nowhere)
+    monkeypatch.setattr(pipeline, "discover", nowhere)
     result = CliRunner().invoke(main, ["run", str(EXAMPLES / "vadd.toml"), "--arch", "sm_90",
                                        "--db", str(tmp_path / "k.duckdb")])  # fmt: skip
     assert result.exit_code == 2

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from karyamorph.harness import sass
-from karyamorph.harness.cache import cache_key, cached_text
-from karyamorph.harness.ptxas import assemble
-from karyamorph.harness.toolchain import discover
+from karyamorph.harness.tools import sass
+from karyamorph.harness.tools.cache import cache_key, cached_text
+from karyamorph.harness.tools.ptxas import assemble
+from karyamorph.harness.tools.toolchain import discover
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
 

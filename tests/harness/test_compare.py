@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from karyamorph.harness.compare import Tolerance, compare, tolerance_for
-from karyamorph.harness.inputs import poison_
+from karyamorph.harness.gpu.compare import Tolerance, compare, tolerance_for
+from karyamorph.harness.gpu.inputs import poison_
 from karyamorph.kernel.spec import DTYPES
 
 

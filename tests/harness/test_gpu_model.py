@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.device import current_device
+from karyamorph.harness.gpu.device import current_device
 from karyamorph.harness.pipeline import run_pipeline
 from karyamorph.kernel.loader import load_spec
 

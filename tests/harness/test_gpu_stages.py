@@ -18,26 +18,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from karyamorph.harness.compile_stage import CompileStage
-from karyamorph.harness.correctness_stage import CorrectnessStage
-from karyamorph.harness.device import DeviceInfo, current_device
-from karyamorph.harness.launch import encode_scalar, kernel_args, scalar_param
-from karyamorph.harness.pipeline import RunResult, prepare, run_pipeline
-from karyamorph.harness.stage import Context, StageResult, Status
-from karyamorph.harness.static_stage import StaticStage
-from karyamorph.harness.timing import TimingOptions, summarize
-from karyamorph.harness.timing_stage import TimingStage, peak_dram_gbps, peak_fp32_gflops
-from karyamorph.harness.worker import (
+from karyamorph.harness.gpu.device import DeviceInfo, current_device
+from karyamorph.harness.gpu.launch import encode_scalar, kernel_args, scalar_param
+from karyamorph.harness.gpu.timing import TimingOptions, summarize
+from karyamorph.harness.gpu.worker import (
     EXIT_NO_DEVICE,
     Job,
     run_worker,
     spec_file,
     spec_toml,
 )
+from karyamorph.harness.pipeline import RunResult, run_pipeline
+from karyamorph.harness.stages.base import Context, StageResult, Status
+from karyamorph.harness.stages.compile import CompileStage
+from karyamorph.harness.stages.correctness import CorrectnessStage
+from karyamorph.harness.stages.static import StaticStage
+from karyamorph.harness.stages.timing import TimingStage, peak_dram_gbps, peak_fp32_gflops
 from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import DTYPES, KernelSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,9 +210,9 @@ def test_summarize_gives_median_quartiles_and_spread() -> None:
 
 
 def test_spin_kernel_ptx_assembles_for_current_architectures() -> None:
-    from karyamorph.harness.ptxas import assemble
-    from karyamorph.harness.timing import SPIN_PTX
-    from karyamorph.harness.toolchain import discover
+    from karyamorph.harness.gpu.timing import SPIN_PTX
+    from karyamorph.harness.tools.ptxas import assemble
+    from karyamorph.harness.tools.toolchain import discover
 
     for arch in ("sm_80", "sm_90", "sm_120"):
         assert "karyamorph_spin" in assemble(SPIN_PTX, arch, discover()).functions
@@ -338,8 +339,8 @@ def test_endless_kernel_fails_by_timeout() -> None:
 @gpu
 @needs_gpu
 def test_worker_once_mode_launches_with_separate_buffers(tmp_path: Path) -> None:
-    from karyamorph.harness.ptxas import assemble
-    from karyamorph.harness.toolchain import discover
+    from karyamorph.harness.tools.ptxas import assemble
+    from karyamorph.harness.tools.toolchain import discover
 
     spec = dataclasses.replace(load_spec(EXAMPLES / "vadd.toml"), sizes={"n": 4099})
     cubin = tmp_path / "vadd.cubin"

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.compile_stage import CompileStage
-from karyamorph.harness.device import current_device
-from karyamorph.harness.gpu_tools import find_compute_sanitizer, find_ncu
-from karyamorph.harness.metrics_stage import MetricsStage
+from karyamorph.harness.gpu.device import current_device
 from karyamorph.harness.pipeline import RunResult, run_pipeline
-from karyamorph.harness.sanitize_stage import SanitizeStage
-from karyamorph.harness.sanitizer import TOOLS
-from karyamorph.harness.sass_stage import SassStage
-from karyamorph.harness.stage import Stage, Status
+from karyamorph.harness.stages.base import Stage, Status
+from karyamorph.harness.stages.compile import CompileStage
+from karyamorph.harness.stages.metrics import MetricsStage
+from karyamorph.harness.stages.sanitize import SanitizeStage
+from karyamorph.harness.stages.sass import SassStage
+from karyamorph.harness.tools.gpu_tools import find_compute_sanitizer, find_ncu
+from karyamorph.harness.tools.sanitizer import TOOLS
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import KernelSpec
 

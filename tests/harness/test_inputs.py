@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import torch
 
-from karyamorph.harness.inputs import (
+from karyamorph.harness.gpu.inputs import (
     make_inputs,
     make_tensor,
     poison_,

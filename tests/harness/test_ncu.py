@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.gpu_tools import find_gpu_tool, ncu_python_dirs, parse_tool_version
-from karyamorph.harness.metrics_stage import MetricsStage, summarize
-from karyamorph.harness.ncu import (
+from karyamorph.harness.stages.base import Context, Status
+from karyamorph.harness.stages.metrics import MetricsStage, summarize
+from karyamorph.harness.tools.gpu_tools import find_gpu_tool, ncu_python_dirs, parse_tool_version
+from karyamorph.harness.tools.ncu import (
     CURATED,
     SECTIONS,
     NcuError,
@@ -26,9 +27,8 @@ from karyamorph.harness.ncu import (
     profiles_from_extract,
     select,
 )
-from karyamorph.harness.sass import disassemble, line_map
-from karyamorph.harness.stage import Context, Status
-from karyamorph.harness.toolchain import discover
+from karyamorph.harness.tools.sass import disassemble, line_map
+from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.compile_stage import CompileStage
-from karyamorph.harness.ptxas import (
+from karyamorph.harness.stages.base import Context, Status
+from karyamorph.harness.stages.compile import CompileStage
+from karyamorph.harness.tools.ptxas import (
     Diagnostic,
     PtxasError,
     UnsupportedArchError,
@@ -19,8 +20,7 @@ from karyamorph.harness.ptxas import (
     parse_verbose,
     valid_archs,
 )
-from karyamorph.harness.stage import Context, Status
-from karyamorph.harness.toolchain import Toolchain, discover
+from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa.arch import Arch
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "ptxas"

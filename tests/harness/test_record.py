@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from karyamorph.harness.pipeline import RunResult, prepare
+from karyamorph.harness.pipeline import RunResult
 from karyamorph.harness.record import to_record
-from karyamorph.harness.stage import Figure, StageResult, Status
-from karyamorph.harness.toolchain import discover
+from karyamorph.harness.stages.base import Figure, StageResult, Status
+from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.signature import prepare
 from karyamorph.store.database import Store
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from karyamorph.harness.reference import evaluate_reference, output_args, reference_names
+from karyamorph.harness.gpu.reference import evaluate_reference, output_args, reference_names
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec, spec_from_dict
 from karyamorph.kernel.spec import KernelSpec, SpecError

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.gpu_tools import parse_tool_version
-from karyamorph.harness.sanitize_stage import SanitizeStage
-from karyamorph.harness.sanitizer import (
+from karyamorph.harness.stages.base import Context, Status
+from karyamorph.harness.stages.sanitize import SanitizeStage
+from karyamorph.harness.tools.gpu_tools import parse_tool_version
+from karyamorph.harness.tools.sanitizer import (
     TOOLS,
     SanitizerError,
     SanitizerFinding,
@@ -22,9 +23,8 @@ from karyamorph.harness.sanitizer import (
     sanitizer_argv,
     with_ptx_lines,
 )
-from karyamorph.harness.sass import disassemble, line_map
-from karyamorph.harness.stage import Context, Status
-from karyamorph.harness.toolchain import discover
+from karyamorph.harness.tools.sass import disassemble, line_map
+from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa.arch import Arch
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "compute-sanitizer"

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.ptxas import Assembly, assemble
-from karyamorph.harness.sass import (
+from karyamorph.harness.stages.base import Context, StageResult, Status
+from karyamorph.harness.stages.sass import SassStage
+from karyamorph.harness.tools.ptxas import Assembly, assemble
+from karyamorph.harness.tools.sass import (
     Disassembly,
     SassError,
     disassemble,
@@ -20,9 +22,7 @@ from karyamorph.harness.sass import (
     parse_text,
     supports_json,
 )
-from karyamorph.harness.sass_stage import SassStage
-from karyamorph.harness.stage import Context, StageResult, Status
-from karyamorph.harness.toolchain import Toolchain, discover
+from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa.arch import Arch
 
 GOLDEN = Path(__file__).parent.parent / "golden"

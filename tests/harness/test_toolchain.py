@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.toolchain import (
+from karyamorph.harness.tools.toolchain import (
     Toolchain,
     ToolchainError,
     discover,

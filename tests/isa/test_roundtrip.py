@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.ptxas import assemble
-from karyamorph.harness.sass import Disassembly, disassemble
-from karyamorph.harness.toolchain import discover
+from karyamorph.harness.tools.ptxas import assemble
+from karyamorph.harness.tools.sass import Disassembly, disassemble
+from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa.parser import parse, parse_file
 from karyamorph.isa.printer import format_module
 

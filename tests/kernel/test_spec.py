@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.pipeline import prepare
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import SpecError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"

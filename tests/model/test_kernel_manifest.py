@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from karyamorph.harness.pipeline import prepare
 from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.signature import prepare
 from tests.model.kernels.manifest import KernelCase, line_problems, load_manifest
 
 MANIFEST = load_manifest()

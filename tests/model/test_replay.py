@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from karyamorph.harness.model_stage import check_inputs
+from karyamorph.harness.stages.model import check_inputs
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind

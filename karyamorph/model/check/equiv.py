@@ -21,9 +21,11 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.allthreads import Kernel, Side, run_launch
+from karyamorph.model.check.properties import consts
 from karyamorph.model.check.symexec import Unsupported
 from karyamorph.model.check.verdict import Verdict, Witness
 from karyamorph.model.interp.interpreter import prepare
+from karyamorph.model.semantics.concrete import float_bits
 from karyamorph.model.semantics.machine import Machine
 
 __all__ = ["EquivInstance", "Side", "check_equivalence"]
@@ -62,7 +64,6 @@ def _symbolic_scalars(
 
 
 def _bits(v: int | float, ptx: str, bits: int) -> int:
-    from karyamorph.model.semantics.concrete import float_bits
 
     return (float_bits(float(v), ptx) if ptx in ("f16", "f32", "f64") else int(v)) % (1 << bits)
 
@@ -296,6 +297,5 @@ def _uninterpreted(term: Any) -> set[str]:
 
 
 def _inputs_of(term: Any) -> dict[str, Any]:
-    from karyamorph.model.check.properties import consts
 
     return {n: v for n, v in consts(term, {}).items() if n.startswith("in")}

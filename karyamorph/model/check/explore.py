@@ -20,10 +20,13 @@ from typing import Any
 
 import z3
 
+from karyamorph.isa import ast
 from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.loops import CountedLoop
 from karyamorph.model.check.symexec import Frame, SymExec, Unsupported, as_const
+from karyamorph.model.interp.simt import immediate_bits
 from karyamorph.model.semantics.decode import Decoded
+from karyamorph.model.semantics.types import int_type
 
 Event = tuple[Any, ...]
 Gen = Generator[Event, Any, None]
@@ -281,9 +284,6 @@ class Explorer:
         return st
 
     def _step(self, op: Any, fr: Frame, bits: int) -> Any:
-        from karyamorph.isa import ast
-        from karyamorph.model.interp.simt import immediate_bits
-        from karyamorph.model.semantics.types import int_type
 
         if isinstance(op, ast.Immediate):
             return z3.BitVecVal(immediate_bits(op.text, int_type(bits)), bits)

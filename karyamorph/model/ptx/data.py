@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from karyamorph.model.ptx.arith import BITS, D_A, FLOATS, INTS, RND, fconst, fin, flush, fout
+from karyamorph.model.ptx.arith import BITS, D_A, FLOATS, INTS, RND, fconst, fin, flush, fminmax, fout
 from karyamorph.model.semantics.domain import Domain
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
 from karyamorph.model.semantics.types import PtxType, int_type, ptx_type
@@ -229,7 +229,6 @@ def atomic_update(d: Domain, op: str, t: PtxType, old: Any, b: Any, c: Any) -> A
         return d.fadd(old, b, t.name, "rn") if t.is_float else d.add(old, b, n)
     if op in ("min", "max"):
         if t.is_float:
-            from karyamorph.model.ptx.arith import fminmax
 
             return fminmax(d, old, b, t.name, op == "max")
         less = d.lt(old, b, n, t.signed)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.toolchain import Toolchain
+from karyamorph.harness.tools.toolchain import Toolchain
 
 _ARCH = re.compile(r"sm_\d+[af]?")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")

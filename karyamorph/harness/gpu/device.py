@@ -6,6 +6,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from karyamorph.harness.gpu.launch import CudaError, check
+
 NO_DEVICE = "no CUDA device"
 
 
@@ -88,7 +90,6 @@ class _DriverUnavailable(Exception):
 
 
 def _check(result: tuple[Any, ...]) -> Any:
-    from karyamorph.harness.launch import CudaError, check
 
     try:
         return check(result, "device query")

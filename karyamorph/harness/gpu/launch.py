@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from karyamorph.harness.gpu.inputs import poison_
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.spec import DType, SpecError
@@ -179,7 +180,7 @@ def upload(
     Parameters
     ----------
     initial : mapping
-        CPU tensors by argument name (from :func:`karyamorph.harness.inputs.make_inputs`).
+        CPU tensors by argument name (from :func:`karyamorph.harness.gpu.inputs.make_inputs`).
     guard_bytes : int
         Canary bytes (:data:`GUARD_BYTE`) before and after each buffer; 0 allocates the buffer
         alone (what compute-sanitizer needs to see out-of-bounds accesses).
@@ -188,7 +189,6 @@ def upload(
     """
     import torch
 
-    from karyamorph.harness.inputs import poison_
 
     poisoned = set(poison)
     buffers = DeviceBuffers({}, {}, guard_bytes)

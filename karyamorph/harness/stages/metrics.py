@@ -8,14 +8,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.gpu_tools import (
+from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
+from karyamorph.harness.tools.gpu_tools import (
     GpuTool,
     find_ncu,
     ncu_python_dirs,
-    tool_stage_inputs,
-    work_folder,
 )
-from karyamorph.harness.ncu import (
+from karyamorph.harness.tools.ncu import (
     CURATED,
     SECTIONS,
     NcuError,
@@ -27,8 +28,7 @@ from karyamorph.harness.ncu import (
     profiles_from_extract,
     select,
 )
-from karyamorph.harness.sanitizer import offset_to_line
-from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.tools.sanitizer import offset_to_line
 
 _LOG_TAIL = 4000
 READERS = ("auto", "ncu_report", "csv")
@@ -109,7 +109,6 @@ class MetricsStage:
     def _launch(
         self, ncu: GpuTool, job: Any, entry: str, report_base: Path, root: Path, metrics: Sequence[str]
     ) -> Any:
-        from karyamorph.harness.worker import run_worker
 
         wrapper = self._wrapper(ncu, entry, report_base, metrics)
         return run_worker(job, workdir=root, timeout_s=self.timeout_s, wrapper=wrapper)
@@ -136,7 +135,6 @@ class MetricsStage:
         }
 
     def _profile(self, context: Context, ncu: GpuTool, entry: str, cubin: bytes, root: Path) -> StageResult:
-        from karyamorph.harness.worker import Job, spec_file
 
         spec_path = spec_file(context.spec, root)
         cubin_path = root / f"{entry}.cubin"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from karyamorph.harness.gpu.inputs import bits_dtype, poison_mask
 from karyamorph.kernel.spec import DType
 
 if TYPE_CHECKING:
@@ -171,7 +172,6 @@ def compare(
     """
     import torch
 
-    from karyamorph.harness.inputs import bits_dtype, poison_mask
 
     if expected.numel() != actual.numel():
         raise ValueError(

@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from karyamorph.harness.gpu.launch import check, cuda_core_errors
+
 # Spins on %globaltimer for `ns` nanoseconds. PTX ISA 7.0 / sm_75 so that every driver since
 # CUDA 11 can JIT it for whatever GPU is present.
 SPIN_PTX = """.version 7.0
@@ -296,7 +298,6 @@ def _spin_kernel(ordinal: int) -> tuple[Any, str | None]:
     """The spin kernel JIT-compiled by the driver, or None and the driver's reason."""
     from cuda.core import ObjectCode
 
-    from karyamorph.harness.launch import cuda_core_errors
 
     try:
         # bytes: a str would be taken for a file name.
@@ -363,7 +364,6 @@ def measure(
     from cuda.bindings import driver
     from cuda.core import LaunchConfig, launch
 
-    from karyamorph.harness.launch import check
 
     clock = clock if clock is not None else open_clock(ordinal, options)
     handle = int(stream.handle)

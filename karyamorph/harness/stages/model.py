@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from karyamorph.harness.stage import Context, Figure, StageResult, Status
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status
+from karyamorph.harness.stages.model_run import estimated_thread_instructions, interpret_spec_file
 from karyamorph.isa import ast
+from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
+from karyamorph.model.check.checker import check
+from karyamorph.model.interp.errors import ExecutionError, StepLimitError
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.decode import unmodeled
 
 PROPERTIES = ("bounds", "race", "barrier")
 # The CPU model runs at ~30-140 M thread-instructions/s: bound what one pipeline run spends.
@@ -43,8 +49,6 @@ def check_spec(
     """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
 
     With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why)."""
-    from karyamorph.model.check.checker import check
-    from karyamorph.model.ptx.machine import ptx_machine
 
     buffers, scalars = check_inputs(kernel, module.entry(kernel.entry))
     launch = (kernel.grid, kernel.block, kernel.shared_bytes)
@@ -81,8 +85,6 @@ class ModelStage:
         self.check_deadline_s = check_deadline_s
 
     def run(self, context: Context) -> StageResult:
-        from karyamorph.model.ptx.machine import ptx_machine
-        from karyamorph.model.semantics.decode import unmodeled
 
         module: ast.Module = context.artifacts["module"]
         kernel = context.kernel
@@ -109,9 +111,6 @@ class ModelStage:
         return StageResult(Status.PASS if ok else Status.FAIL, data, "\n".join(log), 0.0, tuple(figures))
 
     def _interpret(self, kernel: BoundKernel, log: list[str]) -> dict[str, Any]:
-        from karyamorph.harness.model_run import estimated_thread_instructions, interpret_spec_file
-        from karyamorph.isa.parser import parse
-        from karyamorph.model.interp.errors import ExecutionError, StepLimitError
 
         reason = (
             f"the launch needs more than {self.interp_budget:.0e} thread-instructions on the CPU "

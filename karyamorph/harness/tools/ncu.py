@@ -396,7 +396,7 @@ def extract_report(report: Path, python_dirs: Sequence[Path] = ()) -> dict[str, 
 def extract_in_subprocess(
     report: Path, out: Path, python_dirs: Sequence[Path] = (), *, timeout_s: float = 300.0
 ) -> dict[str, Any]:
-    """:func:`extract_report` in a child Python (``python -m karyamorph.harness.ncu``).
+    """:func:`extract_report` in a child Python (``python -m karyamorph.harness.tools.ncu``).
 
     ``ncu_report`` is native code: a crash of it (seen with Nsight Compute 2025.3's copy)
     becomes an :class:`NcuError` here instead of killing the harness.
@@ -404,7 +404,7 @@ def extract_in_subprocess(
     argv = [
         sys.executable,
         "-m",
-        "karyamorph.harness.ncu",
+        "karyamorph.harness.tools.ncu",
         str(report),
         str(out),
         *map(str, python_dirs),
@@ -464,11 +464,11 @@ def select(profiles: Sequence[NcuProfile], entry: str) -> NcuProfile:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m karyamorph.harness.ncu REPORT OUT.json [PYTHON_DIR ...]``: write the extract."""
+    """``python -m karyamorph.harness.tools.ncu REPORT OUT.json [PYTHON_DIR ...]``: write the extract."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 2:
         print(
-            "usage: python -m karyamorph.harness.ncu REPORT.ncu-rep OUT.json [PYTHON_DIR ...]",
+            "usage: python -m karyamorph.harness.tools.ncu REPORT.ncu-rep OUT.json [PYTHON_DIR ...]",
             file=sys.stderr,
         )
         return 64

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from karyamorph.harness.stage import Context, Figure, StageResult, Status
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status
 from karyamorph.isa import ast
+from karyamorph.isa.catalog import module_problems
+from karyamorph.isa.versions import compatibility
+from karyamorph.model.resources.occupancy import occupancy
 
 
 class StaticStage:
@@ -20,9 +23,6 @@ class StaticStage:
     name = "static"
 
     def run(self, context: Context) -> StageResult:
-        from karyamorph.isa.catalog import module_problems
-        from karyamorph.isa.versions import compatibility
-        from karyamorph.model.resources.occupancy import occupancy
 
         module: ast.Module = context.artifacts["module"]
         spec = context.spec

@@ -6,15 +6,15 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from karyamorph.harness.ptxas import (
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.tools.ptxas import (
     Assembly,
     FunctionReport,
     PtxasError,
     UnsupportedArchError,
     assemble,
 )
-from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.toolchain import Toolchain, ToolchainError, discover
+from karyamorph.harness.tools.toolchain import Toolchain, ToolchainError, discover
 
 # (data key, unit) of each number the stage also stores as a figure.
 _FIGURES = (

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from karyamorph.harness.inputs import spec_where
+from karyamorph.harness.gpu.inputs import spec_where
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.spec import ArgSpec, SpecError
 

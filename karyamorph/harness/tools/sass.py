@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.cache import cached_text
-from karyamorph.harness.toolchain import Toolchain
+from karyamorph.harness.tools.cache import cached_text
+from karyamorph.harness.tools.toolchain import Toolchain
 
 PTX_TEXT_FILE = ".nv_debug_ptx_txt"
 # Every instruction of sm_70 and newer is 16 bytes (one 128-bit word).

@@ -8,9 +8,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.device import NO_DEVICE
-from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.worker import (
+from karyamorph.harness.gpu.compare import compare, tolerance_for
+from karyamorph.harness.gpu.device import NO_DEVICE
+from karyamorph.harness.gpu.reference import output_args
+from karyamorph.harness.gpu.worker import (
     EXIT_CUDA_ERROR,
     EXIT_SPEC_ERROR,
     FIRST_TRIAL_OUTPUTS,
@@ -19,6 +20,8 @@ from karyamorph.harness.worker import (
     run_worker,
     spec_file,
 )
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.stages.model_run import run_model
 
 _CUDA_ERROR_RE = re.compile(r"CUDA_ERROR_[A-Z0-9_]+")
 
@@ -211,9 +214,6 @@ def _with_model_agreement(context: Context, result: StageResult, saved: Path, se
     of the kernel (the GPU is the test of the model)."""
     import torch
 
-    from karyamorph.harness.compare import compare, tolerance_for
-    from karyamorph.harness.model_run import run_model
-    from karyamorph.harness.reference import output_args
 
     spec = context.spec
     gpu = torch.load(saved)

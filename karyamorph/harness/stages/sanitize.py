@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.gpu_tools import (
+from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
+from karyamorph.harness.tools.gpu_tools import (
     GpuTool,
     find_compute_sanitizer,
-    tool_stage_inputs,
-    work_folder,
 )
-from karyamorph.harness.sanitizer import (
+from karyamorph.harness.tools.sanitizer import (
     TOOLS,
     SanitizerError,
     SanitizerFinding,
@@ -28,7 +29,6 @@ from karyamorph.harness.sanitizer import (
     tool_errors,
     with_ptx_lines,
 )
-from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
 
 #: The worker allocates every buffer on its own under this, so memcheck sees each bound.
 SANITIZER_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
@@ -146,7 +146,6 @@ class SanitizeStage:
     def _sanitize(
         self, context: Context, sanitizer: GpuTool, entry: str, cubin: bytes, root: Path
     ) -> StageResult:
-        from karyamorph.harness.worker import spec_file
 
         spec_path = spec_file(context.spec, root)
         cubin_path = root / f"{entry}.cubin"
@@ -208,7 +207,6 @@ class SanitizeStage:
         workdir: Path,
         sizes: dict[str, int],
     ) -> ToolRun:
-        from karyamorph.harness.worker import Job, run_worker
 
         if workdir.exists():
             shutil.rmtree(workdir)

@@ -1,6 +1,6 @@
 """The GPU worker: one job (correctness trials or a single launch) in its own killable process.
 
-Run it as ``python -m karyamorph.harness.worker JOB.json``. A kernel that faults takes only
+Run it as ``python -m karyamorph.harness.gpu.worker JOB.json``. A kernel that faults takes only
 this process down (exit code 2, the CUDA error name on stderr); one that hangs is killed with
 its whole process group by :func:`run_worker`'s timeout.
 """
@@ -20,8 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import karyamorph
+from karyamorph.harness.gpu.compare import compare, tolerance_for
+from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.inputs import make_inputs
+from karyamorph.harness.gpu.launch import GUARD_BYTES, KernelLaunch, cuda_core_errors, kernel_args, upload
+from karyamorph.harness.gpu.reference import evaluate_reference, output_args
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError
 
 MODES = ("correctness", "once")
@@ -109,11 +116,10 @@ def read_job(path: Path) -> Job:
 
 def worker_argv(job_path: Path) -> list[str]:
     """The command line that runs the worker on ``job_path``."""
-    return [sys.executable, "-m", "karyamorph.harness.worker", str(job_path)]
+    return [sys.executable, "-m", "karyamorph.harness.gpu.worker", str(job_path)]
 
 
 def _package_root() -> str:
-    import karyamorph
 
     return str(Path(karyamorph.__file__).resolve().parent.parent)
 
@@ -248,11 +254,6 @@ def _same_bits(x: Any, y: Any) -> bool:
 def _run_correctness(job: Job, spec: BoundKernel, ordinal: int, result: dict[str, Any]) -> None:
     import torch
 
-    from karyamorph.harness.compare import compare, tolerance_for
-    from karyamorph.harness.inputs import make_inputs
-    from karyamorph.harness.launch import GUARD_BYTES, KernelLaunch, kernel_args, upload
-    from karyamorph.harness.pipeline import prepare
-    from karyamorph.harness.reference import evaluate_reference, output_args
 
     params = prepare(spec.spec).entry(job.entry).params
     kernel = KernelLaunch.load(Path(job.cubin_path).read_bytes(), job.entry, spec, ordinal)
@@ -300,9 +301,6 @@ def _run_correctness(job: Job, spec: BoundKernel, ordinal: int, result: dict[str
 def _run_once(job: Job, spec: BoundKernel, ordinal: int, result: dict[str, Any]) -> None:
     import torch
 
-    from karyamorph.harness.inputs import make_inputs
-    from karyamorph.harness.launch import KernelLaunch, kernel_args, upload
-    from karyamorph.harness.pipeline import prepare
 
     params = prepare(spec.spec).entry(job.entry).params
     kernel = KernelLaunch.load(Path(job.cubin_path).read_bytes(), job.entry, spec, ordinal)
@@ -326,7 +324,6 @@ def run_job(job: Job, result: dict[str, Any]) -> None:
     CudaError
         The kernel or the driver failed.
     """
-    from karyamorph.harness.device import current_device
 
     device = current_device()
     if device is None:
@@ -345,16 +342,15 @@ def _write(path: str, result: Mapping[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m karyamorph.harness.worker JOB.json``; returns the exit code."""
+    """Entry point of ``python -m karyamorph.harness.gpu.worker JOB.json``; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m karyamorph.harness.worker JOB.json", file=sys.stderr)
+        print("usage: python -m karyamorph.harness.gpu.worker JOB.json", file=sys.stderr)
         return EXIT_USAGE
     job = read_job(Path(args[0]))
     if job.mode == "once":
         # Every buffer its own cudaMalloc, so that compute-sanitizer sees accesses outside them.
         os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
-    from karyamorph.harness.launch import cuda_core_errors
 
     result: dict[str, Any] = {"seed": job.seed}
     t0 = time.perf_counter()

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 #: Where the standalone Nsight Compute installer puts its versions (``<root>/2025.3.1/ncu``).
 NSIGHT_COMPUTE_ROOT = Path("/opt/nvidia/nsight-compute")
@@ -238,38 +234,3 @@ def ncu_python_dirs(ncu: Path, *, nsight_root: Path | None = NSIGHT_COMPUTE_ROOT
         if candidate not in seen and (candidate / "ncu_report.py").is_file():
             seen.append(candidate)
     return seen
-
-
-def tool_stage_inputs(
-    context: Any, tool: GpuTool | None, find: Callable[[], GpuTool | None], name: str
-) -> Any:
-    """What a stage that wraps the worker in ``name`` needs: ``(tool, entry, cubin)``, or the
-    StageResult to return instead (skip without a device, a cubin or the tool; error when the
-    tool is there but broken)."""
-    from karyamorph.harness.device import NO_DEVICE
-    from karyamorph.harness.stage import StageResult, Status
-
-    if context.device is None:
-        return StageResult.skip(NO_DEVICE)
-    cubin = context.artifacts.get("cubin")
-    compiled = context.results.get("compile")
-    if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
-        return StageResult.skip("compile did not pass")
-    try:
-        found = tool or find()
-    except GpuToolError as err:
-        return StageResult(Status.ERROR, {}, str(err))
-    if found is None:
-        return StageResult.skip(f"{name} not found")
-    return found, str(context.artifacts.get("entry") or context.spec.entry), cubin
-
-
-@contextlib.contextmanager
-def work_folder(keep: Path | None, prefix: str) -> Iterator[Path]:
-    """``keep`` (created) when given, so raw tool outputs stay; else a temporary folder."""
-    if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        yield keep
-        return
-    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        yield Path(tmp)

@@ -5,8 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from karyamorph.harness.gpu.compare import compare, tolerance_for
+from karyamorph.harness.gpu.inputs import make_inputs
+from karyamorph.harness.gpu.reference import evaluate_reference, output_args
 from karyamorph.isa import ast
+from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.ptx.machine import ptx_machine
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +82,6 @@ def run_model(
     import numpy as np
     import torch
 
-    from karyamorph.harness.inputs import make_inputs
-    from karyamorph.isa.parser import parse
-    from karyamorph.model.interp.interpreter import interpret
-    from karyamorph.model.ptx.machine import ptx_machine
 
     module = parse(kernel.spec.ptx, kernel.spec.ptx_name)
     params = [p.name for p in module.entry(kernel.entry).params]
@@ -118,8 +120,6 @@ def interpret_spec_file(
 ) -> InterpReport:
     """Run ``spec`` on the model (:func:`run_model`) and compare every out/inout buffer with
     the reference evaluated on the same inputs."""
-    from karyamorph.harness.compare import compare, tolerance_for
-    from karyamorph.harness.reference import evaluate_reference, output_args
 
     run = run_model(
         kernel,

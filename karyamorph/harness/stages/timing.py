@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from karyamorph.harness.device import NO_DEVICE, DeviceInfo
-from karyamorph.harness.stage import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.timing import Timing, TimingOptions
+from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo
+from karyamorph.harness.gpu.inputs import make_inputs
+from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors, kernel_args, upload
+from karyamorph.harness.gpu.timing import Timing, TimingOptions, measure
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
 
 # FP32 lanes per SM (fused multiply-add results per clock per SM) by compute capability:
 # CUDA C++ Programming Guide, "Arithmetic Instructions", table "Throughput of Native Arithmetic
@@ -79,9 +81,6 @@ class TimingStage:
     def _run(self, context: Context) -> StageResult:
         import torch
 
-        from karyamorph.harness.inputs import make_inputs
-        from karyamorph.harness.launch import KernelLaunch, cuda_core_errors, kernel_args, upload
-        from karyamorph.harness.timing import measure
 
         spec, device = context.kernel, context.device
         entry = str(context.artifacts.get("entry") or spec.entry)

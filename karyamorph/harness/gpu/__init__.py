@@ -1,0 +1,1 @@
+"""The GPU runtime: device, buffers, launch, timing, the worker (the only torch/cuda code)."""

@@ -1,0 +1,1 @@
+"""The pipeline's stages: each a small object with one run(context) -> StageResult."""

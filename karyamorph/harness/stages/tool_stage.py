@@ -1,0 +1,44 @@
+"""What the stages that wrap a GPU tool share: their preconditions and their work folder."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from karyamorph.harness.gpu.device import NO_DEVICE
+from karyamorph.harness.stages.base import Context, StageResult, Status
+from karyamorph.harness.tools.gpu_tools import GpuTool, GpuToolError
+
+
+def tool_stage_inputs(
+    context: Context, tool: GpuTool | None, find: Callable[[], GpuTool | None], name: str
+) -> tuple[GpuTool, str, bytes] | StageResult:
+    """What a stage that wraps the worker in ``name`` needs: ``(tool, entry, cubin)``, or the
+    StageResult to return instead (skip without a device, a cubin or the tool; error when the
+    tool is there but broken)."""
+    if context.device is None:
+        return StageResult.skip(NO_DEVICE)
+    cubin = context.artifacts.get("cubin")
+    compiled = context.results.get("compile")
+    if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
+        return StageResult.skip("compile did not pass")
+    try:
+        found = tool or find()
+    except GpuToolError as err:
+        return StageResult(Status.ERROR, {}, str(err))
+    if found is None:
+        return StageResult.skip(f"{name} not found")
+    return found, str(context.artifacts.get("entry") or context.spec.entry), cubin
+
+
+@contextlib.contextmanager
+def work_folder(keep: Path | None, prefix: str) -> Iterator[Path]:
+    """``keep`` (created) when given, so raw tool outputs stay; else a temporary folder."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        yield Path(tmp)

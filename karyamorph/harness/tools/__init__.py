@@ -1,0 +1,1 @@
+"""Wrappers of the NVIDIA command-line tools: ptxas, nvdisasm, cuobjdump, compute-sanitizer, ncu."""
