@@ -82,6 +82,14 @@ def check_arch(arch: Arch | str) -> Arch:
     return a
 
 
+STAGE_TYPES: dict[str, type[Stage]] = {
+    stage.name: stage
+    for stage in (CompileStage, SassStage, StaticStage, ModelStage, SanitizeStage, CorrectnessStage,
+                  TimingStage, MetricsStage)
+}  # fmt: skip
+"""Every stage there is, by name, in pipeline order."""
+
+
 def default_stages(timeout_s: float | None = None) -> list[Stage]:
     """The stages that exist, in pipeline order.
 
@@ -148,13 +156,7 @@ def run_pipeline(
     target = check_arch(arch or default_arch(module, device))
     kernel = bind(spec, target, sizes)
     toolchain = toolchain or discover()
-    ctx = Context(kernel=kernel, arch=target, toolchain=toolchain, device=device)
-    ctx.artifacts.update(
-        module=module,
-        ptx=spec.ptx,
-        entry=spec.entry,
-        ptx_path=str(spec.ptx_path) if spec.ptx_path else spec.ptx_name,
-    )
+    ctx = Context(kernel=kernel, arch=target, toolchain=toolchain, device=device, module=module)
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     results: list[tuple[str, StageResult]] = []
@@ -166,7 +168,6 @@ def run_pipeline(
             r = StageResult(Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, traceback.format_exc())
         if not r.seconds:
             r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
-        ctx.results[stage.name] = r
         results.append((stage.name, r))
     seconds = time.perf_counter() - t0
     return RunResult(kernel, module, target, toolchain, device, tuple(results), started, seconds)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.gpu.device import NO_DEVICE, current_device
-from karyamorph.harness.pipeline import RunResult, check_arch, default_arch, default_stages, run_pipeline
+from karyamorph.harness.pipeline import (
+    STAGE_TYPES,
+    RunResult,
+    check_arch,
+    default_arch,
+    default_stages,
+    run_pipeline,
+)
 from karyamorph.harness.record import to_record
 from karyamorph.harness.stages.base import StageResult, Status
 from karyamorph.harness.tools.toolchain import discover
@@ -19,92 +25,30 @@ from karyamorph.table import render_table
 DEFAULT_DB = "karyamorph.duckdb"
 
 
-def _compile_summary(r: StageResult) -> str:
-    d = r.data
-    spill = int(d.get("spill_stores_bytes", 0)) + int(d.get("spill_loads_bytes", 0))
-    return f"{d.get('registers')} regs, {spill} B spilled, {d.get('shared_bytes', 0)} B smem"
 
 
-def _sass_summary(r: StageResult) -> str:
-    mix = r.data.get("mix", {})
-    top = sorted(mix.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
-    return f"{r.data.get('instruction_count')} instrs; " + " ".join(f"{k}:{v}" for k, v in top)
 
 
-def _static_summary(r: StageResult) -> str:
-    occ = r.data.get("occupancy")
-    text = ""
-    if occ:
-        text = f"{occ['blocks_per_sm']} blk/SM, {occ['occupancy']:.0%} occ ({occ['limiter']})"
-    problems = r.data.get("compatibility", [])
-    if problems:
-        text += f"; {len(problems)} version note(s)"
-    return text
 
 
-def _figure(r: StageResult, name: str) -> float | None:
-    return next((f.value for f in r.figures if f.name == name), None)
 
 
-def _sanitize_summary(r: StageResult) -> str:
-    tools = [f.name.removeprefix("sanitizer_").removesuffix("_findings") for f in r.figures]
-    return f"clean under {', '.join(tools)}" if tools else "clean"
 
 
-def _correctness_summary(r: StageResult) -> str:
-    trials = _figure(r, "trials_passed")
-    err = _figure(r, "max_abs_err")
-    text = f"{trials:.0f} trials passed" if trials is not None else "passed"
-    return text + (f", max abs err {err:.3g}" if err is not None else "")
 
 
-def _timing_summary(r: StageResult) -> str:
-    median = _figure(r, "median_ns")
-    text = f"median {median / 1e3:.2f} us" if median is not None else ""
-    gbps, frac = _figure(r, "bandwidth_gbps"), _figure(r, "bandwidth_fraction_of_peak")
-    if gbps is not None:
-        text += f", {gbps:.0f} GB/s" + (f" ({frac:.0%} of peak)" if frac is not None else "")
-    gflops = _figure(r, "gflops")
-    if gflops is not None:
-        text += f", {gflops:.0f} GFLOP/s"
-    return text
 
 
-def _metrics_summary(r: StageResult) -> str:
-    curated = r.data.get("curated", {})
-    text = f"{len(r.figures)} metrics"
-    for key, label in (("duration_ns", "duration"), ("dram_throughput_pct", "DRAM"),
-                       ("achieved_occupancy_pct", "occupancy")):  # fmt: skip
-        item = curated.get(key) if isinstance(curated, dict) else None
-        if isinstance(item, dict) and isinstance(item.get("value"), int | float):
-            text += f"; {label} {item['value']:.4g} {item.get('unit', '')}".rstrip()
-    return text
 
-
-def _model_summary(r: StageResult) -> str:
-    checks = ", ".join(f"{c['property']} {c['verdict']}" for c in r.data.get("checks", []))
-    interp = r.data.get("interp", {}).get("status", "")
-    return f"{checks}; interp {interp}" if interp else checks
-
-
-SUMMARIES: dict[str, Callable[[StageResult], str]] = {
-    "compile": _compile_summary,
-    "sass": _sass_summary,
-    "static": _static_summary,
-    "model": _model_summary,
-    "sanitize": _sanitize_summary,
-    "correctness": _correctness_summary,
-    "timing": _timing_summary,
-    "metrics": _metrics_summary,
-}
 
 
 def summarize(name: str, r: StageResult) -> str:
     """The key figures of one stage in a few words, for the stage table."""
     if r.status == Status.SKIP:
         return str(r.data.get("reason", r.log))
-    if (r.status == Status.PASS or name == "model") and name in SUMMARIES:
-        return SUMMARIES[name](r)
+    stage = STAGE_TYPES.get(name)
+    if stage is not None and (r.status == Status.PASS or name == "model"):
+        return stage.summary(r)
     if isinstance(r.data.get("error"), str) and r.data["error"]:
         return str(r.data["error"])
     first = r.log.strip().splitlines()

@@ -54,10 +54,8 @@ needs_gpu = pytest.mark.skipif(DEVICE is None, reason="no CUDA device")
 FAST = TimingOptions(max_wall_seconds=2.0, max_samples=500)
 
 
-def context(spec: KernelSpec, device: DeviceInfo | None, **artifacts: object) -> Context:
-    ctx = Context(kernel=bind(spec), arch=Arch.parse("sm_90"), toolchain=None, device=device)
-    ctx.artifacts.update(artifacts)
-    return ctx
+def context(spec: KernelSpec, device: DeviceInfo | None, cubin: bytes | None = None) -> Context:
+    return Context(kernel=bind(spec), arch=Arch.parse("sm_90"), toolchain=None, device=device, cubin=cubin)
 
 
 def fake_h100() -> DeviceInfo:
@@ -90,8 +88,8 @@ def test_gpu_stages_skip_without_a_cubin_or_a_passing_correctness() -> None:
     assert TimingStage().run(context(spec, device)).data["reason"] == "compile did not pass"
     ctx = context(spec, device, cubin=b"\x7fELF")
     assert "correctness did not run" in TimingStage().run(ctx).data["reason"]
-    ctx.results["correctness"] = StageResult(Status.FAIL, {}, "mismatch")
-    assert TimingStage().run(ctx).data["reason"] == "correctness did not pass (fail)"
+    ctx.correct = False
+    assert TimingStage().run(ctx).data["reason"] == "correctness did not pass"
     no_ref = dataclasses.replace(spec, reference=dataclasses.replace(spec.reference, torch=None))
     assert "no [reference]" in CorrectnessStage().run(context(no_ref, device, cubin=b"x")).data["reason"]
 

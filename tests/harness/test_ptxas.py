@@ -270,7 +270,9 @@ def context(source: str, arch: str, toolchain: Toolchain, entry: str | None) -> 
         kernel=None,
         arch=Arch.parse(arch),
         toolchain=toolchain,
-        artifacts={"ptx": source, "entry": entry, "ptx_path": "k.ptx"},
+        ptx=source,
+        entry=entry or "",
+        ptx_path="k.ptx",
     )
 
 
@@ -287,7 +289,8 @@ def test_compile_stage_passes_with_resources_and_cubin(toolchain: Toolchain) -> 
     )
     assert data["spill_stores_bytes"] == 0 and data["const_bytes"] == 368
     assert set(data["functions"]) == {"rich", "scale"}
-    assert ctx.artifacts["cubin"].startswith(b"\x7fELF")
+    assert ctx.cubin is not None and ctx.cubin.startswith(b"\x7fELF")
+    assert ctx.assembly is not None and ctx.assembly.cubin == ctx.cubin
     figures = {f.name: (f.value, f.unit) for f in result.figures}
     assert figures["registers"] == (10.0, "regs") and figures["shared_bytes"] == (1024.0, "bytes")
     assert figures["barriers"] == (1.0, "")
@@ -306,7 +309,7 @@ def test_compile_stage_fails_on_ptxas_errors(toolchain: Toolchain) -> None:
     result = CompileStage().run(ctx)
     assert result.status is Status.FAIL
     assert any(d["line"] == 12 for d in result.data["diagnostics"])
-    assert "k.ptx:12:" in result.log and "cubin" not in ctx.artifacts
+    assert "k.ptx:12:" in result.log and ctx.cubin is None
 
 
 def test_compile_stage_errors_on_setup_problems(toolchain: Toolchain) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.stages.base import Context, StageResult, Status
+from karyamorph.harness.stages.base import Context, Status
 from karyamorph.harness.stages.sass import SassStage
 from karyamorph.harness.tools.ptxas import Assembly, assemble
 from karyamorph.harness.tools.sass import (
@@ -214,9 +214,9 @@ def test_sass_stage_reports_mix_text_and_lines(saxpy_sm90: Assembly, toolchain: 
         kernel=None,
         arch=Arch.parse("sm_90"),
         toolchain=toolchain,
-        artifacts={"cubin": saxpy_sm90.cubin, "entry": "saxpy"},
+        cubin=saxpy_sm90.cubin,
+        entry="saxpy",
     )
-    ctx.results["compile"] = StageResult(Status.PASS)
     result = SassStage().run(ctx)
     assert result.status is Status.PASS, result.log
     data = result.data
@@ -224,7 +224,7 @@ def test_sass_stage_reports_mix_text_and_lines(saxpy_sm90: Assembly, toolchain: 
     assert data["instruction_count"] == sum(data["mix"].values()) == 19
     assert "FFMA" in data["mix"] and "NOP" not in data["mix"]
     assert "LDG.E R2, desc[UR4][R2.64]" in data["text"]
-    assert data["lines"][45] == [0x110]
+    assert data["lines"][45] == [0x110] and ctx.ptx_lines[45] == [0x110]
     json.dumps(data)
     figures = {f.name: f.value for f in result.figures}
     assert figures["sass_instructions"] == 19.0 and figures["sass_op_LDG"] == 2.0
@@ -232,6 +232,5 @@ def test_sass_stage_reports_mix_text_and_lines(saxpy_sm90: Assembly, toolchain: 
 
 def test_sass_stage_skips_without_a_cubin(toolchain: Toolchain) -> None:
     ctx = Context(kernel=None, arch=Arch.parse("sm_90"), toolchain=toolchain)
-    ctx.results["compile"] = StageResult(Status.FAIL)
     result = SassStage().run(ctx)
     assert result.status is Status.SKIP and result.data == {"reason": "compile did not pass"}

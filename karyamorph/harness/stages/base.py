@@ -8,6 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from karyamorph.harness.gpu.device import DeviceInfo
+from karyamorph.harness.tools.ptxas import Assembly
+from karyamorph.harness.tools.toolchain import Toolchain
+from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.spec import KernelSpec
@@ -62,18 +66,37 @@ class StageResult:
 
 @dataclass(slots=True)
 class Context:
-    """What stages share during one run: the inputs and every earlier stage's output.
+    """What stages share during one run: the inputs, and each stage's product in its own field.
 
-    ``artifacts`` carries non-serialisable products between stages (the parsed module, the
-    cubin bytes); ``results`` holds each finished stage's result by name.
+    Inputs: ``kernel`` (the bound spec), ``arch``, ``toolchain``, ``device``, ``module`` (the
+    parsed PTX), and ``ptx``/``entry``/``ptx_path`` (taken from the kernel unless given).
+    Products, each written only by the stage that owns it: ``cubin`` and ``assembly``
+    (compile), ``ptx_lines`` (sass: PTX line -> SASS offsets), ``blocks_per_sm`` (static),
+    ``model_interpreted`` (model), ``correct`` (correctness). A product left at its default
+    means that stage did not run or did not pass.
     """
 
     kernel: BoundKernel
     arch: Arch
-    toolchain: Any
-    artifacts: dict[str, Any] = field(default_factory=dict)
-    results: dict[str, StageResult] = field(default_factory=dict)
-    device: Any = None
+    toolchain: Toolchain | None = None
+    device: DeviceInfo | None = None
+    module: ast.Module | None = None
+    ptx: str = ""
+    entry: str = ""
+    ptx_path: str = ""
+    cubin: bytes | None = None
+    assembly: Assembly | None = None
+    ptx_lines: dict[int, list[int]] = field(default_factory=dict)
+    blocks_per_sm: int | None = None
+    model_interpreted: bool = False
+    correct: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.kernel is not None:
+            spec = self.kernel.spec
+            self.ptx = self.ptx or spec.ptx
+            self.entry = self.entry or spec.entry
+            self.ptx_path = self.ptx_path or (str(spec.ptx_path) if spec.ptx_path else spec.ptx_name)
 
     @property
     def spec(self) -> KernelSpec:
@@ -82,11 +105,20 @@ class Context:
 
 
 class Stage(Protocol):
-    """A pipeline step. ``name`` is the stage's key in tables and the store."""
+    """A pipeline step. ``name`` is the stage's key in tables and the store; ``summary`` says a
+    passing result's key figures in a few words (the stage table's last column)."""
 
     name: str
 
     def run(self, context: Context) -> StageResult: ...
+
+    @staticmethod
+    def summary(r: StageResult) -> str: ...
+
+
+def figure(r: StageResult, name: str) -> float | None:
+    """The value of the figure ``name`` in ``r``, if the stage reported it."""
+    return next((f.value for f in r.figures if f.name == name), None)
 
 
 def timed(fn: Callable[[], StageResult]) -> StageResult:

@@ -65,7 +65,7 @@ def summarize(assembly: Assembly, entry: str) -> dict[str, Any]:
 
 
 class CompileStage:
-    """Assemble ``context.artifacts["ptx"]`` for ``context.arch``; put the cubin in artifacts.
+    """Assemble ``context.ptx`` for ``context.arch``; leave ``context.cubin`` and ``context.assembly``.
 
     Parameters
     ----------
@@ -82,6 +82,13 @@ class CompileStage:
 
     name: str = "compile"
 
+    @staticmethod
+    def summary(r: StageResult) -> str:
+        """The key figures of a passing result in a few words, for the stage table."""
+        d = r.data
+        spill = int(d.get("spill_stores_bytes", 0)) + int(d.get("spill_loads_bytes", 0))
+        return f"{d.get('registers')} regs, {spill} B spilled, {d.get('shared_bytes', 0)} B smem"
+
     def __init__(self, *, extra_args: Sequence[str] = (), lineinfo: bool = True) -> None:
         self.extra_args = tuple(extra_args)
         self.lineinfo = lineinfo
@@ -91,10 +98,10 @@ class CompileStage:
         return timed(lambda: self._run(context))
 
     def _run(self, context: Context) -> StageResult:
-        ptx = context.artifacts.get("ptx")
-        if not isinstance(ptx, str):
-            return StageResult(Status.ERROR, {}, "no PTX text in context.artifacts['ptx']")
-        filename = context.artifacts.get("ptx_path") or "kernel.ptx"
+        ptx = context.ptx
+        if not ptx:
+            return StageResult(Status.ERROR, {}, "no PTX text to compile")
+        filename = context.ptx_path or "kernel.ptx"
         try:
             toolchain: Toolchain = context.toolchain or discover()
             assembly = assemble(
@@ -113,15 +120,15 @@ class CompileStage:
                 "diagnostics": [dataclasses.asdict(d) for d in err.diagnostics],
             }
             return StageResult(Status.FAIL, failed, f"{err}\n\n--- ptxas output ---\n{err.log}")
-        entry = context.artifacts.get("entry")
+        entry: str | None = context.entry or None
         entries = [n for n, r in assembly.functions.items() if r.entry]
         if entry is None and len(entries) == 1:
             entry = entries[0]
         if entry not in assembly.functions:
             reason = f"entry {entry!r} is not among the functions ptxas compiled: {sorted(entries)}"
             return StageResult(Status.FAIL, {"arch": context.arch.name, "entries": entries}, reason)
-        context.artifacts["cubin"] = assembly.cubin
-        context.artifacts["assembly"] = assembly
+        context.cubin = assembly.cubin
+        context.assembly = assembly
         data = summarize(assembly, entry)
         figures = tuple(
             Figure(key, float(data[key]), unit) for key, unit in _FIGURES if data[key] is not None

@@ -20,7 +20,7 @@ from karyamorph.harness.gpu.worker import (
     run_worker,
     spec_file,
 )
-from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, figure, timed
 from karyamorph.harness.stages.model_run import run_model
 
 _CUDA_ERROR_RE = re.compile(r"CUDA_ERROR_[A-Z0-9_]+")
@@ -50,6 +50,14 @@ class CorrectnessStage:
 
     name = "correctness"
 
+    @staticmethod
+    def summary(r: StageResult) -> str:
+        """The key figures of a passing result in a few words, for the stage table."""
+        trials = figure(r, "trials_passed")
+        err = figure(r, "max_abs_err")
+        text = f"{trials:.0f} trials passed" if trials is not None else "passed"
+        return text + (f", max abs err {err:.3g}" if err is not None else "")
+
     def __init__(self, *, trials: int = 3, seed: int | None = None, timeout_s: float = 120.0) -> None:
         if trials < 1:
             raise ValueError(f"correctness needs at least one trial, got {trials}")
@@ -61,20 +69,23 @@ class CorrectnessStage:
         """Skip without a device or a cubin; otherwise run the trials in a worker."""
         if context.device is None:
             return StageResult.skip(NO_DEVICE)
-        if "cubin" not in context.artifacts:
+        if context.cubin is None:
             return StageResult.skip("compile did not pass")
         ref = context.spec.reference
         if ref.torch is None and ref.python is None:
             return StageResult.skip("the spec has no [reference] to compare with")
-        return timed(lambda: self._run(context))
+        result = timed(lambda: self._run(context))
+        context.correct = result.status == Status.PASS
+        return result
 
     def _run(self, context: Context) -> StageResult:
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31)
-        entry = str(context.artifacts.get("entry") or context.spec.entry)
+        entry = context.entry
         with tempfile.TemporaryDirectory(prefix="karyamorph-correctness-") as tmp:
             workdir = Path(tmp)
             cubin = workdir / f"{entry}.cubin"
-            cubin.write_bytes(context.artifacts["cubin"])
+            assert context.cubin is not None
+            cubin.write_bytes(context.cubin)
             modeled = _model_ran(context)
             job = Job(
                 str(spec_file(context.spec, workdir)), str(cubin), entry, "correctness", seed, self.trials,
@@ -178,9 +189,7 @@ class CorrectnessStage:
             return
         data["driver_blocks_per_sm"] = driver
         figures.append(Figure("driver_blocks_per_sm", float(driver), "blocks"))
-        static = context.results.get("static")
-        occ = static.data.get("occupancy") if static is not None else None
-        model = occ.get("blocks_per_sm") if isinstance(occ, dict) else None
+        model = context.blocks_per_sm
         data["model_blocks_per_sm"] = model
         if model is None:
             log.append(f"driver occupancy: {driver} blocks/SM (no model figure to compare)")
@@ -205,8 +214,7 @@ def _tail(text: str, lines: int = 20) -> list[str]:
 
 def _model_ran(context: Context) -> bool:
     """Whether the model stage ran this launch to the end on the CPU (so a comparison is cheap)."""
-    model = context.results.get("model")
-    return model is not None and model.data.get("interp", {}).get("status") in ("pass", "fail")
+    return context.model_interpreted
 
 
 def _with_model_agreement(context: Context, result: StageResult, saved: Path, seed: int) -> StageResult:

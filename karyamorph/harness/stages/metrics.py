@@ -71,6 +71,18 @@ class MetricsStage:
 
     name: str = "metrics"
 
+    @staticmethod
+    def summary(r: StageResult) -> str:
+        """The key figures of a passing result in a few words, for the stage table."""
+        curated = r.data.get("curated", {})
+        text = f"{len(r.figures)} metrics"
+        for key, label in (("duration_ns", "duration"), ("dram_throughput_pct", "DRAM"),
+                           ("achieved_occupancy_pct", "occupancy")):  # fmt: skip
+            item = curated.get(key) if isinstance(curated, dict) else None
+            if isinstance(item, dict) and isinstance(item.get("value"), int | float):
+                text += f"; {label} {item['value']:.4g} {item.get('unit', '')}".rstrip()
+        return text
+
     def __init__(
         self,
         *,
@@ -224,9 +236,7 @@ class MetricsStage:
         return select(parse_csv(proc.stdout), entry), problems
 
     def _summarize(self, context: Context, profile: NcuProfile) -> dict[str, Any]:
-        sass = context.results.get("sass")
-        lines = sass.data.get("lines", {}) if sass is not None and sass.status == Status.PASS else {}
-        return summarize(profile, lines)
+        return summarize(profile, context.ptx_lines)
 
 
 def summarize(profile: NcuProfile, lines: Mapping[Any, Sequence[int]]) -> dict[str, Any]:

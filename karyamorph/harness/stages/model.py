@@ -78,6 +78,13 @@ class ModelStage:
 
     name = "model"
 
+    @staticmethod
+    def summary(r: StageResult) -> str:
+        """The key figures of a passing result in a few words, for the stage table."""
+        checks = ", ".join(f"{c['property']} {c['verdict']}" for c in r.data.get("checks", []))
+        interp = r.data.get("interp", {}).get("status", "")
+        return f"{checks}; interp {interp}" if interp else checks
+
     def __init__(
         self, *, interp_budget: float = INTERP_BUDGET, check_deadline_s: float = CHECK_DEADLINE_S
     ) -> None:
@@ -86,7 +93,8 @@ class ModelStage:
 
     def run(self, context: Context) -> StageResult:
 
-        module: ast.Module = context.artifacts["module"]
+        module = context.module
+        assert module is not None
         kernel = context.kernel
         machine = ptx_machine()
         missing = unmodeled(module, machine, kernel.entry)
@@ -106,6 +114,7 @@ class ModelStage:
             figures.append(Figure(f"check_{v.property}_seconds", v.seconds, "s"))
             ok = ok and v.verdict in ("proved", "proved-up-to-k")
         data["interp"] = self._interpret(kernel, log)
+        context.model_interpreted = data["interp"].get("status") in ("pass", "fail")
         if data["interp"].get("status") == "fail":
             ok = False
         return StageResult(Status.PASS if ok else Status.FAIL, data, "\n".join(log), 0.0, tuple(figures))

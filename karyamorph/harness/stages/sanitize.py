@@ -109,6 +109,12 @@ class SanitizeStage:
 
     name: str = "sanitize"
 
+    @staticmethod
+    def summary(r: StageResult) -> str:
+        """The key figures of a passing result in a few words, for the stage table."""
+        tools = [f.name.removeprefix("sanitizer_").removesuffix("_findings") for f in r.figures]
+        return f"clean under {', '.join(tools)}" if tools else "clean"
+
     def __init__(
         self,
         *,
@@ -161,9 +167,8 @@ class SanitizeStage:
         else:
             runs = [one(tool) for tool in self.tools]
 
-        sass = context.results.get("sass")
-        lines = sass.data.get("lines", {}) if sass is not None and sass.status == Status.PASS else {}
-        ptx_name = getattr(context.spec, "ptx_name", None)
+        lines = context.ptx_lines
+        ptx_name = context.spec.ptx_name if context.kernel is not None else None
         rows = []
         for run in runs:
             rows += [f.as_row(ptx_name) for f in with_ptx_lines(run.findings, lines)]

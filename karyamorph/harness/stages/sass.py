@@ -10,7 +10,7 @@ from karyamorph.harness.tools.toolchain import Toolchain, ToolchainError, discov
 
 
 class SassStage:
-    """Disassemble ``context.artifacts["cubin"]`` (left by the compile stage).
+    """Disassemble ``context.cubin`` (left by the compile stage); leave ``context.ptx_lines``.
 
     The data hold the entry's static instruction count and mix (alignment padding left
     out), the full SASS text, and the PTX line -> SASS offsets map (empty when the cubin has
@@ -20,25 +20,31 @@ class SassStage:
 
     name: str = "sass"
 
+    @staticmethod
+    def summary(r: StageResult) -> str:
+        """The key figures of a passing result in a few words, for the stage table."""
+        mix = r.data.get("mix", {})
+        top = sorted(mix.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+        return f"{r.data.get('instruction_count')} instrs; " + " ".join(f"{k}:{v}" for k, v in top)
+
     def run(self, context: Context) -> StageResult:
         """Disassemble the cubin; skip when the compile stage left none."""
         return timed(lambda: self._run(context))
 
     def _run(self, context: Context) -> StageResult:
-        cubin = context.artifacts.get("cubin")
-        compiled = context.results.get("compile")
-        if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
+        cubin = context.cubin
+        if cubin is None:
             return StageResult.skip("compile did not pass")
         try:
             toolchain: Toolchain = context.toolchain or discover()
             dis = disassemble(cubin, toolchain)
         except (ToolchainError, SassError) as err:
             return StageResult(Status.ERROR, {}, str(err))
-        entry = context.artifacts.get("entry")
-        function = entry if entry in dis.functions else None
+        function = context.entry if context.entry in dis.functions else None
         mix = instruction_mix(dis, function)
         count = sum(mix.values())
         lines = line_map(dis, function)
+        context.ptx_lines = lines
         data: dict[str, Any] = {
             "function": function,
             "arch": dis.arch,

@@ -6,7 +6,6 @@ from dataclasses import asdict
 from typing import Any
 
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status
-from karyamorph.isa import ast
 from karyamorph.isa.catalog import module_problems
 from karyamorph.isa.versions import compatibility
 from karyamorph.model.resources.occupancy import occupancy
@@ -22,11 +21,24 @@ class StaticStage:
 
     name = "static"
 
+    @staticmethod
+    def summary(r: StageResult) -> str:
+        """The key figures of a passing result in a few words, for the stage table."""
+        occ = r.data.get("occupancy")
+        text = ""
+        if occ:
+            text = f"{occ['blocks_per_sm']} blk/SM, {occ['occupancy']:.0%} occ ({occ['limiter']})"
+        problems = r.data.get("compatibility", [])
+        if problems:
+            text += f"; {len(problems)} version note(s)"
+        return text
+
     def run(self, context: Context) -> StageResult:
 
-        module: ast.Module = context.artifacts["module"]
+        module = context.module
+        assert module is not None
         spec = context.spec
-        compiled = context.results.get("compile")
+        report = context.assembly.functions.get(context.entry) if context.assembly else None
         data: dict[str, Any] = {}
         figures: list[Figure] = []
         log: list[str] = []
@@ -57,18 +69,19 @@ class StaticStage:
                     log.append(f"error: block of {threads} threads violates .{directive} {limit}")
                     failed = True
 
-        if compiled is None or compiled.status != Status.PASS:
+        if report is None:
             log.append("occupancy not computed: compile did not pass")
             data["occupancy"] = None
         else:
             occ = occupancy(
                 context.arch.name,
                 block_threads=threads,
-                registers_per_thread=int(compiled.data.get("registers", 0)),
-                static_shared_bytes=int(compiled.data.get("shared_bytes", 0)),
+                registers_per_thread=int(report.registers or 0),
+                static_shared_bytes=int(report.shared_bytes),
                 dynamic_shared_bytes=context.kernel.shared_bytes,
             )
             data["occupancy"] = _jsonable(asdict(occ))
+            context.blocks_per_sm = occ.blocks_per_sm
             figures += [
                 Figure("blocks_per_sm", occ.blocks_per_sm, "blocks"),
                 Figure("warps_per_sm", occ.warps_per_sm, "warps"),

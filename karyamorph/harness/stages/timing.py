@@ -9,7 +9,7 @@ from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo
 from karyamorph.harness.gpu.inputs import make_inputs
 from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors, kernel_args, upload
 from karyamorph.harness.gpu.timing import Timing, TimingOptions, measure
-from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, figure, timed
 
 # FP32 lanes per SM (fused multiply-add results per clock per SM) by compute capability:
 # CUDA C++ Programming Guide, "Arithmetic Instructions", table "Throughput of Native Arithmetic
@@ -61,6 +61,19 @@ class TimingStage:
 
     name = "timing"
 
+    @staticmethod
+    def summary(r: StageResult) -> str:
+        """The key figures of a passing result in a few words, for the stage table."""
+        median = figure(r, "median_ns")
+        text = f"median {median / 1e3:.2f} us" if median is not None else ""
+        gbps, frac = figure(r, "bandwidth_gbps"), figure(r, "bandwidth_fraction_of_peak")
+        if gbps is not None:
+            text += f", {gbps:.0f} GB/s" + (f" ({frac:.0%} of peak)" if frac is not None else "")
+        gflops = figure(r, "gflops")
+        if gflops is not None:
+            text += f", {gflops:.0f} GFLOP/s"
+        return text
+
     def __init__(self, options: TimingOptions | None = None, *, seed: int = 0) -> None:
         self.options = options or TimingOptions()
         self.seed = seed
@@ -69,13 +82,12 @@ class TimingStage:
         """Skip without a device, a cubin or a passing correctness stage; else measure."""
         if context.device is None:
             return StageResult.skip(NO_DEVICE)
-        if "cubin" not in context.artifacts:
+        if context.cubin is None:
             return StageResult.skip("compile did not pass")
-        correctness = context.results.get("correctness")
-        if correctness is None:
+        if context.correct is None:
             return StageResult.skip("correctness did not run (timing needs a correct kernel)")
-        if correctness.status != Status.PASS:
-            return StageResult.skip(f"correctness did not pass ({correctness.status})")
+        if not context.correct:
+            return StageResult.skip("correctness did not pass")
         return timed(lambda: self._run(context))
 
     def _run(self, context: Context) -> StageResult:
@@ -83,9 +95,10 @@ class TimingStage:
 
 
         spec, device = context.kernel, context.device
-        entry = str(context.artifacts.get("entry") or spec.entry)
-        params = context.artifacts["module"].entry(entry).params
-        kernel = KernelLaunch.load(context.artifacts["cubin"], entry, spec, device.ordinal)
+        entry = context.entry
+        assert context.module is not None and context.cubin is not None and device is not None
+        params = context.module.entry(entry).params
+        kernel = KernelLaunch.load(context.cubin, entry, spec, device.ordinal)
         where = f"cuda:{device.ordinal}"
         buffers = upload(make_inputs(spec, self.seed), device=where)
         torch.cuda.synchronize(where)

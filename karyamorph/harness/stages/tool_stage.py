@@ -20,9 +20,8 @@ def tool_stage_inputs(
     tool is there but broken)."""
     if context.device is None:
         return StageResult.skip(NO_DEVICE)
-    cubin = context.artifacts.get("cubin")
-    compiled = context.results.get("compile")
-    if not isinstance(cubin, bytes) or (compiled is not None and compiled.status != Status.PASS):
+    cubin = context.cubin
+    if cubin is None:
         return StageResult.skip("compile did not pass")
     try:
         found = tool or find()
@@ -30,7 +29,7 @@ def tool_stage_inputs(
         return StageResult(Status.ERROR, {}, str(err))
     if found is None:
         return StageResult.skip(f"{name} not found")
-    return found, str(context.artifacts.get("entry") or context.spec.entry), cubin
+    return found, context.entry, cubin
 
 
 @contextlib.contextmanager
