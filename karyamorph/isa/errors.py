@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def caret_excerpt(text: str, line: int, column: int | None) -> str:
     """The source line ``line`` (1-based) of ``text`` with a caret under ``column``."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # the parser counts lines by "\n" alone
     if not 1 <= line <= len(lines):
         return ""
     src = lines[line - 1].expandtabs(4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from importlib import resources
 from pathlib import Path
@@ -23,6 +24,15 @@ TYPES = frozenset({
 })  # fmt: skip
 # Directives that end without a semicolon.
 UNTERMINATED = frozenset({"loc", "file"})
+
+MAX_BYTES = 64 * 2**20
+"""Largest PTX text parsed (64 MiB; the biggest real kernels are a few MB)."""
+MAX_DEPTH = 64
+"""Deepest nesting of ``{ }`` blocks and vector operands."""
+
+# A PTX integer literal (PTX ISA, "Integer Constants"): hex, binary, octal or decimal, with an
+# optional U; 0f/0d float bit patterns and decimals with a point are not integers.
+_INTEGER = re.compile(r"-?(0[xX][0-9a-fA-F]{1,32}|0[bB][01]{1,128}|0[0-7]{0,43}|[1-9]\d{0,39})U?")
 
 
 def _loc(token: Token) -> ast.Loc:
@@ -54,11 +64,32 @@ class _Builder(Transformer[Token, Any]):
         super().__init__()
         self.filename = filename
         self.text = text
+        self._depth: dict[int, int] = {}
 
     def _error(self, message: str, loc: ast.Loc) -> PtxSyntaxError:
         return PtxSyntaxError(
             message, self.filename, loc.line, loc.column, caret_excerpt(self.text, loc.line, loc.column)
         )
+
+    def _integer(self, token: Token, what: str, low: int = 0, high: int = 2**64 - 1) -> int:
+        """An integer literal that must lie in ``[low, high]``; anything else is a located error."""
+        text = str(token)
+        if _INTEGER.fullmatch(text) is None:
+            raise self._error(f"{what} must be an integer, not {text[:40]!r}", _loc(token))
+        value = int(ast.immediate_value(text))
+        if not low <= value <= high:
+            raise self._error(f"{what} {value} is outside {low}..{high}", _loc(token))
+        return value
+
+    def _nested(self, node: object, children: list[Any], loc: ast.Loc) -> None:
+        """Record the nesting depth of a block or vector; too deep is an error (the AST, the
+        printer and equality all walk it recursively)."""
+        depth = 1 + max((self._depth.get(id(c), 0) for c in children), default=0)
+        if depth > MAX_DEPTH:
+            if loc.line <= 0:
+                loc = _deepest(self.text)
+            raise self._error(f"nested more than {MAX_DEPTH} levels deep", loc)
+        self._depth[id(node)] = depth
 
     # --- module header ---------------------------------------------------------------------
     def version(self, c: list[Token]) -> tuple[str, str]:
@@ -68,7 +99,10 @@ class _Builder(Transformer[Token, Any]):
         return ("target", tuple(str(t) for t in c[1:]))
 
     def address_size(self, c: list[Token]) -> tuple[str, int]:
-        return ("address_size", int(c[1]))
+        size = self._integer(c[1], ".address_size", 32, 64)
+        if size not in (32, 64):
+            raise self._error(f".address_size must be 32 or 64, not {size}", _loc(c[1]))
+        return ("address_size", size)
 
     def start(self, items: list[Any]) -> ast.Module:
         version, target, address_size = "", (), None
@@ -91,14 +125,14 @@ class _Builder(Transformer[Token, Any]):
         return _Words(c)
 
     def dims(self, c: list[Token | None]) -> _Dims:
-        return _Dims(None if t is None else int(t, 0) for t in c)
+        return _Dims(None if t is None else self._integer(t, "array size", 0, 2**40) for t in c)
 
     # --- declarations ----------------------------------------------------------------------
     def declarator(self, c: list[Any]) -> tuple[str, int | None, tuple[int | None, ...]]:
         return (str(c[0]), None, tuple(c[1]) if len(c) > 1 else ())
 
     def param_declarator(self, c: list[Token]) -> tuple[str, int | None, tuple[int | None, ...]]:
-        return (str(c[0]), int(c[1]), ())
+        return (str(c[0]), self._integer(c[1], "register count", 0, 2**32), ())
 
     def init(self, c: list[Any]) -> str:
         return str(c[0])
@@ -120,7 +154,7 @@ class _Builder(Transformer[Token, Any]):
             w = str(toks[i])
             name = w[1:]
             if w == ".align" and i + 1 < len(toks) and toks[i + 1].type == "NUMBER":
-                align = int(toks[i + 1], 0)
+                align = self._integer(toks[i + 1], ".align", 1, 2**16)
                 i += 2
                 continue
             if name in LINKAGES:
@@ -170,9 +204,9 @@ class _Builder(Transformer[Token, Any]):
             w = str(toks[i])[1:]
             if w == "align" and i + 1 < len(toks) and toks[i + 1].type == "NUMBER":
                 if is_ptr:
-                    ptr_align = int(toks[i + 1], 0)
+                    ptr_align = self._integer(toks[i + 1], ".align", 1, 2**16)
                 else:
-                    align = int(toks[i + 1], 0)
+                    align = self._integer(toks[i + 1], ".align", 1, 2**16)
                 i += 2
                 continue
             if w == "ptr":
@@ -194,7 +228,8 @@ class _Builder(Transformer[Token, Any]):
         return _Params(p for p in c if p is not None)
 
     def perf(self, c: list[Any]) -> tuple[str, tuple[int, ...]]:
-        return (str(c[0])[1:], tuple(int(t, 0) for t in c[1:] if t is not None))
+        name = str(c[0])[1:]
+        return (name, tuple(self._integer(t, f".{name}", 0, 2**32) for t in c[1:] if t is not None))
 
     def fbody(self, c: list[Any]) -> tuple[ast.Statement, ...]:
         return tuple(c)
@@ -251,7 +286,9 @@ class _Builder(Transformer[Token, Any]):
         return ast.Label(str(c[0]).rstrip(":").strip(), _loc(c[0]))
 
     def block(self, c: list[Any]) -> ast.Block:
-        return ast.Block(tuple(c), c[0].loc if c else ast.NOWHERE)
+        node = ast.Block(tuple(c), c[0].loc if c else ast.NOWHERE)
+        self._nested(node, c, node.loc)
+        return node
 
     def raw(self, c: list[Token]) -> ast.Directive:
         text = _strip_comment(str(c[0]))
@@ -287,13 +324,19 @@ class _Builder(Transformer[Token, Any]):
         return ast.Negated(_operand(c[0]))
 
     def vector(self, c: list[Any]) -> ast.Vector:
-        return ast.Vector(tuple(_operand(x) for x in c if x is not None))
+        node = ast.Vector(tuple(_operand(x) for x in c if x is not None))
+        first = next((x for x in c if isinstance(x, Token)), None)
+        self._nested(node, c, _loc(first) if first is not None else ast.NOWHERE)
+        return node
 
     def paren_list(self, c: list[Any]) -> ast.ParenList:
-        return ast.ParenList(tuple(_operand(x) for x in c if x is not None))
+        node = ast.ParenList(tuple(_operand(x) for x in c if x is not None))
+        first = next((x for x in c if isinstance(x, Token)), None)
+        self._nested(node, c, _loc(first) if first is not None else ast.NOWHERE)
+        return node
 
     def offset(self, c: list[Token]) -> int:
-        return int(ast.immediate_value(str(c[0])))
+        return self._integer(c[0], "address offset", -(2**63), 2**64 - 1)
 
     def sym_offset(self, c: list[Token]) -> ast.Expression:
         return ast.Expression(f"{c[0]}+{c[1]}")
@@ -301,6 +344,7 @@ class _Builder(Transformer[Token, Any]):
     def address(self, c: list[Any]) -> ast.Address:
         base = _operand(c[0])
         assert isinstance(base, ast.Register | ast.Symbol | ast.Immediate)
+        self._nested(base, c, _loc(c[0]))
         offset = sum(x for x in c[1:] if isinstance(x, int))
         extra = tuple(_operand(x) for x in c[1:] if not isinstance(x, int))
         return ast.Address(base, offset, extra)
@@ -314,6 +358,21 @@ def _operand(x: Any) -> ast.Operand:
             return ast.Immediate(str(x))
         return ast.Symbol(str(x))
     return x
+
+
+def _deepest(text: str) -> ast.Loc:
+    """Where brackets first nest deeper than MAX_DEPTH (for an error on a node with no token)."""
+    depth, line, start = 0, 1, 0
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            line, start = line + 1, i + 1
+        elif ch in "{[(":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return ast.Loc(line, i - start + 1)
+        elif ch in "}])":
+            depth = max(0, depth - 1)
+    return ast.Loc(1, 1)
 
 
 def _strip_comment(text: str) -> str:
@@ -357,9 +416,12 @@ def parse(text: str, filename: str = "<string>") -> ast.Module:
     PtxSyntaxError
         With the location, a caret excerpt and what was expected.
     """
+    if len(text) > MAX_BYTES:
+        raise PtxSyntaxError(f"the file is {len(text)} characters long; at most {MAX_BYTES} are read",
+                             filename, 1, 1)  # fmt: skip
     parser, builder = _parser()
     with _LOCK:
-        builder.filename, builder.text = filename, text
+        builder.filename, builder.text, builder._depth = filename, text, {}
         try:
             tree = parser.parse(text)
         except lark.exceptions.VisitError as exc:
@@ -368,22 +430,50 @@ def parse(text: str, filename: str = "<string>") -> ast.Module:
             raise
         except lark.exceptions.UnexpectedInput as exc:
             raise _syntax_error(exc, text, filename) from None
+        finally:
+            builder._depth = {}
     assert isinstance(tree, ast.Module)
     return tree
+
+
+def decode(data: bytes, filename: str = "<bytes>") -> str:
+    """PTX bytes as text: UTF-8 (PTX itself is ASCII; comments may hold UTF-8).
+
+    Raises
+    ------
+    PtxSyntaxError
+        At the line and column of the first byte that is not UTF-8.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        shown = data.decode("utf-8", "replace")
+        raise PtxSyntaxError(
+            f"byte 0x{data[exc.start]:02x} is not UTF-8 text", filename, line, column,
+            caret_excerpt(shown, line, column),
+        ) from None  # fmt: skip
+
+
+def parse_bytes(data: bytes, filename: str = "<bytes>") -> ast.Module:
+    """Parse PTX given as bytes (a file's content); invalid UTF-8 is a located error."""
+    return parse(decode(data, filename), filename)
 
 
 def parse_file(path: str | Path) -> ast.Module:
     """Parse a PTX file; errors name the file."""
     p = Path(path)
-    return parse(p.read_text(), str(path))
+    return parse_bytes(p.read_bytes(), str(path))
 
 
 def _syntax_error(exc: lark.exceptions.UnexpectedInput, text: str, filename: str) -> PtxSyntaxError:
     line = getattr(exc, "line", 0) or 0
     column = getattr(exc, "column", 0) or 0
+    lines = text.split("\n")  # lark counts lines by "\n" alone
     if isinstance(exc, lark.exceptions.UnexpectedEOF) or line <= 0:
-        line = max(1, len(text.splitlines()))
-        column = len(text.splitlines()[-1]) + 1 if text.splitlines() else 1
+        line = len(lines)
+        column = len(lines[-1]) + 1
         msg = "unexpected end of file (unbalanced braces or a missing ';'?)"
     elif isinstance(exc, lark.exceptions.UnexpectedToken):
         tok = exc.token
@@ -398,7 +488,7 @@ def _syntax_error(exc: lark.exceptions.UnexpectedInput, text: str, filename: str
         if expected and len(expected) <= 8:
             msg += "; expected " + ", ".join(expected)
     else:
-        ch = text.splitlines()[line - 1][column - 1 : column] if text.splitlines() else ""
+        ch = lines[line - 1][column - 1 : column] if line <= len(lines) else ""
         msg = f"unexpected character {ch!r}"
         if ch == ".":
             msg = "malformed directive or instruction"

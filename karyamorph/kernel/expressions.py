@@ -49,8 +49,8 @@ FUNCTIONS: dict[str, tuple[int, int, Callable[..., Number]]] = {
     # name: (least arguments, most arguments, function)
     "ceildiv": (2, 2, _ceildiv),
     "cdiv": (2, 2, _ceildiv),
-    "min": (1, 16, min),
-    "max": (1, 16, max),
+    "min": (2, 16, min),
+    "max": (2, 16, max),
     "floor": (1, 1, math.floor),
     "ceil": (1, 1, math.ceil),
     "log2": (1, 1, _log2),

@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from karyamorph.isa.parser import decode
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.spec import (
     DTYPES,
@@ -100,7 +101,7 @@ def spec_from_dict(
         if base is not None and not ptx_path.is_absolute():
             ptx_path = base / ptx_path
         try:
-            ptx = ptx_path.read_text()
+            ptx = decode(ptx_path.read_bytes(), str(ptx_path))
         except FileNotFoundError:
             raise SpecError(f"{name}: kernel.ptx", f"PTX file not found: {ptx_path}") from None
         except OSError as exc:
@@ -181,7 +182,7 @@ def _arg(raw: Any, where: str) -> ArgSpec:
     if role not in ROLES:
         raise SpecError(f"{where}.role", f"unknown role {role!r} (expected one of: {', '.join(ROLES)})")
     dtype_name = raw.get("dtype")
-    if dtype_name not in DTYPES:
+    if not isinstance(dtype_name, str) or dtype_name not in DTYPES:
         raise SpecError(
             f"{where}.dtype", f"unknown dtype {dtype_name!r} (expected one of: {', '.join(DTYPES)})"
         )
