@@ -19,6 +19,12 @@ NEUTRAL = frozenset({
 })  # fmt: skip
 
 
+# Opcodes left out of the model on purpose, and what to say about them.
+NOT_MODELED = {
+    "wgmma": "wgmma (warpgroup-level MMA of sm_90a) is not modeled",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Decoded:
     """A decoded instruction: its declaration, types, modifiers and operands by slot name."""
@@ -74,10 +80,12 @@ def _match(ins: ast.Instruction, d: Instr) -> Decoded | str:
     types: list[str] = []
     mods: dict[str, str] = {}
     for w in words:
-        group = next((g for g, vals in d.groups.items() if w in vals), None)
-        if group is not None:
-            if group in mods:
-                return f"two .{group} modifiers (.{mods[group]}, .{w})"
+        # Groups may share values (wmma's .alayout and .blayout): the first one still unset.
+        groups = [g for g, vals in d.groups.items() if w in vals]
+        group = next((g for g in groups if g not in mods), None)
+        if groups:
+            if group is None:
+                return f"two .{groups[0]} modifiers (.{mods[groups[0]]}, .{w})"
             mods[group] = w
         elif w in d.types:
             types.append(w)
@@ -137,7 +145,10 @@ def decode_or_reason(
     for d in machine.candidates(ins.opcode):
         got = _match(ins, d)
         if isinstance(got, str):
-            reasons.append(got)
+            # A declaration whose fixed words the instruction lacks (cp.async.wait_all for a
+            # cp.async.bulk) explains less than one that matched them: list those last.
+            missing_fixed = any(f not in ins.modifiers for f in d.fixed)
+            reasons.insert(len(reasons) if missing_fixed else 0, got)
             continue
         if ptx_version and target:
             req = Requirement(d.min_ptx, d.min_target, d.name)
@@ -145,7 +156,8 @@ def decode_or_reason(
                 reasons.append(f"needs {req.describe()} (module has PTX {ptx_version}, {target})")
                 continue
         return got
-    reason = reasons[0] if reasons else "opcode not in the machine's instruction set"
+    unknown = NOT_MODELED.get(ins.opcode, "opcode not in the machine's instruction set")
+    reason = reasons[0] if reasons else unknown
     return Unmodeled(ins.full_opcode, ins.loc.line, reason)
 
 
