@@ -41,6 +41,7 @@ class Allocation:
     space: str
     base: int
     size: int
+    init: bytes | None = None  # a module variable's initial bytes (None: a buffer or scratch)
 
 
 @dataclass(slots=True)
@@ -97,6 +98,18 @@ class MemoryModel(Protocol):
         self, x: SymExec, space: str, op: str, addr: Any, ty: PtxType, update: Any, b: Any, c: Any | None
     ) -> Any: ...
     def warp(self, x: SymExec, kind: str, args: tuple[Any, ...]) -> Any: ...
+
+
+def provenance(addr: Any) -> int | None:
+    """The global allocation window (``address >> 32``) a pointer term is based on, read from its
+    constant addend (the parameter's base), or None when the term has no single base."""
+    t = z3.simplify(addr)
+    if z3.is_bv_value(t):
+        return int(t.as_long()) >> 32 or None
+    if t.decl().kind() == z3.Z3_OP_BADD:
+        const = sum(int(c.as_long()) for c in t.children() if z3.is_bv_value(c))
+        return (const % (1 << 64)) >> 32 or None
+    return None
 
 
 def simple(term: Any) -> Any:
@@ -179,7 +192,7 @@ class SymExec(DecodedOperands):
             return self.layout.symbols[name]
         if name in self.layout.params:
             return self.layout.params[name][0]
-        raise Unsupported(f"{self.where()}: symbol {name!r} is not a shared, local or param variable")
+        raise Unsupported(f"{self.where()}: symbol {name!r} is not a variable, parameter or function")
 
     def read_pred(self, slot: str) -> Any:
         op = self.dec.operands[slot]
