@@ -145,11 +145,13 @@ def test_corpus_wmma_gemm_equals_numpy_and_checks() -> None:
     exact = a.astype(np.float64) @ bt.astype(np.float64).T
     # Each wmma.mma rounds its partial sum to f32: a rounding per 16 of K.
     np.testing.assert_allclose(r.outputs[f"{p}2"], exact, rtol=1e-6, atol=1e-6)
+    # The check at a smaller size (the proof is per launch): two warps, two tiles of C.
+    m, n, k = 16, 32, 32
     buffers = {f"{p}0": m * k * 2, f"{p}1": n * k * 2, f"{p}2": m * n * 4}
-    vs = check(mod, "wmma_gemm", M, ((1, 3), (64, 1), 0), buffers, {f"{p}3": m, f"{p}4": n, f"{p}5": k})
+    scalars = {f"{p}3": m, f"{p}4": n, f"{p}5": k}
+    vs = check(mod, "wmma_gemm", M, ((1, 2), (32, 1), 0), buffers, scalars)
     assert {v.property: v.verdict for v in vs} == {"bounds": "proved", "race": "proved", "barrier": "proved"}
     # C one row short: the last tile's store runs out of it.
     buffers[f"{p}2"] -= 4 * n
-    scalars = {f"{p}3": m, f"{p}4": n, f"{p}5": k}
-    vs = check(mod, "wmma_gemm", M, ((1, 3), (64, 1), 0), buffers, scalars, properties=("bounds",))
+    vs = check(mod, "wmma_gemm", M, ((1, 2), (32, 1), 0), buffers, scalars, properties=("bounds",))
     assert vs[0].verdict == "refuted" and "wmma.store" in vs[0].witness.instructions[0]  # type: ignore[union-attr]
