@@ -116,6 +116,13 @@ def test_bytes_past_src_size_are_zeros_and_are_not_read() -> None:
     cp.async.wait_all;
 """
     _run(body, src)
+    # A cache policy operand (.L2::cache_hint) is not a source size.
+    hinted = body.replace("cg.shared.global", "cg.shared.global.L2::cache_hint").replace(
+        "16, 0;", "16, 0, %rd1;"
+    )
+    _run(hinted, src)
+    with pytest.raises(MemoryAccessError, match=r"cp\.async"):
+        _run(hinted.replace("16, 0, %rd1;", "16, %rd1;"), src)
     with pytest.raises(MemoryAccessError, match=r"cp\.async"):
         _run(body.replace("16, 0;", "16;"), src)
 

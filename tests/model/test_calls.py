@@ -238,3 +238,44 @@ def test_trap_stops_the_interpreter() -> None:
 """
     with pytest.raises(ExecutionError, match="trap"):
         interpret(parse(_module("", body)), "k", M, (1, 32, 0), {"out": np.zeros(1, np.uint32)})
+
+
+def test_calls_without_results_and_module_shared_memory() -> None:
+    variables = """
+.shared .align 4 .u32 slots[32];
+.func put(.param .b32 i, .param .b32 v)
+{
+    .reg .b32 %r<4>;
+    ld.param.b32 %r1, [i];
+    ld.param.b32 %r2, [v];
+    mov.u32 %r3, slots;
+    mad.lo.u32 %r3, %r1, 4, %r3;
+    st.shared.u32 [%r3], %r2;
+    ret;
+}
+.func sync_all
+{
+    bar.sync 0;
+    ret;
+}
+"""
+    body = """
+    xor.b32 %r3, %r1, 31;
+    mul.lo.u32 %r4, %r1, %r1;
+    { .param .b32 p0; .param .b32 p1;
+      st.param.b32 [p0], %r3;
+      st.param.b32 [p1], %r4;
+      call.uni put, (p0, p1); }
+    call.uni sync_all;
+    mov.u32 %r5, slots;
+    mad.lo.u32 %r5, %r1, 4, %r5;
+    ld.shared.u32 %r6, [%r5];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r6;
+"""
+    mod = parse(_module(variables, body))
+    r = interpret(mod, "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
+    np.testing.assert_array_equal(r.outputs["out"], (np.arange(32) ^ 31) ** 2)
+    vs = check(mod, "k", M, (1, 32, 0), {"out": 128}, {})
+    assert [v.verdict for v in vs] == ["proved", "proved", "proved"]

@@ -3,7 +3,8 @@
 PTX ISA, "Data Movement and Conversion Instructions: cp.async", ``cp.async.commit_group`` and
 ``cp.async.wait_group`` / ``cp.async.wait_all``:
 
-- ``cp.async.{ca,cg}.shared{::cta}.global [dst], [src], cp-size{, src-size}`` starts a copy of
+- ``cp.async.{ca,cg}.shared{::cta}.global{.L2::cache_hint} [dst], [src], cp-size{, src-size}
+  {, cache-policy}`` starts a copy of
   ``cp-size`` bytes (4, 8 or 16; ``.cg`` only 16) to shared ``dst``; with ``src-size`` only
   that many bytes are read from global ``src`` and the rest of ``dst`` is filled with zeros;
 - ``cp.async.commit_group`` closes the copies started since the last commit into a group (an
@@ -33,7 +34,9 @@ def _copy(x: Exec) -> None:
         raise x.operand_error(f"cp.async.cg copies 16 bytes, got cp-size {n}")
     dst, dst_bits = x.address("dst")
     src, src_bits = x.address("src")
-    src_n = x.read("src_size", U32) if x.has("src_size") else x.D.const(n, 32)
+    # With .L2::cache_hint the last operand is a cache policy (a hint the model ignores).
+    sized = x.has("policy") if x.mod("hint") else x.has("src_size")
+    src_n = x.read("src_size", U32) if sized else x.D.const(n, 32)
     x.copy_async(dst, dst_bits, src, src_bits, n, src_n)
 
 
@@ -51,8 +54,9 @@ def _wait_all(x: Exec) -> None:
 
 ASYNC_COPY: tuple[Instr, ...] = (
     Instr("cp", (), (Slot("dst", "addr"), Slot("src", "addr"), Slot("size", "imm"),
-                     Slot("src_size", optional=True)), _copy,
-          {"cache": ("ca", "cg"), "dst_space": ("shared", "shared::cta"), "src_space": ("global",)},
+                     Slot("src_size", optional=True), Slot("policy", optional=True)), _copy,
+          {"cache": ("ca", "cg"), "dst_space": ("shared", "shared::cta"), "src_space": ("global",),
+           "hint": ("L2::cache_hint",)},
           required=("cache", "dst_space", "src_space"), fixed=("async",), ntypes=0, kind="memory",
           min_ptx="7.0", min_target="sm_80",
           doc="start a copy of 4/8/16 bytes from global to shared memory (zero-filled past src-size)"),
