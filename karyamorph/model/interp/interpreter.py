@@ -13,6 +13,7 @@ instructions, so that races inside a warp and lost updates show up too.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -315,10 +316,6 @@ class _Run:
                 f"{self.geo.describe(base + int(missing[0]))})"
             )
 
-    def variables(self) -> dict[str, np.ndarray]:
-        """The final bytes of the module's ``.global`` variables."""
-        return {v.name: self.mem.global_bytes(v.name).copy() for v in self.p.variables if v.space == "global"}
-
     def outputs(self) -> dict[str, np.ndarray]:
         out = {}
         for name, original in self.arrays.items():
@@ -383,8 +380,6 @@ def interpret(
         Before running, listing every instruction outside the machine's set.
     MemoryAccessError, DivergentBarrierError, WarpSyncError, StepLimitError, LaunchError
     """
-    import time
-
     grid, block, shared_bytes = (_dim3(launch[0]), _dim3(launch[1]), int(launch[2]))
     program = prepare(module, entry, machine)
     t0 = time.perf_counter()
@@ -393,7 +388,8 @@ def interpret(
     with np.errstate(all="ignore"):
         run.run()
     seconds = time.perf_counter() - t0
-    return InterpResult(run.outputs(), run.stats, run.geo.n_threads, seconds, run.variables())
+    variables = {v.name: run.mem.global_bytes(v.name).copy() for v in program.variables if v.space != "const"}
+    return InterpResult(run.outputs(), run.stats, run.geo.n_threads, seconds, variables)
 
 
 def _dim3(v: Any) -> Dim3:
