@@ -24,11 +24,10 @@ from dataclasses import dataclass, field, replace
 
 from karyamorph.isa import ast
 from karyamorph.model.interp.params import params_to_registers
-from karyamorph.model.semantics.decode import Unmodeled, UnmodeledError
+from karyamorph.model.semantics.decode import NO_OP_CALLS, Unmodeled, UnmodeledError
 
 MAX_DEPTH = 8
 FUNCTION_WINDOW = 4 << 48  # function addresses: outside every data window, never dereferenced
-BUILTIN_NO_OPS = ("vprintf",)
 
 
 def function_addresses(module: ast.Module) -> dict[str, int]:
@@ -97,7 +96,7 @@ class _Expander:
 
     def callee(self, ins: ast.Instruction, name: str) -> ast.Function | None:
         fn = next((f for f in self.module.functions if f.name == name and f.body is not None), None)
-        if fn is None and name not in BUILTIN_NO_OPS:
+        if fn is None and name not in NO_OP_CALLS:
             raise self.fail(ins, f"call to {name}: no body in this module (extern functions are not modeled)")
         return fn
 

@@ -19,6 +19,10 @@ NEUTRAL = frozenset({
 })  # fmt: skip
 
 
+# Extern functions whose calls the model runs as no-ops returning 0: device printf prints
+# nothing in the model (see karyamorph.model.interp.inline).
+NO_OP_CALLS = ("vprintf",)
+
 # Opcodes left out of the model on purpose, and what to say about them.
 NOT_MODELED = {
     "wgmma": "wgmma (warpgroup-level MMA of sm_90a) is not modeled",
@@ -178,16 +182,43 @@ def decode_function(fn: ast.Function, machine: Machine, module: ast.Module | Non
     return out
 
 
+def reachable(module: ast.Module, entry: str) -> list[ast.Function]:
+    """The entry and every function it may call: named by a call, or (for indirect calls)
+    named as a value anywhere in what is reachable."""
+    by_name = {f.name: f for f in module.functions}
+    out: dict[str, ast.Function] = {}
+    todo = [module.entry(entry)]
+    while todo:
+        fn = todo.pop()
+        if fn.name in out:
+            continue
+        out[fn.name] = fn
+        for ins in fn.instructions():
+            todo += [by_name[o.name] for o in ins.operands if isinstance(o, ast.Symbol) and o.name in by_name]
+    return list(out.values())
+
+
+def _bodiless_calls(fns: list[ast.Function], module: ast.Module) -> list[Unmodeled]:
+    bodiless = {f.name for f in module.functions if f.body is None} - set(NO_OP_CALLS)
+    why = "no body in this module (extern functions are not modeled)"
+    return [
+        Unmodeled(ins.full_opcode, ins.loc.line, f"call to {o.name}: {why}")
+        for fn in fns for ins in fn.instructions() if ins.opcode == "call"
+        for o in ins.operands if isinstance(o, ast.Symbol) and o.name in bodiless
+    ]  # fmt: skip
+
+
 def unmodeled(module: ast.Module, machine: Machine, entry: str | None = None) -> list[Unmodeled]:
-    """Every instruction of the module (or of one entry) that the machine does not model."""
-    fns = [module.entry(entry)] if entry else list(module.functions)
+    """Every instruction of the module (or of one entry and the functions it calls) that the
+    machine does not model, and every call to an extern function."""
+    fns = reachable(module, entry) if entry else list(module.functions)
     bad: list[Unmodeled] = []
     for fn in fns:
         for ins in fn.instructions():
             got = decode_or_reason(ins, machine, module.version, module.arch)
             if isinstance(got, Unmodeled):
                 bad.append(got)
-    return bad
+    return bad + _bodiless_calls(fns, module)
 
 
 class DecodedOperands:
