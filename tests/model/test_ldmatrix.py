@@ -173,3 +173,20 @@ def test_checker_proves_an_ldmatrix_kernel_and_refutes_a_cross_warp_race() -> No
     # ...and without the barrier, warp 1 writes rows that warp 0 may read: a real race.
     racy = _verdicts(_kernel("ldmatrix", 4, False, warps=2, barrier=False), 2, 64)
     assert racy["race"] == "refuted"
+
+
+def test_forms_decode_as_the_ptx_isa_spells_them() -> None:
+    from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason
+
+    def reason(text: str, target: str = "sm_90") -> str | None:
+        head = f".version 8.7\n.target {target}\n.address_size 64\n"
+        mod = parse(f"{head}.visible .entry k()\n{{\n{text}\n}}\n")
+        ins = next(mod.entry("k").instructions())
+        got = decode_or_reason(ins, M, mod.version, mod.arch)
+        return got.reason if isinstance(got, Unmodeled) else None
+
+    assert reason("ldmatrix.sync.aligned.m8n8.x2.trans.shared::cta.b16 {%r1, %r2}, [%r3];") is None
+    assert reason("ldmatrix.sync.aligned.m8n8.x1.b16 {%r1}, [%rd3];") is None  # generic address
+    assert reason("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r3], {%r1, %r2, %r4, %r5};") is None
+    assert "needs" in (reason("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r3], {%r1};", "sm_80") or "")
+    assert ".m16n16" in (reason("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r3];") or "")

@@ -2,8 +2,9 @@
 
 ``D = A * B + C`` for a 16 x K matrix A, a K x 8 matrix B and 16 x 8 matrices C, D, each spread
 over the 32 lanes of a warp as fragments. Fragment layouts (PTX ISA, sections "Matrix Fragments
-for mma.m16n8k8", "Matrix Fragments for mma.m16n8k16 with floating point type", "... with
-integer type" and "Matrix Fragments for mma.m16n8k32"), with ``g = lane >> 2`` (groupID),
+for mma.m16n8k8" (9.7.14.5.7 in recent editions), "Matrix Fragments for mma.m16n8k16 with
+floating point type" (9.7.14.5.8), "... with integer type" and "Matrix Fragments for
+mma.m16n8k32"), with ``g = lane >> 2`` (groupID),
 ``t = lane % 4`` (threadID_in_group) and ``p`` elements per 32-bit register (2 for 16-bit
 types, 4 for 8-bit ones), element ``i`` counted from the low bits of register ``i / p``:
 

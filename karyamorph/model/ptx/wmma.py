@@ -1,7 +1,8 @@
 """The ``wmma`` instructions for ``.m16n16k16``: ``wmma.load.{a,b,c}``, ``wmma.mma``, ``wmma.store.d``.
 
-PTX ISA, "Matrix Fragments for WMMA": the distribution of matrix elements over the lanes is
-unspecified and architecture dependent; only the number of registers is fixed (``.f16`` A or B:
+PTX ISA, "Matrix Fragments for WMMA" (9.7.14.4.1 in recent editions): the distribution of matrix
+elements over the lanes is unspecified and architecture dependent; only the number of registers
+is fixed (``.f16`` A or B:
 eight ``.f16x2`` registers; ``.bf16`` A or B: four; ``.f32`` C or D: eight; ``.f16`` C or D:
 four ``.f16x2``). So the model chooses one layout and keeps it consistent between load, mma and
 store; kernels that use fragments only through these instructions (and uniform element-wise
@@ -15,7 +16,7 @@ the layouts of ``mma.m16n8k16`` (:mod:`karyamorph.model.ptx.mma`), ``g = lane >>
   repeats registers 0-3 in 4-7;
 - C, D: element ``i`` (0-7) is ``C[g + 8 ((i % 4) / 2)][8 (i / 4) + 2t + i % 2]``.
 
-Storage (PTX ISA, "Matrix Storage for WMMA"): element ``(r, c)`` of a ``.row`` matrix is at
+Storage (PTX ISA, "Matrix Storage for WMMA", 9.7.14.4.2): element ``(r, c)`` of a ``.row`` matrix is at
 ``p + (r * stride + c) * size``, of a ``.col`` matrix at ``p + (c * stride + r) * size``;
 ``stride`` is in elements, 16 when omitted. ``wmma.mma`` is two ``mma.m16n8k16`` products (the
 columns 0-7 and 8-15 of D), with the arithmetic stated there.
