@@ -17,7 +17,16 @@ import z3
 from karyamorph.isa import ast
 from karyamorph.model.check.explore import Cut, Explorer
 from karyamorph.model.check.loops import counted_loops
-from karyamorph.model.check.symexec import Allocation, Frame, Layout, SymExec, global_base, slot_base
+from karyamorph.model.check.symexec import (
+    Allocation,
+    Frame,
+    Layout,
+    SymExec,
+    as_const,
+    global_base,
+    provenance,
+    slot_base,
+)
 from karyamorph.model.semantics.concrete import float_bits
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
@@ -124,6 +133,16 @@ def build_layout(
             slots += 1
             symbols[name] = base
             allocations.append(Allocation(name, d.space, base, size))
+    for var in program.variables:  # module .global variables after the pointer parameters
+        if var.space == "global":
+            base = global_base(k)
+            k += 1
+        else:  # .const: a slot of its own, like a shared variable
+            base = slot_base(slots)
+            slots += 1
+        allocations.append(Allocation(var.name, var.space, base, var.size, var.data))
+        symbols[var.name] = base
+    symbols.update(program.functions)
     params: dict[str, tuple[int, int, Any]] = {}
     free: dict[str, Any] = {}
     for p in fn.params:
@@ -229,8 +248,16 @@ class TwoThreadLog:
         )
 
     def load(self, x: SymExec, space: str, addr: Any, ty: PtxType) -> Any:
+        if space == "const":
+            other = self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits))
+            known = constant_load(x.layout, addr, ty, other)
+            if known is not None:
+                self._log(x, space, addr, ty, False, False)
+                return known
         # Global loads may turn out to read an input (a buffer no thread writes): decided later.
-        v = self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits), abstract=space != "global")
+        # A module .global variable holds state, not an input: its loads stay abstract.
+        module = space == "global" and _module_variable(x.layout, addr)
+        v = self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits), abstract=space != "global" or module)
         self._log(x, space, addr, ty, False, False, v)
         return v
 
@@ -253,6 +280,45 @@ class TwoThreadLog:
         if kind == "vote.ballot":
             return self.fresh(f"ballot{line}", z3.BitVecSort(32))
         return self.fresh(f"vote{line}", z3.BoolSort())
+
+
+def _module_variable(layout: Layout, addr: Any) -> bool:
+    """Whether a global address lies in a module variable (by its constant base)."""
+    k = provenance(addr)
+    alloc, _ = layout.find("global", k << 32) if k is not None else (None, 0)
+    return alloc is not None and alloc.init is not None
+
+
+# Const loads at symbolic addresses become a choice among at most this many initial values.
+CONSTANT_CHOICES = 256
+
+
+def constant_load(layout: Layout, addr: Any, ty: PtxType, other: Any) -> Any:
+    """The value a ``.const`` load reads from the module's initializers: exact for a constant
+    address, a choice among the aligned initial values for a symbolic one (any other address
+    reads ``other``, a free value); None when no initializer is known."""
+    consts = [a for a in layout.of_space("const") if a.init is not None]
+    if not consts:
+        return None
+    n = ty.bytes
+
+    def value(a: Allocation, off: int) -> Any:
+        assert a.init is not None
+        return z3.BitVecVal(int.from_bytes(a.init[off : off + n], "little"), ty.bits)
+
+    at = as_const(addr)
+    if isinstance(at, int) and not isinstance(at, bool):
+        for a in consts:
+            if a.base <= at and at + n <= a.base + a.size:
+                return value(a, at - a.base)
+        return None
+    choices = [(a.base + off, value(a, off)) for a in consts for off in range(0, a.size - n + 1, n)]
+    if len(choices) > CONSTANT_CHOICES:
+        return None
+    out = other
+    for where, v in reversed(choices):
+        out = z3.If(addr == where, v, out)
+    return out
 
 
 def build_trace(

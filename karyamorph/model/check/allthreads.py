@@ -48,6 +48,9 @@ class Store:
     def initial(self, space: str, owner: int, addr: int) -> Any:
         """An unwritten byte: a byte of a free 32-bit word, so that reads of any width agree."""
         word, j = addr // 4 * 4, addr % 4
+        for a in self.layout.of_space(space):  # a module variable starts with its initializer
+            if a.init is not None and a.base <= addr < a.base + a.size:
+                return z3.BitVecVal(a.init[addr - a.base], 8)
         if space == "global":
             p = self.positions.get(addr >> 32)
             name = f"in{p}[{word & 0xFFFFFFFF}]" if p is not None else f"wild[{word:#x}]"
@@ -188,7 +191,7 @@ def run_launch(
         elif name in free:
             raise ValueError(f"{k.program.fn.name}: parameter {name!r} has no value in the instance")
     names = [p.name for p in k.program.fn.params]
-    positions = {a.base >> 32: names.index(a.name) for a in layout.of_space("global")}
+    positions = {a.base >> 32: names.index(a.name) for a in layout.of_space("global") if a.name in names}
     store = Store(tag, layout, positions)
     cuts: list[int] = []
     domain = SymbolicDomain(floats)

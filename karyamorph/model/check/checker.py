@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from karyamorph.isa import ast
 from karyamorph.model.check.accesses import build_trace, dim3
+from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
 from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
 from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.properties import (
@@ -154,6 +155,7 @@ def check(
         spent = time.perf_counter() - t0
         reason = out_of_time(enc.done, enc.planned)
         return [Verdict(p, "unknown", reason=reason, seconds=spent) for p in properties]
+    caveats = race_caveats(program, sched)
     base = time.perf_counter() - t0
     notes = [
         f"loop at line {n}: all iterations (free iteration variable)" for n in sorted(set(trace.abstracted))
@@ -173,7 +175,8 @@ def check(
             return Verdict(prop, verdict, k, witness, reason, base + time.perf_counter() - t1)
 
         try:
-            out.append(CHECKS[p](enc, plans[p], finish))
+            v = CHECKS[p](enc, plans[p], finish)
+            out.append(apply_race_caveats(v, caveats, block, machine.warp_size) if p == "race" else v)
         except OutOfTime:
             reason = out_of_time(enc.done, enc.planned)
             out.append(Verdict(p, "unknown", reason=reason, seconds=base + time.perf_counter() - t1))

@@ -95,6 +95,7 @@ class RegisterExec(DecodedOperands):
         raise HookUsed(f"{self.dec.source.full_opcode} uses a memory/warp/control hook")
 
     address = load = store = atomic = cvta = shuffle = vote = branch = exit = barrier = _hook
+    lane = copy_async = async_group = _hook
 
 
 def synthetic(form: str, instr: Instr) -> ast.Instruction:

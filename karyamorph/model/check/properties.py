@@ -19,6 +19,7 @@ from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 
 from karyamorph.model.check.accesses import Access, BarrierEvent, Trace, coord_constraints
 from karyamorph.model.check.intquery import NotLinear, Outcome, QuerySolver
+from karyamorph.model.check.symexec import provenance
 from karyamorph.model.check.verdict import ThreadId, Verdict, Witness
 
 
@@ -213,18 +214,6 @@ def _iterations_reached(latches: list[tuple[Any, Any]], model: z3.ModelRef) -> b
     return True
 
 
-def provenance(addr: Any) -> int | None:
-    """The global allocation window (``address >> 32``) a pointer term is based on, read from its
-    constant addend (the parameter's base), or None when the term has no single base."""
-    t = z3.simplify(addr)
-    if z3.is_bv_value(t):
-        return int(t.as_long()) >> 32 or None
-    if t.decl().kind() == z3.Z3_OP_BADD:
-        const = sum(int(c.as_long()) for c in t.children() if z3.is_bv_value(c))
-        return (const % (1 << 64)) >> 32 or None
-    return None
-
-
 def _read_only_loads(trace: Trace) -> list[tuple[Access, str, int]]:
     """Global loads from buffers no access writes: their values are inputs, the same for every
     thread. They become ``buffer_uN(address)`` (an uninterpreted function), substituted in."""
@@ -245,7 +234,7 @@ def _read_only_loads(trace: Trace) -> list[tuple[Access, str, int]]:
         if k is None or k in written:
             continue
         alloc, _ = trace.layout.find("global", k << 32)
-        if alloc is None:
+        if alloc is None or alloc.init is not None:  # a module variable is state, not an input
             continue
         bits = a.value.size()
         f = z3.Function(f"{alloc.name}.u{bits}", z3.BitVecSort(64), z3.BitVecSort(bits))

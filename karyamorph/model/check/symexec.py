@@ -41,6 +41,7 @@ class Allocation:
     space: str
     base: int
     size: int
+    init: bytes | None = None  # a module variable's initial bytes (None: a buffer or scratch)
 
 
 @dataclass(slots=True)
@@ -97,6 +98,18 @@ class MemoryModel(Protocol):
         self, x: SymExec, space: str, op: str, addr: Any, ty: PtxType, update: Any, b: Any, c: Any | None
     ) -> Any: ...
     def warp(self, x: SymExec, kind: str, args: tuple[Any, ...]) -> Any: ...
+
+
+def provenance(addr: Any) -> int | None:
+    """The global allocation window (``address >> 32``) a pointer term is based on, read from its
+    constant addend (the parameter's base), or None when the term has no single base."""
+    t = z3.simplify(addr)
+    if z3.is_bv_value(t):
+        return int(t.as_long()) >> 32 or None
+    if t.decl().kind() == z3.Z3_OP_BADD:
+        const = sum(int(c.as_long()) for c in t.children() if z3.is_bv_value(c))
+        return (const % (1 << 64)) >> 32 or None
+    return None
 
 
 def simple(term: Any) -> Any:
@@ -179,7 +192,7 @@ class SymExec(DecodedOperands):
             return self.layout.symbols[name]
         if name in self.layout.params:
             return self.layout.params[name][0]
-        raise Unsupported(f"{self.where()}: symbol {name!r} is not a shared, local or param variable")
+        raise Unsupported(f"{self.where()}: symbol {name!r} is not a variable, parameter or function")
 
     def read_pred(self, slot: str) -> Any:
         op = self.dec.operands[slot]
@@ -248,11 +261,28 @@ class SymExec(DecodedOperands):
             return "global", a
         return named, a - WINDOWS[named]
 
-    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType) -> Any:
+    def _narrowed(self, when: Any) -> Any:
+        """The active condition narrowed by a per-thread ``when`` (None: unchanged), or False."""
+        if when is None:
+            return self.cond
+        c = as_const(when)
+        if c is True:
+            return self.cond
+        return z3.BoolVal(False) if c is False else z3.simplify(z3.And(self.cond, when))
+
+    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType, when: Any = None) -> Any:
         sp, a = self.resolve(space, addr, addr_bits)
         if sp == "param":
             return self._param(a, ty)
-        return self.memory.load(self, sp, a, ty)
+        cond, outer = self._narrowed(when), self.cond
+        if z3.is_false(cond):
+            return z3.BitVecVal(0, ty.bits)
+        self.cond = cond  # the memory model logs the access under the thread's condition
+        try:
+            v = self.memory.load(self, sp, a, ty)
+        finally:
+            self.cond = outer
+        return v if when is None else z3.If(when, v, z3.BitVecVal(0, ty.bits))
 
     def _param(self, a: Any, ty: PtxType) -> Any:
         off = as_const(a)
@@ -264,11 +294,39 @@ class SymExec(DecodedOperands):
                 return z3.Extract(lo + ty.bits - 1, lo, value) if value.size() > ty.bits or lo else value
         raise Unsupported(f"{self.where()}: parameter offset {off} is outside every parameter")
 
-    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType) -> None:
+    def store(
+        self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None
+    ) -> None:
         sp, a = self.resolve(space, addr, addr_bits)
         if sp == "param":
             raise Unsupported(f"{self.where()}: stores to the parameter space are not modeled")
-        self.memory.store(self, sp, a, self.D._bv(value, ty.bits), ty)
+        cond, outer = self._narrowed(when), self.cond
+        if z3.is_false(cond):
+            return
+        self.cond = cond
+        try:
+            self.memory.store(self, sp, a, self.D._bv(value, ty.bits), ty)
+        finally:
+            self.cond = outer
+
+    def copy_async(
+        self, dst: Any, dst_bits: int, src: Any, src_bits: int, nbytes: int, src_nbytes: Any
+    ) -> None:
+        # Encoded where it is issued (the read of global, the write of shared); where the copy
+        # may land after a barrier, the checker reports the race property as unknown.
+        d, word = self.D, PtxType("b32", 32, "b")
+        for w in range(nbytes // 4):
+            some = d.lt(d.const(4 * w, 32), src_nbytes, 32, False)  # a byte of this word is read
+            v = self.load("global", d.add(src, d.const(4 * w, src_bits), src_bits), src_bits, word, some)
+            keep = d.const(0, 32)
+            for b in range(4):  # bytes at or past src-size are zeros
+                inside = d.lt(d.const(4 * w + b, 32), src_nbytes, 32, False)
+                keep = d.or_(keep, d.ite(inside, d.const(0xFF << (8 * b), 32), d.const(0, 32), 32), 32)
+            at = d.add(dst, d.const(4 * w, dst_bits), dst_bits)
+            self.store("shared", at, dst_bits, d.and_(v, keep, 32), word)
+
+    def async_group(self, op: str, n: int = 0) -> None:
+        return None  # copies are encoded where they are issued
 
     def atomic(self, space: str, op: str, addr: Any, addr_bits: int, ty: PtxType, *operands: Any) -> Any:
         # The declared hook passes (update, b, c); older declarations passed (b, c) only.
@@ -287,6 +345,9 @@ class SymExec(DecodedOperands):
         return value - delta if to_space else value + delta
 
     # --- warp and control -------------------------------------------------------------------------
+    def lane(self) -> Any:
+        return self.specials["%laneid"]
+
     def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]:
         return self.memory.warp(self, f"shfl.{mode}", (a, b, c, mask))
 

@@ -76,7 +76,7 @@ def build_cfg(instructions: list[ast.Instruction], labels: dict[str, int]) -> Cf
     n = len(instructions)
     leaders = {0} | {i for i in labels.values() if i < n}
     for i, ins in enumerate(instructions):
-        if ins.opcode in ("bra", "ret", "exit") and i + 1 < n:
+        if ins.opcode in ("bra", "ret", "exit", "trap") and i + 1 < n:
             leaders.add(i + 1)
     starts = sorted(x for x in leaders if x < n) if n else []
     by_start = {s: k for k, s in enumerate(starts)}
@@ -105,7 +105,7 @@ def build_cfg(instructions: list[ast.Instruction], labels: dict[str, int]) -> Cf
                 raise CfgError(f"line {last.loc.line}: branch to unknown label {target!r}")
             t = block_at(labels[target])
             succ[b.index] = (t, nxt) if last.guard is not None else (t,)
-        elif last.opcode in ("ret", "exit"):
+        elif last.opcode in ("ret", "exit", "trap"):
             succ[b.index] = (EXIT, nxt) if last.guard is not None else (EXIT,)
         else:
             succ[b.index] = (nxt,)

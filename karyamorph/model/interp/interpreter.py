@@ -13,6 +13,7 @@ instructions, so that races inside a warp and lost updates show up too.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +21,13 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa import ast
-from karyamorph.model.interp.cfg import Cfg, build_cfg, flatten
+from karyamorph.model.interp.asynccopy import AsyncCopies
 from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, StepLimitError
-from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Allocation, Memory
-from karyamorph.model.interp.simt import GroupExec, Stats, immediate_bits, make_geometry
+from karyamorph.model.interp.memory import Allocation, Memory
+from karyamorph.model.interp.program import Program, align_up, prepare
+from karyamorph.model.interp.simt import GroupExec, Stats, make_geometry
 from karyamorph.model.semantics.concrete import UINT, float_bits
-from karyamorph.model.semantics.decode import Decoded, decode_function
+from karyamorph.model.semantics.decode import Decoded
 from karyamorph.model.semantics.machine import Machine
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
@@ -45,105 +47,7 @@ class InterpResult:
     stats: Stats
     threads: int
     seconds: float = 0.0
-
-
-@dataclass(slots=True)
-class Program:
-    """A kernel ready to run: decoded body, CFG, register types, symbol addresses."""
-
-    fn: ast.Function
-    decoded: list[Decoded]
-    labels: dict[str, int]
-    cfg: Cfg
-    registers: dict[str, PtxType]
-    shared_symbols: dict[str, int]
-    static_shared: int
-    local_symbols: dict[str, int]
-    local_size: int
-    param_offsets: dict[str, int]
-    param_size: int
-    globals: dict[str, int] = field(default_factory=dict)
-
-    def immediate_bits(self, text: str, ty: PtxType) -> int:
-        return immediate_bits(text, ty)
-
-    def symbol_address(self, name: str, space: str | None) -> int:
-        """The address of a variable or parameter in its own space (generic when space is None
-        or ``generic`` and the variable is not global)."""
-        generic = space in (None, "generic")
-        for table, window in (
-            (self.param_offsets, PARAM_WINDOW),
-            (self.shared_symbols, SHARED_WINDOW),
-            (self.local_symbols, LOCAL_WINDOW),
-        ):
-            if name in table:
-                return table[name] + (window if generic and space == "generic" else 0)
-        if name in self.globals:
-            return self.globals[name]
-        raise LaunchError(f"{self.fn.name}: unknown symbol {name!r}")
-
-
-def _align(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
-
-
-def prepare(module: ast.Module, entry: str, machine: Machine) -> Program:
-    """Decode and lay out an entry (raises UnmodeledError listing every unmodeled instruction)."""
-    fn = module.entry(entry)
-    instructions, labels = flatten(fn)
-    decoded = decode_function(fn, machine, module)
-    cfg = build_cfg(instructions, labels)
-    registers: dict[str, PtxType] = {}
-    shared: dict[str, int] = {}
-    local: dict[str, int] = {}
-    sh_off = loc_off = 0
-    dynamic: list[tuple[str, int]] = []
-
-    def decls(statements: tuple[ast.Statement, ...]) -> None:
-        nonlocal sh_off, loc_off
-        for s in statements:
-            if isinstance(s, ast.Block):
-                decls(s.statements)
-            if not isinstance(s, ast.VarDecl):
-                continue
-            if s.space == "reg":
-                t = ptx_type(s.type)
-                for name in s.names:
-                    if s.count is not None:
-                        for i in range(s.count):
-                            registers[f"{name}{i}"] = t
-                    else:
-                        registers[name] = t
-            elif s.space in ("shared", "local"):
-                align = s.align or s.element_bytes
-                size = s.size_bytes
-                for name in s.names:
-                    if size is None:
-                        dynamic.append((name, align))
-                    elif s.space == "shared":
-                        sh_off = _align(sh_off, align)
-                        shared[name] = sh_off
-                        sh_off += size
-                    else:
-                        loc_off = _align(loc_off, align)
-                        local[name] = loc_off
-                        loc_off += size
-
-    decls(fn.body or ())
-    for item in module.items:  # module-level .shared variables
-        if isinstance(item, ast.VarDecl) and item.space == "shared":
-            decls((item,))
-    static = sh_off
-    for name, align in dynamic:
-        shared[name] = _align(static, max(align, 16))
-    params: dict[str, int] = {}
-    off = 0
-    for p in fn.params:
-        a = p.align or max(1, p.size_bytes if not p.dims else ast.type_bytes(p.type))
-        off = _align(off, a)
-        params[p.name] = off
-        off += p.size_bytes
-    return Program(fn, decoded, labels, cfg, registers, shared, static, local, loc_off, params, off)
+    variables: dict[str, np.ndarray] = field(default_factory=dict)  # module .global bytes (uint8)
 
 
 @dataclass(slots=True)
@@ -216,11 +120,15 @@ class _Run:
             "param",
             0,
             program.param_size,
-            np.zeros(max(16, _align(program.param_size, 16)), np.uint8),
+            np.zeros(max(16, align_up(program.param_size, 16)), np.uint8),
         )
         self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
+        self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.arrays: dict[str, np.ndarray] = {}
         self._bind_args(args)
+        for var in program.variables:  # after the arguments, which keep their own numbering
+            alloc = self.mem.add_global(var.name, np.frombuffer(var.data, np.uint8), var.space)
+            program.globals[var.name] = alloc.base
         self.regs: dict[str, np.ndarray] = {
             name: np.zeros(n, UINT[t.bits] if t.kind != "pred" else np.bool_)
             for name, t in program.registers.items()
@@ -260,11 +168,11 @@ class _Run:
     def run(self) -> None:
         n = self.geo.n_threads
         if not self.randomize:
-            g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, 0, n, None)
-            g.observe = self.observe
+            g = self._group(0, n, None)
             stack = [_Entry(0, np.ones(n, bool), self.n_ins, 0, True)]
             while self._run_group(g, stack, whole=True) != "done":
                 pass
+            self.copies.finish(g.copy_observer())
             return
         ws, bt = self.geo.warp_size, self.geo.block_threads
         step = 1 if self.split_lanes else ws
@@ -272,8 +180,7 @@ class _Run:
         for b in range(n // bt):
             for w0 in range(0, bt, step):
                 lo, hi = b * bt + w0, b * bt + min(bt, w0 + step)
-                g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, lo, hi, self.rng)
-                g.observe = self.observe
+                g = self._group(lo, hi, self.rng)
                 groups.append(_Group(g, [_Entry(0, np.ones(hi - lo, bool), self.n_ins, 0, True)], b))
         assert self.rng is not None
         while any(s.state != "done" for s in groups):
@@ -291,6 +198,14 @@ class _Run:
                     for s in members:
                         if s.state == "barrier":
                             s.state = "ready"
+        if groups:
+            self.copies.finish(groups[0].exec.copy_observer())
+
+    def _group(self, lo: int, hi: int, rng: np.random.Generator | None) -> GroupExec:
+        g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, lo, hi, rng)
+        g.observe = self.observe
+        g.async_copies = self.copies
+        return g
 
     def _run_group(self, g: GroupExec, stack: list[_Entry], whole: bool) -> str:
         alive = self.alive[g.lo : g.hi]
@@ -465,8 +380,6 @@ def interpret(
         Before running, listing every instruction outside the machine's set.
     MemoryAccessError, DivergentBarrierError, WarpSyncError, StepLimitError, LaunchError
     """
-    import time
-
     grid, block, shared_bytes = (_dim3(launch[0]), _dim3(launch[1]), int(launch[2]))
     program = prepare(module, entry, machine)
     t0 = time.perf_counter()
@@ -474,7 +387,9 @@ def interpret(
     run = _Run(program, machine, grid, block, shared_bytes, args, *order)
     with np.errstate(all="ignore"):
         run.run()
-    return InterpResult(run.outputs(), run.stats, run.geo.n_threads, time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    variables = {v.name: run.mem.global_bytes(v.name).copy() for v in program.variables if v.space != "const"}
+    return InterpResult(run.outputs(), run.stats, run.geo.n_threads, seconds, variables)
 
 
 def _dim3(v: Any) -> Dim3:

@@ -75,12 +75,13 @@ class Memory:
     def local_stride(self) -> int:
         return _pad(self.local_size)
 
-    def add_global(self, name: str, data: np.ndarray) -> Allocation:
-        """A new global allocation holding a copy of ``data``'s bytes."""
+    def add_global(self, name: str, data: np.ndarray, space: str = "global") -> Allocation:
+        """A new global allocation holding a copy of ``data``'s bytes (``space``: ``const`` for a
+        module's ``.const`` variable, which lives in an allocation of its own too)."""
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         buf = np.zeros(_pad(raw.size), np.uint8)
         buf[: raw.size] = raw
-        a = Allocation(name, "global", (len(self.globals) + 1) * GLOBAL_STRIDE, raw.size, buf)
+        a = Allocation(name, space, (len(self.globals) + 1) * GLOBAL_STRIDE, raw.size, buf)
         self.globals.append(a)
         return a
 

@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa import ast
-from karyamorph.model.interp.errors import ExecutionError, MemoryAccessError, WarpSyncError
+from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncHooks
+from karyamorph.model.interp.errors import ExecutionError, MemoryAccessError
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
+from karyamorph.model.interp.warp import WarpHooks
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands
 from karyamorph.model.semantics.types import PtxType
@@ -93,7 +95,7 @@ def make_geometry(grid: tuple[int, int, int], block: tuple[int, int, int], warp_
     return Geometry(grid, block, warp_size, nb * bt, bt, sp, b)
 
 
-class GroupExec(DecodedOperands):
+class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
     """The :class:`Exec` of the threads ``[lo, hi)``; the interpreter sets ``dec`` and the mask."""
 
     D = ConcreteDomain()
@@ -123,13 +125,15 @@ class GroupExec(DecodedOperands):
         # Set by the interpreter: a memory observer, and the barriers this group has passed.
         self.observe: Callable[[GroupExec, np.ndarray, np.ndarray, np.ndarray, int], None] | None = None
         self.phase = 0
+        self.async_copies: AsyncCopies | None = None  # the launch's cp.async copies in flight
         r = np.arange(lo, hi) % geometry.block_threads
-        self.lane = (r % geometry.warp_size).astype(np.int64)
+        self.lane_ids = (r % geometry.warp_size).astype(np.int64)
+        self._lane32 = self.lane_ids.astype(np.uint32)
         local_t = np.arange(self.n)
-        self.warp_base = local_t - self.lane
-        self.warp_id = (local_t - self.lane) // 1  # group-local id of each thread's warp: its base
+        self.warp_base = local_t - self.lane_ids
+        self.warp_id = (local_t - self.lane_ids) // 1  # group-local id of each thread's warp: its base
         # A group may start inside a warp (one thread of it, in the randomized order).
-        starts = np.flatnonzero((self.lane == 0) | (local_t == 0))
+        starts = np.flatnonzero((self.lane_ids == 0) | (local_t == 0))
         self.warp_starts = starts
         self.n_warps = len(starts)
         wl = np.diff(np.append(starts, self.n))
@@ -257,19 +261,28 @@ class GroupExec(DecodedOperands):
             self.observe(self, t, bufs, elems, nbytes)
         return bufs, elems
 
-    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType) -> Any:
+    def _selected(self, when: Any) -> np.ndarray:
+        """Active threads, narrowed to those where ``when`` holds."""
         idx = self._active()
+        if when is None:
+            return idx
+        return idx[np.broadcast_to(np.asarray(when, bool), (self.n,))[idx]]
+
+    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType, when: Any = None) -> Any:
+        idx = self._selected(when)
         bufs, elems = self._resolve(space, addr, idx, ty.bytes)
         vals = self.memory.gather(bufs, elems, ty.bytes)
         self._count(self.stats.bytes_loaded, space, idx.size * ty.bytes)
-        if self.full:
+        if idx.size == self.n:
             return vals
         out: np.ndarray = np.zeros(self.n, UINT[ty.bits])
         out[idx] = vals
         return out
 
-    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType) -> None:
-        idx = self._active()
+    def store(
+        self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None
+    ) -> None:
+        idx = self._selected(when)
         if self.rng is not None:
             idx = self.rng.permutation(idx)
         bufs, elems = self._resolve(space, addr, idx, ty.bytes)
@@ -322,75 +335,6 @@ class GroupExec(DecodedOperands):
             return value
         delta = self.D.const(w, bits)
         return self.D.sub(value, delta, bits) if to_space else self.D.add(value, delta, bits)
-
-    # --- warp ---------------------------------------------------------------------------------
-    def _check_members(self, mask: Any, what: str) -> np.ndarray:
-        """Per-thread membermask (uint32), after checking it against the executing lanes."""
-        m = np.broadcast_to(np.asarray(mask, np.uint32), (self.n,)).astype(np.int64)
-        bit = np.left_shift(np.int64(1), self.lane)
-        act = self.mask if not self.full else np.ones(self.n, bool)
-        outside = act & ((m & bit) == 0)
-        if outside.any():
-            t = int(np.flatnonzero(outside)[0])
-            raise WarpSyncError(
-                f"line {self.dec.line}: {what} ({self.geo.describe(t + self.lo)}): the executing lane "
-                f"{int(self.lane[t])} is not in membermask {int(m[t]):#010x}"
-            )
-        active_bits = np.bincount(self.warp_index, weights=np.where(act, bit, 0), minlength=self.n_warps)
-        exists = np.left_shift(np.int64(1), self.warp_len) - 1
-        missing = act & ((m & exists & ~active_bits.astype(np.int64)[self.warp_index]) != 0)
-        if missing.any():
-            t = int(np.flatnonzero(missing)[0])
-            lanes = int(m[t] & exists[t] & ~int(active_bits[self.warp_index[t]]))
-            raise WarpSyncError(
-                f"line {self.dec.line}: {what} ({self.geo.describe(t + self.lo)}): membermask "
-                f"{int(m[t]):#010x} names lanes {lanes:#010x} that do not execute this instruction"
-            )
-        return m
-
-    def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]:
-        self._check_members(mask, f"shfl.sync.{mode}")
-        n = self.n
-        lane = self.lane
-        bval = np.broadcast_to(np.asarray(b, np.int64), (n,)) & 31
-        cv = np.broadcast_to(np.asarray(c, np.int64), (n,))
-        cval, seg = cv & 31, (cv >> 8) & 31
-        max_lane = (lane & seg) | (cval & ~seg)
-        min_lane = lane & seg
-        if mode == "up":
-            j = lane - bval
-            p = j >= max_lane
-        elif mode == "down":
-            j = lane + bval
-            p = j <= max_lane
-        elif mode == "bfly":
-            j = lane ^ bval
-            p = j <= max_lane
-        else:
-            j = min_lane | (bval & ~seg)
-            p = j <= max_lane
-        p = p & (j < self.warp_len) & (j >= 0)
-        j = np.where(p, j, lane)
-        src = self.warp_base + j
-        av = np.broadcast_to(np.asarray(a), (n,))
-        return av[src], p
-
-    def vote(self, mode: str, p: Any, mask: Any) -> Any:
-        m = self._check_members(mask, f"vote.sync.{mode}")
-        act = self.mask if not self.full else np.ones(self.n, bool)
-        pv = np.broadcast_to(np.asarray(p, bool), (self.n,))
-        member = act & (((m >> self.lane) & 1) == 1)
-        w, nw = self.warp_index, self.n_warps
-        if mode == "ballot":
-            bits = np.where(member & pv, np.left_shift(np.int64(1), self.lane), 0)
-            return np.bincount(w, weights=bits, minlength=nw).astype(np.uint64)[w].astype(np.uint32)
-        true_n = np.bincount(w, weights=member & pv, minlength=nw)[w]
-        all_n = np.bincount(w, weights=member, minlength=nw)[w]
-        if mode == "all":
-            return true_n == all_n
-        if mode == "any":
-            return true_n > 0
-        return (true_n == all_n) | (true_n == 0)
 
     # --- control ------------------------------------------------------------------------------
     def branch(self, slot: str, uniform: bool) -> None:

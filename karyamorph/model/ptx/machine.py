@@ -1,8 +1,11 @@
 """The shipped machine: the reduced PTX ISA (declarations, stated laws, error bounds) on a SIMT machine.
 
-Every instruction of the reduced PTX ISA is declared in :mod:`isa_ptx_arith`, :mod:`isa_ptx_data`
-and :mod:`isa_ptx_control`; this module adds the laws their authors state and assembles
-:func:`ptx_machine`.
+Every instruction of the reduced PTX ISA is declared in :mod:`~karyamorph.model.ptx.arith`,
+:mod:`~karyamorph.model.ptx.data`, :mod:`~karyamorph.model.ptx.control`,
+:mod:`~karyamorph.model.ptx.calls`, :mod:`~karyamorph.model.ptx.async_copy` and the warp-level
+matrix instructions (:mod:`~karyamorph.model.ptx.matrix`, :mod:`~karyamorph.model.ptx.mma`,
+:mod:`~karyamorph.model.ptx.wmma`); this module adds the laws their authors state and assembles
+:func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a) is not modeled.
 """
 
 from __future__ import annotations
@@ -13,8 +16,13 @@ from typing import Any
 import numpy as np
 
 from karyamorph.model.ptx.arith import ARITH
+from karyamorph.model.ptx.async_copy import ASYNC_COPY
+from karyamorph.model.ptx.calls import CALLS
 from karyamorph.model.ptx.control import CONTROL
 from karyamorph.model.ptx.data import DATA
+from karyamorph.model.ptx.matrix import MATRIX
+from karyamorph.model.ptx.mma import MMA
+from karyamorph.model.ptx.wmma import WMMA
 from karyamorph.model.semantics.instruction import ErrorBound, Instr, Law
 from karyamorph.model.semantics.machine import Machine
 
@@ -126,7 +134,7 @@ BOUNDS: dict[str, tuple[ErrorBound, ...]] = {
 def ptx_instructions() -> tuple[Instr, ...]:
     """The reduced PTX ISA with its laws and bounds attached."""
     out = []
-    for ins in (*ARITH, *DATA, *CONTROL):
+    for ins in (*ARITH, *DATA, *CONTROL, *CALLS, *ASYNC_COPY, *MATRIX, *MMA, *WMMA):
         laws, bounds = LAWS.get(ins.name, ()), BOUNDS.get(ins.name, ())
         out.append(replace(ins, laws=ins.laws + laws, bounds=ins.bounds + bounds) if laws or bounds else ins)
     return tuple(out)

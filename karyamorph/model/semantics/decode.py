@@ -19,6 +19,16 @@ NEUTRAL = frozenset({
 })  # fmt: skip
 
 
+# Extern functions whose calls the model runs as no-ops returning 0: device printf prints
+# nothing in the model (see karyamorph.model.interp.inline).
+NO_OP_CALLS = ("vprintf",)
+
+# Opcodes left out of the model on purpose, and what to say about them.
+NOT_MODELED = {
+    "wgmma": "wgmma (warpgroup-level MMA of sm_90a) is not modeled",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Decoded:
     """A decoded instruction: its declaration, types, modifiers and operands by slot name."""
@@ -74,10 +84,12 @@ def _match(ins: ast.Instruction, d: Instr) -> Decoded | str:
     types: list[str] = []
     mods: dict[str, str] = {}
     for w in words:
-        group = next((g for g, vals in d.groups.items() if w in vals), None)
-        if group is not None:
-            if group in mods:
-                return f"two .{group} modifiers (.{mods[group]}, .{w})"
+        # Groups may share values (wmma's .alayout and .blayout): the first one still unset.
+        groups = [g for g, vals in d.groups.items() if w in vals]
+        group = next((g for g in groups if g not in mods), None)
+        if groups:
+            if group is None:
+                return f"two .{groups[0]} modifiers (.{mods[groups[0]]}, .{w})"
             mods[group] = w
         elif w in d.types:
             types.append(w)
@@ -137,7 +149,10 @@ def decode_or_reason(
     for d in machine.candidates(ins.opcode):
         got = _match(ins, d)
         if isinstance(got, str):
-            reasons.append(got)
+            # A declaration whose fixed words the instruction lacks (cp.async.wait_all for a
+            # cp.async.bulk) explains less than one that matched them: list those last.
+            missing_fixed = any(f not in ins.modifiers for f in d.fixed)
+            reasons.insert(len(reasons) if missing_fixed else 0, got)
             continue
         if ptx_version and target:
             req = Requirement(d.min_ptx, d.min_target, d.name)
@@ -145,7 +160,8 @@ def decode_or_reason(
                 reasons.append(f"needs {req.describe()} (module has PTX {ptx_version}, {target})")
                 continue
         return got
-    reason = reasons[0] if reasons else "opcode not in the machine's instruction set"
+    unknown = NOT_MODELED.get(ins.opcode, "opcode not in the machine's instruction set")
+    reason = reasons[0] if reasons else unknown
     return Unmodeled(ins.full_opcode, ins.loc.line, reason)
 
 
@@ -166,16 +182,43 @@ def decode_function(fn: ast.Function, machine: Machine, module: ast.Module | Non
     return out
 
 
+def reachable(module: ast.Module, entry: str) -> list[ast.Function]:
+    """The entry and every function it may call: named by a call, or (for indirect calls)
+    named as a value anywhere in what is reachable."""
+    by_name = {f.name: f for f in module.functions}
+    out: dict[str, ast.Function] = {}
+    todo = [module.entry(entry)]
+    while todo:
+        fn = todo.pop()
+        if fn.name in out:
+            continue
+        out[fn.name] = fn
+        for ins in fn.instructions():
+            todo += [by_name[o.name] for o in ins.operands if isinstance(o, ast.Symbol) and o.name in by_name]
+    return list(out.values())
+
+
+def _bodiless_calls(fns: list[ast.Function], module: ast.Module) -> list[Unmodeled]:
+    bodiless = {f.name for f in module.functions if f.body is None} - set(NO_OP_CALLS)
+    why = "no body in this module (extern functions are not modeled)"
+    return [
+        Unmodeled(ins.full_opcode, ins.loc.line, f"call to {o.name}: {why}")
+        for fn in fns for ins in fn.instructions() if ins.opcode == "call"
+        for o in ins.operands if isinstance(o, ast.Symbol) and o.name in bodiless
+    ]  # fmt: skip
+
+
 def unmodeled(module: ast.Module, machine: Machine, entry: str | None = None) -> list[Unmodeled]:
-    """Every instruction of the module (or of one entry) that the machine does not model."""
-    fns = [module.entry(entry)] if entry else list(module.functions)
+    """Every instruction of the module (or of one entry and the functions it calls) that the
+    machine does not model, and every call to an extern function."""
+    fns = reachable(module, entry) if entry else list(module.functions)
     bad: list[Unmodeled] = []
     for fn in fns:
         for ins in fn.instructions():
             got = decode_or_reason(ins, machine, module.version, module.arch)
             if isinstance(got, Unmodeled):
                 bad.append(got)
-    return bad
+    return bad + _bodiless_calls(fns, module)
 
 
 class DecodedOperands:

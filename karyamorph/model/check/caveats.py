@@ -1,0 +1,138 @@
+"""What the two-thread race encoding does not order, and the race verdicts that therefore stand.
+
+Two constructs are encoded in a way that is exact for bounds and barriers but not for races:
+
+- ``cp.async`` copies are encoded where they are issued (a read of global, a write of shared),
+  while the write lands at some point before the wait that completes it. When a copy may still
+  be in flight at a barrier (issued, and no ``cp.async.wait_all`` / ``wait_group 0`` on every
+  path to the barrier), its write may fall into a later barrier interval than the encoding puts
+  it: a race verdict that involves it is unknown.
+- ``bar.warp.sync`` orders the lanes of a warp, which the encoding does not know: under
+  independent thread scheduling, a verdict about two lanes of one warp is unknown.
+
+Verdicts these limits cannot touch are kept: a refutation between two threads of different
+warps, or between accesses none of which is an in-flight copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from karyamorph.isa import ast
+from karyamorph.model.check.verdict import ThreadId, Verdict
+from karyamorph.model.interp.program import Program
+
+
+@dataclass(frozen=True, slots=True)
+class RaceCaveats:
+    """Lines of copies in flight at barriers (and those barriers), and of warp barriers."""
+
+    copies_in_flight: tuple[int, ...] = ()
+    at_barriers: tuple[int, ...] = ()
+    warp_barriers: tuple[int, ...] = ()
+
+    def reason(self) -> str:
+        out = []
+        if self.copies_in_flight:
+            out.append(
+                f"cp.async at line(s) {_lines(self.copies_in_flight)} may still be in flight at the "
+                f"barrier(s) at line(s) {_lines(self.at_barriers)} (copies are encoded where they are "
+                "issued, not where they land)"
+            )
+        if self.warp_barriers:
+            out.append(
+                f"bar.warp.sync at line(s) {_lines(self.warp_barriers)} orders lanes of a warp, which "
+                "the two-thread encoding does not encode"
+            )
+        return "; ".join(out)
+
+
+def _lines(lines: tuple[int, ...]) -> str:
+    return ", ".join(map(str, lines))
+
+
+def _successors(program: Program, pc: int) -> list[int]:
+    ins = program.decoded[pc].source
+    guarded = ins.guard is not None
+    if ins.opcode == "bra":
+        target = ins.operands[0]
+        label = program.labels.get(target.name, -1) if isinstance(target, ast.Symbol) else -1
+        return [label, pc + 1] if guarded else [label]
+    if ins.opcode in ("ret", "exit", "trap"):
+        return [pc + 1] if guarded else []
+    return [pc + 1]
+
+
+InFlight = tuple[frozenset[int], frozenset[int]]  # lines of copies: uncommitted, committed
+
+
+def _transfer(program: Program, pc: int, state: InFlight) -> InFlight:
+    """(uncommitted, committed-maybe-pending) copy lines after instruction ``pc``."""
+    dec = program.decoded[pc]
+    name = dec.instr.name
+    uncommitted, pending = state
+    if name == "cp.async":
+        new = (uncommitted | {dec.line}, pending)
+    elif name == "cp.async.commit_group":
+        new = (frozenset(), pending | uncommitted)
+    elif name == "cp.async.wait_all":
+        new = (frozenset(), frozenset())
+    elif name == "cp.async.wait_group" and dec.source.operands == (ast.Immediate("0"),):
+        new = (uncommitted, frozenset())
+    else:
+        return state
+    if dec.source.guard is not None:  # the effect may not happen: keep what was in flight too
+        return (new[0] | uncommitted, new[1] | pending)
+    return new
+
+
+def race_caveats(program: Program, scheduling: str) -> RaceCaveats:
+    """The caveats of a kernel's race verdicts (empty when the encoding is exact for it)."""
+    warp = tuple(d.line for d in program.decoded if d.instr.name == "bar.warp.sync")
+    if not any(d.instr.name.startswith("cp.async") for d in program.decoded):
+        return RaceCaveats(warp_barriers=warp if scheduling == "its" else ())
+    n = len(program.decoded)
+    empty: InFlight = (frozenset(), frozenset())
+    state: dict[int, InFlight] = {0: empty}
+    todo = [0]
+    while todo:
+        pc = todo.pop()
+        out = _transfer(program, pc, state[pc])
+        for nxt in _successors(program, pc):
+            if not 0 <= nxt < n:
+                continue
+            old = state.get(nxt)
+            merged = out if old is None else (old[0] | out[0], old[1] | out[1])
+            if merged != old:
+                state[nxt] = merged
+                todo.append(nxt)
+    copies: set[int] = set()
+    barriers: set[int] = set()
+    for pc, (uncommitted, pending) in state.items():
+        dec = program.decoded[pc]
+        if dec.instr.kind == "barrier" and (uncommitted or pending):
+            copies |= uncommitted | pending
+            barriers.add(dec.line)
+    return RaceCaveats(tuple(sorted(copies)), tuple(sorted(barriers)), warp if scheduling == "its" else ())
+
+
+def _linear(t: ThreadId, block: tuple[int, int, int]) -> int:
+    return t.thread[0] + block[0] * (t.thread[1] + block[1] * t.thread[2])
+
+
+def apply_race_caveats(
+    v: Verdict, caveats: RaceCaveats, block: tuple[int, int, int], warp_size: int
+) -> Verdict:
+    """``v`` (a race verdict), or an unknown verdict when the caveats may have decided it."""
+    if v.verdict == "unknown" or not (caveats.copies_in_flight or caveats.warp_barriers):
+        return v
+    w = v.witness
+    if w is not None and len(w.threads) == 2:
+        a, b = w.threads
+        same_warp = a.block == b.block and _linear(a, block) // warp_size == _linear(b, block) // warp_size
+        copy_involved = any(line in caveats.copies_in_flight for line in w.lines)
+        warp_involved = same_warp and bool(caveats.warp_barriers)
+        if not copy_involved and not warp_involved:
+            return v
+    return dataclasses.replace(v, verdict="unknown", k=None, witness=None, reason=caveats.reason())

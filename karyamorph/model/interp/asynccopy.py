@@ -1,0 +1,212 @@
+"""Asynchronous global -> shared copies (``cp.async``) in the interpreter.
+
+A copy is issued by a thread, joins the thread's next ``cp.async.commit_group``, and is performed
+when the thread waits for it (``cp.async.wait_group N`` waits for every committed group but the
+``N`` most recent, ``cp.async.wait_all`` for every copy). Until then the destination keeps its
+old bytes and the source is not read, so a kernel that reads its staging buffer before waiting
+sees stale data here, as it may on the GPU (PTX ISA, "Data Movement and Conversion Instructions:
+cp.async": the copy is performed asynchronously and only ``cp.async.wait_group``/``wait_all``
+or an mbarrier make its writes visible to the executing thread). Copies a thread never waits
+for are performed when the launch ends, so that their faults are still reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from karyamorph.model.interp.errors import MemoryAccessError
+from karyamorph.model.interp.memory import Memory, MemoryFault
+from karyamorph.model.semantics.decode import Decoded
+
+# observe(copy's instruction, threads, buffers, elements, nbytes), as the interpreter's observer.
+CopyObserver = Callable[[Decoded, np.ndarray, np.ndarray, np.ndarray, int], None]
+
+
+@dataclass(slots=True)
+class AsyncCopy:
+    """One ``cp.async`` executed by some threads (arrays have one entry per thread)."""
+
+    dec: Decoded
+    threads: np.ndarray  # linear thread indices of the launch
+    blocks: np.ndarray  # their block indices
+    dst_space: str
+    dst: np.ndarray  # uint64
+    src_space: str
+    src: np.ndarray  # uint64
+    nbytes: int
+    src_nbytes: np.ndarray  # int64: bytes read from src, the rest of the copy is zeros
+    group: np.ndarray  # int64: the group each thread's copy joins (its commits so far)
+    done: np.ndarray  # bool
+
+
+class AsyncCopies:
+    """The copies in flight of one launch, and every thread's count of committed groups."""
+
+    def __init__(self, memory: Memory, n_threads: int, describe: Callable[[int], str], stats: Any) -> None:
+        self.memory = memory
+        self.committed = np.zeros(n_threads, np.int64)
+        self.copies: list[AsyncCopy] = []
+        self.describe = describe  # a thread index -> "block (..) thread (..)"
+        self.stats = stats  # the launch's Stats: bytes moved are counted when copies land
+
+    def issue(self, copy: AsyncCopy) -> None:
+        self.copies.append(copy)
+
+    def commit(self, threads: np.ndarray) -> None:
+        self.committed[threads] += 1
+
+    def wait(self, threads: np.ndarray, pending: int | None, observe: CopyObserver | None) -> None:
+        """Perform, in issue order, the copies of ``threads`` that a wait for at most ``pending``
+        pending groups completes (``None``: every copy, committed or not)."""
+        for c in self.copies:
+            todo = ~c.done & np.isin(c.threads, threads)
+            if pending is not None:
+                todo &= c.group < self.committed[c.threads] - pending
+            if todo.any():
+                self._perform(c, np.flatnonzero(todo), observe)
+        self.copies = [c for c in self.copies if not c.done.all()]
+
+    def finish(self, observe: CopyObserver | None) -> None:
+        """Perform every copy still in flight (the launch has ended)."""
+        for c in self.copies:
+            todo = np.flatnonzero(~c.done)
+            if todo.size:
+                self._perform(c, todo, observe)
+        self.copies = []
+
+    def _resolve(
+        self,
+        c: AsyncCopy,
+        pos: np.ndarray,
+        space: str,
+        addr: np.ndarray,
+        nbytes: int,
+        observe: CopyObserver | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            bufs, elems = self.memory.resolve(space, addr, nbytes, c.blocks[pos], c.threads[pos])
+        except MemoryFault as f:
+            thread = self.describe(int(c.threads[pos][f.position]))
+            raise MemoryAccessError(
+                f"line {c.dec.line}: {c.dec.source.full_opcode} ({thread}): {space} access of "
+                f"{nbytes} bytes at address {f.address:#x}: {f.detail}"
+            ) from None
+        if observe is not None:
+            observe(c.dec, c.threads[pos], bufs, elems, nbytes)
+        return bufs, elems
+
+    def _perform(self, c: AsyncCopy, pos: np.ndarray, observe: CopyObserver | None) -> None:
+        mem = self.memory
+        for name, addr in (("destination", c.dst[pos]), ("source", c.src[pos])):
+            bad = (addr % np.uint64(c.nbytes)) != 0
+            if bad.any():
+                i = int(np.argmax(bad))
+                who = self.describe(int(c.threads[pos][i]))
+                raise MemoryAccessError(
+                    f"line {c.dec.line}: {c.dec.source.full_opcode} ({who}): "
+                    f"{name} address {int(addr[i]):#x} is not aligned to the copy size {c.nbytes}"
+                )
+        have_all = c.src_nbytes[pos]
+        for w in range(c.nbytes // 4):
+            have = have_all - 4 * w  # bytes of this word that come from the source
+            word = np.zeros(pos.size, np.uint32)
+            full = np.flatnonzero(have >= 4)
+            if full.size:
+                bufs, elems = self._resolve(
+                    c, pos[full], c.src_space, c.src[pos[full]] + np.uint64(4 * w), 4, observe
+                )
+                word[full] = mem.gather(bufs, elems, 4)
+                self._count("bytes_loaded", c.src_space, 4 * full.size)
+            for b in range(3):  # a source size that ends inside the word: its bytes one by one
+                part = np.flatnonzero((have > b) & (have < 4))
+                if part.size:
+                    at = c.src[pos[part]] + np.uint64(4 * w + b)
+                    bufs, elems = self._resolve(c, pos[part], c.src_space, at, 1, observe)
+                    byte = mem.gather(bufs, elems, 1).astype(np.uint32)
+                    word[part] |= byte << np.uint32(8 * b)
+                    self._count("bytes_loaded", c.src_space, part.size)
+            bufs, elems = self._resolve(c, pos, c.dst_space, c.dst[pos] + np.uint64(4 * w), 4, observe)
+            mem.scatter(bufs, elems, word, 4)
+            self._count("bytes_stored", c.dst_space, 4 * pos.size)
+        c.done[pos] = True
+
+    def _count(self, table: str, space: str, n: int) -> None:
+        counts = getattr(self.stats, table)
+        counts[space] = counts.get(space, 0) + n
+
+
+class AsyncHooks:
+    """The ``copy_async``/``async_group`` hooks of the interpreter's execution context (mixed into
+    :class:`~karyamorph.model.interp.simt.GroupExec`, which sets these attributes)."""
+
+    n: int
+    lo: int
+    dec: Decoded
+    geo: Any
+    async_copies: AsyncCopies | None
+    observe: Callable[..., None] | None
+
+    if TYPE_CHECKING:
+
+        def _active(self) -> np.ndarray: ...
+        def _error(self, message: str, thread: int | None = None) -> Exception: ...
+
+    def copy_async(
+        self, dst: Any, dst_bits: int, src: Any, src_bits: int, nbytes: int, src_nbytes: Any
+    ) -> None:
+        idx = self._active()
+        t = idx + self.lo
+        copies = self._copies()
+        copies.issue(
+            AsyncCopy(
+                self.dec,
+                t,
+                self.geo.block_index[t],
+                "shared",
+                as_threads(dst, self.n, idx, np.uint64),
+                "global",
+                as_threads(src, self.n, idx, np.uint64),
+                nbytes,
+                as_threads(src_nbytes, self.n, idx, np.int64),
+                copies.committed[t].copy(),
+                np.zeros(idx.size, bool),
+            )
+        )
+
+    def async_group(self, op: str, n: int = 0) -> None:
+        t = self._active() + self.lo
+        copies = self._copies()
+        if op in ("commit", "wait_all"):
+            copies.commit(t)
+        if op != "commit":
+            copies.wait(t, 0 if op == "wait_all" else n, self.copy_observer())
+
+    def _copies(self) -> AsyncCopies:
+        if self.async_copies is None:
+            raise self._error("asynchronous copies need the interpreter's copy queue")
+        return self.async_copies
+
+    def copy_observer(self) -> Callable[[Decoded, np.ndarray, np.ndarray, np.ndarray, int], None] | None:
+        """The memory observer, told about a copy's accesses as made by the copy's instruction."""
+        observe = self.observe
+        if observe is None:
+            return None
+
+        def seen(dec: Decoded, threads: np.ndarray, bufs: np.ndarray, elems: np.ndarray, nbytes: int) -> None:
+            waiting = self.dec
+            self.dec = dec
+            try:
+                observe(self, threads, bufs, elems, nbytes)
+            finally:
+                self.dec = waiting
+
+        return seen
+
+
+def as_threads(values: Any, n: int, idx: np.ndarray, dtype: Any) -> np.ndarray:
+    """The entries of a per-thread (or uniform) operand for the threads ``idx`` of a group."""
+    return np.broadcast_to(np.asarray(values), (n,))[idx].astype(dtype)

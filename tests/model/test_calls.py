@@ -1,0 +1,298 @@
+"""Calls to .func (direct, nested, indirect, device printf) and module-level .global/.const variables:
+the nvcc corpus kernels interpret equal to numpy, and the checker keeps exact values through calls
+and constant tables (PTX ISA, "Control Flow Instructions: call", "Variables: Initializers")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from karyamorph.isa.parser import parse
+from karyamorph.model.check.checker import check
+from karyamorph.model.interp.errors import ExecutionError
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.decode import UnmodeledError
+
+M = ptx_machine("sm_80")
+NVCC = Path(__file__).resolve().parents[1] / "corpus" / "nvcc"
+ARCHS = ("sm_80", "sm_90", "sm_120")
+
+
+def _corpus(arch: str):  # type: ignore[no-untyped-def]
+    name = f"device_call.{arch}.ptx"
+    return parse((NVCC / name).read_text(), name)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_device_calls_equal_numpy(arch: str) -> None:
+    mod = _corpus(arch)
+    rng = np.random.default_rng(ARCHS.index(arch))
+    x = rng.standard_normal(200).astype(np.float32)
+    p = "apply_poly_param_"
+    r = interpret(mod, "apply_poly", M, (2, 128, 0), {f"{p}0": x, f"{p}1": np.zeros_like(x), f"{p}2": 200})
+    k = np.array([0.5, -1.25, 2.0, 0.125], np.float64)  # the source's __constant__ kPoly
+    xd = x.astype(np.float64)
+    np.testing.assert_allclose(
+        r.outputs[f"{p}1"], ((k[3] * xd + k[2]) * xd + k[1]) * xd + k[0], rtol=1e-6, atol=1e-6
+    )
+    a, b = (rng.integers(0, 5000, 200).astype(np.uint32) for _ in range(2))
+    p = "pairwise_gcd_param_"
+    args = {f"{p}0": a, f"{p}1": b, f"{p}2": np.zeros(200, np.uint32), f"{p}3": 200}
+    r = interpret(mod, "pairwise_gcd", M, (2, 128, 0), args)
+    np.testing.assert_array_equal(r.outputs[f"{p}2"], np.gcd(a, b))
+    rows = rng.standard_normal((40, 9)).astype(np.float32)
+    p = "row_stats_param_"
+    args = {
+        f"{p}0": rows,
+        f"{p}1": np.zeros(40, np.float32),
+        f"{p}2": np.zeros(40, np.float32),
+        f"{p}3": 40,
+        f"{p}4": 9,
+    }
+    r = interpret(mod, "row_stats", M, (1, 64, 0), args)
+    np.testing.assert_allclose(r.outputs[f"{p}1"], rows.astype(np.float64).mean(1), atol=1e-6)
+    np.testing.assert_allclose(r.outputs[f"{p}2"], rows.astype(np.float64).var(1, ddof=1), rtol=1e-5)
+    p = "apply_indirect_param_"
+    for which, f in ((0, np.square), (1, np.negative), (7, np.negative)):
+        r = interpret(
+            mod, "apply_indirect", M, (2, 128, 0), {f"{p}0": x.copy(), f"{p}1": which, f"{p}2": 200}
+        )
+        np.testing.assert_array_equal(r.outputs[f"{p}0"], f(x))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_printf_is_a_no_op_and_module_globals_are_outputs(arch: str) -> None:
+    x = np.arange(100, dtype=np.float32)
+    x[[3, 50, 77, 99]] = np.nan
+    r = interpret(_corpus(arch), "report", M, (1, 128, 0), {"report_param_0": x, "report_param_1": 100})
+    assert r.variables["g_calls"].view(np.uint32)[0] == 4  # atomicAdd(&g_calls, 1) per NaN
+
+
+def test_checker_keeps_values_through_calls() -> None:
+    mod = _corpus("sm_120")
+    vs = check(mod, "apply_poly", M, (2, 64, 0), {"apply_poly_param_0": 400, "apply_poly_param_1": 400},
+               {"apply_poly_param_2": 100})  # fmt: skip
+    assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
+    p = "row_stats_param_"
+    vs = check(mod, "row_stats", M, (1, 32, 0), {f"{p}0": 4 * 10 * 7, f"{p}1": 40, f"{p}2": 40},
+               {f"{p}3": 10, f"{p}4": 7})  # fmt: skip
+    assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
+    # An indirect call's pointer is loaded from local memory (free to the checker): the path of
+    # a pointer that matches no function ends in trap, which is not encodable.
+    vs = check(mod, "apply_indirect", M, (1, 64, 0), {"apply_indirect_param_0": 400},
+               {"apply_indirect_param_1": 0, "apply_indirect_param_2": 100})  # fmt: skip
+    assert all(v.verdict == "unknown" and "trap" in v.reason for v in vs)
+
+
+def _module(variables: str, body: str, params: str = ".param .u64 out") -> str:
+    return f"""
+.version 8.0
+.target sm_80
+.address_size 64
+{variables}
+.visible .entry k({params})
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .f32 %f<8>;
+    .reg .b64 %rd<16>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+{body}
+    ret;
+}}
+"""
+
+
+TABLES = """
+.const .align 4 .u32 perm[4] = {3, 1, 0, 2};
+.const .align 4 .u32 clash[4] = {0, 0, 1, 2};
+.const .align 4 .f32 scale[4] = {1.5, -2.0, 0f40400000, 0.25};
+.global .align 4 .u32 counter = 5;
+.global .align 8 .b8 scratch[16];
+"""
+
+
+def test_module_variables_start_with_their_initializers() -> None:
+    body = """
+    and.b32 %r3, %r1, 3;
+    mul.wide.u32 %rd2, %r3, 4;
+    mov.u64 %rd3, scale;
+    add.s64 %rd4, %rd3, %rd2;
+    ld.const.f32 %f1, [%rd4];
+    ld.global.u32 %r4, [counter];
+    ld.global.u32 %r5, [scratch+12];
+    cvt.rn.f32.u32 %f2, %r4;
+    add.f32 %f3, %f1, %f2;
+    cvt.rn.f32.u32 %f4, %r5;
+    add.f32 %f5, %f3, %f4;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.f32 [%rd6], %f5;
+    bar.sync 0;
+    atom.global.add.u32 %r6, [counter], 1;
+"""
+    r = interpret(parse(_module(TABLES, body)), "k", M, (1, 8, 0), {"out": np.zeros(8, np.float32)})
+    scale = np.array([1.5, -2.0, 3.0, 0.25], np.float32)
+    np.testing.assert_array_equal(r.outputs["out"], scale[np.arange(8) % 4] + 5)
+    assert r.variables["counter"].view(np.uint32)[0] == 5 + 8
+    assert not r.variables["scratch"].any()
+
+
+def test_checker_reads_constant_tables_exactly() -> None:
+    body = """
+    and.b32 %r3, %r1, 3;
+    mul.wide.u32 %rd2, %r3, 4;
+    mov.u64 %rd3, TABLE;
+    add.s64 %rd4, %rd3, %rd2;
+    ld.const.u32 %r4, [%rd4];
+    shl.b32 %r5, %r2, 2;
+    add.s32 %r6, %r5, %r4;
+    mul.wide.u32 %rd5, %r6, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.u32 [%rd6], %r1;
+"""
+    # perm is a permutation of 0..3: every thread of a block stores its own element, in bounds.
+    vs = check(parse(_module(TABLES, body.replace("TABLE", "perm"))), "k", M, (3, 4, 0), {"out": 48}, {})
+    assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
+    # clash sends threads 0 and 1 to one element: a race, with the table's values in the witness.
+    vs = check(parse(_module(TABLES, body.replace("TABLE", "clash"))), "k", M, (3, 4, 0), {"out": 48}, {})
+    assert vs[1].verdict == "refuted"
+    assert {t.thread[0] for t in vs[1].witness.threads} == {0, 1}  # type: ignore[union-attr]
+    # One block too many runs past the buffer.
+    vs = check(parse(_module(TABLES, body.replace("TABLE", "perm"))), "k", M, (4, 4, 0), {"out": 48}, {})
+    assert vs[0].verdict == "refuted"
+
+
+FUNCS = """
+.func (.param .b32 r) twice(.param .b32 a)
+{
+    .reg .b32 %r<3>;
+    ld.param.b32 %r1, [a];
+    add.s32 %r2, %r1, %r1;
+    st.param.b32 [r], %r2;
+    ret;
+}
+.func (.param .b32 r) quad(.param .b32 a)
+{
+    .reg .b32 %r<4>;
+    ld.param.b32 %r1, [a];
+    { .param .b32 p0; .param .b32 q0;
+      st.param.b32 [p0], %r1;
+      call.uni (q0), twice, (p0);
+      ld.param.b32 %r2, [q0]; }
+    { .param .b32 p0; .param .b32 q0;
+      st.param.b32 [p0], %r2;
+      call.uni (q0), twice, (p0);
+      ld.param.b32 %r3, [q0]; }
+    st.param.b32 [r], %r3;
+    ret;
+}
+.func (.param .b32 r) forever(.param .b32 a)
+{
+    .reg .b32 %r<3>;
+    ld.param.b32 %r1, [a];
+    { .param .b32 p0; .param .b32 q0;
+      st.param.b32 [p0], %r1;
+      call.uni (q0), forever, (p0);
+      ld.param.b32 %r2, [q0]; }
+    st.param.b32 [r], %r2;
+    ret;
+}
+.extern .func (.param .b32 r) elsewhere(.param .b32 a);
+"""
+
+
+def _caller(callee: str) -> str:
+    body = f"""
+    {{ .param .b32 p0; .param .b32 q0;
+      st.param.b32 [p0], %r1;
+      call.uni (q0), {callee}, (p0);
+      ld.param.b32 %r3, [q0]; }}
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+"""
+    return _module(FUNCS, body)
+
+
+def test_nested_calls_rename_apart_and_unmodeled_calls_say_why() -> None:
+    r = interpret(parse(_caller("quad")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
+    np.testing.assert_array_equal(r.outputs["out"], 4 * np.arange(32))
+    vs = check(parse(_caller("quad")), "k", M, (1, 32, 0), {"out": 128}, {})
+    assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
+    with pytest.raises(UnmodeledError, match="deeper than"):
+        interpret(parse(_caller("forever")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
+    with pytest.raises(UnmodeledError, match="elsewhere: no body"):
+        interpret(parse(_caller("elsewhere")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
+
+
+def test_trap_stops_the_interpreter() -> None:
+    body = """
+    setp.eq.u32 %p1, %r1, 5;
+    @%p1 trap;
+"""
+    with pytest.raises(ExecutionError, match="trap"):
+        interpret(parse(_module("", body)), "k", M, (1, 32, 0), {"out": np.zeros(1, np.uint32)})
+
+
+def test_calls_without_results_and_module_shared_memory() -> None:
+    variables = """
+.shared .align 4 .u32 slots[32];
+.func put(.param .b32 i, .param .b32 v)
+{
+    .reg .b32 %r<4>;
+    ld.param.b32 %r1, [i];
+    ld.param.b32 %r2, [v];
+    mov.u32 %r3, slots;
+    mad.lo.u32 %r3, %r1, 4, %r3;
+    st.shared.u32 [%r3], %r2;
+    ret;
+}
+.func sync_all
+{
+    bar.sync 0;
+    ret;
+}
+"""
+    body = """
+    xor.b32 %r3, %r1, 31;
+    mul.lo.u32 %r4, %r1, %r1;
+    { .param .b32 p0; .param .b32 p1;
+      st.param.b32 [p0], %r3;
+      st.param.b32 [p1], %r4;
+      call.uni put, (p0, p1); }
+    call.uni sync_all;
+    mov.u32 %r5, slots;
+    mad.lo.u32 %r5, %r1, 4, %r5;
+    ld.shared.u32 %r6, [%r5];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r6;
+"""
+    mod = parse(_module(variables, body))
+    r = interpret(mod, "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
+    np.testing.assert_array_equal(r.outputs["out"], (np.arange(32) ^ 31) ** 2)
+    vs = check(mod, "k", M, (1, 32, 0), {"out": 128}, {})
+    assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
+
+
+def test_unmodeled_follows_the_calls_of_an_entry() -> None:
+    from karyamorph.model.semantics.decode import unmodeled
+
+    lacking = FUNCS.replace("add.s32 %r2, %r1, %r1;", "prmt.b32 %r2, %r1, %r1, 0x3210;")
+    body = """
+    { .param .b32 p0; .param .b32 q0;
+      st.param.b32 [p0], %r1;
+      call.uni (q0), CALLEE, (p0);
+      ld.param.b32 %r3, [q0]; }
+"""
+    mod = parse(_module(lacking, body.replace("CALLEE", "quad")))
+    assert [u.text for u in unmodeled(mod, M, "k")] == ["prmt.b32"]  # inside twice, called by quad
+    mod = parse(_module(FUNCS, body.replace("CALLEE", "elsewhere")))
+    assert [u.reason.split(":")[0] for u in unmodeled(mod, M, "k")] == ["call to elsewhere"]
+    assert not unmodeled(_corpus("sm_90"), M, "report")  # vprintf is a modeled no-op
