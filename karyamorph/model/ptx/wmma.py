@@ -4,8 +4,9 @@ PTX ISA, "Matrix Fragments for WMMA" (9.7.14.4.1 in recent editions): the distri
 elements over the lanes is unspecified and architecture dependent; only the number of registers
 is fixed (``.f16`` A or B: eight ``.f16x2`` registers; ``.bf16`` A or B: four; ``.f32`` C or D:
 eight; ``.f16`` C or D: four ``.f16x2``). So the model chooses one layout and keeps it
-consistent between load, mma and store; kernels that use fragments only through these instructions (and uniform element-wise
-operations, which the PTX ISA allows) compute the same matrices with any layout. The choice:
+consistent between load, mma and store; kernels that use fragments only through these
+instructions (and uniform element-wise operations, which the PTX ISA allows) compute the same
+matrices with any layout. The choice:
 the layouts of ``mma.m16n8k16`` (:mod:`karyamorph.model.ptx.mma`), ``g = lane >> 2``,
 ``t = lane % 4``:
 
