@@ -1,0 +1,196 @@
+"""Operand rows for GPU validation (edge cases and random values per type) and the model's results.
+
+Every value is a bit pattern held in a ``uint64`` array, whatever the operand's width. The
+forms of one instruction that read the same operands (slot and type) share one table of rows:
+the cross product of each type's edge values (cut down, largest list first, to at most
+``cross_limit`` rows) followed by ``samples`` random rows. Rows are seeded by a stable hash of
+the instruction and the operand signature, so a table is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+
+from karyamorph.model.check.isa_check import RegisterExec
+from karyamorph.model.check.validation_forms import Form, Operand, decode_form
+from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
+from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.types import FLOAT_FORMAT, PtxType
+
+CROSS_LIMIT = 2048
+SAMPLES = 128
+
+# Integers: small values, every shift amount around 8/16/32/64 (so amounts >= the width occur
+# for every width), bit-field pos/len pairs, and alternating patterns. Masked to the width.
+_INT_SMALL = (0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 255, 256, 0x1FF,
+              0x0804, 0x1010, 0x2008)  # fmt: skip
+# Float values (rounded to nearest into the format): signs, halves (ties of rounding to an
+# integer), the edges of integer conversions with saturation, and a few irrational-looking ones.
+_FLOAT_VALUES = (1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.0, 0.1, -1 / 3, 3.14159265,
+                 127.5, -128.5, 255.5, 32767.5, -32768.5, 65535.5, 2.0**31, -(2.0**31), 2.0**32,
+                 2.0**63, -(2.0**63), 2.0**64, 1e10, -1e10, 128.0, -126.0, -150.0, 1e-3)  # fmt: skip
+
+
+def int_edges(bits: int) -> list[int]:
+    """Edge bit patterns of an integer of ``bits``: 0, 1, -1, the signed min and max, shift amounts."""
+    ones = (1 << bits) - 1
+    top = 1 << (bits - 1)
+    alternating = [0x5555_5555_5555_5555 & ones, 0xAAAA_AAAA_AAAA_AAAA & ones]
+    pattern = [ones, top, top - 1, top + 1, ones - 1, *alternating]
+    return _unique([*(v & ones for v in _INT_SMALL), *pattern])
+
+
+def float_edges(ft: str) -> list[int]:
+    """Edge bit patterns of a float format: +-0, +-1, +-inf, NaNs with payloads, subnormals, extremes."""
+    e, m = FLOAT_FORMAT[ft]
+    n = 1 + e + m
+    sign = 1 << (n - 1)
+    exp_all = ((1 << e) - 1) << m
+    bias = (1 << (e - 1)) - 1
+    one = bias << m
+    special = [
+        0, sign, one, sign | one,  # +-0, +-1
+        exp_all, sign | exp_all,  # +-inf
+        exp_all | (1 << (m - 1)), sign | exp_all | (1 << (m - 1)),  # quiet NaNs, both signs
+        exp_all | (1 << (m - 1)) | 0x2A,  # quiet NaN with a payload
+        exp_all | 1,  # signalling NaN
+        (1 << (n - 1)) - 1, (1 << n) - 1,  # NaN with every mantissa bit set, both signs
+        1, sign | 1, (1 << m) - 1, sign | ((1 << m) - 1),  # smallest and largest subnormals
+        1 << m, sign | (1 << m),  # smallest normals
+        exp_all - 1, sign | (exp_all - 1),  # largest finite
+        one + 1, one - 1,  # 1 + ulp, the largest value below 1
+        (bias - m - 1) << m, ((bias - m - 2) << m) | (1 << (m - 1)),  # half an ulp of 1 and 3/4 of it
+    ]  # fmt: skip
+    values = [float_bits(v, ft) for v in _FLOAT_VALUES]
+    return _unique([*special, *values])
+
+
+def edges(ty: PtxType | None) -> list[int]:
+    """The edge bit patterns of an operand type (``None``: a predicate, 0 and 1)."""
+    if ty is None:
+        return [0, 1]
+    return float_edges(ty.name) if ty.name in FLOAT_FORMAT else int_edges(ty.bits)
+
+
+def _unique(values: Sequence[int]) -> list[int]:
+    return list(dict.fromkeys(values))
+
+
+def random_bits(ty: PtxType | None, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` random patterns: raw bits for a third, moderate values (floats) or small ints for the rest."""
+    if ty is None:
+        return rng.integers(0, 2, n).astype(np.uint64)
+    bits = ty.bits
+    # Two draws, because numpy's integers() stops below 2**63: 62 high bits and 2 low bits.
+    raw = rng.integers(0, 1 << 62, n, dtype=np.uint64) << np.uint64(2)
+    raw |= rng.integers(0, 4, n, dtype=np.uint64)
+    if bits < 64:
+        raw &= np.uint64((1 << bits) - 1)
+    k = n // 3
+    if ty.name in FLOAT_FORMAT:
+        e, m = FLOAT_FORMAT[ty.name]
+        span = min((1 << (e - 1)) - 2, 24)
+        sig = rng.integers(0, 1 << min(m, 52), n - k, dtype=np.uint64)
+        exp = rng.integers(-span, span + 1, n - k).astype(np.int64) + (1 << (e - 1)) - 1
+        neg = rng.integers(0, 2, n - k).astype(np.uint64)
+        moderate = (neg << np.uint64(bits - 1)) | (exp.astype(np.uint64) << np.uint64(m)) | sig
+        return np.concatenate([raw[:k], moderate])
+    small = rng.integers(-300, 301, n - k).astype(np.int64).view(np.uint64)
+    if bits < 64:
+        small &= np.uint64((1 << bits) - 1)
+    return np.concatenate([raw[:k], small])
+
+
+def _cut(lists: list[list[int]], limit: int) -> list[list[int]]:
+    """Shorten the longest list (keeping its head) until the product is at most ``limit``."""
+    lists = [list(x) for x in lists]
+    while int(np.prod([len(x) for x in lists])) > limit:
+        longest = max(range(len(lists)), key=lambda i: len(lists[i]))
+        if len(lists[longest]) <= 2:
+            break
+        lists[longest].pop()
+    return lists
+
+
+@dataclass(frozen=True, slots=True)
+class CaseTable:
+    """Operand rows shared by the forms of one instruction that read the same operands.
+
+    ``operands[slot]`` is a ``uint64`` array of bit patterns, one element per case.
+    """
+
+    instruction: str
+    reads: tuple[Operand, ...]
+    operands: dict[str, np.ndarray]
+
+    @property
+    def signature(self) -> str:
+        """``a:f32,b:u32,c:pred``: what the forms sharing this table read."""
+        return signature(self.reads)
+
+    @property
+    def size(self) -> int:
+        return len(next(iter(self.operands.values()))) if self.operands else 0
+
+
+def signature(reads: Sequence[Operand]) -> str:
+    return ",".join(f"{r.slot}:{r.type_name}" for r in reads)
+
+
+def make_cases(
+    instruction: str, reads: Sequence[Operand], *, samples: int = SAMPLES, cross_limit: int = CROSS_LIMIT,
+    seed: int = 0,
+) -> CaseTable:  # fmt: skip
+    """The operand rows for forms of ``instruction`` reading ``reads``: edge cross product, then random."""
+    key = f"{instruction}|{signature(reads)}|{seed}".encode()
+    rng = np.random.default_rng(zlib.crc32(key))
+    lists = _cut([edges(r.type) for r in reads], cross_limit)
+    rows = np.array(list(product(*lists)), dtype=np.uint64).reshape(-1, len(reads))
+    randoms = np.stack([random_bits(r.type, samples, rng) for r in reads], axis=1) if reads else rows[:0]
+    table = np.concatenate([rows, randoms.reshape(-1, len(reads))])
+    return CaseTable(instruction, tuple(reads), {r.slot: table[:, i].copy() for i, r in enumerate(reads)})
+
+
+def case_tables(forms: Sequence[Form], *, samples: int = SAMPLES, cross_limit: int = CROSS_LIMIT,
+                seed: int = 0) -> dict[str, CaseTable]:  # fmt: skip
+    """One table per (instruction, operand signature) of ``forms``, keyed ``instr|signature``."""
+    out: dict[str, CaseTable] = {}
+    for f in forms:
+        k = table_key(f)
+        if k not in out:
+            out[k] = make_cases(f.instr.name, f.reads, samples=samples, cross_limit=cross_limit, seed=seed)
+    return out
+
+
+def table_key(form: Form) -> str:
+    """The key of the case table a form uses."""
+    return f"{form.instr.name}|{signature(form.reads)}"
+
+
+def model_results(form: Form, machine: Machine, operands: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The model's result bits for every destination of ``form`` (``uint64``; predicates 0 or 1).
+
+    The semantics run once on the numpy domain over all cases, each source truncated to the
+    width the semantics read it at.
+    """
+    n = len(next(iter(operands.values()))) if operands else 1
+
+    def src(slot: str, ty: PtxType) -> np.ndarray:
+        return operands[slot].astype(UINT[ty.bits])
+
+    def pred(slot: str) -> np.ndarray:
+        return operands[slot] != 0
+
+    x = RegisterExec(ConcreteDomain(), decode_form(form, machine), src, pred, dict(form.imms))
+    with np.errstate(all="ignore"):
+        form.instr.semantics(x)
+    out: dict[str, np.ndarray] = {}
+    for w in form.writes:
+        value, _ = x.writes[w.slot]
+        out[w.slot] = np.broadcast_to(np.asarray(value), (n,)).astype(np.uint64)
+    return out
