@@ -285,8 +285,9 @@ def _unique_forms(forms: list[FormRow]) -> tuple[FormRow, ...]:
     return tuple(seen.values())
 
 
-def report_text(report: ValidationReport, all_rows: bool = False, shown: int = 20) -> str:
-    """The report as terminal text: a row per instruction (or per form), failing forms, disagreements."""
+def report_text(report: ValidationReport, all_rows: bool = False, shown: int = 2) -> str:
+    """The report as terminal text: a row per instruction (or per form), then each failing form with
+    its first ``shown`` disagreements, what was not validated and why, and the time spent."""
     env = report.environment
     where = env.get("device_name") or "?"
     cases = sum(r.cases for r in report.results)
@@ -301,19 +302,20 @@ def report_text(report: ValidationReport, all_rows: bool = False, shown: int = 2
         body = render(["instruction", "forms", "pass", "fail", "no-bound", "rejected", "unsupported", "cases",
                        "disagreements", "nan_bits", "max_ulp"], report.by_instruction())  # fmt: skip
     lines = [head, "", body]
-    for r in report.failed:
-        lines.append(f"FAIL {r.form}: {r.disagreements} of {r.cases} cases disagree (max {r.max_ulp:g} ulp)")
     real = [d for d in report.disagreements if d.kind != "nan-bits"]
-    for d in real[:shown]:
-        ops = ", ".join(f"{k}={v:#x}" for k, v in d.operands.items())
-        lines.append(f"  {d.form} [{d.kind}] {ops}: gpu {d.slot}={d.gpu:#x}, model {d.model:#x}")
-    if len(real) > shown:
-        lines.append(f"  ... and {len(real) - shown} more (all of them in the database and in --format json)")
-    kinds = sorted({u.reason for u in report.unvalidated if "." not in u.name})
-    left = [u.name for u in report.unvalidated]
-    lines.append(f"\nnot validated: {len(left)} instructions or forms ({', '.join(left[:12])}"
-                 f"{', ...' if len(left) > 12 else ''}); reasons in --format json")  # fmt: skip
-    lines += [f"  {k}" for k in kinds]
+    for r in report.failed:
+        ulp = f" (max {r.max_ulp:g} ulp)" if r.max_ulp else ""
+        lines.append(f"FAIL {r.form}: {r.disagreements} of {r.cases} cases disagree{ulp}")
+        for d in [d for d in real if d.form == r.form][:shown]:
+            ops = ", ".join(f"{k}={v:#x}" for k, v in d.operands.items())
+            lines.append(f"    [{d.kind}] {ops}: gpu {d.slot}={d.gpu:#x}, model {d.model:#x}")
+    if report.failed:
+        lines.append("  (every disagreement is in the database and in --format json)")
+    if report.unvalidated:
+        left = [u.name for u in report.unvalidated]
+        more = ", ..." if len(left) > 12 else ""
+        lines.append(f"\nnot validated: {len(left)} instructions or forms ({', '.join(left[:12])}{more}):")
+        lines += [f"  {k}" for k in sorted({u.reason.split(" (")[0] for u in report.unvalidated})]
     s = report.seconds
     lines.append(f"wall time {s.get('total', 0):.1f} s (generate {s.get('generate', 0):.1f}, assemble "
                  f"{s.get('assemble', 0):.1f}, gpu {s.get('gpu', 0):.1f}, compare {s.get('compare', 0):.1f})")

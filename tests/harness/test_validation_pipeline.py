@@ -8,6 +8,7 @@ and the validation must name exactly the slipped forms.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -152,3 +153,14 @@ def test_a_result_word_the_kernel_leaves_unwritten_is_unstable() -> None:
     report = validate(M, "sm_90", flaky, discover(), only="popc", **SMALL)
     assert [(d.kind, d.case) for d in report.disagreements] == [("unstable", 5)]
     assert len(report.failed) == 1
+
+
+def test_the_readme_instruction_is_validated_with_no_code_of_its_own() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "with_instructions" in b]
+    scope: dict[str, Any] = {}
+    exec(compile(block, "README.md", "exec"), scope)
+    machine = scope["machine"]
+    report = validate(machine, "sm_90", emulator(machine), discover(), only="prmt", **SMALL)
+    assert [(r.form, r.status) for r in report.results] == [("prmt.b32 d,a,b,c", "pass")]
+    assert 8 < report.results[0].cases <= 64 + 8  # edge rows cut to the limit, then 8 random ones
