@@ -39,13 +39,13 @@ def slipped(name: str, semantics: Any) -> Machine:
 
 
 class _Mode:
-    """An Exec that answers another rounding mode: a slip in how a form rounds."""
+    """An Exec that answers another modifier for one group: a slip in how a form rounds, shuffles..."""
 
-    def __init__(self, x: Exec, rnd: str) -> None:
-        self._x, self._rnd = x, rnd
+    def __init__(self, x: Exec, group: str, value: str) -> None:
+        self._x, self._group, self._value = x, group, value
 
     def mod(self, group: str, default: str | None = None) -> str | None:
-        return self._rnd if group == "rnd" else self._x.mod(group, default)
+        return self._value if group == self._group else self._x.mod(group, default)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._x, name)
@@ -62,7 +62,12 @@ def _shr_logical(x: Exec) -> None:
 
 def _fma_toward_zero(x: Exec) -> None:
     fma = next(i for i in M.instructions if i.name == "fma")
-    fma.semantics(_Mode(x, "rz") if x.ty.name == "f32" else x)  # type: ignore[arg-type]
+    fma.semantics(_Mode(x, "rnd", "rz") if x.ty.name == "f32" else x)  # type: ignore[arg-type]
+
+
+def _butterfly_as_down(x: Exec) -> None:
+    shfl = next(i for i in M.instructions if i.name == "shfl.sync")
+    shfl.semantics(_Mode(x, "mode", "down") if x.mod("mode") == "bfly" else x)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +91,7 @@ def test_every_instruction_kernel_computes_what_the_model_says(everything: Valid
         ("shr", _shr_logical, "sh[lr]", lambda key: key.startswith("shr.s"), 8),
         # .sat clamps to [0, 1]: a rounding slip shows only where a result lands inside it.
         ("fma", _fma_toward_zero, "fma", lambda key: ".f32" in key and not key.startswith("fma.rz."), 128),
+        ("shfl.sync", _butterfly_as_down, "shfl", lambda key: ".bfly." in key, 8),
     ],
 )
 def test_a_planted_slip_on_the_gpu_side_fails_exactly_its_forms(

@@ -123,3 +123,39 @@ def test_sources_are_read_at_their_width() -> None:
 def test_case_table_signature() -> None:
     t = CaseTable("setp", (Operand("a", ptx_type("f32")), Operand("c", None)), {})
     assert t.signature == "a:f32,c:pred" and t.size == 0
+
+
+def test_warp_cases_are_whole_warps_with_a_full_mask_and_one_clamp_per_warp() -> None:
+    shfl = BY_KEY["shfl.sync.idx.b32 d|p,a,b,c,mask"]
+    table = case_tables([shfl], samples=64)[table_key(shfl)]
+    assert table.size % 32 == 0 and table.size >= 32 * 6
+    assert set(table.operands["mask"].tolist()) == {0xFFFF_FFFF}
+    c = table.operands["c"].reshape(-1, 32)
+    assert (c == c[:, :1]).all()  # one value per warp
+    assert {0x1F, 0x1C1F, 0x1F1F, 0x1000} <= set(c[:, 0].tolist())  # widths 32, 4, 1; clamp 0
+    a = table.operands["a"].reshape(-1, 32)
+    distinct = [len(set(row.tolist())) for row in a]
+    odd_lanes = [min(int((row != v).sum()) for v in set(row.tolist())) for row in a]
+    assert 1 in distinct and max(distinct) > 16 and 1 in odd_lanes  # same, random, one lane off
+
+
+def test_vote_cases_include_warps_of_all_true_all_false_and_one_lane_different() -> None:
+    vote = BY_KEY["vote.sync.uni.pred d,a,mask"]
+    a = case_tables([vote], samples=64)[table_key(vote)].operands["a"].reshape(-1, 32)
+    ones = a.sum(axis=1).tolist()
+    assert 0 in ones and 32 in ones and 1 in ones and 31 in ones
+
+
+def test_warp_results_come_from_the_interpreter_lane_by_lane() -> None:
+    shfl = BY_KEY["shfl.sync.bfly.b32 d|p,a,b,c,mask"]
+    lanes = np.arange(64, dtype=np.uint64)
+    ops = {"a": lanes * 10, "b": np.full(64, 1, dtype=np.uint64), "c": np.full(64, 0x1F, dtype=np.uint64),
+           "mask": np.full(64, 0xFFFF_FFFF, dtype=np.uint64)}  # fmt: skip
+    out = model_results(shfl, M, ops)
+    # Butterfly with offset 1: lane i reads lane i ^ 1 of its own warp (PTX ISA, "shfl.sync").
+    assert out["d"].tolist() == [10 * (i ^ 1) for i in range(64)] and set(out["p"].tolist()) == {1}
+    ballot = BY_KEY["vote.sync.ballot.b32 d,a,mask"]
+    preds = np.array([1 if i in (0, 5, 33) else 0 for i in range(64)], dtype=np.uint64)
+    got = model_results(ballot, M, {"a": preds, "mask": ops["mask"]})["d"].tolist()
+    assert got == [0b100001] * 32 + [0b10] * 32
+

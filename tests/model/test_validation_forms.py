@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from karyamorph.model.check.validation_forms import KIND_REASONS, enumerate_forms
+from karyamorph.model.check.validation_forms import KIND_REASONS, VALIDATED_KINDS, enumerate_forms
 from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot, form_text
 from karyamorph.model.semantics.types import U32
@@ -21,7 +21,7 @@ def test_every_declared_form_is_validated_or_left_out_with_a_reason() -> None:
     left = {u.name: u.reason for u in FORMS.unvalidated}
     missing = []
     for instr in M.instructions:
-        if instr.kind != "compute":
+        if instr.kind not in VALIDATED_KINDS:
             assert left.get(instr.name) == KIND_REASONS[instr.kind], instr.name
             continue
         for types, mods in instr.forms():
@@ -118,3 +118,13 @@ def test_instructions_a_target_lacks_are_left_out() -> None:
 def test_the_form_keys_are_unique(arch: str) -> None:
     forms = enumerate_forms(M, arch).forms
     assert len({f.key for f in forms}) == len(forms) > 1000
+
+
+def test_warp_collectives_are_forms_with_their_lanes_operands() -> None:
+    shfl = BY_KEY["shfl.sync.bfly.b32 d|p,a,b,c,mask"]
+    assert shfl.warp and [o.type_name for o in shfl.reads] == ["b32", "u32", "u32", "u32"]
+    assert [(o.slot, o.type_name) for o in shfl.writes] == [("d", "b32"), ("p", "pred")]
+    ballot = BY_KEY["vote.sync.ballot.b32 d,a,mask"]
+    assert ballot.warp and [o.type_name for o in ballot.writes] == ["u32"]
+    assert not BY_KEY["add.u32 d,a,b"].warp
+

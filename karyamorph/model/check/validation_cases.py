@@ -5,6 +5,11 @@ forms of one instruction that read the same operands (slot and type) share one t
 the cross product of each type's edge values (cut down, largest list first, to at most
 ``cross_limit`` rows) followed by ``samples`` random rows. Rows are seeded by a stable hash of
 the instruction and the operand signature, so a table is the same on every machine.
+
+Warp forms (shuffles, votes) take whole warps: 32 rows per case, the member mask full, the
+operands in :data:`WARP_UNIFORM` one value per warp, and every other operand per lane in one of
+three patterns (one value in every lane, random lanes, one lane different from the rest). The
+model's results for them come from the interpreter running the form's own microkernel.
 """
 
 from __future__ import annotations
@@ -16,14 +21,32 @@ from itertools import product
 
 import numpy as np
 
+from karyamorph.isa.parser import parse
 from karyamorph.model.check.isa_check import RegisterExec
 from karyamorph.model.check.validation_forms import Form, Operand, decode_form
+from karyamorph.model.check.validation_kernel import (
+    BLOCK_THREADS,
+    build_microkernel,
+    pack_inputs,
+    unpack_outputs,
+)
+from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
 from karyamorph.model.semantics.machine import Machine
 from karyamorph.model.semantics.types import FLOAT_FORMAT, PtxType
 
 CROSS_LIMIT = 2048
 SAMPLES = 128
+WARP = 32
+FULL_MASK = 0xFFFF_FFFF
+# Warp operands that hold one value per warp (instruction name -> slot -> the values to try), as
+# compilers emit them: shfl's c packs the segment mask (bits 8-12) and the clamp lane (bits 0-4)
+# of a sub-warp width (PTX ISA, "shfl.sync"), 0 or 31 as the clamp, plus odd clamps.
+WARP_UNIFORM: dict[str, dict[str, tuple[int, ...]]] = {
+    "shfl.sync": {"c": (*((32 - w) << 8 | clamp for w in (32, 16, 8, 4, 2, 1) for clamp in (0, 0x1F)),
+                        0x05, 0x1C, 0x1803, 0xFFFF_FFFF)},
+}  # fmt: skip
+MASK_SLOT = "mask"  # a warp form's member-mask operand: every lane of the warp takes part
 
 # Integers: small values, every shift amount around 8/16/32/64 (so amounts >= the width occur
 # for every width), bit-field pos/len pairs, and alternating patterns. Masked to the width.
@@ -156,6 +179,44 @@ def make_cases(
     return CaseTable(instruction, tuple(reads), {r.slot: table[:, i].copy() for i, r in enumerate(reads)})
 
 
+def make_warp_cases(
+    instruction: str, reads: Sequence[Operand], *, samples: int = SAMPLES, cross_limit: int = CROSS_LIMIT,
+    seed: int = 0,
+) -> CaseTable:  # fmt: skip
+    """Whole-warp rows for a warp form: uniform operands crossed by warp, lane operands in patterns."""
+    rng = np.random.default_rng(zlib.crc32(f"{instruction}|{signature(reads)}|{seed}|warp".encode()))
+    table = WARP_UNIFORM.get(instruction, {})
+    uniform = [r for r in reads if r.slot in table and r.slot != MASK_SLOT]
+    combos = list(product(*_cut([list(table[r.slot]) for r in uniform], max(1, cross_limit // (3 * WARP)))))
+    warps = 3 * len(combos) + max(6, samples // WARP)
+    n = warps * WARP
+    out: dict[str, np.ndarray] = {}
+    for r in reads:
+        if r.slot == MASK_SLOT:
+            out[r.slot] = np.full(n, FULL_MASK, dtype=np.uint64)
+        elif r in uniform:
+            j = uniform.index(r)
+            crossed = np.repeat(np.array([c[j] for c in combos], dtype=np.uint64), 3)
+            per_warp = np.concatenate([crossed, random_bits(r.type, warps - len(crossed), rng)])
+            out[r.slot] = np.repeat(per_warp, WARP)
+        else:
+            out[r.slot] = _lane_patterns(r, warps, rng)
+    return CaseTable(instruction, tuple(reads), out)
+
+
+def _lane_patterns(r: Operand, warps: int, rng: np.random.Generator) -> np.ndarray:
+    """Warp ``w``: an edge value in every lane (w % 3 == 0), random lanes (1), or an edge value in
+    every lane but lane ``w % 32``, whose lowest bit is flipped (2)."""
+    e = np.array(edges(r.type), dtype=np.uint64)
+    w = np.arange(warps)
+    same = np.repeat(e[(w // 3) % len(e)], WARP).reshape(warps, WARP)
+    rand = random_bits(r.type, warps * WARP, rng).reshape(warps, WARP)
+    odd = same.copy()
+    odd[w, w % WARP] ^= np.uint64(1)
+    kind = (w % 3)[:, None]
+    return np.where(kind == 0, same, np.where(kind == 1, rand, odd)).reshape(-1)
+
+
 def case_tables(forms: Sequence[Form], *, samples: int = SAMPLES, cross_limit: int = CROSS_LIMIT,
                 seed: int = 0) -> dict[str, CaseTable]:  # fmt: skip
     """One table per (instruction, operand signature) of ``forms``, keyed ``instr|signature``."""
@@ -163,7 +224,8 @@ def case_tables(forms: Sequence[Form], *, samples: int = SAMPLES, cross_limit: i
     for f in forms:
         k = table_key(f)
         if k not in out:
-            out[k] = make_cases(f.instr.name, f.reads, samples=samples, cross_limit=cross_limit, seed=seed)
+            make = make_warp_cases if f.warp else make_cases
+            out[k] = make(f.instr.name, f.reads, samples=samples, cross_limit=cross_limit, seed=seed)
     return out
 
 
@@ -176,9 +238,12 @@ def model_results(form: Form, machine: Machine, operands: dict[str, np.ndarray])
     """The model's result bits for every destination of ``form`` (``uint64``; predicates 0 or 1).
 
     The semantics run once on the numpy domain over all cases, each source truncated to the
-    width the semantics read it at.
+    width the semantics read it at. Warp forms run in the interpreter, as their microkernel
+    (their cases are whole warps, and lanes read each other).
     """
     n = len(next(iter(operands.values()))) if operands else 1
+    if form.warp:
+        return _interpreted(form, machine, operands, n)
 
     def src(slot: str, ty: PtxType) -> np.ndarray:
         return operands[slot].astype(UINT[ty.bits])
@@ -194,3 +259,16 @@ def model_results(form: Form, machine: Machine, operands: dict[str, np.ndarray])
         value, _ = x.writes[w.slot]
         out[w.slot] = np.broadcast_to(np.asarray(value), (n,)).astype(np.uint64)
     return out
+
+
+def _interpreted(
+    form: Form, machine: Machine, operands: dict[str, np.ndarray], n: int
+) -> dict[str, np.ndarray]:
+    if n % WARP:
+        raise ValueError(f"{form.key}: {n} cases is not a whole number of warps")
+    kernel = build_microkernel(form.instr.name, [form], [n], "sm_80")  # the interpreter ignores .target
+    words = np.zeros((kernel.rows, kernel.out_slots), dtype=np.uint64)
+    args = {"inp": pack_inputs(kernel, [operands]), "out": words, "rows": np.uint32(n)}
+    result = interpret(parse(kernel.ptx), kernel.entry, machine, (kernel.grid, BLOCK_THREADS, 0), args)
+    return unpack_outputs(kernel, result.outputs["out"])[0]
+

@@ -6,8 +6,9 @@ declarations alone: the full product of each instruction's types and modifier gr
 where the declaration's own decoder accepts it and its semantics read exactly the operands the
 form has (so an optional third source is a form of its own when the semantics use it). What a
 form reads and writes (slot, type) is learnt by running its semantics once on the numpy domain,
-so a new declaration is validated with no code here. Forms that cannot be microbenchmarked one
-lane at a time are listed with the reason (:class:`Unvalidated`).
+so a new declaration is validated with no code here. Warp instructions (shuffles, votes) are
+forms too: their cases are whole warps (see :mod:`karyamorph.model.check.validation_cases`).
+Forms that cannot be microbenchmarked this way are listed with the reason (:class:`Unvalidated`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import product
+from typing import Any
 
 import numpy as np
 
@@ -29,13 +31,14 @@ from karyamorph.model.semantics.instruction import Instr, Slot, form_text
 from karyamorph.model.semantics.machine import Machine
 from karyamorph.model.semantics.types import PtxType
 
-# Why a whole kind of instruction has no per-lane microbenchmark (Instr.kind -> reason).
+# Kinds whose forms are validated: register-only compute, and warp collectives (a case per warp).
+VALIDATED_KINDS = ("compute", "warp")
+# Why a whole kind of instruction has no microbenchmark (Instr.kind -> reason).
 KIND_REASONS: dict[str, str] = {
     "memory": "reads or writes memory: its result depends on addresses and on other threads; "
     "kernels using it are compared with the interpreter by the correctness stage",
     "control": "changes control flow and has no result value to compare",
     "barrier": "synchronises the threads of a block and has no result value to compare",
-    "warp": "exchanges values between the lanes of a warp, so a case is a whole warp, not a lane",
 }
 
 # Values tried for immediate operands (opcode -> values); an 8-bit lookup table by default:
@@ -101,6 +104,11 @@ class Form:
     def key(self) -> str:
         """A unique name: the opcode and its operand list, ``setp.lt.u32 p|q,a,b``."""
         return f"{self.opcode} {','.join(self.operands)}"
+
+    @property
+    def warp(self) -> bool:
+        """Whether the form exchanges values between lanes (its cases are whole warps)."""
+        return self.instr.kind == "warp"
 
     @property
     def approx(self) -> bool:
@@ -174,6 +182,16 @@ def decode_form(form: Form, machine: Machine) -> Decoded:
     return got
 
 
+class _ProbeExec(RegisterExec):
+    """A register Exec whose warp hooks answer placeholders, so collectives can be probed too."""
+
+    def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]:
+        return a, np.ones(np.shape(a), dtype=bool)
+
+    def vote(self, mode: str, p: Any, mask: Any) -> Any:
+        return np.zeros(np.shape(p), dtype=np.uint32) if mode == "ballot" else p
+
+
 class _Probe:
     """Runs a form's semantics once on a few values, recording what it reads and writes.
 
@@ -184,7 +202,7 @@ class _Probe:
 
     def __init__(self, dec: Decoded, imms: dict[str, int]) -> None:
         self.reads: dict[str, PtxType | None] = {}
-        self.x = RegisterExec(ConcreteDomain(), dec, self._read, self._read_pred, imms)
+        self.x = _ProbeExec(ConcreteDomain(), dec, self._read, self._read_pred, imms)
 
     def _read(self, slot: str, ty: PtxType) -> np.ndarray:
         if not self.x.has(slot):
@@ -294,7 +312,7 @@ def enumerate_forms(machine: Machine, arch: str = "sm_90", only: str | None = No
     for instr in machine.instructions:
         if not _matches(instr.name, only):
             continue
-        if instr.kind != "compute":
+        if instr.kind not in VALIDATED_KINDS:
             reason = KIND_REASONS.get(instr.kind, f"no reason is given for kind {instr.kind!r}")
             left.append(Unvalidated(instr.name, reason))
             continue
