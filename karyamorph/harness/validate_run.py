@@ -30,7 +30,7 @@ from karyamorph.model.check.validation_cases import (
     model_results,
     table_key,
 )
-from karyamorph.model.check.validation_compare import Disagreement, FormResult, compare_form
+from karyamorph.model.check.validation_compare import ALLOWED, Disagreement, FormResult, compare_form
 from karyamorph.model.check.validation_forms import Form, FormSet, Unvalidated, enumerate_forms
 from karyamorph.model.check.validation_kernel import (
     BLOCK_THREADS,
@@ -265,7 +265,7 @@ def store_record(report: ValidationReport, toolchain: Toolchain) -> ValidationRe
         cc, sms = str(d.get("compute_capability", "")), int(d.get("multiprocessor_count", 0))
         device = DeviceRecord(str(d.get("name", "")), cc, sms, str(d.get("cuda_driver", "")), d)
     forms = [FormRow(r.form, r.instruction, r.status, r.cases, r.disagreements, r.nan_bits, r.unbounded,
-                     r.max_ulp, r.detail) for r in report.results]  # fmt: skip
+                     r.unspecified, r.max_ulp, r.detail) for r in report.results]  # fmt: skip
     forms += [FormRow(u.name, u.name.split(".")[0], "unvalidated", detail=u.reason)
               for u in report.unvalidated]  # fmt: skip
     rows = tuple(
@@ -295,14 +295,15 @@ def report_text(report: ValidationReport, all_rows: bool = False, shown: int = 2
             f"{env.get('driver_release') or env.get('cuda_driver', '?')}, ptxas {env.get('ptxas', '?')}): "
             f"{report.status}")  # fmt: skip
     if all_rows:
-        columns = ["form", "status", "cases", "disagreements", "nan_bits", "unbounded", "max_ulp", "detail"]
-        body = render(columns, [(r.form, r.status, r.cases, r.disagreements, r.nan_bits, r.unbounded,
-                                 r.max_ulp, r.detail) for r in report.results])  # fmt: skip
+        columns = ["form", "status", "cases", "disagreements", "nan_bits", "unspecified", "unbounded",
+                   "max_ulp", "detail"]  # fmt: skip
+        body = render(columns, [(r.form, r.status, r.cases, r.disagreements, r.nan_bits, r.unspecified,
+                                 r.unbounded, r.max_ulp, r.detail) for r in report.results])  # fmt: skip
     else:
         body = render(["instruction", "forms", "pass", "fail", "no-bound", "rejected", "unsupported", "cases",
                        "disagreements", "nan_bits", "max_ulp"], report.by_instruction())  # fmt: skip
     lines = [head, "", body]
-    real = [d for d in report.disagreements if d.kind != "nan-bits"]
+    real = [d for d in report.disagreements if d.kind not in ALLOWED]
     for r in report.failed:
         ulp = f" (max {r.max_ulp:g} ulp)" if r.max_ulp else ""
         lines.append(f"FAIL {r.form}: {r.disagreements} of {r.cases} cases disagree{ulp}")

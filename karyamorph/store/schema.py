@@ -146,6 +146,7 @@ _VALIDATION: tuple[str, ...] = (
         disagreements INTEGER NOT NULL,
         nan_bits INTEGER NOT NULL,
         unbounded INTEGER NOT NULL,
+        unspecified INTEGER NOT NULL,
         max_ulp DOUBLE NOT NULL,
         detail VARCHAR NOT NULL,
         PRIMARY KEY (validation_id, form)

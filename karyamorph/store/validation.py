@@ -23,6 +23,7 @@ class FormRow:
     disagreements: int = 0
     nan_bits: int = 0
     unbounded: int = 0
+    unspecified: int = 0
     max_ulp: float = 0.0
     detail: str = ""
 
@@ -32,7 +33,7 @@ class DisagreementRow:
     """One case and destination where the GPU and the model differ.
 
     ``operands`` maps each source slot to its bits as ``"0x..."``; ``kind`` is ``value``,
-    ``bound``, ``nan-bits`` or ``unstable``.
+    ``bound``, ``unstable``, or an allowed difference: ``nan-bits``, ``unspecified``.
     """
 
     form: str
@@ -91,10 +92,11 @@ def write_validation(
         con.execute(
             "INSERT INTO validation_forms SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
             "unnest(?::VARCHAR[]), unnest(?::INTEGER[]), unnest(?::INTEGER[]), unnest(?::INTEGER[]), "
-            "unnest(?::INTEGER[]), unnest(?::DOUBLE[]), unnest(?::VARCHAR[])",
+            "unnest(?::INTEGER[]), unnest(?::INTEGER[]), unnest(?::DOUBLE[]), unnest(?::VARCHAR[])",
             [validation_id, [r.form for r in f], [r.instruction for r in f], [r.status for r in f],
              [r.cases for r in f], [r.disagreements for r in f], [r.nan_bits for r in f],
-             [r.unbounded for r in f], [r.max_ulp for r in f], [r.detail for r in f]],
+             [r.unbounded for r in f], [r.unspecified for r in f], [r.max_ulp for r in f],
+             [r.detail for r in f]],
         )  # fmt: skip
     if rec.disagreements:
         d = rec.disagreements

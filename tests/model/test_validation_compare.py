@@ -151,3 +151,16 @@ def test_a_result_that_changes_with_the_poison_is_unstable() -> None:
     result, rows = compare_form(form, ops, {"d": u64(2, 6)}, model, again={"d": u64(2, 0x3232_3232)})
     assert (result.status, result.disagreements) == ("fail", 1)
     assert [(r.case, r.kind) for r in rows] == [(1, "unstable")]
+
+
+def test_integer_division_by_zero_is_unspecified_not_a_disagreement() -> None:
+    form = BY_KEY["div.s32 d,a,b"]
+    ops = {"a": u64(7, 7, 9), "b": u64(0, 2, 3)}
+    model = {"d": u64(0xFFFF_FFFF, 3, 3)}  # the model's convention for 7 / 0 is -1
+    result, rows = compare_form(form, ops, {"d": u64(0x7FFF_FFFF, 3, 4)}, model)
+    assert (result.status, result.disagreements, result.unspecified) == ("fail", 1, 1)
+    assert [(r.case, r.kind) for r in rows] == [(0, "unspecified"), (2, "value")]
+    # Floating-point division by zero is specified (an infinity): no leniency there.
+    fdiv = BY_KEY["div.rn.f32 d,a,b"]
+    result, _ = compare_form(fdiv, {"a": u64(bits(1.0)), "b": u64(0)}, {"d": u64(0)}, {"d": u64(0x7F80_0000)})
+    assert (result.status, result.unspecified) == ("fail", 0)

@@ -9,17 +9,21 @@ The rules, case by case and destination by destination (only the destination's w
   (``mov``, ``selp``) or returns its canonical NaN (``min``/``max`` of two NaNs); elsewhere it
   promises a NaN (``neg``/``abs``: "an unspecified NaN"). Such payload differences are counted
   (``nan_bits``) and kept as rows of kind ``nan-bits``, never counted as disagreements;
+- results the PTX ISA leaves unspecified (:data:`UNSPECIFIED`: integer division and remainder by
+  zero, where the model follows z3's convention) are counted (``unspecified``) and kept as rows
+  of kind ``unspecified``, never counted as disagreements;
 - ``.approx``/``.full`` results are compared with the :class:`ErrorBound` the declaration states
   for the form (a bound stated for ``rcp.approx.f32`` covers ``rcp.approx.ftz.f32``): inside
   the stated input range the GPU value must be within the bound of the float64 reference;
-  special cases (an input or the model's result NaN, infinite, zero, or a subnormal input) must
-  agree bit for bit with the model; finite inputs outside the stated range are counted as
+  special cases (an input NaN, infinite or zero, a subnormal input under ``.ftz``, or a NaN
+  result) must agree bit for bit with the model; finite inputs outside the stated range are counted as
   ``unbounded`` (the ISA states nothing there) with their ulp distance. Approximate forms with
   no stated bound get status ``no-bound``: measured, never failed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +35,23 @@ from karyamorph.model.semantics.types import FLOAT_FORMAT
 
 NAN_BITS_EXACT = frozenset({"mov", "selp", "min", "max"})
 STATUSES = ("pass", "fail", "no-bound", "rejected", "unsupported")
+ALLOWED = ("nan-bits", "unspecified")  # differences the PTX ISA allows: kept, never failed
+
+
+def _integer_divisor_zero(form: Form, operands: dict[str, np.ndarray]) -> np.ndarray:
+    b = next((r for r in form.reads if r.slot == "b"), None)
+    if b is None or b.type is None or b.type.is_float:
+        return np.zeros(len(next(iter(operands.values()))), dtype=bool)
+    mask = (1 << b.bits) - 1 if b.bits < 64 else 0xFFFF_FFFF_FFFF_FFFF
+    return (operands["b"] & np.uint64(mask)) == 0
+
+
+# Cases whose result the PTX ISA leaves unspecified (opcode -> which cases): "division by zero
+# yields an unspecified, machine-specific value" (integer div; rem divides too).
+UNSPECIFIED: dict[str, Callable[[Form, dict[str, np.ndarray]], np.ndarray]] = {
+    "div": _integer_divisor_zero,
+    "rem": _integer_divisor_zero,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +59,9 @@ class Disagreement:
     """One case where the GPU and the model differ.
 
     ``kind`` is ``value`` (a disagreement), ``bound`` (an approximation outside its stated
-    bound), ``unstable`` (the GPU gave other bits in a second launch) or ``nan-bits`` (two NaNs
-    with different bits, allowed; kept for the record).
+    bound), ``unstable`` (the GPU gave other bits in a second launch), or one of the differences
+    the ISA allows, kept for the record: ``nan-bits`` (two NaNs with different bits) and
+    ``unspecified`` (a result the ISA leaves open, such as integer division by zero).
     """
 
     form: str
@@ -70,6 +92,7 @@ class FormResult:
     disagreements: int = 0
     nan_bits: int = 0
     unbounded: int = 0
+    unspecified: int = 0
     max_ulp: float = 0.0
     detail: str = ""
 
@@ -77,6 +100,7 @@ class FormResult:
         return {
             "form": self.form, "instruction": self.instruction, "status": self.status, "cases": self.cases,
             "disagreements": self.disagreements, "nan_bits": self.nan_bits, "unbounded": self.unbounded,
+            "unspecified": self.unspecified,
             "max_ulp": self.max_ulp, "detail": self.detail,
         }  # fmt: skip
 
@@ -137,7 +161,10 @@ def bound_for(form: Form) -> ErrorBound | None:
 
 
 def _special(form: Form, operands: dict[str, np.ndarray], model: np.ndarray, ft: str) -> np.ndarray:
-    out = ~np.isfinite(values(model, ft)) | (values(model, ft) == 0)
+    """Cases whose result the PTX ISA fixes exactly: a NaN, infinite or zero input (or a subnormal
+    one under ``.ftz``), or a NaN result. A zero or infinite result of a finite input is not
+    special: at the edges of the range an approximation may land on either side of it."""
+    out = is_nan(model, ft)
     ftz = any(v == "ftz" for _, v in form.mods)
     for r in form.reads:
         if r.type is None or r.type.name not in FLOAT_FORMAT:
@@ -190,6 +217,9 @@ def compare_form(
     rows: list[Disagreement] = []
     bad = np.zeros(n, dtype=bool)
     nan_bits = np.zeros(n, dtype=bool)
+    rule = UNSPECIFIED.get(form.instr.opcode)
+    open_cases = rule(form, operands) if rule is not None else np.zeros(n, dtype=bool)
+    unspecified = np.zeros(n, dtype=bool)
     unbounded = np.zeros(n, dtype=bool)
     max_ulp = 0.0
     bound = bound_for(form) if form.approx else None
@@ -213,17 +243,19 @@ def compare_form(
                 diff = broken | lenient
             nan_bits |= lenient
             kind[lenient] = "nan-bits"
+        kind[diff & open_cases] = "unspecified"
+        unspecified |= diff & open_cases
         if again is not None:
             unstable = g != (again[w.slot] & mask)
             kind[unstable] = "unstable"
             diff |= unstable
-        bad |= diff & (kind != "nan-bits")
+        bad |= diff & (kind != ALLOWED[0]) & (kind != ALLOWED[1])
         for i in np.flatnonzero(diff):
             rows.append(_row(form, operands, w, int(i), str(kind[i]), int(g[i]), int(m[i]), ulp))
     status = "fail" if bad.any() else ("no-bound" if form.approx and bound is None else "pass")
     result = FormResult(
         form.key, form.instr.name, status, n, int(bad.sum()), int(nan_bits.sum()), int(unbounded.sum()),
-        max_ulp, "" if bound is None else f"bound: {bound.source or bound.form}",
+        int(unspecified.sum()), max_ulp, "" if bound is None else f"bound: {bound.source or bound.form}",
     )  # fmt: skip
     return result, rows
 
