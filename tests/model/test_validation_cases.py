@@ -14,11 +14,13 @@ from karyamorph.model.check.validation_cases import (
     int_edges,
     make_cases,
     model_results,
+    packed,
     table_key,
 )
 from karyamorph.model.check.validation_forms import Operand, enumerate_forms
+from karyamorph.model.check.validation_kernel import register_type
 from karyamorph.model.ptx.machine import ptx_machine
-from karyamorph.model.semantics.types import ptx_type
+from karyamorph.model.semantics.types import PtxType, ptx_type
 
 M = ptx_machine()
 BY_KEY = {f.key: f for f in enumerate_forms(M, "sm_90").forms}
@@ -158,4 +160,23 @@ def test_warp_results_come_from_the_interpreter_lane_by_lane() -> None:
     preds = np.array([1 if i in (0, 5, 33) else 0 for i in range(64)], dtype=np.uint64)
     got = model_results(ballot, M, {"a": preds, "mask": ops["mask"]})["d"].tolist()
     assert got == [0b100001] * 32 + [0b10] * 32
+
+
+def test_packed_types_take_float_edges_in_every_element() -> None:
+    # A packed type (as declarations of .f16x2 or .f32x2 arithmetic would use): each half is an
+    # edge value of the element format, and random values are moderate floats per element.
+    assert packed("f16x2") == ("f16", 2) and packed("bf16x2") == ("bf16", 2) and packed("f32x2") == ("f32", 2)
+    assert packed("u32") is None and packed("b64") is None
+    f16x2 = PtxType("f16x2", 32, "f")
+    e16 = set(float_edges("f16"))
+    values = edges(f16x2)
+    assert len(values) == len(e16) and all(v & 0xFFFF in e16 and v >> 16 in e16 for v in values)
+    assert {v & 0xFFFF for v in values} == e16
+    table = make_cases("addx", (Operand("a", PtxType("f32x2", 64, "f")),), samples=300, cross_limit=1)
+    for shift in (0, 32):
+        halves = np.array([f32((int(v) >> shift) & 0xFFFF_FFFF) for v in table.operands["a"][2:]])
+        moderate = np.isfinite(halves) & (np.abs(halves) > 2.0**-30) & (np.abs(halves) < 2.0**30)
+        assert moderate.mean() > 0.6
+    assert register_type(Operand("a", PtxType("f32x2", 64, "f"))) == "b64"
+    assert register_type(Operand("a", ptx_type("u8"))) == "u16"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,8 +15,9 @@ from karyamorph.model.check.validation_compare import (
     ulp_distance,
     values,
 )
-from karyamorph.model.check.validation_forms import enumerate_forms
+from karyamorph.model.check.validation_forms import Operand, enumerate_forms
 from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.types import PtxType
 
 M = ptx_machine()
 BY_KEY = {f.key: f for f in enumerate_forms(M, "sm_90").forms}
@@ -164,3 +166,16 @@ def test_integer_division_by_zero_is_unspecified_not_a_disagreement() -> None:
     fdiv = BY_KEY["div.rn.f32 d,a,b"]
     result, _ = compare_form(fdiv, {"a": u64(bits(1.0)), "b": u64(0)}, {"d": u64(0)}, {"d": u64(0x7F80_0000)})
     assert (result.status, result.unspecified) == ("fail", 0)
+
+
+def test_packed_results_compare_element_by_element() -> None:
+    # A packed .f16x2 destination (as a declaration of packed arithmetic would have): a NaN
+    # payload difference in one half is allowed, a value difference in the other is not.
+    f16x2 = PtxType("f16x2", 32, "f")
+    form = replace(BY_KEY["add.f32 d,a,b"], writes=(Operand("d", f16x2),))
+    ops = {"a": u64(0, 0, 0), "b": u64(0, 0, 0)}
+    model = {"d": u64(0x7FFF_3C00, 0x3C00_3C00, 0x3C00_3C00)}
+    gpu = {"d": u64(0x7E00_3C00, 0x3C00_3C01, 0x3C00_3C00)}  # NaN bits in the high half; 1 ulp low
+    result, rows = compare_form(form, ops, gpu, model)
+    assert (result.disagreements, result.nan_bits, result.max_ulp) == (1, 1, 1.0)
+    assert [(r.case, r.kind) for r in rows] == [(0, "nan-bits"), (1, "value")]

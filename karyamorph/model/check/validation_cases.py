@@ -4,7 +4,9 @@ Every value is a bit pattern held in a ``uint64`` array, whatever the operand's 
 forms of one instruction that read the same operands (slot and type) share one table of rows:
 the cross product of each type's edge values (cut down, largest list first, to at most
 ``cross_limit`` rows) followed by ``samples`` random rows. Rows are seeded by a stable hash of
-the instruction and the operand signature, so a table is the same on every machine.
+the instruction and the operand signature, so a table is the same on every machine. A packed
+type (``f16x2``, ``f32x2``: element format and count read from its name) takes its element
+format's values in every element.
 
 Warp forms (shuffles, votes) take whole warps: 32 rows per case, the member mask full, the
 operands in :data:`WARP_UNIFORM` one value per warp, and every other operand per lane in one of
@@ -14,6 +16,7 @@ model's results for them come from the interpreter running the form's own microk
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
 from karyamorph.model.semantics.machine import Machine
 from karyamorph.model.semantics.types import FLOAT_FORMAT, PtxType
 
+_PACKED = re.compile(r"([a-z]+\d+)x(\d+)")
 CROSS_LIMIT = 2048
 SAMPLES = 128
 WARP = 32
@@ -93,11 +97,28 @@ def float_edges(ft: str) -> list[int]:
     return _unique([*special, *values])
 
 
+def packed(type_name: str) -> tuple[str, int] | None:
+    """``("f16", 2)`` for a packed type such as ``f16x2`` (the element format and count), else None."""
+    m = _PACKED.fullmatch(type_name)
+    if m is None or m.group(1) not in FLOAT_FORMAT:
+        return None
+    return m.group(1), int(m.group(2))
+
+
 def edges(ty: PtxType | None) -> list[int]:
-    """The edge bit patterns of an operand type (``None``: a predicate, 0 and 1)."""
+    """The edge bit patterns of an operand type (``None``: a predicate, 0 and 1); a packed type's
+    elements each take the element format's edges, the other elements shifted along the list."""
     if ty is None:
         return [0, 1]
-    return float_edges(ty.name) if ty.name in FLOAT_FORMAT else int_edges(ty.bits)
+    if ty.name in FLOAT_FORMAT:
+        return float_edges(ty.name)
+    pack = packed(ty.name)
+    if pack is None:
+        return int_edges(ty.bits)
+    ft, count = pack
+    e = float_edges(ft)
+    width = ty.bits // count
+    return _unique([sum(e[(i + 7 * k) % len(e)] << (width * k) for k in range(count)) for i in range(len(e))])
 
 
 def _unique(values: Sequence[int]) -> list[int]:
@@ -109,6 +130,12 @@ def random_bits(ty: PtxType | None, n: int, rng: np.random.Generator) -> np.ndar
     if ty is None:
         return rng.integers(0, 2, n).astype(np.uint64)
     bits = ty.bits
+    pack = packed(ty.name)
+    if pack is not None:
+        ft, count = pack
+        width = bits // count
+        parts = [random_bits(PtxType(ft, width, "f"), n, rng) << np.uint64(width * j) for j in range(count)]
+        return np.bitwise_or.reduce(parts)
     # Two draws, because numpy's integers() stops below 2**63: 62 high bits and 2 low bits.
     raw = rng.integers(0, 1 << 62, n, dtype=np.uint64) << np.uint64(2)
     raw |= rng.integers(0, 4, n, dtype=np.uint64)

@@ -62,12 +62,15 @@ class Microkernel:
 
 
 def register_type(op: Operand) -> str:
-    """The builder register type that holds an operand (8-bit types live in 16-bit registers)."""
-    name = op.type_name
-    name = WIDEN8.get(name, name)
-    if name not in REGISTER_CLASSES:
-        raise BuilderError(f"no register class holds .{op.type_name} (operand {op.slot})")
-    return name
+    """The builder register type that holds an operand: its own class, else the bit class of its
+    width (a packed ``.f32x2`` lives in a ``.b64`` register); 8-bit types live in 16-bit ones."""
+    name = WIDEN8.get(op.type_name, op.type_name)
+    if name in REGISTER_CLASSES:
+        return name
+    by_width = {16: "b16", 32: "b32", 64: "b64"}.get(op.bits)
+    if by_width is None:
+        raise BuilderError(f"no register holds .{op.type_name} ({op.bits} bits, operand {op.slot})")
+    return by_width
 
 
 def _bits_type(op: Operand) -> str:
