@@ -21,6 +21,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "kernels"
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    from karyamorph.harness.gpu.validate import GpuRunError
     from karyamorph.harness.pipeline import ArchError
     from karyamorph.harness.tools.toolchain import ToolchainError
     from karyamorph.isa.errors import PtxError
@@ -28,7 +29,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.kernel.spec import SpecError
     from karyamorph.store.database import StoreError
 
-    return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError)
+    return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError, GpuRunError)
 
 
 def friendly_errors(fn: F) -> F:
@@ -342,6 +343,52 @@ def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
         for r in failed:
             click.echo(f"FAIL {r.form} {r.check}: {r.detail}")
     if failed:
+        sys.exit(1)
+
+
+@model.command("validate")
+@click.option("--instr", "pattern", default=None, metavar="PATTERN",
+              help="Only instructions matching this glob (max, 'm*'); with a dot, forms ('cvt.*.f16').")
+@click.option("--samples", default=128, show_default=True, help="Random operand rows per operand signature.")
+@click.option("--cross-limit", default=2048, show_default=True,
+              help="Most edge-case rows per operand signature (cross product of each operand's edges).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random rows.")
+@click.option("--arch", default=None, help="Target (default: the GPU's; with --compile-only: sm_120).")
+@click.option("--compile-only", is_flag=True, help="Build and assemble every kernel with ptxas; run nothing.")
+@click.option("--record", "record_dir", default=None, type=click.Path(file_okay=False),
+              help="Also write the cases and GPU results here (datasets/validation/<arch>).")
+@db_option
+@click.option("--no-store", is_flag=True, help="Do not write the results to the database.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--all-rows", is_flag=True, help="One row per form instead of one per instruction.")
+@timeout_option
+@friendly_errors
+def validate_command(
+    pattern: str | None, samples: int, cross_limit: int, seed: int, arch: str | None, compile_only: bool,
+    record_dir: str | None, db: str | None, no_store: bool, fmt: str, all_rows: bool, timeout: float | None,
+) -> None:  # fmt: skip
+    """Run every modeled instruction form on the GPU and compare its bits with the model's."""
+    from karyamorph.harness import validation as vr
+    from karyamorph.harness.validation_record import write_recording
+    from karyamorph.model.ptx.machine import ptx_machine
+    from karyamorph.store.database import Store
+
+    machine = ptx_machine()
+    if compile_only:
+        rows = vr.compile_summary(machine, arch or "sm_120", pattern, samples, cross_limit, seed)
+        click.echo(render(["instruction", "forms", "rejected", "rows", "ptx_lines", "registers"], rows, fmt))
+        return
+    report = vr.run_on_device(machine, arch, only=pattern, samples=samples, cross_limit=cross_limit,
+                              seed=seed, timeout_s=timeout or 600.0)  # fmt: skip
+    if not no_store:
+        with Store.open(_db_path(db)) as store:
+            store.record_validation(vr.store_record(report, vr.discover()))
+    if record_dir:
+        written = write_recording(report, Path(record_dir))
+        click.echo(f"recorded {sum(p.stat().st_size for p in written)} bytes in {len(written)} files "
+                   f"under {record_dir}", err=True)  # fmt: skip
+    click.echo(json.dumps(report.as_json(), indent=1) if fmt == "json" else vr.report_text(report, all_rows))
+    if report.failed:
         sys.exit(1)
 
 

@@ -65,8 +65,8 @@ def to_record(run: RunResult) -> RunRecord:
         arch=run.arch.name,
         launch=launch,
         host=platform.node(),
-        device=_device(run.device),
-        toolchain=_toolchain(run.toolchain),
+        device=device_record(run.device),
+        toolchain=toolchain_record(run.toolchain),
         stages=tuple(stages),
         metrics=tuple(metrics),
         sass=tuple(sass),
@@ -77,7 +77,8 @@ def to_record(run: RunResult) -> RunRecord:
     )
 
 
-def _device(device: Any) -> DeviceRecord | None:
+def device_record(device: Any) -> DeviceRecord | None:
+    """The store row of a :class:`~karyamorph.harness.gpu.device.DeviceInfo` (None stays None)."""
     if device is None:
         return None
     d = device.as_dict()
@@ -90,7 +91,8 @@ def _device(device: Any) -> DeviceRecord | None:
     )
 
 
-def _toolchain(toolchain: Any) -> ToolchainRecord:
+def toolchain_record(toolchain: Any) -> ToolchainRecord:
+    """The store row of a :class:`~karyamorph.harness.tools.toolchain.Toolchain`."""
     versions = dict(toolchain.versions)
     return ToolchainRecord(
         versions.get("ptxas", ""),

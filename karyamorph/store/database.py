@@ -15,6 +15,7 @@ import duckdb
 
 from karyamorph.store import schema, writer
 from karyamorph.store.records import RunRecord, canonical_json
+from karyamorph.store.validation import ValidationRecord, write_validation
 
 DEFAULT_PATH = Path("karyamorph.duckdb")
 
@@ -139,6 +140,20 @@ class Store:
                 raise StoreError(f"run {run_id} is already recorded in {self.path}")
             writer.write_run(con, run, run_id, created_at)
         return run_id
+
+    def record_validation(self, rec: ValidationRecord, created_at: datetime | None = None) -> str:
+        """Write one GPU validation of the model (its forms and disagreements) in one transaction.
+
+        Returns
+        -------
+        str
+            The new validation id (a UUID), the key of its rows in ``validation_forms`` and
+            ``validation_disagreements``.
+        """
+        validation_id = str(uuid.uuid4())
+        with self._transaction(f"recording validation {validation_id}"):
+            write_validation(self._connection(), rec, validation_id, created_at or datetime.now(UTC))
+        return validation_id
 
     def create_campaign(self, name: str, params: Mapping[str, Any] | None = None) -> str:
         """Add a campaign row and return its new id."""

@@ -122,10 +122,53 @@ _INITIAL: tuple[str, ...] = (
     )""",
 )
 
+# GPU validation of the model's instruction forms: one row per validation run, one per form
+# (including forms left out, with the reason in detail), one per differing case. Bit patterns
+# are UBIGINT (every PTX value of up to 64 bits fits); operands are JSON {slot: "0x..."}.
+_VALIDATION: tuple[str, ...] = (
+    """CREATE TABLE validations (
+        validation_id VARCHAR PRIMARY KEY,
+        created_at TIMESTAMPTZ NOT NULL,
+        arch VARCHAR NOT NULL,
+        device_id VARCHAR,
+        toolchain_id VARCHAR,
+        host VARCHAR NOT NULL,
+        status VARCHAR NOT NULL,
+        params JSON NOT NULL,
+        environment JSON NOT NULL
+    )""",
+    """CREATE TABLE validation_forms (
+        validation_id VARCHAR NOT NULL,
+        form VARCHAR NOT NULL,
+        instruction VARCHAR NOT NULL,
+        status VARCHAR NOT NULL,
+        cases INTEGER NOT NULL,
+        disagreements INTEGER NOT NULL,
+        nan_bits INTEGER NOT NULL,
+        unbounded INTEGER NOT NULL,
+        unspecified INTEGER NOT NULL,
+        max_ulp DOUBLE NOT NULL,
+        detail VARCHAR NOT NULL,
+        PRIMARY KEY (validation_id, form)
+    )""",
+    """CREATE TABLE validation_disagreements (
+        validation_id VARCHAR NOT NULL,
+        form VARCHAR NOT NULL,
+        case_index INTEGER NOT NULL,
+        slot VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        operands JSON NOT NULL,
+        gpu_bits UBIGINT NOT NULL,
+        model_bits UBIGINT NOT NULL,
+        ulp DOUBLE
+    )""",
+)
+
 # version -> migration. Append only: a released version's statements never change, a schema
 # change is a new entry with the next number.
 MIGRATIONS: dict[int, Migration] = {
     1: Migration("initial tables", _INITIAL),
+    2: Migration("GPU validation of instruction forms", _VALIDATION),
 }
 
 

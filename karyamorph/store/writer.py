@@ -6,7 +6,7 @@ from datetime import datetime
 
 import duckdb
 
-from karyamorph.store.records import RunRecord, canonical_json, content_hash
+from karyamorph.store.records import DeviceRecord, RunRecord, ToolchainRecord, canonical_json, content_hash
 
 
 def write_run(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str, created_at: datetime) -> None:
@@ -38,7 +38,11 @@ def write_run(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str, creat
 
 
 def _insert_device(con: duckdb.DuckDBPyConnection, run: RunRecord) -> str | None:
-    d = run.device
+    return insert_device(con, run.device)
+
+
+def insert_device(con: duckdb.DuckDBPyConnection, d: DeviceRecord | None) -> str | None:
+    """Insert a device row unless its content is stored already; return its id (None for None)."""
     if d is None:
         return None
     device_id = d.content_hash()
@@ -51,7 +55,11 @@ def _insert_device(con: duckdb.DuckDBPyConnection, run: RunRecord) -> str | None
 
 
 def _insert_toolchain(con: duckdb.DuckDBPyConnection, run: RunRecord) -> str | None:
-    t = run.toolchain
+    return insert_toolchain(con, run.toolchain)
+
+
+def insert_toolchain(con: duckdb.DuckDBPyConnection, t: ToolchainRecord | None) -> str | None:
+    """Insert a toolchain row unless its content is stored already; return its id (None for None)."""
     if t is None:
         return None
     toolchain_id = t.content_hash()

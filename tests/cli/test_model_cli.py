@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from karyamorph.cli import main
+from karyamorph.harness.gpu.device import current_device
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,3 +74,21 @@ def test_check_unknown_property_is_bad_input() -> None:
         main, ["check", str(ROOT / "datasets/kernels/vadd.toml"), "--property", "speed"]
     )
     assert result.exit_code == 2 and "unknown speed" in result.output
+
+
+def test_validate_compile_only_needs_no_gpu() -> None:
+    result = CliRunner().invoke(
+        main, ["model", "validate", "--compile-only", "--arch", "sm_90", "--instr", "m*", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {r["instruction"]: r for r in json.loads(result.output)}
+    assert set(rows) == {"mul", "mad", "min", "max", "mov"}
+    assert all(r["forms"] > r["rejected"] and r["rows"] > 0 and r["registers"] > 0 for r in rows.values())
+
+
+@pytest.mark.skipif(current_device() is not None, reason="with a GPU the command runs (test_validation_gpu)")
+def test_validate_without_a_gpu_is_a_clean_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["model", "validate", "--instr", "add", "--db", str(tmp_path / "k.db")])
+    assert result.exit_code == 2
+    assert "no CUDA device" in result.output and "--compile-only" in result.output
+    assert not (tmp_path / "k.db").exists()

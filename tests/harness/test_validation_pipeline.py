@@ -1,0 +1,172 @@
+"""`model validate` end to end on a CPU: the generated kernels run on the model interpreter as the GPU.
+
+The interpreter executes the very PTX the GPU would get, so dispatch, addressing, loads and
+stores are exercised; a machine with a planted slip plays a GPU that disagrees with the model,
+and the validation must name exactly the slipped forms.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from karyamorph.harness.gpu.validate import GpuOutput, KernelJob
+from karyamorph.harness.tools.toolchain import discover
+from karyamorph.harness.validation import ValidationReport, report_text, store_record, validate
+from karyamorph.harness.validation_record import read_recording, replay, write_recording
+from karyamorph.model.ptx.arith import shift_amount
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.instruction import Exec
+from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.types import U32
+from karyamorph.store.database import Store
+from tests.harness.validation_emulator import emulator
+
+M = ptx_machine()
+SMALL = {"samples": 8, "cross_limit": 64}
+
+
+def slipped(name: str, semantics: Any) -> Machine:
+    instr = next(i for i in M.instructions if i.name == name)
+    return M.with_instructions(replace(instr, semantics=semantics))
+
+
+class _Mode:
+    """An Exec that answers another modifier for one group: a slip in how a form rounds, shuffles..."""
+
+    def __init__(self, x: Exec, group: str, value: str) -> None:
+        self._x, self._group, self._value = x, group, value
+
+    def mod(self, group: str, default: str | None = None) -> str | None:
+        return self._value if group == self._group else self._x.mod(group, default)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._x, name)
+
+
+def _min_first(x: Exec) -> None:
+    x.write("d", x.read("a", x.ty), x.ty)  # min(a, b) == a: a slip for every a > b
+
+
+def _shr_logical(x: Exec) -> None:
+    t = x.ty
+    x.write("d", x.D.lshr(x.read("a", t), shift_amount(x.D, x.read("b", U32), t.bits), t.bits), t)
+
+
+def _fma_toward_zero(x: Exec) -> None:
+    fma = next(i for i in M.instructions if i.name == "fma")
+    fma.semantics(_Mode(x, "rnd", "rz") if x.ty.name == "f32" else x)  # type: ignore[arg-type]
+
+
+def _butterfly_as_down(x: Exec) -> None:
+    shfl = next(i for i in M.instructions if i.name == "shfl.sync")
+    shfl.semantics(_Mode(x, "mode", "down") if x.mod("mode") == "bfly" else x)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def everything() -> ValidationReport:
+    return validate(M, "sm_90", emulator(M), discover(), **SMALL)
+
+
+def test_every_instruction_kernel_computes_what_the_model_says(everything: ValidationReport) -> None:
+    statuses = {r.status for r in everything.results}
+    assert everything.failed == [] and statuses <= {"pass", "no-bound", "rejected"}
+    ran = {r.instruction for r in everything.results if r.status == "pass"}
+    assert len(ran) >= 32 and len([r for r in everything.results if r.status == "pass"]) > 1300
+    assert all(r.detail.startswith("ptxas: ") for r in everything.results if r.status == "rejected")
+    assert everything.environment["ptxas"] and everything.environment["arch"] == "sm_90"
+
+
+@pytest.mark.parametrize(
+    ("name", "semantics", "pattern", "wrong", "samples"),
+    [
+        ("min", _min_first, "m[ai][nx]", lambda key: key.startswith("min."), 8),
+        ("shr", _shr_logical, "sh[lr]", lambda key: key.startswith("shr.s"), 8),
+        # .sat clamps to [0, 1]: a rounding slip shows only where a result lands inside it.
+        ("fma", _fma_toward_zero, "fma", lambda key: ".f32" in key and not key.startswith("fma.rz."), 128),
+        ("shfl.sync", _butterfly_as_down, "shfl", lambda key: ".bfly." in key, 8),
+    ],
+)
+def test_a_planted_slip_on_the_gpu_side_fails_exactly_its_forms(
+    name: str, semantics: Any, pattern: str, wrong: Any, samples: int
+) -> None:
+    gpu = emulator(slipped(name, semantics))
+    report = validate(M, "sm_90", gpu, discover(), only=pattern, samples=samples, cross_limit=64)
+    failed = {r.form for r in report.failed}
+    ran = {r.form for r in report.results if r.status in ("pass", "fail")}
+    assert failed and failed == {k for k in ran if wrong(k)}
+    assert {d.form for d in report.disagreements if d.kind == "value"} == failed
+    text = report_text(report)
+    assert "FAIL" in text and next(iter(failed)).split(" ")[0] in text
+
+
+def test_results_and_disagreements_go_to_the_store(tmp_path: Path) -> None:
+    report = validate(M, "sm_90", emulator(slipped("min", _min_first)), discover(), only="min", **SMALL)
+    with Store.open(tmp_path / "k.duckdb") as store:
+        vid = store.record_validation(store_record(report, discover()))
+        forms = store.query("SELECT status, count(*) FROM validation_forms WHERE validation_id = ? "
+                            "GROUP BY 1 ORDER BY 1", [vid]).rows  # fmt: skip
+        rows = store.query("SELECT form, kind, gpu_bits, model_bits, operands FROM validation_disagreements "
+                           "WHERE validation_id = ?", [vid]).rows  # fmt: skip
+        status = store.query("SELECT status, arch FROM validations").rows
+    assert dict(forms)["fail"] == len(report.failed) > 0
+    assert len(rows) == len(report.disagreements)
+    first = report.disagreements[0]
+    assert (first.form, first.kind, first.gpu, first.model) in {r[:4] for r in rows}
+    assert set(json.loads(rows[0][4])) == {"a", "b"}
+    assert status == [("fail", "sm_90")]
+
+
+def test_a_recording_replays_through_the_model(tmp_path: Path) -> None:
+    report = validate(M, "sm_90", emulator(M), discover(), only="[asx]*", **SMALL)
+    files = write_recording(report, tmp_path / "sm_90")
+    assert sum(p.stat().st_size for p in files) < 500_000
+    rec = read_recording(tmp_path / "sm_90")
+    assert rec.arch == "sm_90" and rec.header["environment"]["device_name"] == "model interpreter"
+    assert len(rec.forms) == len(report.runs)
+    good = replay(rec, M)
+    assert good.failed == [] and good.missing == () and len(good.results) == len(rec.forms)
+    # A slip in the model's semantics (shr.s32 shifting logically) fails the replay of its forms.
+    bad = replay(rec, slipped("shr", _shr_logical))
+    assert {r.form.split(" ")[0] for r in bad.failed} == {"shr.s16", "shr.s32", "shr.s64"}
+
+
+def test_a_recorded_form_the_model_no_longer_declares_is_missing(tmp_path: Path) -> None:
+    report = validate(M, "sm_90", emulator(M), discover(), only="brev", **SMALL)
+    write_recording(report, tmp_path)
+    brev = next(i for i in M.instructions if i.name == "brev")
+    fewer = M.with_options(instructions=tuple(replace(i, types=("b32",)) if i is brev else i
+                                              for i in M.instructions))  # fmt: skip
+    assert replay(read_recording(tmp_path), fewer).missing == ("brev.b64 d,a",)
+
+
+def test_a_result_word_the_kernel_leaves_unwritten_is_unstable() -> None:
+    honest = emulator(M)
+
+    def flaky(jobs: Sequence[KernelJob]) -> GpuOutput:
+        out = honest(jobs)
+        second = [a.copy() for a in out.second]
+        second[0][5, 0] ^= np.uint64(1)
+        return GpuOutput(out.first, tuple(second), out.environment)
+
+    report = validate(M, "sm_90", flaky, discover(), only="popc", **SMALL)
+    assert [(d.kind, d.case) for d in report.disagreements] == [("unstable", 5)]
+    assert len(report.failed) == 1
+
+
+def test_the_readme_instruction_is_validated_with_no_code_of_its_own() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "with_instructions" in b]
+    scope: dict[str, Any] = {}
+    exec(compile(block, "README.md", "exec"), scope)
+    machine = scope["machine"]
+    report = validate(machine, "sm_90", emulator(machine), discover(), only="prmt", **SMALL)
+    assert [(r.form, r.status) for r in report.results] == [("prmt.b32 d,a,b,c", "pass")]
+    assert 8 < report.results[0].cases <= 64 + 8  # edge rows cut to the limit, then 8 random ones
