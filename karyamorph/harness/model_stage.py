@@ -89,7 +89,7 @@ class ModelStage:
         machine = ptx_machine()
         missing = unmodeled(module, machine, spec.entry)
         if missing:
-            names = sorted({m.text for m in missing})
+            names = sorted({m.form for m in missing})
             return StageResult.skip(f"unmodeled instructions: {', '.join(names)}")
         data: dict[str, Any] = {}
         log: list[str] = []

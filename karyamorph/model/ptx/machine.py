@@ -1,7 +1,9 @@
 """The shipped machine: the reduced PTX ISA (declarations, stated laws, error bounds) on a SIMT machine.
 
-Every instruction of the reduced PTX ISA is declared in :mod:`isa_ptx_arith`, :mod:`isa_ptx_data`
-and :mod:`isa_ptx_control`; this module adds the laws their authors state and assembles
+Every instruction of the reduced PTX ISA is declared in :mod:`~karyamorph.model.ptx.arith`,
+:mod:`~karyamorph.model.ptx.data` and :mod:`~karyamorph.model.ptx.control`, the forms real
+compilers emit beyond those in :mod:`~karyamorph.model.ptx.half`, ``packed``, ``mixed``,
+``minmax``, ``convert`` and ``dot``; this module adds the laws their authors state and assembles
 :func:`ptx_machine`.
 """
 
@@ -14,9 +16,17 @@ import numpy as np
 
 from karyamorph.model.ptx.arith import ARITH
 from karyamorph.model.ptx.control import CONTROL
+from karyamorph.model.ptx.convert import CONVERT
 from karyamorph.model.ptx.data import DATA
+from karyamorph.model.ptx.dot import DOT
+from karyamorph.model.ptx.half import HALF
+from karyamorph.model.ptx.minmax import MINMAX
+from karyamorph.model.ptx.mixed import MIXED
+from karyamorph.model.ptx.packed import PACKED_F32
 from karyamorph.model.semantics.instruction import ErrorBound, Instr, Law
 from karyamorph.model.semantics.machine import Machine
+
+EXTENDED: tuple[Instr, ...] = (*HALF, *PACKED_F32, *MIXED, *MINMAX, *CONVERT, *DOT)
 
 _I32 = ("s32", "u32", "s64", "u64", "s16", "u16")
 _B = ("b32", "b64")
@@ -125,11 +135,14 @@ BOUNDS: dict[str, tuple[ErrorBound, ...]] = {
 
 def ptx_instructions() -> tuple[Instr, ...]:
     """The reduced PTX ISA with its laws and bounds attached."""
-    out = []
+    base = []
     for ins in (*ARITH, *DATA, *CONTROL):
         laws, bounds = LAWS.get(ins.name, ()), BOUNDS.get(ins.name, ())
-        out.append(replace(ins, laws=ins.laws + laws, bounds=ins.bounds + bounds) if laws or bounds else ins)
-    return tuple(out)
+        base.append(replace(ins, laws=ins.laws + laws, bounds=ins.bounds + bounds) if laws or bounds else ins)
+    # The extended forms (which state their own laws) come first: a later declaration is tried
+    # first when decoding, so the base declarations keep answering for their own forms (the two
+    # never share a form).
+    return (*EXTENDED, *base)
 
 
 def ptx_machine(arch: str = "sm_80", scheduling: str = "its") -> Machine:
