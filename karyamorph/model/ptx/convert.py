@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from karyamorph.model.ptx.arith import D_A, D_AB
+from karyamorph.model.ptx.arith import D_A, D_AB, RND
 from karyamorph.model.ptx.lanes import fabs, fconst, relu
 from karyamorph.model.semantics.instruction import Exec, Instr, Law
 from karyamorph.model.semantics.types import F32, PACKED
 
-GROUPS: dict[str, tuple[str, ...]] = {"rnd": ("rn", "rz"), "relu": ("relu",), "satfinite": ("satfinite",)}
+GROUPS: dict[str, tuple[str, ...]] = {"rnd": RND, "relu": ("relu",), "satfinite": ("satfinite",)}
 MAX_NORM = {"f16": (0x7BFF, 65504.0), "bf16": (0x7F7F, float.fromhex("0x1.fep127"))}
 
 
@@ -50,10 +50,16 @@ def _scalar(x: Exec) -> None:
     x.write("d", convert(x, x.read("a", F32), x.types[0].name), x.types[0])
 
 
+def _frnd2(mods: dict[str, str]) -> str | None:
+    if mods.get("rnd") not in ("rn", "rz"):
+        return f".{mods.get('rnd')} is not defined here: these conversions round .rn or .rz"
+    return None
+
+
 def _pack_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     if types[0] not in ("f16x2", "bf16x2") or types[1] != "f32":
         return "packing conversions are .f16x2.f32 and .bf16x2.f32"
-    return None
+    return _frnd2(mods)
 
 
 def _scalar_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
@@ -61,7 +67,7 @@ def _scalar_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
         return ".relu/.satfinite conversions are .f16.f32 and .bf16.f32"
     if "relu" not in mods and "satfinite" not in mods:
         return "plain cvt.f16.f32/cvt.bf16.f32 is the base declaration's"
-    return None
+    return _frnd2(mods)
 
 
 def _halves_law(t: str) -> Law:

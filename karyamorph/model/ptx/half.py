@@ -14,14 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC
+from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC, RND
 from karyamorph.model.ptx.lanes import HALVES, element, fabs, finish, fneg, ftz_in, lanewise
 from karyamorph.model.semantics.instruction import Exec, Instr, Law
 
-GROUPS: dict[str, tuple[str, ...]] = {"rnd": ("rn",), "ftz": ("ftz",), "sat": ("sat",)}
+# Every rounding mode is recognised so that a refused one is named as such by the type rule.
+GROUPS: dict[str, tuple[str, ...]] = {"rnd": RND, "ftz": ("ftz",), "sat": ("sat",)}
 
 
 def _rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
+    if mods.get("rnd", "rn") != "rn":
+        return f".{mods['rnd']} is not defined: half-precision arithmetic rounds .rn only"
     if types[0].startswith("bf16") and ("ftz" in mods or "sat" in mods):
         return ".ftz and .sat are defined for .f16/.f16x2 only, not .bf16/.bf16x2"
     if "sat" in mods and "relu" in mods:

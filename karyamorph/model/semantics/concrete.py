@@ -8,10 +8,11 @@ target format, with the exact error term of the float64 step carried along (TwoS
 add/sub/fma; products of two f32 are exact in float64; quotients and square roots never fall
 on a float64 value that hides an f32 rounding boundary). This makes ``add/sub/mul/div/sqrt/fma``
 on ``f32`` correctly rounded in all four rounding modes. ``f64`` uses numpy's own arithmetic:
-round-to-nearest only, and ``fma.f64`` is a double-double approximation that can differ from the
-correctly rounded result in rare double-rounding cases. Directed rounding on ``f64`` raises
-:class:`UnsupportedOperation`. ``min``/``max``/comparisons are exact. The approximations
-(``rcp.approx`` ...) are computed in float64 and rounded to nearest: within the PTX error bounds.
+round-to-nearest only; ``fma.f64`` is correctly rounded through an exact product and sum and a
+tail rounded to odd (Boldo and Melquiond's emulation), barring underflow of the product's tail.
+Directed rounding on ``f64`` raises :class:`UnsupportedOperation`. ``min``/``max``/comparisons
+are exact. The approximations (``rcp.approx`` ...) are computed in float64 and rounded to
+nearest: within the PTX error bounds.
 """
 
 from __future__ import annotations
@@ -353,9 +354,17 @@ class ConcreteDomain:
             if ft == "f64":
                 if rnd != "rn":
                     raise UnsupportedOperation(f"fma.{rnd}.f64 is not modeled by the concrete domain")
+                # Boldo and Melquiond's emulation: a*b = ph + pl and ph + c = sh + sl exactly;
+                # the tail sl + pl rounded to odd, then added to sh, rounds only once.
                 ph, pl = _two_prod(fa, fb)
                 sh, sl = _two_sum(ph, fc)
-                r = np.where(np.isfinite(ph), sh + (sl + pl), fa * fb + fc)
+                tail, err = _two_sum(sl, pl)
+                even = (tail.view(np.uint64) & np.uint64(1)) == 0
+                tail = np.where((err != 0) & even, np.nextafter(tail, np.copysign(np.inf, err)), tail)
+                r = np.where(np.isfinite(ph), sh + tail, fa * fb + fc)
+                # An exact zero is -0 only when the product and c are both negative (IEEE 754).
+                zero = (sh == 0) & (tail == 0) & np.isfinite(ph)
+                r = np.where(zero, np.where(np.signbit(ph) & np.signbit(fc), -0.0, 0.0), r)
                 return _bits_of(r, "f64")
             p = fa * fb
             sm, e = _two_sum(p, fc)
