@@ -119,8 +119,15 @@ def test_f64_fma_is_correctly_rounded() -> None:
     """fma.rn.f64 on edges and random operands, including a product that lands on a tie which a
     tiny addend breaks (the double-double sum rounded it twice)."""
     a, b, c = (np.array(fo.patterns("f64", 3000, s), np.uint64) for s in (1, 2, 3))
-    tie = [np.array([v], np.uint64) for v in (0x40A0DB511FCF3DC2, 0xC004000000000000, 0x8000000000000001)]
-    a, b, c = (np.concatenate([x, t]) for x, t in zip((a, b, c), tie, strict=True))
+    tie = [[0x40A0DB511FCF3DC2, 0x8000000000000001], [0xC004000000000000] * 2,
+           [0x8000000000000001, 0x12688B70E62B]]  # fmt: skip
+    # Products whose low part or whole value is subnormal, against a subnormal or tiny addend.
+    rng = np.random.default_rng(9)
+    tiny = [np.ldexp(rng.standard_normal(400), rng.integers(-1100, -960, 400)),
+            rng.standard_normal(400) * 2.5,
+            np.ldexp(rng.standard_normal(400), rng.integers(-1074, -1000, 400))]  # fmt: skip
+    a, b, c = (np.concatenate([x, np.array(t, np.uint64), u.view(np.uint64)])
+               for x, t, u in zip((a, b, c), tie, tiny, strict=True))  # fmt: skip
     got = run("fma.rn.f64 {d}, {a}, {b}, {c}", 64, [a, b, c])
     want = np.array([fo.fma(int(x), int(y), int(z), "f64") for x, y, z in zip(a, b, c, strict=True)],
                     np.uint64)  # fmt: skip

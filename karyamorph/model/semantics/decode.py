@@ -23,12 +23,11 @@ NEUTRAL = frozenset({
 # then ::cta is assumed by default"; a kernel's .param is .param::entry).
 SPACE_ALIASES = {"shared::cta": "shared", "param::entry": "param"}
 
-# State spaces the machine has no memory for, with the reason a skip gives.
+# State spaces the machine has no memory for: the reason a skip gives when no declaration
+# takes the modifier.
 UNMODELED_SPACES = {
     "shared::cluster": "the .shared::cluster state space (shared memory of other CTAs of a "
     "thread-block cluster) is not modeled: the machine has one CTA's shared memory",
-    "param::func": "the .param::func state space (device-function parameters) is not modeled "
-    "by this form",
 }
 
 
@@ -99,9 +98,6 @@ class _Refusal:
 
 def _match(ins: ast.Instruction, d: Instr) -> Decoded | _Refusal:
     words = [SPACE_ALIASES.get(w, w) for w in ins.modifiers]
-    for w in words:
-        if w in UNMODELED_SPACES:
-            return _Refusal(6, UNMODELED_SPACES[w])
     for f in d.fixed:
         if f not in words:
             return _Refusal(0, f"{d.name} needs .{f}")
@@ -118,6 +114,8 @@ def _match(ins: ast.Instruction, d: Instr) -> Decoded | _Refusal:
             types.append(w)
         elif w in NEUTRAL:
             continue
+        elif w in UNMODELED_SPACES:
+            return _Refusal(6, UNMODELED_SPACES[w])
         else:
             return _Refusal(1, f"modifier .{w} is not modeled for {d.name}")
     if len(types) != d.ntypes:
