@@ -99,7 +99,7 @@ class ModelStage:
         machine = ptx_machine()
         missing = unmodeled(module, machine, kernel.entry)
         if missing:
-            names = sorted({m.text for m in missing})
+            names = sorted({m.form for m in missing})
             return StageResult.skip(f"unmodeled instructions: {', '.join(names)}")
         data: dict[str, Any] = {}
         log: list[str] = []

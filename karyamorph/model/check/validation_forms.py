@@ -332,7 +332,8 @@ def enumerate_forms(machine: Machine, arch: str = "sm_90", only: str | None = No
         ptx = max(base, instr.min_ptx, key=_version)
         need = Requirement(instr.min_ptx, instr.min_target, instr.name)
         if not need.satisfied_by(ptx, arch):
-            left.append(Unvalidated(instr.name, f"needs {need.describe()}; validating for {arch}"))
+            reason = f"needs {need.describe()}; validating for {arch}"
+            left.extend(Unvalidated(form_text(instr, ty, mods), reason) for ty, mods in instr.forms())
             continue
         for got in _forms_of(instr, machine, arch, ptx):
             if isinstance(got, Unvalidated):

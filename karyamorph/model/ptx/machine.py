@@ -2,10 +2,12 @@
 
 Every instruction of the reduced PTX ISA is declared in :mod:`~karyamorph.model.ptx.arith`,
 :mod:`~karyamorph.model.ptx.data`, :mod:`~karyamorph.model.ptx.control`,
-:mod:`~karyamorph.model.ptx.calls`, :mod:`~karyamorph.model.ptx.async_copy` and the warp-level
+:mod:`~karyamorph.model.ptx.calls`, :mod:`~karyamorph.model.ptx.async_copy`, the warp-level
 matrix instructions (:mod:`~karyamorph.model.ptx.matrix`, :mod:`~karyamorph.model.ptx.mma`,
-:mod:`~karyamorph.model.ptx.wmma`); this module adds the laws their authors state and assembles
-:func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a) is not modeled.
+:mod:`~karyamorph.model.ptx.wmma`) and the forms real compilers emit beyond those, in
+:mod:`~karyamorph.model.ptx.half`, ``packed``, ``mixed``, ``minmax``, ``convert`` and ``dot``;
+this module adds the laws their authors state and assembles :func:`ptx_machine`. ``wgmma``
+(warpgroup MMA, sm_90a) is not modeled.
 """
 
 from __future__ import annotations
@@ -19,12 +21,20 @@ from karyamorph.model.ptx.arith import ARITH
 from karyamorph.model.ptx.async_copy import ASYNC_COPY
 from karyamorph.model.ptx.calls import CALLS
 from karyamorph.model.ptx.control import CONTROL
+from karyamorph.model.ptx.convert import CONVERT
 from karyamorph.model.ptx.data import DATA
+from karyamorph.model.ptx.dot import DOT
+from karyamorph.model.ptx.half import HALF
 from karyamorph.model.ptx.matrix import MATRIX
+from karyamorph.model.ptx.minmax import MINMAX
+from karyamorph.model.ptx.mixed import MIXED
 from karyamorph.model.ptx.mma import MMA
+from karyamorph.model.ptx.packed import PACKED_F32
 from karyamorph.model.ptx.wmma import WMMA
 from karyamorph.model.semantics.instruction import ErrorBound, Instr, Law
 from karyamorph.model.semantics.machine import Machine
+
+EXTENDED: tuple[Instr, ...] = (*HALF, *PACKED_F32, *MIXED, *MINMAX, *CONVERT, *DOT)
 
 _I32 = ("s32", "u32", "s64", "u64", "s16", "u16")
 _B = ("b32", "b64")
@@ -133,11 +143,14 @@ BOUNDS: dict[str, tuple[ErrorBound, ...]] = {
 
 def ptx_instructions() -> tuple[Instr, ...]:
     """The reduced PTX ISA with its laws and bounds attached."""
-    out = []
+    base = []
     for ins in (*ARITH, *DATA, *CONTROL, *CALLS, *ASYNC_COPY, *MATRIX, *MMA, *WMMA):
         laws, bounds = LAWS.get(ins.name, ()), BOUNDS.get(ins.name, ())
-        out.append(replace(ins, laws=ins.laws + laws, bounds=ins.bounds + bounds) if laws or bounds else ins)
-    return tuple(out)
+        base.append(replace(ins, laws=ins.laws + laws, bounds=ins.bounds + bounds) if laws or bounds else ins)
+    # The extended forms (which state their own laws) come first: a later declaration is tried
+    # first when decoding, so the base declarations keep answering for their own forms (the two
+    # never share a form).
+    return (*EXTENDED, *base)
 
 
 def ptx_machine(arch: str = "sm_80", scheduling: str = "its") -> Machine:

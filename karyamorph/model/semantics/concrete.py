@@ -8,10 +8,12 @@ target format, with the exact error term of the float64 step carried along (TwoS
 add/sub/fma; products of two f32 are exact in float64; quotients and square roots never fall
 on a float64 value that hides an f32 rounding boundary). This makes ``add/sub/mul/div/sqrt/fma``
 on ``f32`` correctly rounded in all four rounding modes. ``f64`` uses numpy's own arithmetic:
-round-to-nearest only, and ``fma.f64`` is a double-double approximation that can differ from the
-correctly rounded result in rare double-rounding cases. Directed rounding on ``f64`` raises
-:class:`UnsupportedOperation`. ``min``/``max``/comparisons are exact. The approximations
-(``rcp.approx`` ...) are computed in float64 and rounded to nearest: within the PTX error bounds.
+round-to-nearest only; ``fma.f64`` is correctly rounded through an exact product and sum and a
+tail rounded to odd (Boldo and Melquiond's emulation), and with exact rationals in the rare lanes
+where a subnormal product tail or result falls outside that emulation's proof.
+Directed rounding on ``f64`` raises :class:`UnsupportedOperation`. ``min``/``max``/comparisons
+are exact. The approximations (``rcp.approx`` ...) are computed in float64 and rounded to
+nearest: within the PTX error bounds.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from karyamorph.model.semantics.exact64 import fma64
+from karyamorph.model.semantics.exact64 import two_sum as _two_sum
 from karyamorph.model.semantics.types import FLOAT_FORMAT, canonical_nan
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -56,15 +60,6 @@ def _bits_of(x: np.ndarray, ft: str) -> np.ndarray:
     if nan.any():
         out = np.where(nan, UINT[_FBITS[ft]](canonical_nan(ft)), out)
     return out
-
-
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """s + e == a + b exactly (Knuth's TwoSum); e is 0 where s is not finite."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        s_ = a + b
-        bb = s_ - a
-        e = (a - (s_ - bb)) + (b - bb)
-    return s_, np.where(np.isfinite(s_), e, 0.0)
 
 
 def _bf16_round(x32: np.ndarray, rnd: str) -> np.ndarray:
@@ -353,10 +348,7 @@ class ConcreteDomain:
             if ft == "f64":
                 if rnd != "rn":
                     raise UnsupportedOperation(f"fma.{rnd}.f64 is not modeled by the concrete domain")
-                ph, pl = _two_prod(fa, fb)
-                sh, sl = _two_sum(ph, fc)
-                r = np.where(np.isfinite(ph), sh + (sl + pl), fa * fb + fc)
-                return _bits_of(r, "f64")
+                return _bits_of(fma64(fa, fb, fc), "f64")
             p = fa * fb
             sm, e = _two_sum(p, fc)
             out = _round(sm, e, ft, rnd)
@@ -448,18 +440,6 @@ class ConcreteDomain:
         if ft == "f64":
             return _bits_of(r, "f64")
         return _round(r, 0.0, ft, "rn")
-
-
-def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's product: p + e == a * b exactly, barring overflow."""
-    p = a * b
-    split = 134217729.0  # 2**27 + 1 (Veltkamp)
-    ca, cb = split * a, split * b
-    ah = ca - (ca - a)
-    bh = cb - (cb - b)
-    al, bl = a - ah, b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, np.where(np.isfinite(e), e, 0.0)
 
 
 def float_bits(value: float, ft: str) -> int:

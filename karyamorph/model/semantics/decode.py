@@ -18,6 +18,18 @@ NEUTRAL = frozenset({
     "L1::evict_last", "L1::evict_first", "L1::evict_normal", "L2::64B", "L2::128B", "L2::256B",
 })  # fmt: skip
 
+# State spaces spelled with their default sub-qualifier mean the plain space (PTX ISA 9.7.9.8
+# ld, 9.7.9.9 st, 9.7.13.5 atom: "If no sub-qualifier is specified with .shared state space,
+# then ::cta is assumed by default"; a kernel's .param is .param::entry).
+SPACE_ALIASES = {"shared::cta": "shared", "param::entry": "param"}
+
+# State spaces the machine has no memory for: the reason a skip gives when no declaration
+# takes the modifier.
+UNMODELED_SPACES = {
+    "shared::cluster": "the .shared::cluster state space (shared memory of other CTAs of a "
+    "thread-block cluster) is not modeled: the machine has one CTA's shared memory",
+}
+
 
 # Extern functions whose calls the model runs as no-ops returning 0: device printf prints
 # nothing in the model (see karyamorph.model.interp.inline).
@@ -50,14 +62,23 @@ class Decoded:
 
 @dataclass(frozen=True, slots=True)
 class Unmodeled:
-    """An instruction the machine does not model, with the reason and its PTX line."""
+    """An instruction the machine does not model, with the reason and its PTX line.
+
+    ``text`` is the dotted opcode (``max.f32``); ``form`` adds the operand count, since forms
+    differ by it (``max.f32 (4 operands)`` is the three-input maximum).
+    """
 
     text: str
     line: int
     reason: str
+    operands: int = 0
+
+    @property
+    def form(self) -> str:
+        return f"{self.text} ({self.operands} operand{'' if self.operands == 1 else 's'})"
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.text} ({self.reason})"
+        return f"line {self.line}: {self.form}: {self.reason}"
 
 
 class UnmodeledError(Exception):
@@ -66,7 +87,7 @@ class UnmodeledError(Exception):
     def __init__(self, entry: str, items: Iterable[Unmodeled]) -> None:
         self.entry = entry
         self.items = tuple(items)
-        names = sorted({i.text for i in self.items})
+        names = sorted({i.form for i in self.items})
         lines = "\n".join(f"  {i}" for i in self.items[:50])
         more = f"\n  ... and {len(self.items) - 50} more" if len(self.items) > 50 else ""
         super().__init__(
@@ -75,11 +96,21 @@ class UnmodeledError(Exception):
         )
 
 
-def _match(ins: ast.Instruction, d: Instr) -> Decoded | str:
-    words = list(ins.modifiers)
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """Why one declaration does not match; ``stage`` says how far matching got, so that the
+    declaration that came closest explains the skip (``max.f32`` with 4 operands is refused for
+    its operand count, not for a modifier of some unrelated declaration)."""
+
+    stage: int
+    reason: str
+
+
+def _match(ins: ast.Instruction, d: Instr) -> Decoded | _Refusal:
+    words = [SPACE_ALIASES.get(w, w) for w in ins.modifiers]
     for f in d.fixed:
         if f not in words:
-            return f"{d.name} needs .{f}"
+            return _Refusal(0, f"{d.name} needs .{f}")
         words.remove(f)
     types: list[str] = []
     mods: dict[str, str] = {}
@@ -89,41 +120,43 @@ def _match(ins: ast.Instruction, d: Instr) -> Decoded | str:
         group = next((g for g in groups if g not in mods), None)
         if groups:
             if group is None:
-                return f"two .{groups[0]} modifiers (.{mods[groups[0]]}, .{w})"
+                return _Refusal(1, f"two .{groups[0]} modifiers (.{mods[groups[0]]}, .{w})")
             mods[group] = w
         elif w in d.types:
             types.append(w)
         elif w in NEUTRAL:
             continue
+        elif w in UNMODELED_SPACES:
+            return _Refusal(6, UNMODELED_SPACES[w])
         else:
-            return f"modifier .{w} is not modeled for {d.name}"
+            return _Refusal(1, f"modifier .{w} is not modeled for {d.name}")
     if len(types) != d.ntypes:
         allowed = ", ".join(d.types)
-        return f"expected {d.ntypes} type modifier(s) of {allowed}, got {len(types)}"
+        return _Refusal(2, f"expected {d.ntypes} type modifier(s) of {allowed}, got {len(types)}")
     missing = [g for g in d.required if g not in mods]
     if missing:
-        return f"missing .{'/.'.join(d.groups[missing[0]])}"
-    if d.type_rule is not None:
-        problem = d.type_rule(tuple(types), mods)
-        if problem:
-            return problem
+        return _Refusal(3, f"missing .{'/.'.join(d.groups[missing[0]])}")
     slots = d.slots
     required = sum(1 for s in slots if not s.optional)
     if not required <= len(ins.operands) <= len(slots):
-        return f"expected {required}-{len(slots)} operands, got {len(ins.operands)}"
+        return _Refusal(4, f"expected {required}-{len(slots)} operands, got {len(ins.operands)}")
     operands: dict[str, ast.Operand] = {}
     for slot, op in zip(slots, ins.operands, strict=False):
         if isinstance(op, ast.Pair):
             if slot.pair is None:
-                return f"operand {slot.name} cannot be a pair"
+                return _Refusal(4, f"operand {slot.name} cannot be a pair")
             operands[slot.name] = op.first
             operands[slot.pair] = op.second
             continue
         if slot.kind == "addr" and not isinstance(op, ast.Address):
-            return f"operand {slot.name} must be an address [..]"
+            return _Refusal(4, f"operand {slot.name} must be an address [..]")
         if slot.kind != "addr" and isinstance(op, ast.Address):
-            return f"operand {slot.name} cannot be an address"
+            return _Refusal(4, f"operand {slot.name} cannot be an address")
         operands[slot.name] = op
+    if d.type_rule is not None:
+        problem = d.type_rule(tuple(types), mods)
+        if problem:
+            return _Refusal(5, problem)
     return Decoded(d, tuple(ptx_type(t) for t in types), mods, operands, ins)
 
 
@@ -145,24 +178,28 @@ def decode_or_reason(
     ins: ast.Instruction, machine: Machine, ptx_version: str = "", target: str = ""
 ) -> Decoded | Unmodeled:
     """Like :func:`decode` but returns the :class:`Unmodeled` record instead of raising."""
-    reasons: list[str] = []
+    refusals: list[_Refusal] = []
     for d in machine.candidates(ins.opcode):
         got = _match(ins, d)
-        if isinstance(got, str):
+        if isinstance(got, _Refusal):
             # A declaration whose fixed words the instruction lacks (cp.async.wait_all for a
-            # cp.async.bulk) explains less than one that matched them: list those last.
+            # cp.async.bulk) explains less than any that matched them.
             missing_fixed = any(f not in ins.modifiers for f in d.fixed)
-            reasons.insert(len(reasons) if missing_fixed else 0, got)
+            refusals.append(_Refusal(-1, got.reason) if missing_fixed else got)
             continue
         if ptx_version and target:
             req = Requirement(d.min_ptx, d.min_target, d.name)
             if not req.satisfied_by(ptx_version, target):
-                reasons.append(f"needs {req.describe()} (module has PTX {ptx_version}, {target})")
+                refusals.append(
+                    _Refusal(7, f"needs {req.describe()} (module has PTX {ptx_version}, {target})")
+                )
                 continue
         return got
+    # The declaration that got furthest explains the refusal; ties go to the one tried first.
+    best = max(refusals, key=lambda r: r.stage, default=None)
     unknown = NOT_MODELED.get(ins.opcode, "opcode not in the machine's instruction set")
-    reason = reasons[0] if reasons else unknown
-    return Unmodeled(ins.full_opcode, ins.loc.line, reason)
+    reason = best.reason if best else unknown
+    return Unmodeled(ins.full_opcode, ins.loc.line, reason, len(ins.operands))
 
 
 def decode_function(fn: ast.Function, machine: Machine, module: ast.Module | None = None) -> list[Decoded]:

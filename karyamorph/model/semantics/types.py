@@ -58,8 +58,15 @@ TYPES: dict[str, PtxType] = {
         _t("u8", 8, "u"), _t("u16", 16, "u"), _t("u32", 32, "u"), _t("u64", 64, "u"),
         _t("s8", 8, "s"), _t("s16", 16, "s"), _t("s32", 32, "s"), _t("s64", 64, "s"),
         _t("f16", 16, "f"), _t("bf16", 16, "f"), _t("f32", 32, "f"), _t("f64", 64, "f"),
+        # Packed floats are bit containers to everything but their own semantics, which split
+        # them into lanes (see PACKED).
+        _t("f16x2", 32, "b"), _t("bf16x2", 32, "b"), _t("f32x2", 64, "b"),
     )
 }  # fmt: skip
+
+# Packed types: (element format, lanes). Lane 0 is the least significant (PTX ISA 9.7.4.1:
+# "fA[0] = a[0:15]; fA[1] = a[16:31]"; 9.7.3.3 for .f32x2: "fA[0] = a[0:31]").
+PACKED: dict[str, tuple[str, int]] = {"f16x2": ("f16", 2), "bf16x2": ("bf16", 2), "f32x2": ("f32", 2)}
 
 PRED = TYPES["pred"]
 U32 = TYPES["u32"]

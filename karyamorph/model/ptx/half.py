@@ -1,0 +1,78 @@
+"""Half-precision arithmetic: add, sub, mul, fma, neg, abs on .f16, .bf16, .f16x2 and .bf16x2.
+
+PTX ISA 9.7.4 ("Half Precision Floating-Point Instructions"). Every form rounds to nearest even
+(``.rn`` is the only rounding mode), supports subnormals unless ``.ftz`` (f16 only) flushes
+inputs and results, and ``.sat`` (f16 only) clamps to [0.0, 1.0] with NaN flushed to +0.0.
+The packed forms apply the scalar operation to each 16-bit lane, lane 0 in bits 15..0.
+
+NaN results: the PTX ISA says half-precision instructions "return an unspecified NaN"; the
+model returns the canonical NaN (0x7fff), as its domains do for every format, and ``neg``/
+``abs`` change only the sign bit (9.7.4.5/9.7.4.6: "NaN inputs yield an unspecified NaN").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC, RND
+from karyamorph.model.ptx.lanes import HALVES, element, fabs, finish, fneg, ftz_in, lanewise
+from karyamorph.model.semantics.instruction import Exec, Instr, Law
+
+# Every rounding mode is recognised so that a refused one is named as such by the type rule.
+GROUPS: dict[str, tuple[str, ...]] = {"rnd": RND, "ftz": ("ftz",), "sat": ("sat",)}
+
+
+def _rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
+    if mods.get("rnd", "rn") != "rn":
+        return f".{mods['rnd']} is not defined: half-precision arithmetic rounds .rn only"
+    if types[0].startswith("bf16") and ("ftz" in mods or "sat" in mods):
+        return ".ftz and .sat are defined for .f16/.f16x2 only, not .bf16/.bf16x2"
+    if "sat" in mods and "relu" in mods:
+        return ".sat and .relu exclude each other"
+    return None
+
+
+def _binary(op: str) -> Callable[[Exec], None]:
+    def sem(x: Exec) -> None:
+        d, ft = x.D, element(x.ty)[0]
+        f = {"add": d.fadd, "sub": d.fsub, "mul": d.fmul}[op]
+        lanewise(x, ("a", "b"), lambda a, b: finish(x, f(ftz_in(x, a, ft), ftz_in(x, b, ft), ft, "rn"), ft))
+
+    return sem
+
+
+def _fma(x: Exec) -> None:
+    d, ft = x.D, element(x.ty)[0]
+
+    def lane(a: object, b: object, c: object) -> object:
+        return finish(x, d.ffma(ftz_in(x, a, ft), ftz_in(x, b, ft), ftz_in(x, c, ft), ft, "rn"), ft)
+
+    lanewise(x, ("a", "b", "c"), lane)
+
+
+def _sign(negate: bool) -> Callable[[Exec], None]:
+    def sem(x: Exec) -> None:
+        d, ft = x.D, element(x.ty)[0]
+        f = fneg if negate else fabs
+        lanewise(x, ("a",), lambda a: finish(x, f(d, ftz_in(x, a, ft), ft), ft))
+
+    return sem
+
+
+HALF: tuple[Instr, ...] = (
+    Instr("add", HALVES, D_AB, _binary("add"), GROUPS, min_ptx="4.2", min_target="sm_53",
+          type_rule=_rule, doc="half-precision addition (PTX ISA 9.7.4.1)"),
+    Instr("sub", HALVES, D_AB, _binary("sub"), GROUPS, min_ptx="4.2", min_target="sm_53",
+          type_rule=_rule, doc="half-precision subtraction (9.7.4.2)"),
+    Instr("mul", HALVES, D_AB, _binary("mul"), GROUPS, min_ptx="4.2", min_target="sm_53",
+          type_rule=_rule, doc="half-precision multiplication (9.7.4.3)"),
+    Instr("fma", HALVES, D_ABC, _fma, {**GROUPS, "relu": ("relu",)}, required=("rnd",),
+          min_ptx="4.2", min_target="sm_53", type_rule=_rule,
+          doc="half-precision fused multiply-add, one rounding; .relu clamps negatives (9.7.4.4)"),
+    Instr("neg", HALVES, D_A, _sign(True), {"ftz": ("ftz",)}, min_ptx="6.0", min_target="sm_53",
+          type_rule=_rule, laws=(Law("neg(neg(a)) == a", ("f16", "bf16x2"), 1,
+                                     lambda run, D, t, a: (run(f"neg.{t}", run(f"neg.{t}", a)), a)),),
+          doc="half-precision negation: flips each sign bit (9.7.4.5)"),
+    Instr("abs", HALVES, D_A, _sign(False), {"ftz": ("ftz",)}, min_ptx="6.5", min_target="sm_53",
+          type_rule=_rule, doc="half-precision absolute value: clears each sign bit (9.7.4.6)"),
+)  # fmt: skip

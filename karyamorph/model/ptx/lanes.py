@@ -1,0 +1,142 @@
+"""Packed lanes and the float helpers shared by the half, packed, mixed and min/max forms.
+
+A packed operand (``.f16x2``, ``.bf16x2``, ``.f32x2``) is read as one bit container and split
+into lanes, least significant first (PTX ISA 9.7.4.1: "fA[0] = a[0:15]; fA[1] = a[16:31]";
+9.7.3.3 for ``.f32x2``: "fA[0] = a[0:31]; fA[1] = a[32:63]"). The helpers here take and return
+bit patterns of one format (``ft``) and use only the domain protocol, so both domains run them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from karyamorph.model.semantics.concrete import float_bits
+from karyamorph.model.semantics.domain import Domain, fsign
+from karyamorph.model.semantics.instruction import Exec
+from karyamorph.model.semantics.types import FLOAT_FORMAT, PACKED, PtxType, canonical_nan
+
+HALVES = ("f16", "bf16", "f16x2", "bf16x2")
+
+
+def fbits(ft: str) -> int:
+    """Width of a float format in bits."""
+    e, m = FLOAT_FORMAT[ft]
+    return 1 + e + m
+
+
+def element(t: PtxType) -> tuple[str, int]:
+    """(element format, lanes) of a float or packed float type: ``f16x2`` -> ``("f16", 2)``."""
+    return PACKED.get(t.name, (t.name, 1))
+
+
+def lanewise(x: Exec, slots: tuple[str, ...], op: Callable[..., Any], ty: PtxType | None = None) -> None:
+    """``d = op(a, b, ...)`` on every lane of the operands in ``slots``, written to ``d``.
+
+    ``op(*lane_values)`` gets one bit pattern per slot in the element format of ``ty`` (the
+    instruction type by default) and returns the result lane.
+    """
+    t = ty or x.ty
+    ft, n = element(t)
+    w = fbits(ft)
+    d = x.D
+    values = [x.read(s, t) for s in slots]
+    out: Any = None
+    for k in range(n):
+        args = [v if n == 1 else d.extract(v, w * (k + 1) - 1, w * k, t.bits) for v in values]
+        r = op(*args)
+        out = r if k == 0 else d.concat(r, out, w, w * k)
+    x.write("d", out, t)
+
+
+def fconst(d: Domain, value: float, ft: str) -> Any:
+    return d.const(float_bits(value, ft), fbits(ft))
+
+
+def nan(d: Domain, ft: str) -> Any:
+    """The canonical NaN of a format (all ones but the sign)."""
+    return d.const(canonical_nan(ft), fbits(ft))
+
+
+def fabs(d: Domain, v: Any, ft: str) -> Any:
+    n = fbits(ft)
+    return d.and_(v, d.const((1 << (n - 1)) - 1, n), n)
+
+
+def fneg(d: Domain, v: Any, ft: str) -> Any:
+    n = fbits(ft)
+    return d.xor(v, d.const(1 << (n - 1), n), n)
+
+
+def flush(d: Domain, v: Any, ft: str) -> Any:
+    """A subnormal flushed to the zero of its sign (``.ftz``); other values unchanged."""
+    e, m = FLOAT_FORMAT[ft]
+    n = 1 + e + m
+    zero = d.const(0, n)
+    no_exp = d.eq(d.and_(v, d.const(((1 << e) - 1) << m, n), n), zero, n)
+    has_man = d.bnot(d.eq(d.and_(v, d.const((1 << m) - 1, n), n), zero, n))
+    return d.ite(d.band(no_exp, has_man), d.and_(v, d.const(1 << (n - 1), n), n), v, n)
+
+
+def saturate(d: Domain, v: Any, ft: str) -> Any:
+    """``.sat``: clamp to [0.0, 1.0], NaN to +0.0 (PTX ISA 9.7.4.1 "Saturation modifier").
+
+    A -0.0 result compares equal to 0.0 and is kept, as the shipped ``.sat.f32`` does.
+    """
+    n = fbits(ft)
+    zero, one = d.const(0, n), fconst(d, 1.0, ft)
+    v = d.ite(d.bor(d.fisnan(v, ft), d.flt(v, zero, ft)), zero, v, n)
+    return d.ite(d.flt(one, v, ft), one, v, n)
+
+
+def relu(d: Domain, v: Any, ft: str) -> Any:
+    """``.relu``: "clamps the result to 0 if negative. NaN results are converted to canonical
+    NaN" (PTX ISA 9.7.4.4 fma, 9.7.9.21 cvt). -0.0 is not negative and is kept."""
+    n = fbits(ft)
+    zero = d.const(0, n)
+    v = d.ite(d.flt(v, zero, ft), zero, v, n)
+    return d.ite(d.fisnan(v, ft), nan(d, ft), v, n)
+
+
+def greater(d: Domain, x: Any, y: Any, ft: str) -> Any:
+    """``x > y`` for non-NaN values, with +0.0 > -0.0 (PTX ISA 9.7.3.12 max: "note: +0.0 >
+    -0.0 here")."""
+    n = fbits(ft)
+    zeros = d.band(d.feq(x, y, ft), d.band(fsign(d, y, n), d.bnot(fsign(d, x, n))))
+    return d.bor(d.flt(y, x, ft), zeros)
+
+
+def minmax(d: Domain, x: Any, y: Any, ft: str, is_max: bool, propagate_nan: bool) -> Any:
+    """PTX two-input min/max (PTX ISA 9.7.3.11/9.7.3.12 ``min_num``/``max_num`` and
+    ``min_nan``/``max_nan``; 9.7.4.7/9.7.4.8 for the half formats).
+
+    Without ``.NaN`` a NaN operand yields the other operand and two NaNs the canonical NaN;
+    with ``.NaN`` any NaN operand yields the canonical NaN. -0.0 < +0.0.
+    """
+    n = fbits(ft)
+    xn, yn = d.fisnan(x, ft), d.fisnan(y, ft)
+    pick = d.ite(greater(d, x, y, ft) if is_max else greater(d, y, x, ft), x, y, n)
+    if propagate_nan:
+        return d.ite(d.bor(xn, yn), nan(d, ft), pick, n)
+    return d.ite(d.band(xn, yn), nan(d, ft), d.ite(xn, y, d.ite(yn, x, pick, n), n), n)
+
+
+def ftz_in(x: Exec, v: Any, ft: str) -> Any:
+    """An input lane, flushed when the instruction says ``.ftz``."""
+    return flush(x.D, v, ft) if x.mod("ftz") else v
+
+
+def finish(x: Exec, v: Any, ft: str) -> Any:
+    """A result lane with the instruction's ``.ftz``, then ``.sat`` or ``.relu`` applied.
+
+    The order matters only for the sign of a zero: a negative subnormal under ``.ftz.relu``
+    becomes -0.0 here (flushed first), which ``.relu`` keeps.
+    """
+    d = x.D
+    if x.mod("ftz"):
+        v = flush(d, v, ft)
+    if x.mod("sat"):
+        v = saturate(d, v, ft)
+    if x.mod("relu"):
+        v = relu(d, v, ft)
+    return v
