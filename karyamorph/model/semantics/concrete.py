@@ -7,10 +7,9 @@ Floating point: ``f32`` (and ``f16``) results are computed in float64 and rounde
 target format, with the exact error term of the float64 step carried along (TwoSum for
 add/sub/fma; products of two f32 are exact in float64; quotients and square roots never fall
 on a float64 value that hides an f32 rounding boundary). This makes ``add/sub/mul/div/sqrt/fma``
-on ``f32`` correctly rounded in all four rounding modes. ``f64`` uses numpy's own arithmetic:
-round-to-nearest only, and ``fma.f64`` is a double-double approximation that can differ from the
-correctly rounded result in rare double-rounding cases. Directed rounding on ``f64`` raises
-:class:`UnsupportedOperation`. ``min``/``max``/comparisons are exact. The approximations
+on ``f32`` correctly rounded in all four rounding modes. ``f64`` rounds to nearest with numpy's
+own arithmetic; ``fma.f64`` and the directed roundings of ``f64`` are correctly rounded by
+:mod:`karyamorph.model.semantics.exact`. ``min``/``max``/comparisons are exact. The approximations
 (``rcp.approx`` ...) are computed in float64 and rounded to nearest: within the PTX error bounds.
 """
 
@@ -21,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from karyamorph.model.semantics.exact import f64_op, fma_f64
 from karyamorph.model.semantics.types import FLOAT_FORMAT, canonical_nan
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -313,7 +313,7 @@ class ConcreteDomain:
         with np.errstate(all="ignore"):
             if ft == "f64":
                 if rnd != "rn":
-                    raise UnsupportedOperation(f"{op}.{rnd}.f64 is not modeled by the concrete domain")
+                    return _bits_of(f64_op(op, [fa, fb], rnd), "f64")
                 r = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op](fa, fb)
                 return _bits_of(r, "f64")
             if op == "add":
@@ -351,12 +351,7 @@ class ConcreteDomain:
         fa, fb, fc = (_fl(x, ft).astype(np.float64) for x in (a, b, c))
         with np.errstate(all="ignore"):
             if ft == "f64":
-                if rnd != "rn":
-                    raise UnsupportedOperation(f"fma.{rnd}.f64 is not modeled by the concrete domain")
-                ph, pl = _two_prod(fa, fb)
-                sh, sl = _two_sum(ph, fc)
-                r = np.where(np.isfinite(ph), sh + (sl + pl), fa * fb + fc)
-                return _bits_of(r, "f64")
+                return _bits_of(fma_f64(fa, fb, fc, rnd), "f64")
             p = fa * fb
             sm, e = _two_sum(p, fc)
             out = _round(sm, e, ft, rnd)
@@ -372,9 +367,7 @@ class ConcreteDomain:
         fa = _fl(a, ft).astype(np.float64)
         with np.errstate(invalid="ignore"):
             if ft == "f64":
-                if rnd != "rn":
-                    raise UnsupportedOperation(f"sqrt.{rnd}.f64 is not modeled by the concrete domain")
-                return _bits_of(np.sqrt(fa), "f64")
+                return _bits_of(np.sqrt(fa) if rnd == "rn" else f64_op("sqrt", [fa], rnd), "f64")
             return _round(np.sqrt(fa), 0.0, ft, rnd)
 
     def frint(self, a: Any, ft: str, rnd: str) -> Any:
@@ -400,8 +393,6 @@ class ConcreteDomain:
         fa = _fl(a, frm).astype(np.float64)
         if to == "f64":
             return _bits_of(fa, "f64")
-        if frm == "f64" and to != "f32" and rnd != "rn":
-            raise UnsupportedOperation(f"cvt.{rnd}.{to}.f64 is not modeled by the concrete domain")
         if frm == "f64" and to == "bf16":
             return _bf16_of64(fa, rnd)
         return _round(fa, 0.0, to, rnd)
@@ -418,7 +409,7 @@ class ConcreteDomain:
         if ft == "f64":
             if rnd == "rn" or np.all(e == 0):
                 return _bits_of(np.asarray(sm + e), "f64")
-            raise UnsupportedOperation(f"cvt.{rnd}.f64.{'s' if signed else 'u'}64 is not modeled")
+            return _bits_of(f64_op("add", [sm, e], rnd), "f64")  # sm + e is the integer, exactly
         if ft == "bf16":
             return _bf16_of64(np.asarray(sm, dtype=np.float64), rnd, e)
         return _round(sm, e, ft, rnd)
@@ -448,18 +439,6 @@ class ConcreteDomain:
         if ft == "f64":
             return _bits_of(r, "f64")
         return _round(r, 0.0, ft, "rn")
-
-
-def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's product: p + e == a * b exactly, barring overflow."""
-    p = a * b
-    split = 134217729.0  # 2**27 + 1 (Veltkamp)
-    ca, cb = split * a, split * b
-    ah = ca - (ca - a)
-    bh = cb - (cb - b)
-    al, bl = a - ah, b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, np.where(np.isfinite(e), e, 0.0)
 
 
 def float_bits(value: float, ft: str) -> int:
