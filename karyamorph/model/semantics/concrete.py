@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from karyamorph.model.semantics.exact import f64_op, fma_f64
+from karyamorph.model.semantics import exact
 from karyamorph.model.semantics.types import FLOAT_FORMAT, canonical_nan
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -313,7 +313,7 @@ class ConcreteDomain:
         with np.errstate(all="ignore"):
             if ft == "f64":
                 if rnd != "rn":
-                    return _bits_of(f64_op(op, [fa, fb], rnd), "f64")
+                    return _bits_of(exact.f64_op(op, [fa, fb], rnd), "f64")
                 r = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op](fa, fb)
                 return _bits_of(r, "f64")
             if op == "add":
@@ -351,7 +351,7 @@ class ConcreteDomain:
         fa, fb, fc = (_fl(x, ft).astype(np.float64) for x in (a, b, c))
         with np.errstate(all="ignore"):
             if ft == "f64":
-                return _bits_of(fma_f64(fa, fb, fc, rnd), "f64")
+                return _bits_of(exact.fma_f64(fa, fb, fc, rnd), "f64")
             p = fa * fb
             sm, e = _two_sum(p, fc)
             out = _round(sm, e, ft, rnd)
@@ -367,7 +367,7 @@ class ConcreteDomain:
         fa = _fl(a, ft).astype(np.float64)
         with np.errstate(invalid="ignore"):
             if ft == "f64":
-                return _bits_of(np.sqrt(fa) if rnd == "rn" else f64_op("sqrt", [fa], rnd), "f64")
+                return _bits_of(np.sqrt(fa) if rnd == "rn" else exact.f64_op("sqrt", [fa], rnd), "f64")
             return _round(np.sqrt(fa), 0.0, ft, rnd)
 
     def frint(self, a: Any, ft: str, rnd: str) -> Any:
@@ -409,7 +409,7 @@ class ConcreteDomain:
         if ft == "f64":
             if rnd == "rn" or np.all(e == 0):
                 return _bits_of(np.asarray(sm + e), "f64")
-            return _bits_of(f64_op("add", [sm, e], rnd), "f64")  # sm + e is the integer, exactly
+            return _bits_of(exact.f64_op("add", [sm, e], rnd), "f64")  # sm + e is the integer, exactly
         if ft == "bf16":
             return _bf16_of64(np.asarray(sm, dtype=np.float64), rnd, e)
         return _round(sm, e, ft, rnd)

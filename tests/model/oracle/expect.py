@@ -106,6 +106,7 @@ class Case:
     imms: dict[str, int] = field(default_factory=dict)
     random_lanes: int = 48
     approx: bool = False
+    extra_lanes: tuple[dict[str, int], ...] = ()
 
 
 def exact_all(results: dict[str, int | bool]) -> dict[str, Expect]:

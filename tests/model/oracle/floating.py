@@ -167,7 +167,23 @@ def arith(form: Form, op: str) -> list[Case]:
         return {"d": finish(r, f, flush, sat)}
 
     edges = _edges(f)
-    return [Case({s: t for s in slots}, {"d": t}, expect, edges={s: edges for s in slots})]
+    extra = _fma_near_ties(f) if slots == "abc" else ()
+    return [Case({s: t for s in slots}, {"d": t}, expect, edges={s: edges for s in slots}, extra_lanes=extra)]
+
+
+def _fma_near_ties(f: Fmt) -> tuple[dict[str, int], ...]:
+    """a * b + c just above the midpoint between 1 and its successor: a * b is half an ulp of 1
+    plus a tiny rest (a = 1 + x, b = (1 - x + x*x) / 2**p, x = 2**-(p // 2)), so an evaluation
+    that rounds the rest away first lands on the tie and rounds to even, the wrong way."""
+    p = f.man_bits + 1
+    x = Fraction(1, 2 ** (p // 2))
+    a = round_value(1 + x, f, "rn")
+    b = round_value((1 - x + x * x) / 2**p, f, "rn")
+    one = from_float(1.0, f)
+    return tuple(
+        {"a": a ^ sa, "b": b ^ sb, "c": one ^ sc}
+        for sa, sb, sc in ((0, 0, 0), (0, f.sign, f.sign), (f.sign, 0, f.sign), (f.sign, f.sign, 0))
+    )
 
 
 def _less(a: int, b: int, f: Fmt) -> bool:

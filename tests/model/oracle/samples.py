@@ -102,6 +102,7 @@ def lanes(case: Case, key: str) -> list[dict[str, int]]:
             out.append({s: edge[s][int(rng.integers(0, len(edge[s])))] for s in slots})
         for s in slots:  # each edge of each slot at least once
             out += [{**{t: edge[t][k % len(edge[t])] for t in slots}, s: v} for k, v in enumerate(edge[s])]
+    out += list(case.extra_lanes)
     rand = {s: random_values(case.operands[s], case.random_lanes, rng) for s in slots}
     out += [{s: rand[s][k] for s in slots} for k in range(case.random_lanes)]
     return out
