@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.model.semantics.instruction import Instr, Slot
+from karyamorph.model.semantics.machine import Machine
 from tests.model.oracle.runner import all_forms
 from tests.model.oracle.table import FORM_CHECKS, ORACLES, uncovered
 
@@ -35,7 +36,7 @@ def test_a_new_form_without_an_oracle_is_reported() -> None:
     add = next(i for i in M.instructions if i.name == "add")
     half = replace(add, types=("f16",))  # f16 arithmetic arriving without an oracle
     dp4a = Instr("dp4a", ("u32",), (Slot("d", dest=True), Slot("a"), Slot("b"), Slot("c")), lambda x: None)
-    missing = uncovered(M.with_instructions(half, dp4a))
+    missing = uncovered(Machine("new forms", (half, dp4a)))
     assert any(m.startswith("add.f16: ") for m in missing)
     assert any(m.startswith("dp4a.u32: no row for 'dp4a'") for m in missing)
 

@@ -311,7 +311,8 @@ def _data_laws() -> dict[str, tuple[Law, ...]]:
     def nan_to_int(run: Run, d: Any, t: str) -> tuple[Any, Any]:
         # "Zero if source is not .f64 and destination is not .s64, .u64. Otherwise 1 << (w - 1)"
         nan = d.const(0x7FC00000, 32)
-        both = d.concat(run("cvt.rzi.s32.f32", nan), d.extract(run("cvt.rni.u64.f32", nan), 63, 32, 64), 32, 32)
+        high = d.extract(run("cvt.rni.u64.f32", nan), 63, 32, 64)
+        both = d.concat(run("cvt.rzi.s32.f32", nan), high, 32, 32)
         return both, d.const(1 << 31, 64)
 
     return {

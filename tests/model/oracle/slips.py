@@ -254,7 +254,7 @@ SLIPS: tuple[Slip, ...] = (
     Slip("z3 rounds .rz toward -inf", SYM, "SymbolicDomain._arith", ("add", "mul", "fma", "div"),
          "rm = _RM[rnd]()",
          "rm = _RM[\"rm\" if rnd == \"rz\" else rnd]()"),
-    Slip("z3 float less-than admits equality", SYM, "SymbolicDomain.flt", ("setp", "min"),
+    Slip("z3 float less-than admits equality", SYM, "SymbolicDomain.flt", ("min", "max"),
          "ka < kb)",
          "ka <= kb)"),
 )
