@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import z3
 
-from karyamorph.model.semantics.concrete import ConcreteDomain, UnsupportedOperation, bits_float, float_bits
+from karyamorph.model.semantics.concrete import ConcreteDomain, bits_float, float_bits
 from karyamorph.model.semantics.symbolic import SymbolicDomain, value_of
 
 C = ConcreteDomain()
@@ -130,9 +130,15 @@ def test_nan_results_are_canonical() -> None:
     )
 
 
-def test_unsupported_f64_rounding_is_reported() -> None:
-    with pytest.raises(UnsupportedOperation, match=r"add.rz.f64"):
-        C.fadd(C.const(0, 64), C.const(0, 64), "f64", "rz")
+def test_f64_directed_rounding_steps_from_the_nearest_double() -> None:
+    one, tiny = float_bits(1.0, "f64"), float_bits(2.0**-60, "f64")
+    up = float_bits(float(np.nextafter(1.0, 2.0)), "f64")
+    assert int(C.fadd(C.const(one, 64), C.const(tiny, 64), "f64", "rz")) == one
+    assert int(C.fadd(C.const(one, 64), C.const(tiny, 64), "f64", "rp")) == up
+    # exact zero under round-down is -0; (-1) + (+1) under round-to-nearest is +0
+    minus = float_bits(-1.0, "f64")
+    assert int(C.fadd(C.const(one, 64), C.const(minus, 64), "f64", "rm")) == 1 << 63
+    assert int(C.fadd(C.const(one, 64), C.const(minus, 64), "f64", "rn")) == 0
 
 
 def test_vectorised_over_threads() -> None:

@@ -65,9 +65,9 @@ def fminmax(d: Domain, a: Any, b: Any, ft: str, is_max: bool) -> Any:
     """PTX min/max: a NaN operand yields the other; both NaN the canonical NaN; -0 < +0."""
     n = _fbits(ft)
     an, bn = d.fisnan(a, ft), d.fisnan(b, ft)
-    x, y = (b, a) if is_max else (a, b)
-    first = d.bor(d.flt(x, y, ft), d.band(d.feq(x, y, ft), d.band(fsign(d, x, n), d.bnot(fsign(d, y, n)))))
-    pick = d.ite(first, a, b, n) if not is_max else d.ite(first, b, a, n)
+    # a < b, where -0.0 < +0.0 ("If values of both inputs are 0.0, then +0.0 > -0.0")
+    a_less = d.bor(d.flt(a, b, ft), d.band(d.feq(a, b, ft), d.band(fsign(d, a, n), d.bnot(fsign(d, b, n)))))
+    pick = d.ite(a_less, b, a, n) if is_max else d.ite(a_less, a, b, n)
     nan = d.const(canonical_nan(ft), n)
     return d.ite(d.band(an, bn), nan, d.ite(an, b, d.ite(bn, a, pick, n), n), n)
 
@@ -155,14 +155,31 @@ def _div(x: Exec) -> None:
     d, t = x.D, x.ty
     if t.is_float:
         a, b = fin(x, "a"), fin(x, "b")
-        if x.mod("rnd") in ("approx", "full"):
-            # PTX: div.approx.f32 computes a * (1/b) with the approximate reciprocal.
-            r = d.fmul(a, d.fapprox("rcp", b, t.name), t.name, "rn")
+        if x.mod("rnd") == "approx":
+            r = _div_approx(d, a, b, t.name)
+        elif x.mod("rnd") == "full":
+            # div.full.f32: "maximum ulp error is 2 across the full range"; the correctly rounded
+            # quotient is within that bound everywhere (a * (1/b) is not, for |b| > 2**126).
+            r = d.fdiv(a, b, t.name, "rn")
         else:
             r = d.fdiv(a, b, t.name, rnd(x))
         x.write("d", fout(x, r), t)
         return
     x.write("d", d.div(x.read("a", t), x.read("b", t), t.bits, t.signed), t)
+
+
+def _div_approx(d: Domain, a: Any, b: Any, ft: str) -> Any:
+    """div.approx.f32: "computed as d = a * (1/b)"; "For 2**126 < |b| < 2**128, if a is infinity,
+    div.approx.f32 returns NaN, otherwise it returns a sign-preserving zero"."""
+    n = _fbits(ft)
+    r = d.fmul(a, d.fapprox("rcp", b, ft), ft, "rn")
+    mag = d.and_(b, d.const((1 << (n - 1)) - 1, n), n)
+    huge = d.band(d.flt(fconst(d, 2.0**126, ft), mag, ft), d.flt(mag, fconst(d, float("inf"), ft), ft))
+    a_inf = d.eq(d.and_(a, d.const((1 << (n - 1)) - 1, n), n), fconst(d, float("inf"), ft), n)
+    zero = d.and_(d.xor(a, b, n), d.const(1 << (n - 1), n), n)
+    # (a NaN stays NaN, as a * (1/b) would be)
+    nan_out = d.bor(a_inf, d.fisnan(a, ft))
+    return d.ite(huge, d.ite(nan_out, d.const(canonical_nan(ft), n), zero, n), r, n)
 
 
 def _rem(x: Exec) -> None:
@@ -181,7 +198,11 @@ def _neg(x: Exec) -> None:
 def _abs(x: Exec) -> None:
     d, t = x.D, x.ty
     if t.is_float:
-        x.write("d", fout(x, d.and_(fin(x, "a"), d.const((1 << (t.bits - 1)) - 1, t.bits), t.bits)), t)
+        a = fin(x, "a")
+        r = d.and_(a, d.const((1 << (t.bits - 1)) - 1, t.bits), t.bits)
+        if t.name == "f64":  # PTX: "For abs.f64, NaN input is passed through unchanged."
+            r = d.ite(d.fisnan(a, t.name), a, r, t.bits)
+        x.write("d", fout(x, r), t)
         return
     a = x.read("a", t)
     x.write("d", d.ite(d.lt(a, d.const(0, t.bits), t.bits, True), d.neg(a, t.bits), a, t.bits), t)
@@ -315,7 +336,8 @@ ARITH: tuple[Instr, ...] = (
           type_rule=_float_rule, doc="subtraction"),
     Instr("mul", INTS + FLOATS, D_AB, _mul, {**FLOAT_GROUPS, "mode": ("lo", "hi", "wide")},
           type_rule=lambda ts, m: _float_rule(ts, m) or (
-              "integer mul needs .lo, .hi or .wide" if ts[0] in INTS and "mode" not in m else None),
+              "integer mul needs .lo, .hi or .wide" if ts[0] in INTS and "mode" not in m else None) or (
+              "integer mul has no .sat" if ts[0] in INTS and "sat" in m else None),
           doc="multiplication: low half, high half or full width"),
     Instr("mad", INTS + FLOATS, D_ABC, _mad, {**FLOAT_GROUPS, "mode": ("lo", "hi", "wide")},
           type_rule=lambda ts, m: _float_rule(ts, m) or (
@@ -330,7 +352,8 @@ ARITH: tuple[Instr, ...] = (
               "rounding applies to floats only" if ts[0] in INTS and "rnd" in m else None) or (
               "div on floats needs .rn/.rz/.rm/.rp/.approx/.full" if ts[0] in FLOATS and "rnd" not in m
               else None) or (".approx/.full apply to .f32" if ts[0] == "f64" and
-                             m.get("rnd") in ("approx", "full") else None),
+                             m.get("rnd") in ("approx", "full") else None) or (
+              "div has no .sat" if "sat" in m else None),
           doc="division (integers: z3's convention for division by zero)"),
     Instr("rem", INTS, D_AB, _rem, doc="integer remainder"),
     Instr("neg", ("s16", "s32", "s64", *FLOATS), D_A, _neg, {"ftz": ("ftz",)},

@@ -145,7 +145,10 @@ def _cvt(x: Exec) -> None:
         )
         n = dt.bits
         out = d.ite(big, d.const(hi, n), d.ite(small, d.const(lo, n), d.f2i(v, at.name, n, dt.signed), n), n)
-        x.write("d", d.ite(d.fisnan(a, at.name), d.const(0, n), out, n), dt)
+        # PTX: a NaN input gives "Zero if source is not .f64 and destination is not .s64, .u64.
+        # Otherwise 1 << (BitWidth(dst) - 1)".
+        nan = 1 << (n - 1) if at.name == "f64" or n == 64 else 0
+        x.write("d", d.ite(d.fisnan(a, at.name), d.const(nan, n), out, n), dt)
     else:
         x.write("d", _int_cvt(d, x.read("a", at), at, dt, bool(x.mod("sat"))), dt)
 
@@ -180,6 +183,8 @@ def _cvt_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     r = mods.get("rnd")
     if r and r.endswith("i") and dt.is_float and dt.name != at.name:
         return f".{r} between floats needs the same type (round to integral)"
+    if r and not r.endswith("i") and dt.is_float and dt.name == at.name:
+        return f".{r} cannot round a value to its own format (use .{r}i to round to an integral value)"
     if r and r.endswith("i") and not at.is_float:
         return f".{r} rounds a floating-point source to an integer"
     if r and not r.endswith("i") and not dt.is_float:

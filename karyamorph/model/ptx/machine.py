@@ -6,14 +6,13 @@ Every instruction of the reduced PTX ISA is declared in :mod:`~karyamorph.model.
 matrix instructions (:mod:`~karyamorph.model.ptx.matrix`, :mod:`~karyamorph.model.ptx.mma`,
 :mod:`~karyamorph.model.ptx.wmma`) and the forms real compilers emit beyond those, in
 :mod:`~karyamorph.model.ptx.half`, ``packed``, ``mixed``, ``minmax``, ``convert`` and ``dot``;
-this module adds the laws their authors state and assembles :func:`ptx_machine`. ``wgmma``
-(warpgroup MMA, sm_90a) is not modeled.
+this module attaches the laws of :mod:`~karyamorph.model.ptx.laws` and the stated error
+bounds, and assembles :func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a) is not modeled.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
@@ -25,74 +24,17 @@ from karyamorph.model.ptx.convert import CONVERT
 from karyamorph.model.ptx.data import DATA
 from karyamorph.model.ptx.dot import DOT
 from karyamorph.model.ptx.half import HALF
+from karyamorph.model.ptx.laws import LAWS
 from karyamorph.model.ptx.matrix import MATRIX
 from karyamorph.model.ptx.minmax import MINMAX
 from karyamorph.model.ptx.mixed import MIXED
 from karyamorph.model.ptx.mma import MMA
 from karyamorph.model.ptx.packed import PACKED_F32
 from karyamorph.model.ptx.wmma import WMMA
-from karyamorph.model.semantics.instruction import ErrorBound, Instr, Law
+from karyamorph.model.semantics.instruction import ErrorBound, Instr
 from karyamorph.model.semantics.machine import Machine
 
 EXTENDED: tuple[Instr, ...] = (*HALF, *PACKED_F32, *MIXED, *MINMAX, *CONVERT, *DOT)
-
-_I32 = ("s32", "u32", "s64", "u64", "s16", "u16")
-_B = ("b32", "b64")
-
-# Laws: fn(run, D, t, *vars) -> (lhs, rhs). ``run(form, *operands)`` evaluates a form.
-LAWS: dict[str, tuple[Law, ...]] = {
-    "mad": (Law("mad.lo(a, b, c) == add(mul.lo(a, b), c)", _I32, 3,
-                lambda run, D, t, a, b, c: (run(f"mad.lo.{t}", a, b, c),
-                                            run(f"add.{t}", run(f"mul.lo.{t}", a, b), c))),
-            Law("mad.wide(a, b, c) == add(mul.wide(a, b), c)", ("s32", "u32", "s16", "u16"), 3,
-                lambda run, D, t, a, b, c: (run(f"mad.wide.{t}", a, b, c := _widen(D, t, c)),
-                                            run(f"add.{_w(t)}", run(f"mul.wide.{t}", a, b), c)))),
-    "sub": (Law("sub(a, b) == add(a, neg(b))", ("s32", "s64", "s16"), 2,
-                lambda run, D, t, a, b: (run(f"sub.{t}", a, b), run(f"add.{t}", a, run(f"neg.{t}", b)))),),
-    "mul": (Law("mul.lo(a, b) == mul.lo(b, a)", _I32, 2,
-                lambda run, D, t, a, b: (run(f"mul.lo.{t}", a, b), run(f"mul.lo.{t}", b, a))),
-            Law("low half of mul.wide(a, b) == mul.lo(a, b)", ("s32", "u32", "s16", "u16"), 2,
-                lambda run, D, t, a, b: (D.trunc(run(f"mul.wide.{t}", a, b), 2 * _bits(t), _bits(t)),
-                                         run(f"mul.lo.{t}", a, b)))),
-    "not": (Law("not(not(a)) == a", _B, 1, lambda run, D, t, a: (run(f"not.{t}", run(f"not.{t}", a)), a)),),
-    "xor": (Law("xor(xor(a, b), b) == a", _B, 2,
-                lambda run, D, t, a, b: (run(f"xor.{t}", run(f"xor.{t}", a, b), b), a)),),
-    "lop3": (Law("lop3(a, b, c, 0x80) == and(and(a, b), c)", ("b32",), 3,
-                 lambda run, D, t, a, b, c: (run("lop3.b32", a, b, c, 0x80),
-                                             run("and.b32", run("and.b32", a, b), c))),
-             Law("lop3(a, b, c, 0x96) == xor(xor(a, b), c)", ("b32",), 3,
-                 lambda run, D, t, a, b, c: (run("lop3.b32", a, b, c, 0x96),
-                                             run("xor.b32", run("xor.b32", a, b), c)))),
-    "popc": (Law("popc(brev(a)) == popc(a)", _B, 1,
-                 lambda run, D, t, a: (run(f"popc.{t}", run(f"brev.{t}", a)), run(f"popc.{t}", a))),),
-    "brev": (Law("brev(brev(a)) == a", _B, 1,
-                 lambda run, D, t, a: (run(f"brev.{t}", run(f"brev.{t}", a)), a)),),
-    "min": (Law("min(a, b) == min(b, a)", _I32, 2,
-                lambda run, D, t, a, b: (run(f"min.{t}", a, b), run(f"min.{t}", b, a))),),
-    "max": (Law("max(a, b) == max(b, a)", (*_I32, "f32"), 2,
-                lambda run, D, t, a, b: (run(f"max.{t}", a, b), run(f"max.{t}", b, a))),),
-    "neg": (Law("neg(neg(a)) == a", ("f32", "f64", "s32", "s64"), 1,
-                lambda run, D, t, a: (run(f"neg.{t}", run(f"neg.{t}", a)), a)),),
-    "shl": (Law("shl(a, 0) == a", _B, 1, lambda run, D, t, a: (run(f"shl.{t}", a, 0), a)),),
-    "bfi": (Law("bfe.u32(bfi(a, b, 8, 8), 8, 8) == and(a, 0xff)", ("b32",), 2,
-                lambda run, D, t, a, b: (run("bfe.u32", run("bfi.b32", a, b, 8, 8), 8, 8),
-                                         run("and.b32", a, 0xFF))),),
-}  # fmt: skip
-
-
-def _bits(t: str) -> int:
-    return int(t[1:])
-
-
-def _w(t: str) -> str:
-    return f"{t[0]}{2 * _bits(t)}"
-
-
-def _widen(d: Any, t: str, c: Any) -> Any:
-    """Use a ``2 * bits`` value for the addend of mad.wide: extend the narrow free variable."""
-    n = _bits(t)
-    return (d.sext if t[0] == "s" else d.zext)(c, n, 2 * n)
-
 
 # Accuracy stated in the PTX ISA ("rcp", "sqrt", "rsqrt", "ex2", "lg2" sections, .approx.f32,
 # full range): rcp 1 ulp; sqrt relative 2**-23; rsqrt relative 2**-22.9; ex2 2 ulp; lg2 absolute

@@ -1,0 +1,1 @@
+"""Independent oracles for every instruction form of the machine (see ``table.py``)."""

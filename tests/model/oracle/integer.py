@@ -1,0 +1,239 @@
+"""Oracles for the integer, logic and bit instructions: Python ints with explicit wrap-around.
+
+Each function follows the PTX ISA section of its instruction (9.7.1 Integer Arithmetic, 9.7.8
+Logic and Shift), written from the section's own pseudo-code where it gives one (``bfe``,
+``bfi``, ``clz``, ``brev``) and never from the model's code. Where the ISA leaves a result
+unspecified (division by zero) any value is accepted.
+"""
+
+from __future__ import annotations
+
+from tests.model.oracle.expect import Case, Exact, Expect, NotCovered, OneOf, exact_all
+from tests.model.oracle.runner import Form
+from tests.model.oracle.samples import shift_edges, type_bits
+
+INT_TYPES = ("u16", "u32", "u64", "s16", "s32", "s64")
+BIT_TYPES = ("b16", "b32", "b64")
+
+
+class AnyValue(OneOf):
+    """Any bit pattern: the ISA says "unspecified"."""
+
+    def ok(self, got: int) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return "any value (unspecified by the PTX ISA)"
+
+
+ANY = AnyValue(frozenset())
+
+
+def signed(v: int, n: int) -> int:
+    return v - (1 << n) if v >> (n - 1) & 1 else v
+
+
+def wrap(v: int, n: int) -> int:
+    return v & ((1 << n) - 1)
+
+
+def _num(v: int, t: str) -> int:
+    return signed(v, type_bits(t)) if t[0] == "s" else v
+
+
+def _only(form: Form, allowed: set[str], types: tuple[str, ...]) -> None:
+    extra = {g for g, _ in form.mods} - allowed
+    if extra or any(t not in types for t in form.types):
+        raise NotCovered(f"{form.text}: the integer oracle knows {sorted(allowed)} on {types}")
+
+
+def _binary(form: Form, fn: object) -> list[Case]:
+    t = form.types[0]
+    return [Case({"a": t, "b": t}, {"d": t}, fn)]  # type: ignore[arg-type]
+
+
+def add_sub(form: Form, sub: bool) -> list[Case]:
+    _only(form, {"sat"}, INT_TYPES)
+    t = form.types[0]
+    n = type_bits(t)
+    sat = form.mod("sat") is not None
+    if sat and t != "s32":
+        raise NotCovered(form.text)
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a, b = _num(x["a"], t), _num(x["b"], t)
+        r = a - b if sub else a + b
+        if sat:  # "limits result to MININT..MAXINT (no overflow)"
+            r = max(-(1 << 31), min((1 << 31) - 1, r))
+        return exact_all({"d": wrap(r, n)})
+
+    return _binary(form, expect)
+
+
+def _wide(t: str) -> str:
+    return f"{t[0]}{2 * type_bits(t)}"
+
+
+def mul_mad(form: Form, mad: bool) -> list[Case]:
+    _only(form, {"mode"}, INT_TYPES)
+    t, mode = form.types[0], form.mod("mode")
+    n = type_bits(t)
+    dt = _wide(t) if mode == "wide" else t
+    ops = {"a": t, "b": t, **({"c": dt} if mad else {})}
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        p = _num(x["a"], t) * _num(x["b"], t)  # exact 2n-bit product
+        r = p >> n if mode == "hi" else p  # Python's >> floors: the upper half of two's complement
+        if mad:
+            r += _num(x["c"], dt)
+        return exact_all({"d": wrap(r, type_bits(dt))})
+
+    return [Case(ops, {"d": dt}, expect)]
+
+
+def div_rem(form: Form, rem: bool) -> list[Case]:
+    _only(form, set(), INT_TYPES)
+    t = form.types[0]
+    n = type_bits(t)
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a, b = _num(x["a"], t), _num(x["b"], t)
+        if b == 0:  # "Division by zero yields an unspecified, machine-specific value."
+            return {"d": ANY}
+        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # C: truncation toward zero
+        return exact_all({"d": wrap(a - q * b if rem else q, n)})
+
+    return _binary(form, expect)
+
+
+def neg_abs(form: Form, absolute: bool) -> list[Case]:
+    _only(form, set(), ("s16", "s32", "s64"))
+    t = form.types[0]
+    n = type_bits(t)
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a = signed(x["a"], n)
+        return exact_all({"d": wrap(abs(a) if absolute else -a, n)})
+
+    return [Case({"a": t}, {"d": t}, expect)]
+
+
+def min_max(form: Form, is_max: bool) -> list[Case]:
+    _only(form, set(), INT_TYPES)
+    t = form.types[0]
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a, b = _num(x["a"], t), _num(x["b"], t)
+        pick = x["a"] if (a > b if is_max else a < b) else x["b"]
+        return exact_all({"d": pick})
+
+    return _binary(form, expect)
+
+
+def logic(form: Form, op: str) -> list[Case]:
+    _only(form, set(), ("pred", *BIT_TYPES))
+    t = form.types[0]
+    n = type_bits(t)
+    ops = {"a": t} if op == "not" else {"a": t, "b": t}
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a = x["a"]
+        if op == "not":
+            return exact_all({"d": wrap(~a, n)})
+        b = x["b"]
+        return exact_all({"d": {"and": a & b, "or": a | b, "xor": a ^ b}[op]})
+
+    return [Case(ops, {"d": t}, expect)]
+
+
+def shift(form: Form, left: bool) -> list[Case]:
+    _only(form, set(), (*BIT_TYPES, *INT_TYPES))
+    t = form.types[0]
+    n = type_bits(t)
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        k = min(x["b"], n)  # "Shift amounts greater than the register width N are clamped to N."
+        if left:
+            return exact_all({"d": wrap(x["a"] << k, n)})
+        a = signed(x["a"], n) if t[0] == "s" else x["a"]  # signed shifts fill with the sign bit
+        return exact_all({"d": wrap(a >> k, n)})
+
+    return [Case({"a": t, "b": "u32"}, {"d": t}, expect, edges={"b": shift_edges()})]
+
+
+def lop3(form: Form) -> list[Case]:
+    _only(form, set(), ("b32",))
+
+    def case(lut: int) -> Case:
+        def expect(x: dict[str, int]) -> dict[str, Expect]:
+            d = 0
+            for k in range(32):  # bit k of d is the LUT entry indexed by (a_k, b_k, c_k)
+                idx = (x["a"] >> k & 1) << 2 | (x["b"] >> k & 1) << 1 | (x["c"] >> k & 1)
+                d |= (lut >> idx & 1) << k
+            return exact_all({"d": d})
+
+        ops = {"a": "b32", "b": "b32", "c": "b32"}
+        return Case(ops, {"d": "b32"}, expect, imms={"lut": lut}, random_lanes=8)
+
+    return [case(lut) for lut in range(256)]
+
+
+def count(form: Form, op: str) -> list[Case]:
+    _only(form, set(), ("b32", "b64"))
+    t = form.types[0]
+    n = type_bits(t)
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a = x["a"]
+        return exact_all({"d": bin(a).count("1") if op == "popc" else n - a.bit_length()})
+
+    return [Case({"a": t}, {"d": "u32"}, expect)]
+
+
+def brev(form: Form) -> list[Case]:
+    _only(form, set(), ("b32", "b64"))
+    t = form.types[0]
+    n = type_bits(t)
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        return exact_all({"d": int(format(x["a"], f"0{n}b")[::-1], 2)})
+
+    return [Case({"a": t}, {"d": t}, expect)]
+
+
+def _bit(v: int, i: int) -> int:
+    return v >> i & 1
+
+
+def bfe(form: Form) -> list[Case]:
+    _only(form, set(), ("u32", "u64", "s32", "s64"))
+    t = form.types[0]
+    msb = type_bits(t) - 1
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a, pos, length = x["a"], x["b"] & 0xFF, x["c"] & 0xFF
+        sbit = 0 if t[0] == "u" or length == 0 else _bit(a, min(pos + length - 1, msb))
+        d = 0
+        for i in range(msb + 1):
+            d |= (_bit(a, pos + i) if i < length and pos + i <= msb else sbit) << i
+        return exact_all({"d": d})
+
+    pos = (*shift_edges(), *range(0, 70, 3))
+    return [Case({"a": t, "b": "u32", "c": "u32"}, {"d": t}, expect, edges={"b": pos, "c": pos})]
+
+
+def bfi(form: Form) -> list[Case]:
+    _only(form, set(), ("b32", "b64"))
+    t = form.types[0]
+    msb = type_bits(t) - 1
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a, f, pos, length = x["a"], x["b"], x["c"] & 0xFF, x["d"] & 0xFF
+        i = 0
+        while i < length and pos + i <= msb:
+            f = f & ~(1 << (pos + i)) | _bit(a, i) << (pos + i)
+            i += 1
+        return {"f": Exact(f)}
+
+    pos = (*shift_edges(), *range(0, 70, 3))
+    return [Case({"a": t, "b": t, "c": "u32", "d": "u32"}, {"f": t}, expect, edges={"c": pos, "d": pos})]

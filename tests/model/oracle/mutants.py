@@ -1,0 +1,138 @@
+"""Deliberate one-line slips in the semantics, and whether the oracles or the laws notice them.
+
+A :class:`Slip` names a module, a function (or ``Class.method``) in it, and one text change inside
+that function. Applying it compiles the changed module source afresh; then
+
+- for the instruction modules (``model/ptx/*.py``) the machine is rebuilt from the changed
+  declarations (they hold their semantics functions directly, so patching a name would not
+  reach them), keeping the shipped laws and bounds;
+- for the domains and the interpreter the one changed function or method replaces the real
+  one for the duration (every user of the class sees it), and is restored afterwards.
+
+A slip must not make the semantics raise: it is a wrong answer that is being looked for.
+
+:func:`detect` then runs, for the instructions the slip can affect, the concrete oracle, the z3
+spot checks and the ``check-isa`` laws, and says which caught it first.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from karyamorph.model.check.isa_check import check_law
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.machine import Machine
+from tests.model.oracle.runner import all_forms, check_symbolic
+from tests.model.oracle.table import ORACLES, check_form
+
+PTX_MODULES = {"arith": "ARITH", "data": "DATA", "control": "CONTROL"}
+
+
+@dataclass(frozen=True, slots=True)
+class Slip:
+    """One deliberate mistake: ``old`` becomes ``new`` inside ``within`` of ``module``."""
+
+    name: str
+    module: str  # dotted, relative to karyamorph.model (``ptx.arith``, ``semantics.concrete``)
+    within: str  # ``function`` or ``Class.method``
+    targets: tuple[str, ...]  # instruction names whose checks should notice it
+    old: str
+    new: str
+
+    @property
+    def family(self) -> str:
+        return self.targets[0]
+
+
+def _span(source: str, within: str) -> tuple[int, int]:
+    """Line span (0-based start, end exclusive) of a function or method in module source."""
+    tree = ast.parse(source)
+    parts = within.split(".")
+    nodes: list[Any] = tree.body
+    node: Any = None
+    for part in parts:
+        defs = (n for n in nodes if isinstance(n, ast.FunctionDef | ast.ClassDef))
+        node = next((n for n in defs if n.name == part), None)
+        if node is None:
+            raise ValueError(f"{within} not found")
+        nodes = node.body
+    return node.lineno - 1, node.end_lineno
+
+
+def mutated_source(slip: Slip) -> str:
+    real = importlib.import_module(f"karyamorph.model.{slip.module}")
+    lines = inspect.getsource(real).splitlines(keepends=True)
+    lo, hi = _span("".join(lines), slip.within)
+    body = "".join(lines[lo:hi])
+    if body.count(slip.old) != 1:
+        times = body.count(slip.old)
+        raise ValueError(f"slip {slip.name!r}: {slip.old!r} occurs {times} times in {slip.within}")
+    return "".join(lines[:lo]) + body.replace(slip.old, slip.new) + "".join(lines[hi:])
+
+
+def _fresh(slip: Slip) -> types.ModuleType:
+    name = f"karyamorph.model.{slip.module}"
+    mod = types.ModuleType(name)
+    mod.__file__ = importlib.import_module(name).__file__
+    exec(compile(mutated_source(slip), f"<slip: {slip.name}>", "exec"), mod.__dict__)
+    return mod
+
+
+@contextmanager
+def applied(slip: Slip) -> Iterator[Machine]:
+    """The machine with the slip in place (and the slip in place in the process meanwhile)."""
+    base = ptx_machine()
+    fresh = _fresh(slip)
+    short = slip.module.split(".")[-1]
+    if slip.module.startswith("ptx.") and short in PTX_MODULES:
+        by_key = {(i.name, i.types): i for i in getattr(fresh, PTX_MODULES[short])}
+        instrs = []
+        for ins in base.instructions:
+            new = by_key.get((ins.name, ins.types))
+            instrs.append(replace(new, laws=ins.laws, bounds=ins.bounds) if new is not None else ins)
+        yield Machine(base.name, tuple(instrs), arch=base.arch, scheduling=base.scheduling)
+        return
+    real = importlib.import_module(f"karyamorph.model.{slip.module}")
+    owner_name, _, attr = slip.within.rpartition(".")
+    owner, fresh_owner = real, fresh
+    if owner_name:
+        owner, fresh_owner = getattr(real, owner_name), getattr(fresh, owner_name)
+    saved = owner.__dict__[attr]
+    setattr(owner, attr, fresh_owner.__dict__[attr])
+    try:
+        yield base
+    finally:
+        setattr(owner, attr, saved)
+
+
+def detect(slip: Slip) -> str | None:
+    """What notices the slip first (``oracle``, ``z3``, ``law``, with the evidence), or None."""
+    with applied(slip) as machine:
+        instrs = [i for i in machine.instructions if i.name in slip.targets]
+        concrete = [] if slip.module == "semantics.symbolic" else instrs  # z3 only reaches z3
+        for instr in concrete:
+            for form in all_forms(instr):
+                problems = check_form(machine, form)
+                if problems:
+                    return f"oracle: {problems[0]}"
+        for instr in instrs:
+            if instr.name not in ORACLES:
+                continue
+            for form in all_forms(instr):
+                for case in ORACLES[instr.name](form)[:1]:
+                    bad = [] if case.approx else check_symbolic(machine, form, case, 3)
+                    if bad:
+                        return f"z3: {bad[0]}"
+        for instr in instrs:
+            for law in instr.laws:
+                failed = [r for r in check_law(law, instr, machine) if r.status == "fail"]
+                if failed:
+                    return f"law: {failed[0].form}: {failed[0].detail[:160]}"
+    return None

@@ -1,0 +1,113 @@
+"""The one table: instruction name -> oracle. Extend it when the machine gains an instruction.
+
+Every form the machine declares (:func:`tests.model.oracle.runner.all_forms`) is looked up here
+by its declaration's name; the oracle returns the :class:`~tests.model.oracle.expect.Case` list
+that holds it to the PTX ISA, or raises :class:`~tests.model.oracle.expect.NotCovered` for a type
+or modifier it was not written for. ``tests/model/test_oracle_coverage.py`` fails on both a
+missing name and a ``NotCovered`` form, so a new instruction form (f16 arithmetic, ``.f32x2``,
+three-input ``min``) cannot land without an independent oracle: add a function and a row.
+Register-only forms go in :data:`ORACLES` (cases run lane by lane on both domains); forms whose
+semantics are hooks (memory, warp, control) go in :data:`FORM_CHECKS` (a whole-form check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from karyamorph.model.semantics.machine import Machine
+from tests.model.oracle import convert, floating, integer
+from tests.model.oracle.expect import Case, NotCovered
+from tests.model.oracle.kernels import check_kernel_form
+from tests.model.oracle.memory import check_memory
+from tests.model.oracle.runner import Form, all_forms, check_concrete
+
+Oracle = Callable[[Form], list[Case]]
+
+FLOATS = ("f16", "bf16", "f32", "f64")
+
+
+def _by_type(on_int: Oracle, on_float: Oracle) -> Oracle:
+    return lambda form: on_float(form) if form.types[0] in FLOATS else on_int(form)
+
+
+def _rounded_or_approx(op: str) -> Oracle:
+    def oracle(form: Form) -> list[Case]:
+        if form.mod("rnd") in ("approx", "full"):
+            return floating.div_approx(form) if op == "div" else floating.approx(form, op)
+        return floating.arith(form, op)
+
+    return oracle
+
+
+ORACLES: dict[str, Oracle] = {
+    "add": _by_type(lambda f: integer.add_sub(f, False), lambda f: floating.arith(f, "add")),
+    "sub": _by_type(lambda f: integer.add_sub(f, True), lambda f: floating.arith(f, "sub")),
+    "mul": _by_type(lambda f: integer.mul_mad(f, False), lambda f: floating.arith(f, "mul")),
+    "mad": _by_type(lambda f: integer.mul_mad(f, True), lambda f: floating.arith(f, "fma")),
+    "fma": lambda f: floating.arith(f, "fma"),
+    "div": _by_type(lambda f: integer.div_rem(f, False), _rounded_or_approx("div")),
+    "rem": lambda f: integer.div_rem(f, True),
+    "neg": _by_type(lambda f: integer.neg_abs(f, False), lambda f: floating.neg_abs(f, False)),
+    "abs": _by_type(lambda f: integer.neg_abs(f, True), lambda f: floating.neg_abs(f, True)),
+    "min": _by_type(lambda f: integer.min_max(f, False), lambda f: floating.min_max(f, False)),
+    "max": _by_type(lambda f: integer.min_max(f, True), lambda f: floating.min_max(f, True)),
+    "and": lambda f: integer.logic(f, "and"),
+    "or": lambda f: integer.logic(f, "or"),
+    "xor": lambda f: integer.logic(f, "xor"),
+    "not": lambda f: integer.logic(f, "not"),
+    "shl": lambda f: integer.shift(f, True),
+    "shr": lambda f: integer.shift(f, False),
+    "lop3": integer.lop3,
+    "popc": lambda f: integer.count(f, "popc"),
+    "clz": lambda f: integer.count(f, "clz"),
+    "brev": integer.brev,
+    "bfe": integer.bfe,
+    "bfi": integer.bfi,
+    "mov": convert.mov,
+    "setp": convert.setp,
+    "selp": convert.selp,
+    "cvt": convert.cvt,
+    "rcp": _rounded_or_approx("rcp"),
+    "sqrt": _rounded_or_approx("sqrt"),
+    "rsqrt": lambda f: floating.approx(f, "rsqrt"),
+    "ex2": lambda f: floating.approx(f, "ex2"),
+    "lg2": lambda f: floating.approx(f, "lg2"),
+}
+
+# Forms whose semantics are hooks into memory or the interpreter: checked as a whole form.
+FORM_CHECKS: dict[str, Callable[[Machine, Form], list[str]]] = {
+    **{name: check_memory for name in ("ld", "st", "cvta", "atom", "red")},
+    **{name: check_kernel_form for name in ("bra", "ret", "exit", "bar.sync", "barrier.sync")},
+    **{name: check_kernel_form for name in ("shfl.sync", "vote.sync")},
+}
+
+
+def check_form(machine: Machine, form: Form) -> list[str]:
+    """Every disagreement of one form with its oracle, on the concrete domain (the
+    interpreter's); raises NotCovered or KeyError when the form has no oracle."""
+    name = form.instr.name
+    if name in FORM_CHECKS:
+        return FORM_CHECKS[name](machine, form)
+    problems = []
+    for k, case in enumerate(ORACLES[name](form)):
+        bad, _ = check_concrete(machine, form, case, f"{form.text}#{k}")
+        problems += [str(m) for m in bad]
+    return problems
+
+
+def uncovered(machine: Machine) -> list[str]:
+    """Forms of ``machine`` without an oracle: a missing row, or a row that does not know them."""
+    out = []
+    for instr in machine.instructions:
+        for form in all_forms(instr):
+            if instr.name not in ORACLES and instr.name not in FORM_CHECKS:
+                out.append(f"{form.text}: no row for {instr.name!r} in tests/model/oracle/table.py")
+                continue
+            try:
+                if instr.name in ORACLES:
+                    ORACLES[instr.name](form)
+                else:  # these run the form: cheap, and the only way to ask them
+                    FORM_CHECKS[instr.name](machine, form)
+            except NotCovered as exc:
+                out.append(f"{form.text}: {exc}")
+    return out

@@ -1,0 +1,42 @@
+"""Every instruction form of the shipped machine against its independent oracle.
+
+The concrete domain (what the interpreter runs) on every lane of every form; the z3 domain
+(IEEE floats) on a few lanes of every register-only form. The oracles live in
+``tests/model/oracle`` and share no code with the semantics (see its ``table.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from karyamorph.model.ptx.machine import ptx_machine
+from tests.model.oracle.runner import all_forms, check_symbolic
+from tests.model.oracle.table import ORACLES, check_form
+
+M = ptx_machine()
+NAMES = sorted({i.name for i in M.instructions})
+REGISTER_ONLY = sorted({i.name for i in M.instructions if i.name in ORACLES})
+
+
+def _instr(name: str):  # type: ignore[no-untyped-def]
+    return next(i for i in M.instructions if i.name == name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_form_agrees_with_its_oracle(name: str) -> None:
+    problems: list[str] = []
+    forms = all_forms(_instr(name))
+    for form in forms:
+        problems += check_form(M, form)
+    assert forms and not problems, f"{len(problems)} disagreements, first:\n" + "\n".join(problems[:8])
+
+
+@pytest.mark.parametrize("name", REGISTER_ONLY)
+def test_the_z3_domain_agrees_on_samples(name: str) -> None:
+    problems = []
+    for form in all_forms(_instr(name)):
+        for k, case in enumerate(ORACLES[name](form)[:2]):
+            if not case.approx:  # approximations are uninterpreted functions in z3
+                problems += check_symbolic(M, form, case, 2, f"{form.text}#{k}")
+    assert not problems, "\n".join(str(p) for p in problems[:8])
+
