@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cuda.core._utils.cuda_utils import CUDAError
 
 from karyamorph.harness.gpu import wire
 from karyamorph.harness.gpu.device import current_device
@@ -30,9 +31,12 @@ from karyamorph.harness.gpu.jobs import (
     CorrectnessJob,
     EvaluateJob,
 )
+from karyamorph.harness.gpu.launch import CudaError
+from karyamorph.harness.gpu.server import cuda_error_name, failure_of
 from karyamorph.harness.gpu.supervisor import GpuWorker, describe_exit
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import SpecError
 from tests.harness import worker_faults as faults
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
@@ -208,6 +212,19 @@ def test_without_a_device_the_gpu_worker_says_so() -> None:
         reply = w.call(faults.pid)
     assert reply.failure is not None and reply.failure.kind == START
     assert reply.failure.reason == "LookupError: no CUDA device"
+
+
+def test_errors_are_told_apart_by_what_they_mean_for_the_worker() -> None:
+    ours = CudaError("CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure", "cuStreamSynchronize")
+    assert failure_of(ours).kind == CUDA_ERROR and failure_of(ours).cuda_error == "CUDA_ERROR_LAUNCH_FAILED"
+    core = CUDAError("CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address")
+    assert cuda_error_name(core) == "CUDA_ERROR_MISALIGNED_ADDRESS"
+    # torch's words for a sticky fault carry no driver name, but are a CUDA error all the same.
+    torch_words = RuntimeError("CUDA error: an illegal memory access was encountered")
+    assert failure_of(torch_words).kind == CUDA_ERROR and cuda_error_name(torch_words) == "CUDA error"
+    assert failure_of(RuntimeError("out of ideas")).kind == ERROR
+    spec = SpecError("vadd.toml: reference.torch", "evaluating 'a +' failed")
+    assert failure_of(spec).kind == "spec_error" and failure_of(spec).reason == str(spec)
 
 
 def test_exit_statuses_read_as_words() -> None:
