@@ -155,6 +155,30 @@ def test_a_worker_killed_between_jobs_is_replaced_without_a_failure(worker: GpuW
     assert reply.failure is None and reply.value != victim and worker.starts == 2
 
 
+class Interrupted(Exception):
+    pass
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
+def test_an_interrupted_wait_never_leaves_a_stale_reply_for_the_next_job(worker: GpuWorker) -> None:
+    first = worker.call(faults.pid).value
+    previous = signal.signal(signal.SIGALRM, _interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(Interrupted):
+            worker.call(functools.partial(faults.mark_then_sleep, os.devnull, 1.0))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not worker.busy and wait_gone(first)
+    # The interrupted job's reply (None) would otherwise arrive as the answer to this one.
+    reply = worker.call(faults.pid)
+    assert reply.failure is None and isinstance(reply.value, int) and reply.value != first
+
+
 def test_output_on_stdout_never_corrupts_a_reply(worker: GpuWorker) -> None:
     reply = worker.call(functools.partial(faults.noisy, 20000))
     assert reply.failure is None and reply.value == "still a clean reply"

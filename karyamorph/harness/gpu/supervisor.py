@@ -110,7 +110,7 @@ class GpuWorker:
     starts : int
         Worker processes started so far (1 + the restarts).
     busy : bool
-        A job has been sent and its answer is awaited.
+        A job has reached the worker and its answer is awaited.
     hello : Hello or None
         The running worker's greeting (its pid, device and start-up seconds).
     """
@@ -232,36 +232,46 @@ class GpuWorker:
         as a :class:`JobFailure` and the next job starts a fresh worker.
         """
         with self._lock:
-            for attempt in (1, 2):
-                failure = self._ready()
-                if failure is not None:
-                    return Reply(failure=failure)
-                try:
-                    wire.send(self._fds()[0], job)
-                    break
-                except wire.PipeClosed:
-                    # It died between jobs, so this job never reached it: a fresh worker may
-                    # take it, once.
-                    why = self._exit_reason()
-                    log = self._discard()
-                    if attempt == 2:
-                        return Reply(failure=JobFailure(CRASHED, f"the worker died at once ({why})", log=log))
-            self.busy = True
+            answered = False
             try:
-                reply = wire.receive(self._fds()[1], timeout_s)
-            except wire.PipeTimeout:
-                log = self._discard()
-                return Reply(failure=JobFailure(TIMEOUT, f"timed out after {timeout_s:g} s", log=log))
-            except wire.PipeClosed:
-                why = self._exit_reason()
-                log = self._discard()
-                return Reply(failure=JobFailure(CRASHED, f"the worker died during the job ({why})", log=log))
+                reply = self._exchange(job, timeout_s)
+                answered = True
             finally:
                 self.busy = False
+                if not answered and self._proc is not None:
+                    # Interrupted half way (Ctrl-C, a reply that does not unpickle): the pipe
+                    # may hold half a message, so this worker cannot be trusted with another.
+                    self._discard()
             if reply.failure is not None and reply.failure.ends_worker:
                 # It leaves by itself after a CUDA error; make sure it is gone before the next job.
                 self._discard()
             return reply
+
+    def _exchange(self, job: Job, timeout_s: float) -> Reply:
+        for attempt in (1, 2):
+            failure = self._ready()
+            if failure is not None:
+                return Reply(failure=failure)
+            try:
+                wire.send(self._fds()[0], job)
+                break
+            except wire.PipeClosed:
+                # It died between jobs, so this job never reached it: a fresh worker may take it,
+                # once.
+                why = self._exit_reason()
+                log = self._discard()
+                if attempt == 2:
+                    return Reply(failure=JobFailure(CRASHED, f"the worker died at once ({why})", log=log))
+        self.busy = True
+        try:
+            return wire.receive(self._fds()[1], timeout_s)
+        except wire.PipeTimeout:
+            log = self._discard()
+            return Reply(failure=JobFailure(TIMEOUT, f"timed out after {timeout_s:g} s", log=log))
+        except wire.PipeClosed:
+            why = self._exit_reason()
+            log = self._discard()
+            return Reply(failure=JobFailure(CRASHED, f"the worker died during the job ({why})", log=log))
 
     def call(self, function: Callable[[], Any], *, timeout_s: float = 60.0) -> Reply:
         """Call ``function()`` (it must pickle) in the worker."""
