@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.stages.base import Context, Stage, StageResult, Status
 from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.correctness import CorrectnessStage
@@ -89,6 +90,9 @@ STAGE_TYPES: dict[str, type[Stage]] = {
 }  # fmt: skip
 """Every stage there is, by name, in pipeline order."""
 
+WORKER_STAGES = frozenset({CorrectnessStage.name, TimingStage.name})
+"""The stages that run on the persistent GPU worker."""
+
 
 def default_stages(timeout_s: float | None = None) -> list[Stage]:
     """The stages that exist, in pipeline order.
@@ -128,6 +132,7 @@ def run_pipeline(
     stages: Sequence[Stage] | None = None,
     module: ast.Module | None = None,
     sizes: dict[str, int] | None = None,
+    worker: GpuWorker | None = None,
 ) -> RunResult:
     """Run ``spec`` through every stage and collect the results.
 
@@ -147,20 +152,35 @@ def run_pipeline(
         The already parsed PTX (skips parsing again).
     sizes : dict, optional
         Overrides of the spec's sizes.
+    worker : GpuWorker, optional
+        The command's GPU worker (left open). Default: when there is a device and a stage needs
+        one, a worker of this run's own, closed at its end.
+
+    The worker is started before the first stage, so that its start-up (a process, torch, a
+    CUDA context) overlaps the compile-side stages instead of adding to them.
 
     A stage that raises an unexpected tool or OS error is recorded as ``error`` with the
     traceback in its log; the later stages still run (and decide themselves whether to skip).
     """
 
+    stages = list(stages) if stages is not None else default_stages()
+    needs_worker = device is not None and any(stage.name in WORKER_STAGES for stage in stages)
+    if needs_worker and worker is None:
+        with GpuWorker(device.ordinal) as own:
+            return run_pipeline(spec, arch=arch, toolchain=toolchain, device=device, stages=stages,
+                                module=module, sizes=sizes, worker=own)  # fmt: skip
+    if needs_worker and worker is not None:
+        worker.start()
     module = module or prepare(spec)
     target = check_arch(arch or default_arch(module, device))
     kernel = bind(spec, target, sizes)
     toolchain = toolchain or discover()
-    ctx = Context(kernel=kernel, arch=target, toolchain=toolchain, device=device, module=module)
+    ctx = Context(kernel=kernel, arch=target, toolchain=toolchain, device=device, module=module,
+                  worker=worker)  # fmt: skip
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     results: list[tuple[str, StageResult]] = []
-    for stage in stages if stages is not None else default_stages():
+    for stage in stages:
         s0 = time.perf_counter()
         try:
             r = stage.run(ctx)

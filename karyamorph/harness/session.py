@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.gpu.device import NO_DEVICE, current_device
+from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo, current_device
+from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.pipeline import (
     STAGE_TYPES,
     RunResult,
@@ -96,6 +98,12 @@ def _bad_input(result: RunResult) -> str | None:
     return message
 
 
+def command_worker(device: DeviceInfo | None) -> contextlib.AbstractContextManager[GpuWorker | None]:
+    """The command's GPU worker (one for all its runs, closed when the command ends), or None
+    without a device. It starts when the first run needs it."""
+    return GpuWorker(device.ordinal) if device is not None else contextlib.nullcontext()
+
+
 def store_run(result: RunResult, db: Path) -> str:
     """Write ``result`` to the DuckDB file ``db`` in one transaction; return the run id."""
 
@@ -116,9 +124,11 @@ def run_spec_file(
     ``sizes`` overrides the spec's ``[sizes]`` (each name must exist there)."""
 
     spec = load_spec(path)
-    result = run_pipeline(
-        spec, arch=arch, device=current_device(), stages=default_stages(timeout_s), sizes=sizes
-    )
+    device = current_device()
+    with command_worker(device) as worker:
+        result = run_pipeline(
+            spec, arch=arch, device=device, stages=default_stages(timeout_s), sizes=sizes, worker=worker
+        )
     bad = _bad_input(result)
     run_id = store_run(result, db) if db is not None and bad is None else None
     return Outcome(result, run_id, bad)
@@ -148,18 +158,18 @@ def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | Non
     ]
     stage_names: list[str] = []
     rows = []
-    for path in specs:
-        spec = load_spec(path)
-        result = run_pipeline(
-            spec, arch=target, toolchain=toolchain, device=device, stages=default_stages(timeout_s)
-        )
-        run_id = store_run(result, db)
-        for n, _ in result.stages:
-            if n not in stage_names:
-                stage_names.append(n)
-        statuses = {n: str(r.status) for n, r in result.stages}
-        notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
-        rows.append((spec.name, *(statuses.get(n, "") for n in stage_names), notes, run_id[:8]))
+    with command_worker(device) as worker:
+        for path in specs:
+            spec = load_spec(path)
+            result = run_pipeline(spec, arch=target, toolchain=toolchain, device=device,
+                                  stages=default_stages(timeout_s), worker=worker)  # fmt: skip
+            run_id = store_run(result, db)
+            for n, _ in result.stages:
+                if n not in stage_names:
+                    stage_names.append(n)
+            statuses = {n: str(r.status) for n, r in result.stages}
+            notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
+            rows.append((spec.name, *(statuses.get(n, "") for n in stage_names), notes, run_id[:8]))
     lines.append(render_table(["kernel", *stage_names, "figures", "run"], rows, max_width=70))
     db_flag = "" if db == Path(DEFAULT_DB) else f" --db {db}"
     query = (

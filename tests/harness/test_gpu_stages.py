@@ -1,9 +1,10 @@
-"""The GPU stages: correctness (in the worker) and timing, on a real GPU and without one.
+"""The GPU stages: correctness and timing (in the persistent worker), on a real GPU and without one.
 
 Tests marked ``gpu`` run every example kernel through correctness and timing and plant broken
 kernels (an out-of-bounds write, an illegal address, an endless loop); they are skipped only
-when there is no CUDA device. The rest run anywhere: skips without a device, the worker's
-process handling, the spec file a job points to, parameter packing, statistics and peaks.
+when there is no CUDA device. The rest run anywhere: skips without a device, the one-shot
+worker's process handling, the spec file its job points to, parameter packing, statistics and
+peaks.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def test_run_worker_reports_exit_status_stderr_and_result(tmp_path: Path) -> Non
         "open(job['result_path'], 'w').write(json.dumps({'seed': job['seed']})); "
         "sys.stderr.write('CUDA_ERROR_ILLEGAL_ADDRESS: boom'); sys.exit(2)"
     )
-    job = Job("none.toml", "none.cubin", "k", "correctness", seed=41)
+    job = Job("none.toml", "none.cubin", "k", "once", seed=41)
     outcome = run_worker(job, workdir=tmp_path, wrapper=[sys.executable, "-c", code])
     assert outcome.returncode == 2 and not outcome.timed_out
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in outcome.stderr
@@ -133,7 +134,7 @@ def test_run_worker_reports_exit_status_stderr_and_result(tmp_path: Path) -> Non
 @pytest.mark.skipif(DEVICE is not None, reason="checks the worker's answer on a machine without a GPU")
 def test_worker_runs_standalone_and_says_there_is_no_device(tmp_path: Path) -> None:
     spec = load_spec(EXAMPLES / "vadd.toml")
-    job = Job(str(spec.source_path), str(tmp_path / "vadd.cubin"), "vadd", "correctness")
+    job = Job(str(spec.source_path), str(tmp_path / "vadd.cubin"), "vadd", "once")
     outcome = run_worker(job, workdir=tmp_path, timeout_s=60)
     assert outcome.returncode == EXIT_NO_DEVICE, outcome.stderr
     assert "no CUDA device" in outcome.stderr

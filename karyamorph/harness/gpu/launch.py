@@ -229,19 +229,27 @@ class KernelLaunch:
 
     @staticmethod
     def load(cubin: bytes, entry: str, kernel: BoundKernel, ordinal: int = 0) -> KernelLaunch:
-        """Load ``cubin`` through cuda.core and prepare ``spec``'s grid, block and shared memory."""
-        from cuda.core import Device, LaunchConfig, ObjectCode
+        """Load ``cubin`` through cuda.core on device ``ordinal``, with a stream of its own."""
+        from cuda.core import Device, ObjectCode
 
         device = Device(ordinal)
         device.set_current()
-        module = ObjectCode.from_cubin(cubin, name=f"{entry}.cubin")
-        kernel = module.get_kernel(entry)
+        code = ObjectCode.from_cubin(cubin, name=f"{entry}.cubin")
+        return KernelLaunch.from_code(code, entry, kernel, device, device.create_stream())
+
+    @staticmethod
+    def from_code(code: Any, entry: str, kernel: BoundKernel, device: Any, stream: Any) -> KernelLaunch:
+        """Prepare ``entry`` of a loaded cuda.core ObjectCode with ``kernel``'s grid, block and shared
+        memory, to launch on ``stream`` (a worker keeps one stream and reuses loaded modules)."""
+        from cuda.core import LaunchConfig
+
+        function = code.get_kernel(entry)
         shared = kernel.shared_bytes
         if shared > DEFAULT_DYNAMIC_SHARED_LIMIT:
-            _allow_dynamic_shared(kernel, shared, device)
+            _allow_dynamic_shared(function, shared, device)
         bx, by, bz = kernel.block
         config = LaunchConfig(grid=kernel.grid, block=(bx, by, bz), shmem_size=shared)
-        return KernelLaunch(device, device.create_stream(), module, kernel, config, bx * by * bz, shared)
+        return KernelLaunch(device, stream, code, function, config, bx * by * bz, shared)
 
     @property
     def stream_handle(self) -> int:

@@ -1,8 +1,11 @@
-"""The GPU worker: one job (correctness trials or a single launch) in its own killable process.
+"""The one-shot GPU worker: a single launch in a process of its own, for a tool to wrap.
 
-Run it as ``python -m karyamorph.harness.gpu.worker JOB.json``. A kernel that faults takes only
-this process down (exit code 2, the CUDA error name on stderr); one that hangs is killed with
-its whole process group by :func:`run_worker`'s timeout.
+compute-sanitizer and ncu must start the process they watch, so they cannot use the persistent
+worker (:mod:`karyamorph.harness.gpu.supervisor`). Run it as
+``python -m karyamorph.harness.gpu.worker JOB.json``: it loads the spec and the cubin named in
+the job, allocates every buffer on its own, launches once and exits. A kernel that faults takes
+only this process down (exit code 2, the CUDA error name on stderr); one that hangs is killed
+with its whole process group by :func:`run_worker`'s timeout.
 """
 
 from __future__ import annotations
@@ -21,17 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import karyamorph
-from karyamorph.harness.gpu.compare import compare, tolerance_for
 from karyamorph.harness.gpu.device import current_device
 from karyamorph.harness.gpu.inputs import make_inputs
-from karyamorph.harness.gpu.launch import GUARD_BYTES, KernelLaunch, cuda_core_errors, kernel_args, upload
-from karyamorph.harness.gpu.reference import evaluate_reference, output_args
+from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors, kernel_args, upload
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError
 
-MODES = ("correctness", "once")
+MODES = ("once",)
 
 EXIT_OK = 0
 EXIT_CUDA_ERROR = 2  # the kernel (or the driver) failed: the stage fails
@@ -53,17 +54,11 @@ class Job:
     entry : str
         The ``.entry`` to launch.
     mode : str
-        ``correctness``: fresh inputs per trial, poisoned outputs, compare with the reference.
         ``once``: allocate every buffer on its own, initialise, launch once, synchronise, exit.
     seed : int
-        Trial ``i`` uses seed ``seed + i``.
-    trials : int
-        Correctness trials.
+        The inputs' seed.
     result_path : str
         Where the worker writes its JSON result ("" lets :func:`run_worker` choose).
-    outputs_dir : str
-        In ``correctness`` mode, where the first trial's outputs are saved (``trial0.pt``, CPU
-        tensors by argument name) for a comparison with the model; "" saves nothing.
     sizes : dict
         The sizes to bind the spec with (the run's ``--size`` overrides included).
     """
@@ -73,9 +68,7 @@ class Job:
     entry: str
     mode: str
     seed: int = 0
-    trials: int = 3
     result_path: str = ""
-    outputs_dir: str = ""
     sizes: dict[str, int] = field(default_factory=dict)
 
 
@@ -89,9 +82,6 @@ class WorkerOutcome:
     stdout: str
     stderr: str
     result: dict[str, Any] | None
-
-
-FIRST_TRIAL_OUTPUTS = "trial0.pt"
 
 
 def write_job(job: Job, path: Path) -> None:
@@ -241,63 +231,6 @@ def torch_device(ordinal: int) -> str:
     return f"cuda:{ordinal}"
 
 
-def _same_bits(x: Any, y: Any) -> bool:
-    import torch
-
-    if x.shape != y.shape or x.dtype != y.dtype:
-        return False
-    return torch.equal(
-        x.contiguous().reshape(-1).view(torch.uint8), y.contiguous().reshape(-1).view(torch.uint8)
-    )
-
-
-def _run_correctness(job: Job, spec: BoundKernel, ordinal: int, result: dict[str, Any]) -> None:
-    import torch
-
-
-    params = prepare(spec.spec).entry(job.entry).params
-    kernel = KernelLaunch.load(Path(job.cubin_path).read_bytes(), job.entry, spec, ordinal)
-    device = torch_device(ordinal)
-    outputs = output_args(spec)
-    poisoned = [a.name for a in spec.args if a.role == "out"]
-    seeds = [job.seed + i for i in range(job.trials)]
-    result.update(seeds=seeds, trials=[], driver_blocks_per_sm=kernel.driver_blocks_per_sm())
-    previous: tuple[list[Any], tuple[Any, ...]] | None = None
-    for seed in seeds:
-        initial = make_inputs(spec, seed)
-        # The reference gets its own copies: it may modify them, and so may the kernel.
-        expected = evaluate_reference(spec, {k: v.to(device) for k, v in initial.items()})
-        buffers = upload(initial, device=device, guard_bytes=GUARD_BYTES, poison=poisoned)
-        torch.cuda.synchronize(device)
-        kernel.set_args(kernel_args(spec, params, buffers.pointers()))
-        kernel.enqueue()
-        kernel.sync()
-        actual = [buffers.tensors[a.name] for a in outputs]
-        comparisons = [
-            compare(a.name, out, exp, tolerance_for(a.dtype, spec.spec.atol, spec.spec.rtol),
-                    poisoned=a.role == "out")
-            for a, out, exp in zip(outputs, actual, expected, strict=True)
-        ]
-        damage = buffers.guard_damage()
-        unchanged = []
-        if previous is not None:
-            for a, out, exp, old_out, old_exp in zip(outputs, actual, expected, *previous, strict=True):
-                if not _same_bits(exp, old_exp) and _same_bits(out, old_out):
-                    unchanged.append(a.name)
-        previous = ([t.clone() for t in actual], expected)
-        if job.outputs_dir and seed == seeds[0]:
-            torch.save({a.name: t.cpu() for a, t in zip(outputs, actual, strict=True)},
-                       Path(job.outputs_dir) / FIRST_TRIAL_OUTPUTS)  # fmt: skip
-        result["trials"].append({
-            "seed": seed,
-            "passed": all(c.passed for c in comparisons) and not damage and not unchanged,
-            "outputs": [c.as_dict() for c in comparisons],
-            "guard_damage": damage,
-            "unchanged_outputs": unchanged,
-        })  # fmt: skip
-    result["passed"] = all(t["passed"] for t in result["trials"])
-
-
 def _run_once(job: Job, spec: BoundKernel, ordinal: int, result: dict[str, Any]) -> None:
     import torch
 
@@ -330,10 +263,7 @@ def run_job(job: Job, result: dict[str, Any]) -> None:
         raise LookupError("no CUDA device")
     spec = bind(load_spec(job.spec_path), sizes=job.sizes)
     result.update(mode=job.mode, entry=job.entry, device=device.name, arch=device.arch)
-    if job.mode == "correctness":
-        _run_correctness(job, spec, device.ordinal, result)
-    else:
-        _run_once(job, spec, device.ordinal, result)
+    _run_once(job, spec, device.ordinal, result)
 
 
 def _write(path: str, result: Mapping[str, Any]) -> None:
@@ -348,9 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: python -m karyamorph.harness.gpu.worker JOB.json", file=sys.stderr)
         return EXIT_USAGE
     job = read_job(Path(args[0]))
-    if job.mode == "once":
-        # Every buffer its own cudaMalloc, so that compute-sanitizer sees accesses outside them.
-        os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
+    # Every buffer its own cudaMalloc, so that compute-sanitizer sees accesses outside them.
+    os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
 
     result: dict[str, Any] = {"seed": job.seed}
     t0 = time.perf_counter()

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from karyamorph.harness.gpu.device import DeviceInfo
+from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.tools.ptxas import Assembly
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa import ast
@@ -69,7 +70,8 @@ class Context:
     """What stages share during one run: the inputs, and each stage's product in its own field.
 
     Inputs: ``kernel`` (the bound spec), ``arch``, ``toolchain``, ``device``, ``module`` (the
-    parsed PTX), and ``ptx``/``entry``/``ptx_path`` (taken from the kernel unless given).
+    parsed PTX), ``ptx``/``entry``/``ptx_path`` (taken from the kernel unless given), and
+    ``worker``, the command's persistent GPU worker (None: a GPU stage starts one for itself).
     Products, each written only by the stage that owns it: ``cubin`` and ``assembly``
     (compile), ``ptx_lines`` (sass: PTX line -> SASS offsets), ``blocks_per_sm`` (static),
     ``model_interpreted`` (model), ``correct`` (correctness). A product left at its default
@@ -84,6 +86,7 @@ class Context:
     ptx: str = ""
     entry: str = ""
     ptx_path: str = ""
+    worker: GpuWorker | None = None
     cubin: bytes | None = None
     assembly: Assembly | None = None
     ptx_lines: dict[int, list[int]] = field(default_factory=dict)

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
-import re
 import secrets
-import tempfile
-from pathlib import Path
+import time
 from typing import Any
 
 from karyamorph.harness.gpu.compare import compare, tolerance_for
 from karyamorph.harness.gpu.device import NO_DEVICE
-from karyamorph.harness.gpu.reference import output_args
-from karyamorph.harness.gpu.worker import (
-    EXIT_CUDA_ERROR,
-    EXIT_SPEC_ERROR,
-    FIRST_TRIAL_OUTPUTS,
-    Job,
-    WorkerOutcome,
-    run_worker,
-    spec_file,
+from karyamorph.harness.gpu.jobs import (
+    CRASHED,
+    CUDA_ERROR,
+    SPEC_ERROR,
+    TIMEOUT,
+    CorrectnessReport,
+    JobFailure,
 )
+from karyamorph.harness.gpu.reference import output_args
+from karyamorph.harness.gpu.supervisor import use_worker
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, figure, timed
 from karyamorph.harness.stages.model_run import run_model
 
-_CUDA_ERROR_RE = re.compile(r"CUDA_ERROR_[A-Z0-9_]+")
-
 
 class CorrectnessStage:
-    """Run the kernel in a worker process on fresh random inputs and compare with the reference.
+    """Run the kernel in the GPU worker on fresh random inputs and compare with the reference.
 
     Parameters
     ----------
@@ -37,7 +33,8 @@ class CorrectnessStage:
         The first trial's seed; default: a fresh random one (recorded in the data), so that no
         output can be cached from an earlier run.
     timeout_s : float
-        Wall-time limit of the worker; a kernel that hangs fails the stage.
+        Wall-time limit of the job; a kernel that hangs fails the stage (its worker is killed
+        and the next job gets a fresh one).
 
     Notes
     -----
@@ -80,128 +77,108 @@ class CorrectnessStage:
 
     def _run(self, context: Context) -> StageResult:
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31)
-        entry = context.entry
-        with tempfile.TemporaryDirectory(prefix="karyamorph-correctness-") as tmp:
-            workdir = Path(tmp)
-            cubin = workdir / f"{entry}.cubin"
-            assert context.cubin is not None
-            cubin.write_bytes(context.cubin)
-            modeled = _model_ran(context)
-            job = Job(
-                str(spec_file(context.spec, workdir)), str(cubin), entry, "correctness", seed, self.trials,
-                outputs_dir=str(workdir) if modeled else "", sizes=context.kernel.sizes,
+        assert context.cubin is not None and context.device is not None
+        keep = context.model_interpreted
+        t0 = time.perf_counter()
+        with use_worker(context.worker, context.device.ordinal) as worker:
+            answer = worker.correctness(
+                context.kernel, context.cubin, seed, trials=self.trials, keep_first_outputs=keep,
+                timeout_s=self.timeout_s,
             )  # fmt: skip
-            outcome = run_worker(job, workdir=workdir, timeout_s=self.timeout_s)
-            result = self._result(context, outcome, seed)
-            saved = workdir / FIRST_TRIAL_OUTPUTS
-            if modeled and result.status == Status.PASS and saved.exists():
-                result = _with_model_agreement(context, result, saved, seed)
-        return result
-
-    def _result(self, context: Context, outcome: WorkerOutcome, seed: int) -> StageResult:
+            starts = worker.starts
         data: dict[str, Any] = {
             "seed": seed,
             "trials_requested": self.trials,
-            "worker_seconds": outcome.seconds,
-            "worker_returncode": outcome.returncode,
+            "seeds": [seed + i for i in range(self.trials)],
+            "worker_seconds": time.perf_counter() - t0,
+            "worker_starts": starts,
         }
-        result = outcome.result or {}
-        data["seeds"] = result.get("seeds", [seed + i for i in range(self.trials)])
-        figures: list[Figure] = [Figure("worker_seconds", outcome.seconds, "s")]
-        findings: list[dict[str, Any]] = []
-        log: list[str] = []
-        if outcome.timed_out:
-            data["timed_out"] = True
-            data["timeout_s"] = self.timeout_s
-            log.append(f"timed out after {self.timeout_s:g} s (the worker's process group was killed)")
-            findings.append(_finding("timeout", context.spec.entry, {"timeout_s": self.timeout_s}))
-            log += _tail(outcome.stderr)
-            data["findings"] = findings
-            return StageResult(Status.FAIL, data, "\n".join(log), figures=tuple(figures))
-        if outcome.returncode != 0:
-            stderr = outcome.stderr.strip()
-            match = _CUDA_ERROR_RE.search(stderr)
-            data["cuda_error"] = match.group(0) if match else None
-            data["error"] = result.get("error") or (stderr.splitlines()[-1] if stderr else "")
-            crashed = (
-                outcome.returncode == EXIT_CUDA_ERROR
-                or match is not None
-                or "CUDA error" in stderr
-                or (outcome.returncode is not None and outcome.returncode < 0)
+        if isinstance(answer, JobFailure):
+            return failed_result(answer, data, entry=context.entry, timeout_s=self.timeout_s)
+        result = trials_result(answer, data, trials=self.trials, entry=context.entry,
+                               model_blocks_per_sm=context.blocks_per_sm)  # fmt: skip
+        if keep and result.status == Status.PASS and answer.first_outputs:
+            result = _with_model_agreement(context, result, answer.first_outputs, seed)
+        return result
+
+
+def failed_result(failure: JobFailure, data: dict[str, Any], *, entry: str, timeout_s: float) -> StageResult:
+    """The stage's result for a job without a verdict: ``fail`` when the kernel's launch faulted,
+    crashed its worker or hung; ``error`` when the spec or the setup is at fault."""
+    figures = (Figure("worker_seconds", data["worker_seconds"], "s"),)
+    data.update(failure=failure.kind, error=failure.reason, cuda_error=failure.cuda_error)
+    log = [failure.reason, *_tail(failure.log, 40)]
+    if failure.kind == TIMEOUT:
+        data.update(timed_out=True, timeout_s=timeout_s)
+        log[0] = f"timed out after {timeout_s:g} s (the worker's process group was killed)"
+        data["findings"] = [_finding("timeout", entry, {"timeout_s": timeout_s})]
+        return StageResult(Status.FAIL, data, "\n".join(log), figures=figures)
+    if failure.kind in (CUDA_ERROR, CRASHED):
+        kind = "cuda_error" if failure.kind == CUDA_ERROR else "worker_crash"
+        data["findings"] = [_finding(kind, entry, {"error": failure.cuda_error or failure.reason})]
+        return StageResult(Status.FAIL, data, "\n".join(log), figures=figures)
+    # A spec the worker cannot run, or a worker that cannot start: not the kernel's fault.
+    data["spec_error"] = failure.kind == SPEC_ERROR
+    data["findings"] = []
+    return StageResult(Status.ERROR, data, "\n".join(log), figures=figures)
+
+
+def trials_result(
+    report: CorrectnessReport,
+    data: dict[str, Any],
+    *,
+    trials: int,
+    entry: str,
+    model_blocks_per_sm: int | None,
+) -> StageResult:
+    """The stage's result for a verdict: ``pass`` when all ``trials`` trials passed, with every
+    failing check as a finding, and the driver's occupancy against the model's."""
+    figures: list[Figure] = [Figure("worker_seconds", data["worker_seconds"], "s")]
+    findings: list[dict[str, Any]] = []
+    log: list[str] = []
+    data["seeds"] = list(report.seeds)
+    data["trials"] = [t.as_dict() for t in report.trials]
+    passed = report.passed and len(report.trials) == trials
+    for t in report.trials:
+        log.append(f"trial seed {t.seed}: {'pass' if t.passed else 'FAIL'}")
+        for c in t.outputs:
+            log.append(f"  {c.message}")
+            if not c.passed:
+                kind = "unwritten" if c.unwritten else "nan" if c.nan else "mismatch"
+                out = c.as_dict()
+                detail = {k: out[k] for k in ("mismatches", "unwritten", "nan", "max_abs_err",
+                                              "max_rel_err", "first")}  # fmt: skip
+                findings.append(_finding(kind, c.name, {"seed": t.seed, **detail}))
+        for d in t.guard_damage:
+            log.append(
+                f"  {d['buffer']}: out-of-bounds write, {d['bytes']} byte(s) changed in the guard "
+                f"{d['side']} the buffer (first at offset {d['first_offset']})"
             )
-            log.append(f"worker exited with status {outcome.returncode}")
-            log += _tail(outcome.stderr, 40)
-            if crashed:
-                findings.append(
-                    _finding("cuda_error", context.spec.entry, {"error": data["cuda_error"] or data["error"]})
-                )
-                data["findings"] = findings
-                return StageResult(Status.FAIL, data, "\n".join(log), figures=tuple(figures))
-            # A spec the worker cannot run (EXIT_SPEC_ERROR) or a broken setup: not the kernel's fault.
-            data["spec_error"] = outcome.returncode == EXIT_SPEC_ERROR
-            return StageResult(Status.ERROR, data, "\n".join(log), figures=tuple(figures))
-
-        trials = result.get("trials", [])
-        data["trials"] = trials
-        passed = bool(result.get("passed")) and len(trials) == self.trials
-        for t in trials:
-            verdict = "pass" if t["passed"] else "FAIL"
-            log.append(f"trial seed {t['seed']}: {verdict}")
-            for out in t["outputs"]:
-                log.append(f"  {out['message']}")
-                if not out["passed"]:
-                    kind = "unwritten" if out["unwritten"] else "nan" if out["nan"] else "mismatch"
-                    detail = {k: out[k] for k in ("mismatches", "unwritten", "nan", "max_abs_err",
-                                                  "max_rel_err", "first")}  # fmt: skip
-                    findings.append(_finding(kind, out["name"], {"seed": t["seed"], **detail}))
-            for d in t["guard_damage"]:
-                log.append(
-                    f"  {d['buffer']}: out-of-bounds write, {d['bytes']} byte(s) changed in the guard "
-                    f"{d['side']} the buffer (first at offset {d['first_offset']})"
-                )
-                findings.append(_finding("out_of_bounds_write", d["buffer"], {"seed": t["seed"], **d}))
-            for name in t["unchanged_outputs"]:
-                log.append(f"  {name}: output identical to the previous trial's while the reference changed")
-                findings.append(_finding("unchanged_output", name, {"seed": t["seed"]}))
-        outs = [o for t in trials for o in t["outputs"]]
-        numeric = [o for o in outs if isinstance(o["max_abs_err"], float | int)]
-        if numeric:
-            figures.append(Figure("max_abs_err", max(float(o["max_abs_err"]) for o in numeric)))
-            figures.append(Figure("max_rel_err", max(float(o["max_rel_err"]) for o in numeric)))
-        figures.append(Figure("trials_passed", sum(1 for t in trials if t["passed"])))
-        self._occupancy(context, result, data, figures, findings, log)
-        data["findings"] = findings
-        return StageResult(
-            Status.PASS if passed else Status.FAIL, data, "\n".join(log), figures=tuple(figures)
-        )
-
-    @staticmethod
-    def _occupancy(
-        context: Context,
-        result: dict[str, Any],
-        data: dict[str, Any],
-        figures: list[Figure],
-        findings: list[dict[str, Any]],
-        log: list[str],
-    ) -> None:
-        driver = result.get("driver_blocks_per_sm")
-        if driver is None:
-            return
+            findings.append(_finding("out_of_bounds_write", d["buffer"], {"seed": t.seed, **d}))
+        for name in t.unchanged_outputs:
+            log.append(f"  {name}: output identical to the previous trial's while the reference changed")
+            findings.append(_finding("unchanged_output", name, {"seed": t.seed}))
+    comparisons = [c for t in report.trials for c in t.outputs]
+    if comparisons:
+        figures.append(Figure("max_abs_err", max(c.max_abs_err for c in comparisons)))
+        figures.append(Figure("max_rel_err", max(c.max_rel_err for c in comparisons)))
+    figures.append(Figure("trials_passed", sum(1 for t in report.trials if t.passed)))
+    driver, model = report.driver_blocks_per_sm, model_blocks_per_sm
+    if driver is not None:
         data["driver_blocks_per_sm"] = driver
         figures.append(Figure("driver_blocks_per_sm", float(driver), "blocks"))
-        model = context.blocks_per_sm
         data["model_blocks_per_sm"] = model
         if model is None:
             log.append(f"driver occupancy: {driver} blocks/SM (no model figure to compare)")
-            return
-        data["occupancy_agrees"] = int(model) == int(driver)
-        if int(model) == int(driver):
-            log.append(f"occupancy: model and driver agree on {driver} blocks/SM")
         else:
-            log.append(f"occupancy DISAGREES: model {model} blocks/SM, driver {driver} blocks/SM")
-            findings.append(
-                _finding("occupancy_disagreement", context.spec.entry, {"model": model, "driver": driver})
-            )
+            data["occupancy_agrees"] = model == driver
+            if model == driver:
+                log.append(f"occupancy: model and driver agree on {driver} blocks/SM")
+            else:
+                log.append(f"occupancy DISAGREES: model {model} blocks/SM, driver {driver} blocks/SM")
+                findings.append(_finding("occupancy_disagreement", entry, {"model": model, "driver": driver}))
+    data["findings"] = findings
+    return StageResult(Status.PASS if passed else Status.FAIL, data, "\n".join(log), figures=tuple(figures))
 
 
 def _finding(kind: str, location: str, detail: dict[str, Any]) -> dict[str, Any]:
@@ -212,19 +189,12 @@ def _tail(text: str, lines: int = 20) -> list[str]:
     return text.strip().splitlines()[-lines:] if text.strip() else []
 
 
-def _model_ran(context: Context) -> bool:
-    """Whether the model stage ran this launch to the end on the CPU (so a comparison is cheap)."""
-    return context.model_interpreted
-
-
-def _with_model_agreement(context: Context, result: StageResult, saved: Path, seed: int) -> StageResult:
+def _with_model_agreement(
+    context: Context, result: StageResult, gpu: dict[str, Any], seed: int
+) -> StageResult:
     """Add the GPU-vs-model comparison of the first trial; a disagreement is a finding, not a failure
     of the kernel (the GPU is the test of the model)."""
-    import torch
-
-
     spec = context.spec
-    gpu = torch.load(saved)
     model = run_model(context.kernel, seed=seed)
     agreement = {}
     log = [result.log, f"model vs GPU (trial seed {seed}):"]

@@ -6,9 +6,9 @@ from dataclasses import asdict
 from typing import Any
 
 from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo
-from karyamorph.harness.gpu.inputs import make_inputs
-from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors, kernel_args, upload
-from karyamorph.harness.gpu.timing import Timing, TimingOptions, measure
+from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, TIMEOUT, JobFailure
+from karyamorph.harness.gpu.supervisor import use_worker
+from karyamorph.harness.gpu.timing import Timing, TimingOptions
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, figure, timed
 
 # FP32 lanes per SM (fused multiply-add results per clock per SM) by compute capability:
@@ -47,8 +47,13 @@ def peak_fp32_gflops(device: DeviceInfo, clock_mhz: float | None = None) -> floa
     return device.sm_count * lanes * 2 * hz / 1e9
 
 
+def timing_timeout_s(options: TimingOptions) -> float:
+    """A limit no honest measurement reaches: twice its own wall-time caps, plus a minute."""
+    return 60.0 + 2.0 * (options.max_wall_seconds + options.warmup_seconds)
+
+
 class TimingStage:
-    """Time the kernel in-process, once correctness has passed.
+    """Time the kernel in the GPU worker, once correctness has passed.
 
     Parameters
     ----------
@@ -57,6 +62,9 @@ class TimingStage:
         and 10 s).
     seed : int
         Seed of the inputs (the timed buffers are initialised like a correctness trial).
+    timeout_s : float, optional
+        Limit of the job; default :func:`timing_timeout_s` of the options. A kernel still
+        running then fails the stage.
     """
 
     name = "timing"
@@ -74,9 +82,12 @@ class TimingStage:
             text += f", {gflops:.0f} GFLOP/s"
         return text
 
-    def __init__(self, options: TimingOptions | None = None, *, seed: int = 0) -> None:
+    def __init__(
+        self, options: TimingOptions | None = None, *, seed: int = 0, timeout_s: float | None = None
+    ) -> None:
         self.options = options or TimingOptions()
         self.seed = seed
+        self.timeout_s = timeout_s if timeout_s is not None else timing_timeout_s(self.options)
 
     def run(self, context: Context) -> StageResult:
         """Skip without a device, a cubin or a passing correctness stage; else measure."""
@@ -91,36 +102,30 @@ class TimingStage:
         return timed(lambda: self._run(context))
 
     def _run(self, context: Context) -> StageResult:
-        import torch
-
-
-        spec, device = context.kernel, context.device
-        entry = context.entry
-        assert context.module is not None and context.cubin is not None and device is not None
-        params = context.module.entry(entry).params
-        kernel = KernelLaunch.load(context.cubin, entry, spec, device.ordinal)
-        where = f"cuda:{device.ordinal}"
-        buffers = upload(make_inputs(spec, self.seed), device=where)
-        torch.cuda.synchronize(where)
-        kernel.set_args(kernel_args(spec, params, buffers.pointers()))
-        try:
-            timing = measure(
-                kernel.enqueue,
-                kernel.stream,
-                ordinal=device.ordinal,
-                l2_bytes=int(device.attributes.get("l2_cache_bytes", 0)),
-                options=self.options,
+        device = context.device
+        assert context.cubin is not None and device is not None
+        with use_worker(context.worker, device.ordinal) as worker:
+            answer = worker.timing(
+                context.kernel, context.cubin, self.seed, options=self.options, timeout_s=self.timeout_s
             )
-        except cuda_core_errors() as exc:
-            # The kernel passed correctness in the worker, so a fault here is worth a failure.
-            name = getattr(exc, "name", None) or str(exc).split(":", 1)[0]
-            return StageResult(Status.FAIL, {"error": str(exc), "cuda_error": name}, str(exc))
-        finally:
-            del buffers
-        data, figures = report(timing, (context.kernel.cost_bytes, context.kernel.cost_flops), device)
+        if isinstance(answer, JobFailure):
+            return self._failed(answer)
+        data, figures = report(answer, (context.kernel.cost_bytes, context.kernel.cost_flops), device)
         data["seed"] = self.seed
-        log = describe(timing, data)
+        log = describe(answer, data)
         return StageResult(Status.PASS, data, log, figures=tuple(figures))
+
+    def _failed(self, failure: JobFailure) -> StageResult:
+        """The kernel passed correctness, so a fault, crash or hang now is worth a failure; a
+        worker that could not start or another error is the setup's (error)."""
+        data: dict[str, Any] = {
+            "failure": failure.kind, "error": failure.reason, "cuda_error": failure.cuda_error
+        }  # fmt: skip
+        if failure.kind == TIMEOUT:
+            data.update(timed_out=True, timeout_s=self.timeout_s)
+        log = "\n".join([failure.reason, *failure.log.strip().splitlines()[-40:]])
+        status = Status.FAIL if failure.kind in (CUDA_ERROR, CRASHED, TIMEOUT) else Status.ERROR
+        return StageResult(status, data, log)
 
 
 def report(

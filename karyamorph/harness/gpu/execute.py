@@ -1,0 +1,228 @@
+"""The jobs' work inside the GPU worker: correctness trials and timing on one held CUDA context.
+
+:class:`WorkerState` is made once per worker process: the device made current (cuda.core and
+torch share its primary context), one stream, the SM clock reader, the spin kernel compiled, and
+a cache of loaded modules by cubin hash. The ``run_*`` functions do one job each and raise on
+any failure; the worker's loop turns the exception into the job's failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from karyamorph.harness.gpu.clock import ClockReader, open_clock
+from karyamorph.harness.gpu.compare import compare, tolerance_for
+from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo, list_devices
+from karyamorph.harness.gpu.inputs import make_inputs
+from karyamorph.harness.gpu.jobs import (
+    CorrectnessJob,
+    CorrectnessReport,
+    EvaluateJob,
+    Evaluation,
+    TimingJob,
+    Trial,
+)
+from karyamorph.harness.gpu.launch import GUARD_BYTES, KernelLaunch, cuda_core_errors, kernel_args, upload
+from karyamorph.harness.gpu.reference import evaluate_reference, output_args
+from karyamorph.harness.gpu.timing import Timing, measure, spin_kernel
+from karyamorph.isa import ast
+from karyamorph.kernel.bound import BoundKernel
+from karyamorph.kernel.signature import prepare
+
+# Loaded modules kept per worker; a search meets each variant's cubin a few times at most, so
+# the oldest are dropped (cuda.core unloads a module when its ObjectCode is collected).
+MAX_MODULES = 64
+
+
+def job_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a job may raise and its worker survives to report (CUDA errors included:
+    the worker reports them, then leaves). Anything else kills the worker, which its supervisor
+    reports as a crash with the traceback."""
+    return (
+        RuntimeError, ValueError, TypeError, LookupError, ArithmeticError, AttributeError, OSError,
+        ImportError, *cuda_core_errors(),
+    )  # fmt: skip
+
+
+class PartialResult(Exception):
+    """A job failed after part of its result was known (an evaluation whose timing failed after
+    correctness passed); ``value`` travels back with the failure, the cause is ``__cause__``."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("the job failed after a partial result")
+        self.value = value
+
+
+@dataclass(slots=True)
+class WorkerState:
+    """What a worker process holds between jobs (build it with :meth:`open`)."""
+
+    device: DeviceInfo
+    cuda_device: Any
+    stream: Any
+    clock: ClockReader
+    modules: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    params: dict[tuple[str, str], tuple[ast.Param, ...]] = field(default_factory=dict)
+
+    @staticmethod
+    def open(ordinal: int) -> WorkerState:
+        """Make device ``ordinal``'s context, torch's allocator, the clock reader and the spin kernel.
+
+        Raises
+        ------
+        LookupError
+            There is no such device.
+        """
+        import torch
+        from cuda.core import Device
+
+        devices = list_devices()
+        if not 0 <= ordinal < len(devices):
+            found = f"no CUDA device {ordinal} ({len(devices)} found)"
+            raise LookupError(found if devices else NO_DEVICE)
+        cuda_device = Device(ordinal)
+        cuda_device.set_current()  # the primary context, which torch uses too
+        torch.cuda.set_device(ordinal)
+        # Touch the device through torch now, so that the first job pays for nothing but itself.
+        torch.zeros(1, device=f"cuda:{ordinal}").add_(1)
+        torch.cuda.synchronize(ordinal)
+        state = WorkerState(devices[ordinal], cuda_device, cuda_device.create_stream(), open_clock(ordinal))
+        spin_kernel(ordinal)
+        return state
+
+    @property
+    def ordinal(self) -> int:
+        return self.device.ordinal
+
+    @property
+    def torch_device(self) -> str:
+        return f"cuda:{self.device.ordinal}"
+
+    def kernel_launch(self, cubin: bytes, kernel: BoundKernel) -> KernelLaunch:
+        """``kernel``'s entry in ``cubin``, its module loaded once per cubin (by sha256)."""
+        from cuda.core import ObjectCode
+
+        key = hashlib.sha256(cubin).hexdigest()
+        code = self.modules.pop(key, None)
+        if code is None:
+            code = ObjectCode.from_cubin(cubin, name=f"{kernel.entry}.cubin")
+        self.modules[key] = code
+        while len(self.modules) > MAX_MODULES:
+            self.modules.popitem(last=False)
+        return KernelLaunch.from_code(code, kernel.entry, kernel, self.cuda_device, self.stream)
+
+    def entry_params(self, kernel: BoundKernel) -> tuple[ast.Param, ...]:
+        """The entry's ``.param`` list (to pack scalars by their PTX type), parsed once per PTX."""
+        key = (hashlib.sha256(kernel.spec.ptx.encode()).hexdigest(), kernel.entry)
+        if key not in self.params:
+            self.params[key] = prepare(kernel.spec).entry(kernel.entry).params
+        return self.params[key]
+
+    def release(self) -> None:
+        """Give cached device memory back between jobs, so the sanitizer's and ncu's own
+        processes find the GPU's memory free."""
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def _same_bits(x: Any, y: Any) -> bool:
+    import torch
+
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    return torch.equal(
+        x.contiguous().reshape(-1).view(torch.uint8), y.contiguous().reshape(-1).view(torch.uint8)
+    )
+
+
+def run_correctness(state: WorkerState, job: CorrectnessJob) -> CorrectnessReport:
+    """Run the trials of ``job``: fresh inputs, poisoned outputs in guarded buffers, the reference.
+
+    A trial fails when an output differs from the reference (NaN never passes; elements still
+    holding the poison are unwritten), when a store changed a guard byte, or when an output is
+    bit-identical to the previous trial's while the reference changed (a stale result).
+    """
+    import torch
+
+    kernel = job.kernel
+    spec = kernel.spec
+    launch = state.kernel_launch(job.cubin, kernel)
+    params = state.entry_params(kernel)
+    device = state.torch_device
+    outputs = output_args(kernel)
+    poisoned = [a.name for a in kernel.args if a.role == "out"]
+    driver_blocks = launch.driver_blocks_per_sm()
+    trials: list[Trial] = []
+    first: dict[str, Any] = {}
+    previous: tuple[list[Any], tuple[Any, ...]] | None = None
+    for seed in range(job.seed, job.seed + job.trials):
+        initial = make_inputs(kernel, seed)
+        # The reference gets its own copies: it may modify them, and so may the kernel.
+        expected = evaluate_reference(kernel, {k: v.to(device) for k, v in initial.items()})
+        buffers = upload(initial, device=device, guard_bytes=GUARD_BYTES, poison=poisoned)
+        torch.cuda.synchronize(device)  # the copies run on torch's stream, the kernel on ours
+        launch.set_args(kernel_args(kernel, params, buffers.pointers()))
+        launch.enqueue()
+        launch.sync()
+        actual = [buffers.tensors[a.name] for a in outputs]
+        comparisons = tuple(
+            compare(a.name, out, exp, tolerance_for(a.dtype, spec.atol, spec.rtol), poisoned=a.role == "out")
+            for a, out, exp in zip(outputs, actual, expected, strict=True)
+        )
+        damage = tuple(buffers.guard_damage())
+        unchanged: list[str] = []
+        if previous is not None:
+            for a, out, exp, old_out, old_exp in zip(outputs, actual, expected, *previous, strict=True):
+                if not _same_bits(exp, old_exp) and _same_bits(out, old_out):
+                    unchanged.append(a.name)
+        previous = ([t.clone() for t in actual], expected)
+        if job.keep_first_outputs and not trials:
+            first = {a.name: t.cpu() for a, t in zip(outputs, actual, strict=True)}
+        passed = all(c.passed for c in comparisons) and not damage and not unchanged
+        trials.append(Trial(seed, passed, comparisons, damage, tuple(unchanged)))
+        del buffers
+    return CorrectnessReport(tuple(trials), driver_blocks, first)
+
+
+def run_timing(state: WorkerState, job: TimingJob) -> Timing:
+    """Measure ``job.kernel`` on inputs made from ``job.seed`` (each buffer its own allocation)."""
+    import torch
+
+    kernel = job.kernel
+    launch = state.kernel_launch(job.cubin, kernel)
+    buffers = upload(make_inputs(kernel, job.seed), device=state.torch_device)
+    torch.cuda.synchronize(state.torch_device)
+    launch.set_args(kernel_args(kernel, state.entry_params(kernel), buffers.pointers()))
+    timing = measure(
+        launch.enqueue,
+        launch.stream,
+        ordinal=state.ordinal,
+        l2_bytes=int(state.device.attributes.get("l2_cache_bytes", 0)),
+        options=job.options,
+        clock=state.clock,
+    )
+    del buffers  # kept alive until here: the kernel read and wrote them during the measurement
+    return timing
+
+
+def run_evaluate(state: WorkerState, job: EvaluateJob) -> Evaluation:
+    """Correctness, then timing when every trial passed.
+
+    Raises
+    ------
+    PartialResult
+        Timing failed after correctness passed; it carries the correctness report.
+    """
+    report = run_correctness(state, CorrectnessJob(job.kernel, job.cubin, job.seed, job.trials))
+    if not report.passed:
+        return Evaluation(report, None)
+    try:
+        timing = run_timing(state, TimingJob(job.kernel, job.cubin, job.seed, job.options))
+    except job_errors() as exc:
+        # The worker's loop classifies the cause (a CUDA error ends the worker).
+        raise PartialResult(Evaluation(report, None)) from exc
+    return Evaluation(report, timing)
