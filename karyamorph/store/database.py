@@ -13,10 +13,10 @@ from typing import Any
 
 import duckdb
 
-from karyamorph.store import schema, writer
+from karyamorph.store import DEFAULT_FILE, schema, writer
 from karyamorph.store.records import RunRecord, canonical_json
 
-DEFAULT_PATH = Path("karyamorph.duckdb")
+DEFAULT_PATH = Path(DEFAULT_FILE)
 
 
 class StoreError(Exception):
@@ -182,10 +182,10 @@ class Store:
             raise StoreError(f"query on {self.path} failed: {e}\n  sql: {sql}") from e
 
     def runs(self, limit: int = 20) -> QueryResult:
-        """The ``limit`` most recent runs with their device name, newest first."""
+        """The ``limit`` most recent runs with their label, spec path and device, newest first."""
         return self.query(
-            "SELECT r.run_id, r.created_at, r.entry, r.arch, r.status, d.name AS device, "
-            "r.kernel_hash, r.spec_hash "
+            "SELECT r.run_id, r.created_at, r.entry, r.label, r.spec_path, r.arch, r.status, "
+            "d.name AS device, r.kernel_hash, r.spec_hash "
             "FROM runs r LEFT JOIN devices d USING (device_id) "
             "ORDER BY r.created_at DESC, r.run_id LIMIT ?",
             [limit],

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.gpu.compare import compare, tolerance_for
+from karyamorph.harness.gpu.compare import compare, tolerance_for, worst_error
 from karyamorph.harness.gpu.device import NO_DEVICE
 from karyamorph.harness.gpu.reference import output_args
 from karyamorph.harness.gpu.worker import (
@@ -164,10 +164,10 @@ class CorrectnessStage:
                 log.append(f"  {name}: output identical to the previous trial's while the reference changed")
                 findings.append(_finding("unchanged_output", name, {"seed": t["seed"]}))
         outs = [o for t in trials for o in t["outputs"]]
-        numeric = [o for o in outs if isinstance(o["max_abs_err"], float | int)]
-        if numeric:
-            figures.append(Figure("max_abs_err", max(float(o["max_abs_err"]) for o in numeric)))
-            figures.append(Figure("max_rel_err", max(float(o["max_rel_err"]) for o in numeric)))
+        if outs:
+            # A NaN output's error is NaN (stored as NaN), never the largest of the other outputs'.
+            figures.append(Figure("max_abs_err", worst_error(o["max_abs_err"] for o in outs)))
+            figures.append(Figure("max_rel_err", worst_error(o["max_rel_err"] for o in outs)))
         figures.append(Figure("trials_passed", sum(1 for t in trials if t["passed"])))
         self._occupancy(context, result, data, figures, findings, log)
         data["findings"] = findings
