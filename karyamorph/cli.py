@@ -198,9 +198,10 @@ def show(run_id: str, db: str | None, stages: tuple[str, ...], plot: str | None,
 
     with _open_existing(db) as store:
         stored = load_run(store, find_run(store, run_id))
+    drawn = plot_samples(stored, Path(plot)) if plot else None
     _echo(run_json(stored) if fmt == "json" else show_run(stored, stages))
-    if plot:
-        click.echo(f"wrote {plot_samples(stored, Path(plot))}", err=True)
+    if drawn:
+        click.echo(f"wrote {drawn}", err=True)
 
 
 @main.command()

@@ -34,6 +34,7 @@ from karyamorph.store.records import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+LATEST = schema.latest_version(schema.MIGRATIONS)
 
 # Every table that holds rows keyed by run_id: a failed run must leave none of them.
 RUN_TABLES = ("runs", "stages", "metrics", "samples", "run_sass", "findings")
@@ -84,10 +85,13 @@ def count(store: Store, table: str) -> int:
 
 def test_new_file_gets_latest_schema_and_version_row(tmp_path: Path) -> None:
     with Store.open(tmp_path / "k.duckdb") as store:
-        assert store.schema_version == schema.latest_version(schema.MIGRATIONS) == 1
-        versions = store.query("SELECT version, description, applied_at FROM schema_version")
+        assert store.schema_version == LATEST
+        versions = store.query("SELECT version, description, applied_at FROM schema_version ORDER BY 1")
         assert versions.columns == ("version", "description", "applied_at")
-        [(version, description, applied_at)] = versions.rows
+        assert [(v, d) for v, d, _ in versions.rows] == [
+            (v, m.description) for v, m in sorted(schema.MIGRATIONS.items())
+        ]
+        (version, description, applied_at) = versions.rows[0]
         assert (version, description) == (1, "initial tables")
         assert applied_at.utcoffset().total_seconds() == 0
         assert abs((datetime.now(UTC) - applied_at).total_seconds()) < 60
@@ -112,11 +116,11 @@ def test_new_migration_is_applied_on_open(tmp_path: Path, monkeypatch: pytest.Mo
     with Store.open(path) as store:
         run_id = store.record_run(make_run())
     extra = schema.Migration("add notes", ("ALTER TABLE runs ADD COLUMN note VARCHAR",))
-    monkeypatch.setattr(schema, "MIGRATIONS", {**schema.MIGRATIONS, 2: extra})
+    monkeypatch.setattr(schema, "MIGRATIONS", {**schema.MIGRATIONS, LATEST + 1: extra})
     with Store.open(path) as store:
-        assert store.schema_version == 2
+        assert store.schema_version == LATEST + 1
         versions = store.query("SELECT version FROM schema_version ORDER BY 1").rows
-        assert [r[0] for r in versions] == [1, 2]
+        assert [r[0] for r in versions] == list(range(1, LATEST + 2))
         assert store.query("SELECT note FROM runs WHERE run_id = ?", [run_id]).rows == [(None,)]
 
 
@@ -128,13 +132,13 @@ def test_failed_migration_rolls_back_every_statement(
     broken = schema.Migration(
         "broken", ("CREATE TABLE notes (x INTEGER)", "CREATE TABLE oops (x NOTATYPE)")
     )
-    monkeypatch.setattr(schema, "MIGRATIONS", {**schema.MIGRATIONS, 2: broken})
-    with pytest.raises(StoreError, match=r"migration 2 \(broken\)") as err:
+    monkeypatch.setattr(schema, "MIGRATIONS", {**schema.MIGRATIONS, LATEST + 1: broken})
+    with pytest.raises(StoreError, match=rf"migration {LATEST + 1} \(broken\)") as err:
         Store.open(path)
     assert str(path) in str(err.value)
     monkeypatch.undo()
     with Store.open(path) as store:
-        assert store.schema_version == 1
+        assert store.schema_version == LATEST
         names = {r[0] for r in store.query("SELECT table_name FROM duckdb_tables()").rows}
         assert "notes" not in names
 
@@ -143,7 +147,7 @@ def test_newer_schema_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "k.duckdb"
     with Store.open(path) as store:
         store.query("INSERT INTO schema_version VALUES (99, 'from the future', now())")
-    with pytest.raises(SchemaVersionError, match="schema version 99, newer than version 1") as err:
+    with pytest.raises(SchemaVersionError, match=f"schema version 99, newer than version {LATEST}") as err:
         Store.open(path)
     assert str(path) in str(err.value)
 
@@ -210,9 +214,11 @@ def test_runs_lists_newest_first_with_device(tmp_path: Path) -> None:
         old = store.record_run(make_run(created_at=datetime(2024, 1, 1, tzinfo=UTC)))
         new = store.record_run(make_run(device=None))
         result = store.runs(limit=10)
-        assert result.columns[:6] == ("run_id", "created_at", "entry", "arch", "status", "device")
+        assert result.columns[:8] == (
+            "run_id", "created_at", "entry", "label", "spec_path", "arch", "status", "device"
+        )
         assert [r[0] for r in result.rows] == [new, old]
-        assert [r[5] for r in result.rows] == [None, DEVICE.name]
+        assert [r[7] for r in result.rows] == [None, DEVICE.name]
         assert len(store.runs(limit=1).rows) == 1
 
 
