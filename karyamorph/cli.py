@@ -76,7 +76,7 @@ def _open_existing(db: str | None) -> Store:
         raise StoreError(
             f"database {path} does not exist yet: run `karyamorph demo` or `karyamorph run` first"
         )
-    return Store.open(path, read_only=True)
+    return Store.open_to_read(path)
 
 
 def _fail(exc: Exception, fmt: str) -> NoReturn:
@@ -236,7 +236,7 @@ def tables(db: str | None, columns: bool, fmt: str) -> None:
 
     path = _db_path(db)
     exists = path.exists()
-    with Store.open(path, read_only=True) if exists else Store.open(":memory:") as store:
+    with Store.open_to_read(path) if exists else Store.open(":memory:") as store:
         infos = describe_tables(store, count_rows=exists)
     missing = None if exists else path
     _echo([asdict(t) for t in infos] if fmt == "json" else tables_view(infos, missing, columns))

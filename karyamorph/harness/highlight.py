@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from pygments.lexer import Lexer, RegexLexer, bygroups
-from pygments.lexers import get_lexer_by_name
+from pygments.lexers import PtxLexer, get_lexer_by_name
 from pygments.token import (
     Comment,
+    Error,
     Keyword,
     Name,
     Number,
     Operator,
     Punctuation,
     Whitespace,
+    _TokenType,
 )
 from pygments.token import (
     Text as TextToken,
@@ -65,10 +68,24 @@ class SassLexer(RegexLexer):
     }
 
 
+class QuietPtxLexer(PtxLexer):
+    """pygments' PTX lexer, leaving plain what it does not know (the ``@`` of a guard, ``.ptr``)
+    instead of marking it as an error: that PTX is valid, ptxas compiled it."""
+
+    def get_tokens_unprocessed(
+        self, text: str, stack: tuple[str, ...] = ("root",)
+    ) -> Iterator[tuple[int, _TokenType, str]]:
+        for index, token, value in super().get_tokens_unprocessed(text, stack):
+            yield index, (TextToken if token is Error else token), value
+
+
 def lexer_for(language: str) -> Lexer:
-    """The lexer for ``language``: ``sass`` (ours), else pygments' own (``ptx``, ``diff``, ...)."""
+    """The lexer for ``language``: ``sass`` (ours), ``ptx`` (pygments' own, quiet about what it
+    does not know), else pygments' (``diff``, ...)."""
     if language == "sass":
         return SassLexer()
+    if language == "ptx":
+        return QuietPtxLexer()
     return get_lexer_by_name(language)
 
 

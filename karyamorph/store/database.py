@@ -35,6 +35,10 @@ class SchemaVersionError(StoreError):
     """The database's schema version does not match what this code can use."""
 
 
+class OlderSchemaError(SchemaVersionError):
+    """The database's schema is older than this code's, and it was opened read-only."""
+
+
 @dataclass(frozen=True, slots=True)
 class QueryResult:
     """Rows of a query with their column names (both empty for statements that return none)."""
@@ -92,6 +96,21 @@ class Store:
             con.close()
             raise
         return cls(con, Path(path))
+
+    @classmethod
+    def open_to_read(cls, path: str | Path) -> Store:
+        """Open an existing store read-only, first migrating an older schema (which needs a write).
+
+        Raises
+        ------
+        StoreError
+            As :meth:`open`.
+        """
+        try:
+            return cls.open(path, read_only=True)
+        except OlderSchemaError:
+            cls.open(path).close()
+            return cls.open(path, read_only=True)
 
     def __enter__(self) -> Store:
         return self
@@ -270,7 +289,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, where: str, read_only: bool) -> Non
     if not steps:
         return
     if read_only:
-        raise SchemaVersionError(
+        raise OlderSchemaError(
             f"database {where} has schema version {current}, older than {latest}; "
             f"open it once without read_only to migrate it"
         )

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from pygments.token import Comment, Keyword, Name, Number
+from pygments.token import Comment, Error, Keyword, Name, Number
 from rich.console import Console
 
-from karyamorph.harness.highlight import SassLexer, highlighted
+from karyamorph.harness.highlight import QuietPtxLexer, SassLexer, highlighted
 from karyamorph.harness.pipeline import (
     StageSelectionError,
     default_stages,
@@ -74,6 +74,12 @@ def test_sass_lexer_names_the_parts_of_an_instruction() -> None:
     assert values["desc"] is Name.Builtin and values["0x10"] in Number
     branch = [(t, v) for t, v in SassLexer().get_tokens("BRA `(.L_x_1) ;") if v.strip()]
     assert (Name.Label, ".L_x_1") in branch
+
+
+def test_valid_ptx_has_no_error_tokens() -> None:
+    tokens = list(QuietPtxLexer().get_tokens("@%p1 bra $L__BB0_2;\n.param .u64 .ptr .global a"))
+    assert tokens and all(t is not Error for t, _ in tokens)
+    assert (Keyword, "bra") in tokens
 
 
 def test_highlighted_code_wraps_and_is_plain_off_a_terminal() -> None:

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from karyamorph.store import schema
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import OlderSchemaError, Store, StoreError
 from karyamorph.store.reading import RunNotFoundError, describe_tables, find_run, load_run
 from karyamorph.store.records import (
     FindingRecord,
@@ -117,8 +117,12 @@ def test_a_version_1_store_gains_spec_path_and_label(tmp_path: Path) -> None:
         "now(), 'pass', NULL, NULL)"
     )
     con.close()
-    with Store.open(path) as store:
+    with pytest.raises(OlderSchemaError, match="older than"):
+        Store.open(path, read_only=True)
+    with Store.open_to_read(path) as store:  # migrates first, then reads
         assert store.schema_version == schema.latest_version(schema.MIGRATIONS) >= 2
+        assert load_run(store, "old-run").label is None
+    with Store.open(path) as store:
         old = load_run(store, find_run(store, "old"))
         assert (old.label, old.spec_path, old.stages) == (None, None, ())
         store.record_run(make_run("new-run", label="v2"))
