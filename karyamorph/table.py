@@ -9,6 +9,7 @@ import math
 import os
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from rich import box
@@ -65,6 +66,14 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def relative(path: str | Path) -> str:
+    """``path`` relative to the working folder when it lies below it, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def status_text(status: str) -> Text:
     """A stage or run status, coloured by what it means (no colour when piped)."""
     return Text(status, style=STATUS_STYLES.get(status, ""))
@@ -109,12 +118,13 @@ def to_text(renderable: RenderableType, width: int = PIPED_WIDTH) -> str:
 
 
 def render_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Rows as CSV with a header line; None is an empty field, floats keep full precision."""
+    """Rows as CSV with a header line; None is an empty field, floats keep full precision (NaN
+    and inf by name, as in a table)."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(columns)
     for row in rows:
-        w.writerow(["" if v is None else v for v in row])
+        w.writerow(["" if v is None else jsonable(v) if isinstance(v, float) else v for v in row])
     return out.getvalue().rstrip("\n")
 
 

@@ -14,11 +14,11 @@ from rich.rule import Rule
 from rich.text import Text
 
 from karyamorph.harness.highlight import highlighted
-from karyamorph.harness.session import relative, summarize
+from karyamorph.harness.session import summarize
 from karyamorph.harness.stages.base import Figure, StageResult, Status
 from karyamorph.harness.tools.sass import SassInstruction, parse_text
 from karyamorph.store.reading import StoredRun, StoredStage
-from karyamorph.table import cell, status_text, table
+from karyamorph.table import cell, relative, status_text, table
 
 
 class ReportError(ValueError):
@@ -40,7 +40,9 @@ class SourceLine:
 def stage_result(run: StoredRun, stage: StoredStage) -> StageResult:
     """A stored stage as the pipeline's StageResult again, so that its own summary can read it."""
     figures = tuple(Figure(m.name, m.value, m.unit) for m in run.metrics_of(stage.name))
-    return StageResult(Status(stage.status), stage.data, stage.log, stage.seconds, figures)
+    # A status this version does not know (written by another tool) is summarised by its log.
+    status = Status(stage.status) if stage.status in set(Status) else Status.ERROR
+    return StageResult(status, stage.data, stage.log, stage.seconds, figures)
 
 
 def run_facts(run: StoredRun) -> list[tuple[str, Any]]:
@@ -146,7 +148,17 @@ def _stage_view(run: StoredRun, stage: StoredStage) -> RenderableType:
 
 def show(run: StoredRun, stages: Sequence[str] = ()) -> RenderableType:
     """The run's facts, then each stage (or those in ``stages``): status, summary, figures and
-    log; the findings; the timing samples in brief; the SASS beside the PTX."""
+    log; the findings; the timing samples in brief; the SASS beside the PTX.
+
+    Raises
+    ------
+    ReportError
+        A name in ``stages`` is not a stage of the run.
+    """
+    missing = [n for n in stages if run.stage(n) is None]
+    if missing:
+        known = ", ".join(s.name for s in run.stages) or "none"
+        raise ReportError(f"run {run.run_id} has no stage {', '.join(missing)} (its stages: {known})")
     parts: list[RenderableType] = [table(["field", "value"], run_facts(run))]
     for stage in run.stages:
         if not stages or stage.name in stages:

@@ -13,10 +13,9 @@ from rich.text import Text
 
 from karyamorph.harness.highlight import highlighted
 from karyamorph.harness.report import sass_text
-from karyamorph.harness.session import relative
 from karyamorph.harness.tools.sass import parse_text
 from karyamorph.store.reading import StoredRun
-from karyamorph.table import number, status_text, table
+from karyamorph.table import number, relative, status_text, table
 
 
 @dataclass(frozen=True, slots=True)

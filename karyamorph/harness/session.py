@@ -31,7 +31,7 @@ from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import KernelSpec, SpecError
 from karyamorph.store import DEFAULT_FILE
 from karyamorph.store.database import Store
-from karyamorph.table import status_text, table
+from karyamorph.table import relative, status_text, table
 
 DEFAULT_DB = DEFAULT_FILE
 
@@ -47,14 +47,6 @@ def summarize(name: str, r: StageResult) -> str:
         return str(r.data["error"])
     first = r.log.strip().splitlines()
     return first[0] if first else ""
-
-
-def relative(path: str | Path) -> str:
-    """``path`` relative to the working folder when it lies below it, else as given."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """How the smaller commands' results look on a terminal: device, interp, check, check-isa, ptx
-info, tables.
+info, runs, tables.
 
 Each function takes what the library returned and gives a rich renderable (plain text when
-piped); the ``--format json`` outputs are the results' own dicts.
+piped); the ``--format json`` outputs are the results' own dicts. The result types are imported
+for type checking only, so that ``ptx info`` does not load the GPU, model or store code.
 """
 
 from __future__ import annotations
@@ -10,17 +11,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from karyamorph.harness.gpu.device import DeviceInfo
-from karyamorph.harness.session import relative
-from karyamorph.harness.stages.model_run import InterpReport
-from karyamorph.harness.tools.toolchain import Toolchain
-from karyamorph.store.reading import TableInfo
-from karyamorph.table import status_text, table
+from karyamorph.table import relative, status_text, table
+
+if TYPE_CHECKING:
+    from karyamorph.harness.gpu.device import DeviceInfo
+    from karyamorph.harness.stages.model_run import InterpReport
+    from karyamorph.harness.tools.toolchain import Toolchain
+    from karyamorph.store.reading import TableInfo
 
 
 def toolchain_versions(tc: Toolchain) -> list[tuple[str, str]]:

@@ -170,6 +170,9 @@ def test_show_puts_each_sass_instruction_beside_its_ptx_line(two_vadds: tuple[Pa
     assert re.search(r"st\.global\.f32\s+\[%c\], %sum;\s+/\*[0-9a-f]{4}\*/ STG\.E", text.output)
     only = invoke("show", a, "--db", str(db), "--stage", "compile").output
     assert "ptxas info" in only and "SASS beside PTX" not in only and "\nstatic " not in only
+    absent = CliRunner().invoke(main, ["show", a, "--db", str(db), "--stage", "timing"])
+    assert absent.exit_code == 2
+    assert "has no stage timing (its stages: compile, sass, static)" in absent.output
 
 
 def test_show_refuses_unknown_and_ambiguous_ids(two_vadds: tuple[Path, str, str], tmp_path: Path) -> None:
