@@ -59,7 +59,7 @@ def _echo(out: RenderableType | dict[str, Any] | list[Any]) -> None:
     elif isinstance(out, str):
         click.echo(out)
     elif screen.is_terminal:
-        screen.print(out)
+        screen.print(out, soft_wrap=True)
     else:
         click.echo(to_text(out, screen.width))
 

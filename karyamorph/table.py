@@ -110,9 +110,13 @@ def console() -> Console:
 
 
 def to_text(renderable: RenderableType, width: int = PIPED_WIDTH) -> str:
-    """``renderable`` as plain text (no colour codes), lines stripped of trailing blanks."""
+    """``renderable`` as plain text (no colour codes), lines stripped of trailing blanks.
+
+    Tables fit ``width`` (their cells wrap); free text (a head line, a tool's log, a witness)
+    keeps each line whole, so that it can be searched and parsed.
+    """
     out = Console(file=io.StringIO(), width=width, color_system=None, highlight=False, force_terminal=False)
-    out.print(renderable)
+    out.print(renderable, soft_wrap=True)
     text = out.file.getvalue()  # type: ignore[attr-defined]
     return "\n".join(line.rstrip() for line in text.splitlines())
 
