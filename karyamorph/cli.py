@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from karyamorph.harness.session import DEFAULT_DB
-from karyamorph.table import render
+from karyamorph.store import DEFAULT_FILE
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from karyamorph.store.database import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "kernels"
@@ -22,14 +24,16 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "kernels"
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.harness.gpu.validate import GpuRunError
-    from karyamorph.harness.pipeline import ArchError
+    from karyamorph.harness.pipeline import ArchError, StageSelectionError
+    from karyamorph.harness.report import ReportError
     from karyamorph.harness.tools.toolchain import ToolchainError
     from karyamorph.isa.errors import PtxError
     from karyamorph.kernel.expressions import ExpressionError
     from karyamorph.kernel.spec import SpecError
     from karyamorph.store.database import StoreError
 
-    return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError, GpuRunError)
+    return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError,
+            StageSelectionError, ReportError, GpuRunError)  # fmt: skip
 
 
 def friendly_errors(fn: F) -> F:
@@ -46,21 +50,64 @@ def friendly_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _echo(out: RenderableType | dict[str, Any] | list[Any]) -> None:
+    """Text and JSON as they are (scripts read them); tables through rich (plain when piped)."""
+    from karyamorph.table import console, dumps, to_text
+
+    screen = console()
+    if isinstance(out, dict | list):
+        click.echo(dumps(out))
+    elif isinstance(out, str):
+        click.echo(out)
+    elif screen.is_terminal:
+        screen.print(out, soft_wrap=True)
+    else:
+        click.echo(to_text(out, screen.width))
+
+
 def _db_path(db: str | None) -> Path:
-    return Path(db or os.environ.get("KARYAMORPH_DB") or DEFAULT_DB)
+    return Path(db or os.environ.get("KARYAMORPH_DB") or DEFAULT_FILE)
+
+
+def _open_existing(db: str | None) -> Store:
+    from karyamorph.store.database import Store, StoreError
+
+    path = _db_path(db)
+    if not path.exists():
+        raise StoreError(
+            f"database {path} does not exist yet: run `karyamorph demo` or `karyamorph run` first"
+        )
+    return Store.open_to_read(path)
+
+
+def _fail(exc: Exception, fmt: str) -> NoReturn:
+    """The model could not run the kernel: say why (as JSON when asked) and exit with status 1."""
+    if fmt == "json":
+        _echo({"status": "error", "match": False, "error": str(exc)})
+    else:
+        click.echo(f"error: {exc}", err=True)
+    sys.exit(1)
+
+
+def _names(value: str | None) -> list[str] | None:
+    return None if value is None else [n.strip() for n in value.split(",") if n.strip()]
+
+
+def format_option(*choices: str) -> Callable[[F], F]:
+    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0])
 
 
 db_option = click.option(
-    "--db", default=None, help=f"DuckDB file (default ${{KARYAMORPH_DB}} or ./{DEFAULT_DB})."
+    "--db", default=None, help=f"DuckDB file (default ${{KARYAMORPH_DB}} or ./{DEFAULT_FILE})."
 )
-
-
 timeout_option = click.option(
-    "--timeout",
-    type=float,
-    default=None,
+    "--timeout", type=float, default=None,
     help="Seconds a GPU launch may run before it is killed (default: each stage's own).",
+)  # fmt: skip
+size_option = click.option(
+    "--size", "sizes", multiple=True, metavar="NAME=N", help="Override a [sizes] entry (repeatable)."
 )
+spec_argument = click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
 
 
 @click.group()
@@ -69,43 +116,36 @@ def main() -> None:
     """KaryaMorph: test what PTX really does, and how fast; model it; search it."""
 
 
-# ---------------------------------------------------------------------------------------------
-# run / demo
-
-
 @main.command()
-@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
-@click.option(
-    "--arch", default=None, help="Target (sm_120, sm_90a, ...); default: the GPU's, else the PTX .target."
-)
+@spec_argument
+@click.option("--arch", help="Target (sm_120, sm_90a, ...); default: the GPU's, else the PTX .target.")
 @db_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option("table", "json")
 @click.option("--no-store", is_flag=True, help="Do not write the run to the database.")
 @timeout_option
-@click.option(
-    "--size", "sizes", multiple=True, metavar="NAME=N", help="Override a [sizes] entry (repeatable)."
-)
+@size_option
+@click.option("--stages", "only", metavar="A,B,..", help="Run only these stages (e.g. compile,sass,static).")
+@click.option("--skip", metavar="A,B,..", help="Do not run these stages (e.g. sanitize,metrics).")
+@click.option("--label", help="A name stored with the run (tells kernels with one entry name apart).")
 @friendly_errors
-def run(
-    spec_path: str,
-    arch: str | None,
-    db: str | None,
-    fmt: str,
-    no_store: bool,
-    timeout: float | None,
-    sizes: tuple[str, ...],
-) -> None:
-    """Run a kernel spec through every stage and store the results."""
-    from karyamorph.harness.session import run_spec_file
+def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bool, timeout: float | None,
+        sizes: tuple[str, ...], only: str | None, skip: str | None, label: str | None) -> None:  # fmt: skip
+    """Run a kernel spec through the stages and store the results."""
+    from contextlib import nullcontext
 
-    outcome = run_spec_file(
-        Path(spec_path), arch=arch, db=None if no_store else _db_path(db), timeout_s=timeout,
-        sizes=_size_overrides(sizes),
-    )  # fmt: skip
-    if fmt == "json":
-        click.echo(json.dumps(outcome.as_json(), indent=2, default=str))
-    else:
-        click.echo(outcome.table())
+    from karyamorph.harness.progress import StageProgress
+    from karyamorph.harness.session import run_spec_file, size_overrides
+    from karyamorph.table import console
+
+    out = console()
+    live = out.is_terminal and fmt != "json"
+    with StageProgress(out) if live else nullcontext() as progress:
+        outcome = run_spec_file(
+            Path(spec_path), arch=arch, db=None if no_store else _db_path(db), timeout_s=timeout,
+            sizes=size_overrides(sizes), only=_names(only), skip=_names(skip) or (), label=label,
+            on_stage=progress,
+        )  # fmt: skip
+    _echo(outcome.as_json() if fmt == "json" else outcome.table())
     if outcome.bad_input:
         click.echo(f"error: {outcome.bad_input}", err=True)
         sys.exit(2)
@@ -116,13 +156,8 @@ def run(
 @main.command()
 @click.option("--arch", default=None, help="Target for every example (default: the GPU's, else sm_120).")
 @db_option
-@click.option(
-    "--kernels",
-    "kernels_dir",
-    default=None,
-    type=click.Path(file_okay=False),
-    help="Folder of *.toml specs (default: the shipped datasets/kernels).",
-)
+@click.option("--kernels", "kernels_dir", default=None, type=click.Path(file_okay=False),
+              help="Folder of *.toml specs (default: the shipped datasets/kernels).")  # fmt: skip
 @timeout_option
 @friendly_errors
 def demo(arch: str | None, db: str | None, kernels_dir: str | None, timeout: float | None) -> None:
@@ -130,183 +165,170 @@ def demo(arch: str | None, db: str | None, kernels_dir: str | None, timeout: flo
     from karyamorph.harness.session import run_demo
 
     folder = Path(kernels_dir) if kernels_dir else EXAMPLES
-    report = run_demo(folder, arch=arch, db=_db_path(db), timeout_s=timeout)
-    click.echo(report)
+    _echo(run_demo(folder, arch=arch, db=_db_path(db), timeout_s=timeout))
 
 
-# ---------------------------------------------------------------------------------------------
-# query / device
+@main.command()
+@db_option
+@click.option("--limit", default=20, show_default=True, help="How many runs, newest first.")
+@format_option("table", "csv", "json")
+@friendly_errors
+def runs(db: str | None, limit: int, fmt: str) -> None:
+    """The latest runs: id, time, kernel, label, spec file, arch, status, device."""
+    from karyamorph.harness.views import runs_view
+    from karyamorph.table import render
+
+    with _open_existing(db) as store:
+        result = store.runs(limit)
+    columns, rows = result.columns, result.rows
+    _echo(runs_view(columns, rows) if fmt == "table" else render(columns, rows, fmt))
+
+
+@main.command()
+@click.argument("run_id")
+@db_option
+@click.option("--stage", "stages", multiple=True, help="Show only this stage (repeatable).")
+@click.option("--plot", type=click.Path(dir_okay=False), help="Draw the timing samples' histogram to a PNG.")
+@format_option("table", "json")
+@friendly_errors
+def show(run_id: str, db: str | None, stages: tuple[str, ...], plot: str | None, fmt: str) -> None:
+    """Every stage of a stored run and its SASS beside its PTX (RUN_ID: the id or its start)."""
+    from karyamorph.harness.report import plot_samples, run_json
+    from karyamorph.harness.report import show as show_run
+    from karyamorph.store.reading import find_run, load_run
+
+    with _open_existing(db) as store:
+        stored = load_run(store, find_run(store, run_id))
+    drawn = plot_samples(stored, Path(plot)) if plot else None
+    _echo(run_json(stored) if fmt == "json" else show_run(stored, stages))
+    if drawn:
+        click.echo(f"wrote {drawn}", err=True)
+
+
+@main.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@db_option
+@click.option("--changed", is_flag=True, help="List only the figures that differ.")
+@format_option("table", "json")
+@friendly_errors
+def diff(run_a: str, run_b: str, db: str | None, changed: bool, fmt: str) -> None:
+    """Two stored runs side by side: stage statuses, figures with their ratio b/a, SASS diff."""
+    from karyamorph.harness.run_diff import diff_runs, diff_view
+    from karyamorph.store.reading import find_run, load_run
+
+    with _open_existing(db) as store:
+        d = diff_runs(load_run(store, find_run(store, run_a)), load_run(store, find_run(store, run_b)))
+    _echo(d.as_json() if fmt == "json" else diff_view(d, changed_only=changed))
+
+
+@main.command()
+@db_option
+@click.option("--columns", is_flag=True, help="List each table's columns and their types too.")
+@format_option("table", "json")
+@friendly_errors
+def tables(db: str | None, columns: bool, fmt: str) -> None:
+    """The store's tables, a line on each, and their row counts when the database exists."""
+    from dataclasses import asdict
+
+    from karyamorph.harness.views import tables_view
+    from karyamorph.store.database import Store
+    from karyamorph.store.reading import describe_tables
+
+    path = _db_path(db)
+    exists = path.exists()
+    with Store.open_to_read(path) if exists else Store.open(":memory:") as store:
+        infos = describe_tables(store, count_rows=exists)
+    missing = None if exists else path
+    _echo([asdict(t) for t in infos] if fmt == "json" else tables_view(infos, missing, columns))
 
 
 @main.command()
 @click.argument("sql")
 @db_option
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table")
+@format_option("table", "csv", "json")
 @friendly_errors
 def query(sql: str, db: str | None, fmt: str) -> None:
     """Run SQL against the measurement database."""
-    from karyamorph.store.database import Store, StoreError
+    from karyamorph.table import render
 
-    path = _db_path(db)
-    if not path.exists():
-        raise StoreError(
-            f"database {path} does not exist yet: run `karyamorph demo` or `karyamorph run` first"
-        )
-    with Store.open(path, read_only=True) as store:
+    with _open_existing(db) as store:
         result = store.query(sql)
-    click.echo(render(result.columns, result.rows, fmt))
+    _echo(render(result.columns, result.rows, fmt))
 
 
 @main.command()
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option("table", "json")
 @friendly_errors
 def device(fmt: str) -> None:
     """The CUDA devices (or "no CUDA device") and the toolchain versions."""
     from karyamorph.harness.gpu.device import driver_problem, list_devices
     from karyamorph.harness.tools.toolchain import discover
+    from karyamorph.harness.views import device_view, toolchain_versions
 
-    devices = list_devices()
-    tc = discover()
+    devices, tc = list_devices(), discover()
+    problem = None if devices else driver_problem()
     if fmt == "json":
-        out = {
-            "devices": [d.as_dict() for d in devices],
-            "problem": driver_problem() if not devices else None,
-            "toolchain": {"cuda_release": tc.cuda_release, "source": tc.source, **tc.versions},
-        }
-        click.echo(json.dumps(out, indent=2))
-        return
-    if devices:
-        for d in devices:
-            rows = list(d.as_dict().items())
-            click.echo(render(["property", f"device {d.ordinal}"], rows))
-            click.echo()
+        _echo({"devices": [d.as_dict() for d in devices], "problem": problem,
+               "toolchain": dict(toolchain_versions(tc))})  # fmt: skip
     else:
-        click.echo(driver_problem() or "no CUDA device")
-        click.echo()
-    rows = [("cuda_release", tc.cuda_release), ("source", tc.source), *sorted(tc.versions.items())]
-    click.echo(render(["toolchain", "version"], rows))
-
-
-# ---------------------------------------------------------------------------------------------
-# model: interp, check-isa
-
-
-def _size_overrides(sizes: tuple[str, ...]) -> dict[str, int]:
-    """``("n=4096", ...)`` as a dict; the spec checks that each name is one of its sizes."""
-    from karyamorph.kernel.spec import SpecError
-
-    out: dict[str, int] = {}
-    for item in sizes:
-        name, _, value = item.partition("=")
-        if not name.strip().isidentifier() or not value.strip().lstrip("-").isdigit():
-            raise SpecError(f"--size {item}", "expected NAME=INTEGER, e.g. --size n=4096")
-        out[name.strip()] = int(value)
-    return out
-
-
-def _bound(spec: Any, sizes: tuple[str, ...]) -> Any:
-    """The spec bound with ``NAME=VALUE`` size overrides (every figure re-checked)."""
-    from karyamorph.kernel.bound import bind
-    from karyamorph.kernel.spec import SpecError
-
-    overrides = _size_overrides(sizes)
-    for name, item in zip(overrides, sizes, strict=True):
-        if name not in spec.sizes:
-            known = ", ".join(sorted(spec.sizes)) or "none"
-            raise SpecError(f"{spec.where}: --size {item}", f"unknown size {name!r} (known size ({known}))")
-    return bind(spec, sizes=overrides)
-
-
-size_option = click.option(
-    "--size", "sizes", multiple=True, metavar="NAME=N", help="Override a [sizes] entry (repeatable)."
-)
+        _echo(device_view(devices, problem, tc))
 
 
 @main.command()
-@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
+@spec_argument
 @size_option
 @click.option("--seed", default=0, show_default=True, help="Input seed (the same inputs as a GPU trial).")
 @click.option("--randomize", is_flag=True, help="Randomize warp order between barriers (exposes races).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option("table", "json")
 @friendly_errors
 def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, fmt: str) -> None:
     """Run a kernel spec on the CPU model and compare it with the spec's reference."""
+    from karyamorph.harness.session import load_bound
     from karyamorph.harness.stages.model_run import interpret_spec_file
-    from karyamorph.kernel.loader import load_spec
-    from karyamorph.kernel.signature import prepare
+    from karyamorph.harness.views import interp_view
     from karyamorph.model.interp.errors import ExecutionError
     from karyamorph.model.semantics.decode import UnmodeledError
 
-    kernel = _bound(load_spec(spec_path), sizes)
-    spec = kernel.spec
-    prepare(spec)
+    kernel, _ = load_bound(Path(spec_path), sizes)
     try:
         report = interpret_spec_file(kernel, seed=seed, randomize_order=randomize)
     except (UnmodeledError, ExecutionError) as exc:
-        if fmt == "json":
-            click.echo(json.dumps({"status": "error", "match": False, "error": str(exc)}, indent=2))
-        else:
-            click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    if fmt == "json":
-        click.echo(json.dumps(report.as_json(), indent=2, default=str))
-    else:
-        rows = [(name, "pass" if o["passed"] else "fail", o["message"]) for name, o in report.outputs.items()]
-        click.echo(f"{spec.name}: {report.status} in {report.seconds:.3f} s (seed {seed})")
-        if rows:
-            click.echo(render(["output", "status", "detail"], rows))
-        stats = report.stats
-        counts = [(k, v) for k, v in stats.items() if not isinstance(v, dict)]
-        click.echo(render(["statistic", "value"], counts))
+        _fail(exc, fmt)
+    _echo(report.as_json() if fmt == "json" else interp_view(kernel.spec.name, report))
     if not report.match:
         sys.exit(1)
 
 
 @main.command()
-@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
-@click.option(
-    "--property", "props", default="bounds,race,barrier", show_default=True,
-    help="Comma-separated properties to check.",
-)  # fmt: skip
+@spec_argument
+@click.option("--property", "props", default="bounds,race,barrier", show_default=True,
+              help="Comma-separated properties to check.")  # fmt: skip
 @click.option("--scheduling", type=click.Choice(["its", "lockstep"]), default="its", show_default=True,
               help="its: lanes of a warp are unordered (sm_70+); lockstep: a warp runs in step.")  # fmt: skip
 @click.option("--unroll", default=8, show_default=True, help="Iterations explored of loops not proved whole.")
 @size_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option("table", "json")
 @friendly_errors
 def check(spec_path: str, props: str, scheduling: str, unroll: int, sizes: tuple[str, ...], fmt: str) -> None:
     """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3)."""
-    from karyamorph.harness.stages.model import check_spec
-    from karyamorph.kernel.loader import load_spec
-    from karyamorph.kernel.signature import prepare
+    from karyamorph.harness.session import load_bound
+    from karyamorph.harness.stages.model import PROPERTIES, check_spec
+    from karyamorph.harness.views import check_view
     from karyamorph.kernel.spec import SpecError
     from karyamorph.model.semantics.decode import UnmodeledError
 
-    kernel = _bound(load_spec(spec_path), sizes)
-    module = prepare(kernel.spec)
-    wanted = tuple(p.strip() for p in props.split(",") if p.strip())
-    unknown = [p for p in wanted if p not in ("bounds", "race", "barrier")]
+    kernel, module = load_bound(Path(spec_path), sizes)
+    wanted = tuple(_names(props) or ())
+    unknown = [p for p in wanted if p not in PROPERTIES]
     if unknown:
-        raise SpecError("--property", f"unknown {', '.join(unknown)} (choose from bounds, race, barrier)")
+        raise SpecError("--property", f"unknown {', '.join(unknown)} (choose from {', '.join(PROPERTIES)})")
     try:
         verdicts = check_spec(kernel, module, properties=wanted, scheduling=scheduling, unroll=unroll)
     except UnmodeledError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    if fmt == "json":
-        click.echo(json.dumps({"properties": [v.as_dict() for v in verdicts]}, indent=2, default=str))
-    else:
-        rows = [
-            (v.property, v.verdict, "" if v.k is None else v.k, f"{v.seconds:.3f}", v.reason)
-            for v in verdicts
-        ]
-        click.echo(render(["property", "verdict", "k", "seconds", "reason"], rows))
-        for v in verdicts:
-            if v.witness is not None:
-                click.echo(f"{v.property} witness: {v.witness}")
-                if v.replay is not None:
-                    click.echo(f"  replay: {v.replay}")
-    if any(v.verdict != "proved" and v.verdict != "proved-up-to-k" for v in verdicts):
+        _fail(exc, "table")
+    _echo({"properties": [v.as_dict() for v in verdicts]} if fmt == "json" else check_view(verdicts))
+    if any(v.verdict not in ("proved", "proved-up-to-k") for v in verdicts):
         sys.exit(1)
 
 
@@ -317,32 +339,22 @@ def model() -> None:
 
 @model.command("check-isa")
 @click.option("--only", multiple=True, help="Check only these opcodes (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option("table", "json")
 @click.option("--all-rows", is_flag=True, help="Show every check, not just a summary per check kind.")
 def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
     """Frame condition, stated laws and concrete == symbolic agreement for every instruction."""
+    import dataclasses
+
+    from karyamorph.harness.views import isa_check_view
     from karyamorph.model.check.isa_check import check_isa
     from karyamorph.model.ptx.machine import ptx_machine
 
     results = check_isa(ptx_machine(), only=only or None)
-    failed = [r for r in results if r.status == "fail"]
     if fmt == "json":
-        click.echo(json.dumps([_as_dict(r) for r in results], indent=2))
-    elif all_rows:
-        click.echo(
-            render(
-                ["form", "check", "status", "detail"],
-                [(r.form, r.check, r.status, r.detail) for r in results],
-            )
-        )
+        _echo([dataclasses.asdict(r) for r in results])
     else:
-        summary: Counter[tuple[str, str]] = Counter((r.check, r.status) for r in results)
-        click.echo(
-            render(["check", "status", "count"], [(c, st, n) for (c, st), n in sorted(summary.items())])
-        )
-        for r in failed:
-            click.echo(f"FAIL {r.form} {r.check}: {r.detail}")
-    if failed:
+        _echo(isa_check_view(results, all_rows=all_rows))
+    if any(r.status == "fail" for r in results):
         sys.exit(1)
 
 
@@ -350,8 +362,7 @@ def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
 @click.option("--instr", "pattern", default=None, metavar="PATTERN",
               help="Only instructions matching this glob (max, 'm*'); with a dot, forms ('cvt.*.f16').")
 @click.option("--samples", default=128, show_default=True, help="Random operand rows per operand signature.")
-@click.option("--cross-limit", default=2048, show_default=True,
-              help="Most edge-case rows per operand signature (cross product of each operand's edges).")
+@click.option("--cross-limit", default=2048, show_default=True, help="Most edge-case rows per signature.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random rows.")
 @click.option("--arch", default=None, help="Target (default: the GPU's; with --compile-only: sm_120).")
 @click.option("--compile-only", is_flag=True, help="Build and assemble every kernel with ptxas; run nothing.")
@@ -368,43 +379,30 @@ def validate_command(
     record_dir: str | None, db: str | None, no_store: bool, fmt: str, all_rows: bool, timeout: float | None,
 ) -> None:  # fmt: skip
     """Run every modeled instruction form on the GPU and compare its bits with the model's."""
-    from karyamorph.harness import validation as vr
-    from karyamorph.harness.validation_record import write_recording
-    from karyamorph.model.ptx.machine import ptx_machine
-    from karyamorph.store.database import Store
+    from karyamorph.harness.validation_session import ValidateOptions, run_validate
 
-    machine = ptx_machine()
-    if compile_only:
-        rows = vr.compile_summary(machine, arch or "sm_120", pattern, samples, cross_limit, seed)
-        click.echo(render(["instruction", "forms", "rejected", "rows", "ptx_lines", "registers"], rows, fmt))
-        return
-    report = vr.run_on_device(machine, arch, only=pattern, samples=samples, cross_limit=cross_limit,
-                              seed=seed, timeout_s=timeout or 600.0)  # fmt: skip
-    if not no_store:
-        with Store.open(_db_path(db)) as store:
-            store.record_validation(vr.store_record(report, vr.discover()))
-    if record_dir:
-        written = write_recording(report, Path(record_dir))
-        click.echo(f"recorded {sum(p.stat().st_size for p in written)} bytes in {len(written)} files "
-                   f"under {record_dir}", err=True)  # fmt: skip
-    click.echo(json.dumps(report.as_json(), indent=1) if fmt == "json" else vr.report_text(report, all_rows))
-    if report.failed:
+    out = run_validate(ValidateOptions(
+        pattern, samples, cross_limit, seed, arch, compile_only, Path(record_dir) if record_dir else None,
+        None if no_store else _db_path(db), fmt, all_rows, timeout or 600.0,
+    ))  # fmt: skip
+    if out.note:
+        click.echo(out.note, err=True)
+    _echo(out.output)
+    if out.failed:
         sys.exit(1)
-
-
-def _as_dict(obj: Any) -> dict[str, Any]:
-    import dataclasses
-
-    return dataclasses.asdict(obj)
-
-
-# ---------------------------------------------------------------------------------------------
-# ptx
 
 
 @main.group()
 def ptx() -> None:
     """Look at PTX files: re-print them, summarise them."""
+
+
+def _existing(file: str) -> str:
+    from karyamorph.isa.errors import PtxError
+
+    if not Path(file).is_file():
+        raise PtxError("file not found", file, 0, None)
+    return file
 
 
 @ptx.command("format")
@@ -420,78 +418,16 @@ def ptx_format(file: str) -> None:
 
 @ptx.command("info")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@format_option("table", "json")
 @friendly_errors
 def ptx_info(file: str, fmt: str) -> None:
     """Version, target, entries and their parameters, registers, instruction histogram."""
+    from karyamorph.harness.views import ptx_info_view
+    from karyamorph.isa.info import module_info
     from karyamorph.isa.parser import parse_file
 
-    module = parse_file(_existing(file))
-    info = _module_info(module)
-    if fmt == "json":
-        click.echo(json.dumps(info, indent=2))
-        return
-    click.echo(render(["field", "value"], [
-        ("version", info["version"]), ("target", ", ".join(info["target"])),
-        ("address_size", info["address_size"]),
-    ]))  # fmt: skip
-    for f in info["functions"]:
-        click.echo(f"\n.{f['kind']} {f['name']}  ({f['instructions']} instructions)")
-        if f["params"]:
-            click.echo(
-                render(
-                    ["param", "type", "pointer"], [(p["name"], p["type"], p["pointer"]) for p in f["params"]]
-                )
-            )
-        if f["registers"]:
-            click.echo(
-                render(
-                    ["registers", "type", "count"],
-                    [(r["name"], r["type"], r["count"]) for r in f["registers"]],
-                )
-            )
-        if f["attributes"]:
-            click.echo("attributes: " + ", ".join(f"{k} {v}" for k, v in f["attributes"].items()))
-    hist = info["histogram"]
-    click.echo()
-    click.echo(render(["opcode", "count"], sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))))
-
-
-def _existing(file: str) -> str:
-    from karyamorph.isa.errors import PtxError
-
-    if not Path(file).is_file():
-        raise PtxError("file not found", file, 0, None)
-    return file
-
-
-def _module_info(module: Any) -> dict[str, Any]:
-    from karyamorph.isa import ast
-
-    functions = []
-    hist: Counter[str] = Counter()
-    for f in module.functions:
-        regs = []
-        for s in f.body or ():
-            if isinstance(s, ast.VarDecl) and s.space == "reg":
-                for n in s.names:
-                    regs.append({"name": n, "type": s.type, "count": s.count or 1})
-        count = 0
-        for ins in f.instructions():
-            hist[ins.opcode] += 1
-            count += 1
-        functions.append({
-            "kind": f.kind, "name": f.name, "linkage": list(f.linkage), "instructions": count,
-            "params": [{"name": p.name, "type": p.type, "pointer": p.is_ptr} for p in f.params],
-            "registers": regs, "attributes": {k: list(v) for k, v in f.attributes},
-        })  # fmt: skip
-    return {
-        "version": module.version,
-        "target": list(module.target),
-        "address_size": module.address_size,
-        "functions": functions,
-        "histogram": dict(hist),
-    }
+    info = module_info(parse_file(_existing(file)))
+    _echo(info if fmt == "json" else ptx_info_view(info))
 
 
 if __name__ == "__main__":

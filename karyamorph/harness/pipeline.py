@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -94,6 +94,35 @@ WORKER_STAGES = frozenset({CorrectnessStage.name, TimingStage.name})
 """The stages that run on the persistent GPU worker."""
 
 
+StageHook = Callable[[str, StageResult | None], None]
+"""Told of each stage: ``(name, None)`` as it starts, ``(name, result)`` when it ends."""
+
+
+class StageSelectionError(ValueError):
+    """A stage name that no stage has, or a selection that leaves no stage to run."""
+
+
+def select_stages(
+    stages: Sequence[Stage], only: Sequence[str] | None = None, skip: Sequence[str] = ()
+) -> list[Stage]:
+    """The stages of ``stages`` named in ``only`` (all when None) and not in ``skip``, in order.
+
+    Raises
+    ------
+    StageSelectionError
+        A name is not a stage (the message lists the stages), or nothing is left to run.
+    """
+    unknown = [n for n in (*(only or ()), *skip) if n not in STAGE_TYPES]
+    if unknown:
+        raise StageSelectionError(
+            f"unknown stage {', '.join(repr(n) for n in unknown)} (stages: {', '.join(STAGE_TYPES)})"
+        )
+    chosen = [s for s in stages if (only is None or s.name in only) and s.name not in skip]
+    if not chosen:
+        raise StageSelectionError("the stage selection leaves no stage to run")
+    return chosen
+
+
 def default_stages(timeout_s: float | None = None) -> list[Stage]:
     """The stages that exist, in pipeline order.
 
@@ -133,6 +162,7 @@ def run_pipeline(
     module: ast.Module | None = None,
     sizes: dict[str, int] | None = None,
     worker: GpuWorker | None = None,
+    on_stage: StageHook | None = None,
 ) -> RunResult:
     """Run ``spec`` through every stage and collect the results.
 
@@ -155,6 +185,9 @@ def run_pipeline(
     worker : GpuWorker, optional
         The command's GPU worker (left open). Default: when there is a device and a stage needs
         one, a worker of this run's own, closed at its end.
+    on_stage : callable, optional
+        Called with ``(name, None)`` before each stage and ``(name, result)`` after it (live
+        progress); it must not raise.
 
     The worker is started before the first stage, so that its start-up (a process, torch, a
     CUDA context) overlaps the compile-side stages instead of adding to them.
@@ -181,6 +214,8 @@ def run_pipeline(
     t0 = time.perf_counter()
     results: list[tuple[str, StageResult]] = []
     for stage in stages:
+        if on_stage is not None:
+            on_stage(stage.name, None)
         s0 = time.perf_counter()
         try:
             r = stage.run(ctx)
@@ -189,5 +224,7 @@ def run_pipeline(
         if not r.seconds:
             r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
         results.append((stage.name, r))
+        if on_stage is not None:
+            on_stage(stage.name, r)
     seconds = time.perf_counter() - t0
     return RunResult(kernel, module, target, toolchain, device, tuple(results), started, seconds)

@@ -27,8 +27,9 @@ def ptx_hash(ptx: str) -> str:
     return hashlib.sha256(ptx.encode()).hexdigest()
 
 
-def to_record(run: RunResult) -> RunRecord:
-    """Every stored fact of ``run``: kernel, spec, launch, device, toolchain, stages, figures."""
+def to_record(run: RunResult, *, label: str | None = None) -> RunRecord:
+    """Every stored fact of ``run``: kernel, spec (text, path, ``label``), launch, device,
+    toolchain, stages, figures. A figure that is NaN (an output that held NaN) is stored as NaN."""
     spec = run.spec
     stages: list[StageRecord] = []
     metrics: list[MetricRecord] = []
@@ -74,6 +75,8 @@ def to_record(run: RunResult) -> RunRecord:
         findings=tuple(findings),
         status=str(run.status),
         created_at=run.started_utc,
+        spec_path=str(spec.source_path.resolve()) if spec.source_path else None,
+        label=label,
     )
 
 

@@ -3,45 +3,39 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
 
 from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo, current_device
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.pipeline import (
     STAGE_TYPES,
     RunResult,
+    StageHook,
     check_arch,
     default_arch,
     default_stages,
     run_pipeline,
+    select_stages,
 )
 from karyamorph.harness.record import to_record
 from karyamorph.harness.stages.base import StageResult, Status
 from karyamorph.harness.tools.toolchain import discover
+from karyamorph.isa import ast
+from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.signature import prepare
+from karyamorph.kernel.spec import KernelSpec, SpecError
+from karyamorph.store import DEFAULT_FILE
 from karyamorph.store.database import Store
-from karyamorph.table import render_table
+from karyamorph.table import relative, status_text, table
 
-DEFAULT_DB = "karyamorph.duckdb"
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+DEFAULT_DB = DEFAULT_FILE
 
 
 def summarize(name: str, r: StageResult) -> str:
@@ -59,16 +53,22 @@ def summarize(name: str, r: StageResult) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A finished run: its result, its id in the store (if stored), and any bad-input message."""
+    """A finished run: its result, its id in the store (if stored), its label, any bad-input message."""
 
     result: RunResult
     run_id: str | None
     bad_input: str | None = None
+    label: str | None = None
 
     def as_json(self) -> dict[str, Any]:
+        """The run as a JSON-ready dict: id, label, spec path, arch, status and every stage."""
+        spec = self.result.spec
         return {
             "run_id": self.run_id,
-            "arch": self.result.arch,
+            "label": self.label,
+            "spec_path": str(spec.source_path) if spec.source_path else None,
+            "entry": spec.entry,
+            "arch": self.result.arch.name,
             "status": str(self.result.status),
             "stages": [
                 {"name": n, "status": str(r.status), "seconds": r.seconds, "data": r.data}
@@ -76,13 +76,16 @@ class Outcome:
             ],
         }
 
-    def table(self) -> str:
-        rows = [(n, str(r.status), f"{r.seconds:.3f}", summarize(n, r)) for n, r in self.result.stages]
+    def table(self) -> RenderableType:
+        """A head line (kernel, label, spec file, arch, run id) over one row per stage."""
+        rows = [(n, status_text(str(r.status)), f"{r.seconds:.3f}", summarize(n, r))
+                for n, r in self.result.stages]  # fmt: skip
         spec = self.result.spec
-        head = f"{spec.name} ({spec.entry}) for {self.result.arch}" + (
-            f", run {self.run_id}" if self.run_id else ", not stored"
-        )
-        return head + "\n" + render_table(["stage", "status", "seconds", "figures"], rows, max_width=90)
+        head = f"{spec.name} ({spec.entry})" + (f" [{self.label}]" if self.label else "")
+        if spec.source_path:
+            head += f" from {relative(spec.source_path)}"
+        head += f" for {self.result.arch}" + (f", run {self.run_id}" if self.run_id else ", not stored")
+        return Group(Text(head), table(["stage", "status", "seconds", "figures"], rows))
 
 
 def _bad_input(result: RunResult) -> str | None:
@@ -104,11 +107,49 @@ def command_worker(device: DeviceInfo | None) -> contextlib.AbstractContextManag
     return GpuWorker(device.ordinal) if device is not None else contextlib.nullcontext()
 
 
-def store_run(result: RunResult, db: Path) -> str:
+def store_run(result: RunResult, db: Path, label: str | None = None) -> str:
     """Write ``result`` to the DuckDB file ``db`` in one transaction; return the run id."""
-
     with Store.open(db) as store:
-        return store.record_run(to_record(result))
+        return store.record_run(to_record(result, label=label))
+
+
+def size_overrides(items: Sequence[str]) -> dict[str, int]:
+    """``("n=4096", ...)`` as a dict; :func:`bind_sizes` checks that each name is a size.
+
+    Raises
+    ------
+    SpecError
+        An item is not ``NAME=INTEGER``.
+    """
+    out: dict[str, int] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name.strip().isidentifier() or not value.strip().lstrip("-").isdigit():
+            raise SpecError(f"--size {item}", "expected NAME=INTEGER, e.g. --size n=4096")
+        out[name.strip()] = int(value)
+    return out
+
+
+def bind_sizes(spec: KernelSpec, items: Sequence[str]) -> BoundKernel:
+    """``spec`` bound with ``NAME=VALUE`` size overrides (every figure re-checked).
+
+    Raises
+    ------
+    SpecError
+        An item is malformed or names a size the spec does not have.
+    """
+    overrides = size_overrides(items)
+    for name, item in zip(overrides, items, strict=True):
+        if name not in spec.sizes:
+            known = ", ".join(sorted(spec.sizes)) or "none"
+            raise SpecError(f"{spec.where}: --size {item}", f"unknown size {name!r} (known size ({known}))")
+    return bind(spec, sizes=overrides)
+
+
+def load_bound(path: Path, sizes: Sequence[str] = ()) -> tuple[BoundKernel, ast.Module]:
+    """The spec at ``path`` bound with ``NAME=VALUE`` size overrides, and its checked PTX module."""
+    kernel = bind_sizes(load_spec(path), sizes)
+    return kernel, prepare(kernel.spec)
 
 
 def run_spec_file(
@@ -118,68 +159,68 @@ def run_spec_file(
     db: Path | None = None,
     timeout_s: float | None = None,
     sizes: dict[str, int] | None = None,
+    only: Sequence[str] | None = None,
+    skip: Sequence[str] = (),
+    label: str | None = None,
+    on_stage: StageHook | None = None,
 ) -> Outcome:
     """Load, run and (unless ``db`` is None or the input is bad) store one spec file.
 
-    ``sizes`` overrides the spec's ``[sizes]`` (each name must exist there)."""
-
+    ``sizes`` overrides the spec's ``[sizes]`` (each name must exist there). ``only`` and
+    ``skip`` choose the stages by name (see :func:`select_stages`): stages not chosen do not
+    run; a chosen stage whose inputs are missing skips with the reason. ``label`` is stored
+    with the run; ``on_stage`` is told of each stage as it starts and ends.
+    """
+    stages = select_stages(default_stages(timeout_s), only, skip)
     spec = load_spec(path)
     device = current_device()
     with command_worker(device) as worker:
         result = run_pipeline(
-            spec, arch=arch, device=device, stages=default_stages(timeout_s), sizes=sizes, worker=worker
+            spec, arch=arch, device=device, stages=stages, sizes=sizes, worker=worker, on_stage=on_stage
         )
     bad = _bad_input(result)
-    run_id = store_run(result, db) if db is not None and bad is None else None
-    return Outcome(result, run_id, bad)
+    run_id = store_run(result, db, label) if db is not None and bad is None else None
+    return Outcome(result, run_id, bad, label)
 
 
-def _relative(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | None = None) -> str:
+def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | None = None) -> RenderableType:
     """Run every ``*.toml`` in ``folder``; return a summary table and a query to try next."""
 
     specs = sorted(folder.glob("*.toml"))
     if not specs:
-        return f"no *.toml kernel specs in {folder}"
+        return Text(f"no *.toml kernel specs in {folder}")
     device = current_device()
     toolchain = discover()
     target = check_arch(arch or default_arch(None, device))
-    lines = [
-        f"device: {device.name + ' (' + device.arch + ')' if device else NO_DEVICE}",
-        f"toolchain: CUDA {toolchain.cuda_release} ({toolchain.source}); target {target}",
-        f"database: {db}",
-        "",
-    ]
+    head = (
+        f"device: {device.name + ' (' + device.arch + ')' if device else NO_DEVICE}\n"
+        f"toolchain: CUDA {toolchain.cuda_release} ({toolchain.source}); target {target}\n"
+        f"database: {db}\n"
+    )
     stage_names: list[str] = []
-    rows = []
+    results = []
     with command_worker(device) as worker:
         for path in specs:
             spec = load_spec(path)
             result = run_pipeline(spec, arch=target, toolchain=toolchain, device=device,
                                   stages=default_stages(timeout_s), worker=worker)  # fmt: skip
-            run_id = store_run(result, db)
-            for n, _ in result.stages:
-                if n not in stage_names:
-                    stage_names.append(n)
-            statuses = {n: str(r.status) for n, r in result.stages}
-            notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
-            rows.append((spec.name, *(statuses.get(n, "") for n in stage_names), notes, run_id[:8]))
-    lines.append(render_table(["kernel", *stage_names, "figures", "run"], rows, max_width=70))
+            results.append((spec, result, store_run(result, db)))
+            stage_names += [n for n, _ in result.stages if n not in stage_names]
+    rows = []
+    for spec, result, run_id in results:
+        statuses = {n: str(r.status) for n, r in result.stages}
+        notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
+        cells = [status_text(statuses[n]) if n in statuses else "" for n in stage_names]
+        rows.append((spec.name, *cells, notes, run_id[:8]))
     db_flag = "" if db == Path(DEFAULT_DB) else f" --db {db}"
     query = (
         "SELECT r.entry, m.name, m.value, m.unit FROM runs r JOIN metrics m USING (run_id) "
         "WHERE m.stage = 'compile' ORDER BY r.entry, m.name"
     )
-    lines += [
-        "",
-        "Try next:",
-        f'  karyamorph query "{query}"{db_flag}',
-        f"  karyamorph run {_relative(specs[0])} --arch sm_90{db_flag}",
-    ]
-    return "\n".join(lines)
+    tail = (
+        "\nTry next:\n"
+        f'  karyamorph query "{query}"{db_flag}\n'
+        f"  karyamorph show {results[0][2][:8]}{db_flag}\n"
+        f"  karyamorph run {relative(specs[0])} --arch sm_90{db_flag}"
+    )
+    return Group(Text(head), table(["kernel", *stage_names, "figures", "run"], rows), Text(tail))

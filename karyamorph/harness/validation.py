@@ -43,7 +43,7 @@ from karyamorph.model.semantics.concrete import UnsupportedOperation
 from karyamorph.model.semantics.machine import Machine
 from karyamorph.store.records import DeviceRecord
 from karyamorph.store.validation import DisagreementRow, FormRow, ValidationRecord
-from karyamorph.table import render
+from karyamorph.table import render, to_text
 
 MAX_ROUNDS = 4
 
@@ -302,7 +302,7 @@ def report_text(report: ValidationReport, all_rows: bool = False, shown: int = 2
     else:
         body = render(["instruction", "forms", "pass", "fail", "no-bound", "rejected", "unsupported", "cases",
                        "disagreements", "nan_bits", "max_ulp"], report.by_instruction())  # fmt: skip
-    lines = [head, "", body]
+    lines = [head, "", to_text(body)]
     real = [d for d in report.disagreements if d.kind not in ALLOWED]
     for r in report.failed:
         ulp = f" (max {r.max_ulp:g} ulp)" if r.max_ulp else ""

@@ -13,11 +13,11 @@ from typing import Any
 
 import duckdb
 
-from karyamorph.store import schema, writer
+from karyamorph.store import DEFAULT_FILE, schema, writer
 from karyamorph.store.records import RunRecord, canonical_json
 from karyamorph.store.validation import ValidationRecord, write_validation
 
-DEFAULT_PATH = Path("karyamorph.duckdb")
+DEFAULT_PATH = Path(DEFAULT_FILE)
 
 
 class StoreError(Exception):
@@ -34,6 +34,10 @@ class NotADatabaseError(StoreError):
 
 class SchemaVersionError(StoreError):
     """The database's schema version does not match what this code can use."""
+
+
+class OlderSchemaError(SchemaVersionError):
+    """The database's schema is older than this code's, and it was opened read-only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,21 @@ class Store:
             con.close()
             raise
         return cls(con, Path(path))
+
+    @classmethod
+    def open_to_read(cls, path: str | Path) -> Store:
+        """Open an existing store read-only, first migrating an older schema (which needs a write).
+
+        Raises
+        ------
+        StoreError
+            As :meth:`open`.
+        """
+        try:
+            return cls.open(path, read_only=True)
+        except OlderSchemaError:
+            cls.open(path).close()
+            return cls.open(path, read_only=True)
 
     def __enter__(self) -> Store:
         return self
@@ -197,10 +216,10 @@ class Store:
             raise StoreError(f"query on {self.path} failed: {e}\n  sql: {sql}") from e
 
     def runs(self, limit: int = 20) -> QueryResult:
-        """The ``limit`` most recent runs with their device name, newest first."""
+        """The ``limit`` most recent runs with their label, spec path and device, newest first."""
         return self.query(
-            "SELECT r.run_id, r.created_at, r.entry, r.arch, r.status, d.name AS device, "
-            "r.kernel_hash, r.spec_hash "
+            "SELECT r.run_id, r.created_at, r.entry, r.label, r.spec_path, r.arch, r.status, "
+            "d.name AS device, r.kernel_hash, r.spec_hash "
             "FROM runs r LEFT JOIN devices d USING (device_id) "
             "ORDER BY r.created_at DESC, r.run_id LIMIT ?",
             [limit],
@@ -285,7 +304,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, where: str, read_only: bool) -> Non
     if not steps:
         return
     if read_only:
-        raise SchemaVersionError(
+        raise OlderSchemaError(
             f"database {where} has schema version {current}, older than {latest}; "
             f"open it once without read_only to migrate it"
         )

@@ -182,6 +182,10 @@ class RunRecord:
         Timezone-aware start time; the store uses the current UTC time when None.
     campaign_id, search_id : str or None
         The campaign and search the run belongs to, if any.
+    spec_path : str or None
+        Where the spec was read from (None for a spec built in Python).
+    label : str or None
+        The author's name for this run (``run --label``), e.g. ``"unrolled x4"``.
     """
 
     kernel: KernelRecord
@@ -202,3 +206,5 @@ class RunRecord:
     created_at: datetime | None = None
     campaign_id: str | None = None
     search_id: str | None = None
+    spec_path: str | None = None
+    label: str | None = None

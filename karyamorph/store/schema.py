@@ -164,11 +164,42 @@ _VALIDATION: tuple[str, ...] = (
     )""",
 )
 
+# Where a run's spec came from and what its author called it: two kernels with one entry name
+# (two versions of `vadd` in two folders) are told apart by these. NULL for older runs.
+_RUN_ORIGIN: tuple[str, ...] = (
+    "ALTER TABLE runs ADD COLUMN spec_path VARCHAR",
+    "ALTER TABLE runs ADD COLUMN label VARCHAR",
+)
+
 # version -> migration. Append only: a released version's statements never change, a schema
 # change is a new entry with the next number.
 MIGRATIONS: dict[int, Migration] = {
     1: Migration("initial tables", _INITIAL),
     2: Migration("GPU validation of instruction forms", _VALIDATION),
+    3: Migration("runs remember their spec's path and a label", _RUN_ORIGIN),
+}
+
+# One line on each table, for `karyamorph tables`; a migration that adds a table adds its line.
+TABLES: dict[str, str] = {
+    "schema_version": "One row per applied migration: its version, what it did, when.",
+    "devices": "GPUs that ran something, stored once per distinct content (name, capability, driver).",
+    "toolchains": "ptxas, nvdisasm and cuobjdump versions and paths, stored once per distinct set.",
+    "kernels": "PTX text by content hash and entry name.",
+    "campaigns": "Sweeps over specs, sizes and archs; runs link to them by campaign_id.",
+    "searches": "Searches over kernel variants; runs link to them by search_id.",
+    "runs": "One row per pipeline run: kernel, spec (text, path, label), arch, launch, status.",
+    "stages": "Each stage of a run: status, seconds, the tool's log and the stage's details (JSON).",
+    "metrics": "Every number a stage reported: (run, stage, name, value, unit); NaN stays NaN.",
+    "samples": "The timing stage's samples of a run, in nanoseconds, in the order taken.",
+    "sass": "SASS text by kernel and arch, stored once per content.",
+    "run_sass": "Which SASS text each run produced (one text serves every run of the same cubin).",
+    "findings": "Structured findings of a run: sanitizer reports, correctness failures, model "
+    "disagreements.",
+    "validations": "One row per `model validate` run: arch, device, toolchain, parameters.",
+    "validation_forms": "Each instruction form a validation ran or left out: cases, disagreements, "
+    "the worst ulp, the reason.",
+    "validation_disagreements": "Each case where the GPU's bits and the model's differ: operands "
+    "and both results.",
 }
 
 

@@ -83,10 +83,12 @@ def _insert_run(
     device_id: str | None, toolchain_id: str | None,
 ) -> None:
     con.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (run_id, kernel_hash, entry, spec_hash, spec_text, arch, launch, device_id, "
+        "toolchain_id, host, created_at, status, campaign_id, search_id, spec_path, label) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [run_id, run.kernel.ptx_hash, run.kernel.entry, run.spec_hash, run.spec_text, run.arch,
          canonical_json(run.launch, "RunRecord.launch"), device_id, toolchain_id, run.host,
-         created_at, run.status, run.campaign_id, run.search_id],
+         created_at, run.status, run.campaign_id, run.search_id, run.spec_path, run.label],
     )
 
 

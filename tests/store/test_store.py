@@ -34,7 +34,7 @@ from karyamorph.store.records import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-LATEST = 2  # the schema version this code writes: 1 initial tables, 2 GPU validation
+LATEST = schema.latest_version(schema.MIGRATIONS)
 
 # Every table that holds rows keyed by run_id: a failed run must leave none of them.
 RUN_TABLES = ("runs", "stages", "metrics", "samples", "run_sass", "findings")
@@ -85,10 +85,12 @@ def count(store: Store, table: str) -> int:
 
 def test_new_file_gets_latest_schema_and_version_row(tmp_path: Path) -> None:
     with Store.open(tmp_path / "k.duckdb") as store:
-        assert store.schema_version == schema.latest_version(schema.MIGRATIONS) == LATEST
+        assert store.schema_version == LATEST
         versions = store.query("SELECT version, description, applied_at FROM schema_version ORDER BY 1")
         assert versions.columns == ("version", "description", "applied_at")
-        assert [r[0] for r in versions.rows] == list(range(1, LATEST + 1))
+        assert [(v, d) for v, d, _ in versions.rows] == [
+            (v, m.description) for v, m in sorted(schema.MIGRATIONS.items())
+        ]
         (version, description, applied_at) = versions.rows[0]
         assert (version, description) == (1, "initial tables")
         assert applied_at.utcoffset().total_seconds() == 0
@@ -213,9 +215,11 @@ def test_runs_lists_newest_first_with_device(tmp_path: Path) -> None:
         old = store.record_run(make_run(created_at=datetime(2024, 1, 1, tzinfo=UTC)))
         new = store.record_run(make_run(device=None))
         result = store.runs(limit=10)
-        assert result.columns[:6] == ("run_id", "created_at", "entry", "arch", "status", "device")
+        assert result.columns[:8] == (
+            "run_id", "created_at", "entry", "label", "spec_path", "arch", "status", "device"
+        )
         assert [r[0] for r in result.rows] == [new, old]
-        assert [r[5] for r in result.rows] == [None, DEVICE.name]
+        assert [r[7] for r in result.rows] == [None, DEVICE.name]
         assert len(store.runs(limit=1).rows) == 1
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +64,11 @@ class Comparison:
         Elements where the kernel's output is NaN (other than the untouched poison).
     unwritten : int
         Elements still holding the poison pattern: the kernel never stored to them.
-    max_abs_err, mean_abs_err, max_rel_err, mean_rel_err : float
+    max_abs_err, max_rel_err : float
+        The largest ``|actual - expected|`` over all elements (equal values count 0), and the
+        largest relative error: NaN when any element is NaN (a NaN output never reads as
+        "error 0"); the absolute one is inf for an infinity where a finite value was expected.
+    mean_abs_err, mean_rel_err : float
         Over the elements where both values are finite; relative errors skip expected zeros.
     norm_rel_err : float
         ``||actual - expected|| / ||expected||`` over finite elements (a near-zero output that
@@ -116,6 +122,15 @@ class Comparison:
         data["first"] = [{**asdict(m), "index": list(m.index)} for m in self.first]
         data["message"] = self.message
         return data
+
+
+def worst_error(errors: Iterable[float | int | str]) -> float:
+    """The largest of ``errors`` (as numbers or their JSON text, e.g. ``"nan"``); NaN if any is
+    NaN, where Python's ``max`` would keep whichever came first; 0 for none."""
+    values = [float(e) for e in errors]
+    if any(math.isnan(v) for v in values):
+        return math.nan
+    return max(values, default=0.0)
 
 
 def _json_number(value: Any) -> Any:
@@ -194,6 +209,7 @@ def compare(
         finite = torch.ones_like(ok)
     unwritten_mask = poison_mask(actual) & ~ok if poisoned else torch.zeros_like(ok)
     nan_mask = torch.isnan(a64) & ~unwritten_mask
+    any_nan = bool((torch.isnan(a64) | torch.isnan(e64)).any())
     bad = ~ok
     count = int(bad.sum())
     fin_diff = diff[finite]
@@ -224,9 +240,10 @@ def compare(
         mismatches=count,
         nan=int(nan_mask.sum()),
         unwritten=int(unwritten_mask.sum()),
-        max_abs_err=float(fin_diff.max()) if fin_diff.numel() else 0.0,
+        # torch's max propagates NaN; a == e first, so that equal infinities count 0.
+        max_abs_err=float(torch.where(a64 == e64, 0.0, diff).max()) if diff.numel() else 0.0,
         mean_abs_err=float(fin_diff.mean()) if fin_diff.numel() else 0.0,
-        max_rel_err=float(rel.max()) if rel.numel() else 0.0,
+        max_rel_err=math.nan if any_nan else float(rel.max()) if rel.numel() else 0.0,
         mean_rel_err=float(rel.mean()) if rel.numel() else 0.0,
         norm_rel_err=norm_d / norm_e if norm_e else (0.0 if norm_d == 0 else float("inf")),
         atol=tolerance.atol,

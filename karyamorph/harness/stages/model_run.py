@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from karyamorph.harness.gpu.compare import compare, tolerance_for
+from karyamorph.harness.gpu.compare import compare, tolerance_for, worst_error
 from karyamorph.harness.gpu.inputs import make_inputs
 from karyamorph.harness.gpu.reference import evaluate_reference, output_args
 from karyamorph.isa import ast
@@ -131,7 +131,6 @@ def interpret_spec_file(
     if kernel.spec.reference.torch is None and kernel.spec.reference.python is None:
         return InterpReport("pass", True, 0.0, {}, run.stats, run.seconds, seed)
     outputs: dict[str, dict[str, Any]] = {}
-    worst = 0.0
     match = True
     expected = evaluate_reference(kernel, {k: v.clone() for k, v in run.inputs.items()})
     for arg, want in zip(output_args(kernel), expected, strict=True):
@@ -139,5 +138,5 @@ def interpret_spec_file(
         c = compare(arg.name, run.outputs[arg.name], want, tol)
         outputs[arg.name] = c.as_dict()
         match = match and c.passed
-        worst = max(worst, float(c.max_abs_err))
+    worst = worst_error(o["max_abs_err"] for o in outputs.values())
     return InterpReport("pass" if match else "fail", match, worst, outputs, run.stats, run.seconds, seed)
