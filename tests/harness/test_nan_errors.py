@@ -10,11 +10,11 @@ import numpy as np
 import torch
 
 from karyamorph.harness.gpu.compare import Tolerance, compare, worst_error
-from karyamorph.harness.gpu.worker import WorkerOutcome
+from karyamorph.harness.gpu.jobs import CorrectnessReport, Trial
 from karyamorph.harness.pipeline import RunResult
 from karyamorph.harness.record import to_record
-from karyamorph.harness.stages.base import Context, Status, figure
-from karyamorph.harness.stages.correctness import CorrectnessStage
+from karyamorph.harness.stages.base import Status, figure
+from karyamorph.harness.stages.correctness import trials_result
 from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
@@ -59,16 +59,12 @@ def test_the_correctness_figure_and_the_stored_metric_are_nan(tmp_path: Path) ->
     spec = load_spec(EXAMPLES / "vadd.toml")
     kernel = bind(spec, sizes={"n": 4})
     expected = torch.tensor([1.0, 2.0, 3.0, 4.0])
-    good = compare("c", expected.clone(), expected, EXACT).as_dict()
-    bad = compare("c", torch.tensor([1.0, math.nan, 3.0, 4.0]), expected, EXACT).as_dict()
+    good = compare("c", expected.clone(), expected, EXACT)
+    bad = compare("c", torch.tensor([1.0, math.nan, 3.0, 4.0]), expected, EXACT)
     # What a worker reports for two trials: the first clean, the second with one NaN.
-    trials = [
-        {"seed": 1, "passed": True, "outputs": [good], "guard_damage": [], "unchanged_outputs": []},
-        {"seed": 2, "passed": False, "outputs": [bad], "guard_damage": [], "unchanged_outputs": []},
-    ]
-    outcome = WorkerOutcome(0, False, 0.5, "", "", {"seeds": [1, 2], "trials": trials, "passed": False})
-    context = Context(kernel=kernel, arch=Arch.parse("sm_120"))
-    result = CorrectnessStage(trials=2)._result(context, outcome, 1)
+    report = CorrectnessReport((Trial(1, True, (good,)), Trial(2, False, (bad,))), None)
+    data = {"seed": 1, "trials_requested": 2, "seeds": [1, 2], "worker_seconds": 0.5, "worker_starts": 0}
+    result = trials_result(report, data, trials=2, entry=kernel.entry, model_blocks_per_sm=None)
     assert result.status == Status.FAIL
     err = figure(result, "max_abs_err")
     assert err is not None and math.isnan(err)
