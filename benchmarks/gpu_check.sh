@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every GPU check in one go, for a machine with a CUDA GPU: the gpu-marked tests, every example
-# and planted bug through `karyamorph run`, and the GPU benchmark. Logs go to ${OUT:-gpu-logs}.
-#   usage: benchmarks/gpu_check.sh [tests|runs|bench|all]   (run from the project root)
+# Every GPU check, for a machine with a CUDA GPU: the gpu-marked tests, every example and planted
+# bug through `karyamorph run`, `model validate` against the GPU, and the GPU benchmarks.
+# Logs go to ${OUT:-gpu-logs}.
+#   usage: benchmarks/gpu_check.sh [tests|runs|validate|bench|all]   (run from the project root)
 set -u
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -29,6 +30,11 @@ if [[ $what == runs || $what == all ]]; then
   km query "SELECT r.entry, s.stage, s.status, round(s.seconds, 2) AS s FROM runs r JOIN stages s USING (run_id) ORDER BY r.created_at, s.position" --db "$db" > "$out/stages.txt" 2>&1
 fi
 
+if [[ $what == validate || $what == all ]]; then
+  OUT="$out" PYTHON="$py" bash benchmarks/validate_gpu.sh 2>&1 | tee "$out/validate.txt"
+fi
+
 if [[ $what == bench || $what == all ]]; then
   "$py" benchmarks/gpu.py 2>&1 | tee "$out/bench_gpu.txt"
+  "$py" benchmarks/harness_throughput.py --json "$out/throughput.json" 2>&1 | tee "$out/throughput.txt"
 fi
