@@ -24,8 +24,8 @@ from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.metrics import MetricsStage
 from karyamorph.harness.stages.sanitize import SanitizeStage
 from karyamorph.harness.stages.sass import SassStage
-from karyamorph.harness.tools.gpu_tools import find_compute_sanitizer, find_ncu
 from karyamorph.harness.tools.sanitizer import TOOLS
+from karyamorph.harness.tools.toolchain import find_compute_sanitizer, find_ncu
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import KernelSpec
 

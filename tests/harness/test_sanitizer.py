@@ -10,7 +10,6 @@ import pytest
 
 from karyamorph.harness.stages.base import Context, Status
 from karyamorph.harness.stages.sanitize import SanitizeStage
-from karyamorph.harness.tools.gpu_tools import parse_tool_version
 from karyamorph.harness.tools.sanitizer import (
     TOOLS,
     SanitizerError,
@@ -24,7 +23,7 @@ from karyamorph.harness.tools.sanitizer import (
     with_ptx_lines,
 )
 from karyamorph.harness.tools.sass import disassemble, line_map
-from karyamorph.harness.tools.toolchain import discover
+from karyamorph.harness.tools.toolchain import discover, parse_version
 from karyamorph.isa.arch import Arch
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "compute-sanitizer"
@@ -51,7 +50,7 @@ def ptx_line(kernel: str, pattern: str) -> int:
 
 
 def test_the_recording_names_its_tool_version() -> None:
-    assert parse_tool_version(META["version_output"]) == META["version"] == "2025.3.1.0"
+    assert parse_version(META["version_output"]) == ("2025.3", META["version"]) == ("2025.3", "2025.3.1.0")
 
 
 def test_memcheck_record_of_the_planted_out_of_bounds_write() -> None:

@@ -13,10 +13,6 @@ from typing import Any
 from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
 from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
-from karyamorph.harness.tools.gpu_tools import (
-    GpuTool,
-    find_compute_sanitizer,
-)
 from karyamorph.harness.tools.sanitizer import (
     TOOLS,
     SanitizerError,
@@ -29,6 +25,7 @@ from karyamorph.harness.tools.sanitizer import (
     tool_errors,
     with_ptx_lines,
 )
+from karyamorph.harness.tools.toolchain import Tool, find_compute_sanitizer
 
 #: The worker allocates every buffer on its own under this, so memcheck sees each bound.
 SANITIZER_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
@@ -96,7 +93,7 @@ class SanitizeStage:
         interfere: each instruments its own process.
     raw_dir : Path or None
         Keep each tool's XML report and the worker's job there; default: a temporary folder.
-    sanitizer : GpuTool or None
+    sanitizer : Tool or None
         The compute-sanitizer to use; default: :func:`find_compute_sanitizer`.
 
     Notes
@@ -124,7 +121,7 @@ class SanitizeStage:
         racecheck_report: str | None = "analysis",
         parallel: bool = True,
         raw_dir: Path | None = None,
-        sanitizer: GpuTool | None = None,
+        sanitizer: Tool | None = None,
     ) -> None:
         unknown = [t for t in tools if t not in TOOLS]
         if unknown:
@@ -150,7 +147,7 @@ class SanitizeStage:
             return self._sanitize(context, sanitizer, entry, cubin, root)
 
     def _sanitize(
-        self, context: Context, sanitizer: GpuTool, entry: str, cubin: bytes, root: Path
+        self, context: Context, sanitizer: Tool, entry: str, cubin: bytes, root: Path
     ) -> StageResult:
 
         spec_path = spec_file(context.spec, root)
@@ -204,7 +201,7 @@ class SanitizeStage:
 
     def _tool(
         self,
-        sanitizer: GpuTool,
+        sanitizer: Tool,
         tool: str,
         spec_path: Path,
         cubin_path: Path,
