@@ -1,4 +1,8 @@
-"""The stage pipeline: prepare a KernelSpec (parse, check), then run the ordered stages on it."""
+"""The stage pipeline: prepare a KernelSpec (parse, check), then run the ordered stages on it.
+
+A stage that names the stages it ``overlaps`` (the sass stage: nvdisasm's fixed cost) runs in a
+thread while those run; any other stage waits for it first. Results keep the stages' order.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import subprocess
 import time
 import traceback
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -150,6 +155,7 @@ def run_pipeline(
 
     A stage that raises an unexpected tool or OS error is recorded as ``error`` with the
     traceback in its log; the later stages still run (and decide themselves whether to skip).
+    A stage with an ``overlaps`` attribute runs in a thread beside the stages it names.
     """
 
     module = module or prepare(spec)
@@ -159,15 +165,31 @@ def run_pipeline(
     ctx = Context(kernel=kernel, arch=target, toolchain=toolchain, device=device, module=module)
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    results: list[tuple[str, StageResult]] = []
-    for stage in stages if stages is not None else default_stages():
-        s0 = time.perf_counter()
-        try:
-            r = stage.run(ctx)
-        except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as exc:
-            r = StageResult(Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, traceback.format_exc())
-        if not r.seconds:
-            r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
-        results.append((stage.name, r))
+    results: list[tuple[str, StageResult | Future[StageResult]]] = []
+    running: dict[str, tuple[Future[StageResult], tuple[str, ...]]] = {}
+    with ThreadPoolExecutor(thread_name_prefix="karyamorph-stage") as pool:
+        for stage in stages if stages is not None else default_stages():
+            for name, (future, overlaps) in list(running.items()):
+                if stage.name not in overlaps:
+                    future.result()
+                    del running[name]
+            overlaps = tuple(getattr(stage, "overlaps", ()))
+            if overlaps:
+                running[stage.name] = (pool.submit(_run_stage, stage, ctx), overlaps)
+                results.append((stage.name, running[stage.name][0]))
+            else:
+                results.append((stage.name, _run_stage(stage, ctx)))
+    done = tuple((name, r if isinstance(r, StageResult) else r.result()) for name, r in results)
     seconds = time.perf_counter() - t0
-    return RunResult(kernel, module, target, toolchain, device, tuple(results), started, seconds)
+    return RunResult(kernel, module, target, toolchain, device, done, started, seconds)
+
+
+def _run_stage(stage: Stage, ctx: Context) -> StageResult:
+    s0 = time.perf_counter()
+    try:
+        r = stage.run(ctx)
+    except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as exc:
+        r = StageResult(Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, traceback.format_exc())
+    if not r.seconds:
+        r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
+    return r
