@@ -7,8 +7,9 @@ alike (times in ms, ratios to ptxas alone in the same run):
 - nvdisasm alone: ``nvdisasm -c -g -gp -ndf`` on that cubin (what the sass stage runs);
 - compile+sass+static through ``run_pipeline``, for a cubin never seen (``KARYAMORPH_CACHE=off``)
   and with its SASS in the cache;
-- compile+sass+static+model, cold, with the sass stage in sequence (as before) and overlapping
-  the static and model stages (as the pipeline runs it now).
+- compile+static+model without the sass stage, then compile+sass+static+model (cold) with the
+  sass stage in sequence (as before) and overlapping the static and model stages (as the
+  pipeline runs it now): the difference to the first is what SASS adds to the wall time.
 """
 
 from __future__ import annotations
@@ -79,11 +80,12 @@ def main() -> None:
     tc = discover()
     assert tc.nvdisasm is not None
     print(f"toolchain: CUDA {tc.cuda_release} ({tc.source}); arch {args.arch}; median of {args.repeat}")
-    columns = ["ptxas alone", "nvdisasm alone", "c+s+s cold", "c+s+s cached", "c+s+s+model, sass in sequence",
-               "c+s+s+model, sass overlapped"]  # fmt: skip
+    columns = ["ptxas alone", "nvdisasm alone", "c+s+s cold", "c+s+s cached", "c+static+model, no sass",
+               "c+s+s+model, sass in sequence", "c+s+s+model, sass overlapped"]  # fmt: skip
     print("| kernel | " + " | ".join(f"{c} (ms)" for c in columns) + " |")
     print("|---|" + "---|" * len(columns))
     ratios: dict[str, list[float]] = {c: [] for c in columns[1:]}
+    added: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cubin, cache = Path(tmp) / "a.cubin", str(Path(tmp) / "cache")
         for spec_path in sorted(EXAMPLES.glob("*.toml")):
@@ -103,6 +105,7 @@ def main() -> None:
                 samples["nvdisasm alone"].append(timed(nvdisasm))
                 samples["c+s+s cold"].append(side(trio()))
                 samples["c+s+s cached"].append(side(trio(), cache))
+                samples["c+static+model, no sass"].append(side([CompileStage(), StaticStage(), ModelStage()]))
                 samples["c+s+s+model, sass in sequence"].append(
                     side([CompileStage(), SassInSequence(), StaticStage(), ModelStage()])
                 )
@@ -116,8 +119,15 @@ def main() -> None:
                 ratios[c].append(median[c] / base)
                 cells.append(f"{median[c] * 1e3:.1f} ({median[c] / base:.2f}x)")
             print(f"| {spec.name} | " + " | ".join(cells) + " |")
+            without = median["c+static+model, no sass"]
+            added[spec.name] = (
+                median["c+s+s+model, sass in sequence"] - without,
+                median["c+s+s+model, sass overlapped"] - without,
+            )
     print("geometric mean ratio to ptxas alone: " + "; ".join(
         f"{c} {statistics.geometric_mean(r):.2f}x" for c, r in ratios.items()))  # fmt: skip
+    print("wall time SASS adds to compile+static+model (ms), in sequence -> overlapped: " + "; ".join(
+        f"{name} {a * 1e3:.0f} -> {b * 1e3:.0f}" for name, (a, b) in added.items()))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,14 +18,12 @@ from karyamorph.harness.tools.ncu import (
     NcuError,
     NcuMetric,
     NcuProfile,
-    extract_in_subprocess,
-    extract_report,
     ncu_argv,
     parse_csv,
     parse_number,
-    profiles_from_extract,
     select,
 )
+from karyamorph.harness.tools.ncu_extract import extract_in_subprocess, extract_report, profiles_from_extract
 from karyamorph.harness.tools.sass import disassemble, line_map
 from karyamorph.harness.tools.toolchain import discover, find_tool, ncu_python_dirs, parse_version
 from karyamorph.isa.arch import Arch

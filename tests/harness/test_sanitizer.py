@@ -10,16 +10,13 @@ import pytest
 
 from karyamorph.harness.stages.base import Context, Status
 from karyamorph.harness.stages.sanitize import SanitizeStage
-from karyamorph.harness.tools.sanitizer import (
-    TOOLS,
+from karyamorph.harness.tools.sanitizer import TOOLS, error_summary, help_options, sanitizer_argv
+from karyamorph.harness.tools.sanitizer_report import (
     SanitizerError,
     SanitizerFinding,
-    error_summary,
-    help_options,
     is_about,
     parse_xml,
     read_report,
-    sanitizer_argv,
     with_ptx_lines,
 )
 from karyamorph.harness.tools.sass import disassemble, line_map

@@ -16,14 +16,13 @@ from karyamorph.harness.tools.ncu import (
     SECTIONS,
     NcuError,
     NcuProfile,
-    extract_in_subprocess,
     import_argv,
     ncu_argv,
     parse_csv,
-    profiles_from_extract,
     select,
 )
-from karyamorph.harness.tools.sanitizer import offset_to_line
+from karyamorph.harness.tools.ncu_extract import extract_in_subprocess, profiles_from_extract
+from karyamorph.harness.tools.sanitizer_report import offset_to_line
 from karyamorph.harness.tools.toolchain import Tool, find_ncu, ncu_python_dirs
 
 _LOG_TAIL = 4000

@@ -25,14 +25,16 @@ from karyamorph.harness.stages.scaled_launch import (
 from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
 from karyamorph.harness.tools.sanitizer import (
     TOOLS,
-    SanitizerError,
-    SanitizerFinding,
     error_summary,
-    is_about,
     read_help_options,
-    read_report,
     sanitizer_argv,
     tool_errors,
+)
+from karyamorph.harness.tools.sanitizer_report import (
+    SanitizerError,
+    SanitizerFinding,
+    is_about,
+    read_report,
     with_ptx_lines,
 )
 from karyamorph.harness.tools.toolchain import Tool, find_compute_sanitizer
