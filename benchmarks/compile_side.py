@@ -4,7 +4,8 @@ Columns, each the median of ``--repeat`` runs interleaved so that machine noise 
 alike (times in ms, ratios to ptxas alone in the same run):
 
 - ptxas alone: ``ptxas -arch=ARCH -v -lineinfo`` on the PTX file (the baseline);
-- nvdisasm alone: ``nvdisasm -c -g -gp -ndf`` on that cubin (what the sass stage runs);
+- nvdisasm alone: ``nvdisasm -c -g -gp -ndf`` on that cubin (what the sass stage runs), and
+  without ``-ndf`` (what it ran before);
 - compile+sass+static through ``run_pipeline``, for a cubin never seen (``KARYAMORPH_CACHE=off``)
   and with its SASS in the cache;
 - compile+static+model without the sass stage, then compile+sass+static+model (cold) with the
@@ -80,8 +81,9 @@ def main() -> None:
     tc = discover()
     assert tc.nvdisasm is not None
     print(f"toolchain: CUDA {tc.cuda_release} ({tc.source}); arch {args.arch}; median of {args.repeat}")
-    columns = ["ptxas alone", "nvdisasm alone", "c+s+s cold", "c+s+s cached", "c+static+model, no sass",
-               "c+s+s+model, sass in sequence", "c+s+s+model, sass overlapped"]  # fmt: skip
+    columns = ["ptxas alone", "nvdisasm alone", "nvdisasm, no -ndf", "c+s+s cold", "c+s+s cached",
+               "c+static+model, no sass", "c+s+s+model, sass in sequence",
+               "c+s+s+model, sass overlapped"]  # fmt: skip
     print("| kernel | " + " | ".join(f"{c} (ms)" for c in columns) + " |")
     print("|---|" + "---|" * len(columns))
     ratios: dict[str, list[float]] = {c: [] for c in columns[1:]}
@@ -103,6 +105,7 @@ def main() -> None:
             for _ in range(args.repeat):
                 samples["ptxas alone"].append(timed(ptxas))
                 samples["nvdisasm alone"].append(timed(nvdisasm))
+                samples["nvdisasm, no -ndf"].append(timed(nvdisasm[:-2] + nvdisasm[-1:]))
                 samples["c+s+s cold"].append(side(trio()))
                 samples["c+s+s cached"].append(side(trio(), cache))
                 samples["c+static+model, no sass"].append(side([CompileStage(), StaticStage(), ModelStage()]))
