@@ -1,4 +1,8 @@
-"""The stage pipeline: prepare a KernelSpec (parse, check), then run the ordered stages on it."""
+"""The stage pipeline: prepare a KernelSpec (parse, check), then run the ordered stages on it.
+
+A stage that names the stages it ``overlaps`` (the sass stage: nvdisasm's fixed cost) runs in a
+thread while those run; any other stage waits for it first. Results keep the stages' order.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import subprocess
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -194,6 +199,7 @@ def run_pipeline(
 
     A stage that raises an unexpected tool or OS error is recorded as ``error`` with the
     traceback in its log; the later stages still run (and decide themselves whether to skip).
+    A stage with an ``overlaps`` attribute runs in a thread beside the stages it names.
     """
 
     stages = list(stages) if stages is not None else default_stages()
@@ -201,7 +207,7 @@ def run_pipeline(
     if needs_worker and worker is None:
         with GpuWorker(device.ordinal) as own:
             return run_pipeline(spec, arch=arch, toolchain=toolchain, device=device, stages=stages,
-                                module=module, sizes=sizes, worker=own)  # fmt: skip
+                                module=module, sizes=sizes, worker=own, on_stage=on_stage)  # fmt: skip
     if needs_worker and worker is not None:
         worker.start()
     module = module or prepare(spec)
@@ -212,19 +218,44 @@ def run_pipeline(
                   worker=worker)  # fmt: skip
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    results: list[tuple[str, StageResult]] = []
-    for stage in stages:
-        if on_stage is not None:
-            on_stage(stage.name, None)
-        s0 = time.perf_counter()
-        try:
-            r = stage.run(ctx)
-        except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as exc:
-            r = StageResult(Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, traceback.format_exc())
-        if not r.seconds:
-            r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
-        results.append((stage.name, r))
-        if on_stage is not None:
-            on_stage(stage.name, r)
+    results: list[tuple[str, StageResult | Future[StageResult]]] = []
+    running: dict[str, tuple[Future[StageResult], tuple[str, ...]]] = {}
+
+    def finish(name: str, future: Future[StageResult]) -> None:
+        result = future.result()
+        if on_stage is not None:  # told on this thread, in pipeline order of completion
+            on_stage(name, result)
+
+    with ThreadPoolExecutor(thread_name_prefix="karyamorph-stage") as pool:
+        for stage in stages:
+            for name, (future, overlaps) in list(running.items()):
+                if stage.name not in overlaps:
+                    finish(name, future)
+                    del running[name]
+            if on_stage is not None:
+                on_stage(stage.name, None)
+            overlaps = tuple(getattr(stage, "overlaps", ()))
+            if overlaps:
+                running[stage.name] = (pool.submit(_run_stage, stage, ctx), overlaps)
+                results.append((stage.name, running[stage.name][0]))
+            else:
+                r = _run_stage(stage, ctx)
+                results.append((stage.name, r))
+                if on_stage is not None:
+                    on_stage(stage.name, r)
+        for name, (future, _) in running.items():
+            finish(name, future)
+    done = tuple((name, r if isinstance(r, StageResult) else r.result()) for name, r in results)
     seconds = time.perf_counter() - t0
-    return RunResult(kernel, module, target, toolchain, device, tuple(results), started, seconds)
+    return RunResult(kernel, module, target, toolchain, device, done, started, seconds)
+
+
+def _run_stage(stage: Stage, ctx: Context) -> StageResult:
+    s0 = time.perf_counter()
+    try:
+        r = stage.run(ctx)
+    except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as exc:
+        r = StageResult(Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, traceback.format_exc())
+    if not r.seconds:
+        r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
+    return r

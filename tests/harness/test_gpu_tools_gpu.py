@@ -24,8 +24,8 @@ from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.metrics import MetricsStage
 from karyamorph.harness.stages.sanitize import SanitizeStage
 from karyamorph.harness.stages.sass import SassStage
-from karyamorph.harness.tools.gpu_tools import find_compute_sanitizer, find_ncu
 from karyamorph.harness.tools.sanitizer import TOOLS
+from karyamorph.harness.tools.toolchain import find_compute_sanitizer, find_ncu
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import KernelSpec
 
@@ -109,7 +109,7 @@ def test_memcheck_catches_the_planted_out_of_bounds_write_at_its_ptx_line(
     assert findings and all(f["tool"] == "memcheck" for f in findings)
     (finding,) = [f for f in findings if "write" in f["kind"].lower()]
     detail = finding["detail"]
-    n = spec.sizes["n"]
+    n = stage.data["sizes"]["n"]  # the size the tools ran at (the spec's: its launch is small)
     assert detail["kernel"] == "san_oob_write"
     assert detail["ptx_line"] == ptx_line(spec, r"^\s*st\.global\.f32")
     assert detail["size"] == 4
@@ -141,6 +141,19 @@ def test_every_example_is_clean_under_every_sanitizer_tool(
     stage = sanitized[toml.stem].result("sanitize")
     assert stage is not None and stage.status == Status.PASS, stage and (stage.data, stage.log)
     assert set(stage.data["tools"]) == set(TOOLS)
+    assert all(t["status"] == "clean" for t in stage.data["tools"].values())
+
+
+def test_sgemm_at_4096_cubed_gets_a_verdict_at_a_scaled_launch() -> None:
+    # Unscaled, racecheck ran past 120 s on this correct kernel and the stage said "fail".
+    spec = load_spec(ROOT / "datasets" / "kernels" / "sgemm.toml")
+    big = {"m": 4096, "n": 4096, "k": 4096}
+    stages = [CompileStage(), SassStage(), SanitizeStage(timeout_s=120)]
+    result = run_pipeline(spec, device=current_device(), stages=stages, sizes=big)
+    stage = result.result("sanitize")
+    assert stage is not None and stage.status == Status.PASS, stage and (stage.data, stage.log)
+    launch = stage.data["launch"]
+    assert launch["scaled"] and launch["spec_sizes"] == big and launch["estimated_work"] <= 1e8
     assert all(t["status"] == "clean" for t in stage.data["tools"].values())
 
 

@@ -12,23 +12,20 @@ import pytest
 
 from karyamorph.harness.stages.base import Context, Status
 from karyamorph.harness.stages.metrics import MetricsStage, summarize
-from karyamorph.harness.tools.gpu_tools import find_gpu_tool, ncu_python_dirs, parse_tool_version
 from karyamorph.harness.tools.ncu import (
     CURATED,
     SECTIONS,
     NcuError,
     NcuMetric,
     NcuProfile,
-    extract_in_subprocess,
-    extract_report,
     ncu_argv,
     parse_csv,
     parse_number,
-    profiles_from_extract,
     select,
 )
+from karyamorph.harness.tools.ncu_extract import extract_in_subprocess, extract_report, profiles_from_extract
 from karyamorph.harness.tools.sass import disassemble, line_map
-from karyamorph.harness.tools.toolchain import discover
+from karyamorph.harness.tools.toolchain import discover, find_tool, ncu_python_dirs, parse_version
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
@@ -53,7 +50,7 @@ def extracted() -> NcuProfile:
 
 
 def test_the_recording_names_its_tool_version() -> None:
-    assert parse_tool_version(META["version_output"]) == META["version"] == "2025.3.1.0"
+    assert parse_version(META["version_output"]) == ("2025.3", META["version"]) == ("2025.3", "2025.3.1.0")
     assert META["settings"]["clock_control"] == "none" and META["settings"]["cache_control"] == "all"
 
 
@@ -209,9 +206,9 @@ def test_tools_are_searched_in_order(tmp_path: Path) -> None:
     def find(
         name: str, cuda_home: str | None = None, default: Path | None = None, path: str = ""
     ) -> object:
-        return find_gpu_tool(
+        return find_tool(
             name,
-            use_pathfinder=False,
+            use_wheels=False,
             cuda_home=cuda_home,
             default_root=default,
             path=path,

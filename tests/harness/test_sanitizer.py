@@ -10,21 +10,17 @@ import pytest
 
 from karyamorph.harness.stages.base import Context, Status
 from karyamorph.harness.stages.sanitize import SanitizeStage
-from karyamorph.harness.tools.gpu_tools import parse_tool_version
-from karyamorph.harness.tools.sanitizer import (
-    TOOLS,
+from karyamorph.harness.tools.sanitizer import TOOLS, error_summary, help_options, sanitizer_argv
+from karyamorph.harness.tools.sanitizer_report import (
     SanitizerError,
     SanitizerFinding,
-    error_summary,
-    help_options,
     is_about,
     parse_xml,
     read_report,
-    sanitizer_argv,
     with_ptx_lines,
 )
 from karyamorph.harness.tools.sass import disassemble, line_map
-from karyamorph.harness.tools.toolchain import discover
+from karyamorph.harness.tools.toolchain import discover, parse_version
 from karyamorph.isa.arch import Arch
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "compute-sanitizer"
@@ -51,7 +47,7 @@ def ptx_line(kernel: str, pattern: str) -> int:
 
 
 def test_the_recording_names_its_tool_version() -> None:
-    assert parse_tool_version(META["version_output"]) == META["version"] == "2025.3.1.0"
+    assert parse_version(META["version_output"]) == ("2025.3", META["version"]) == ("2025.3", "2025.3.1.0")
 
 
 def test_memcheck_record_of_the_planted_out_of_bounds_write() -> None:

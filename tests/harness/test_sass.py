@@ -202,7 +202,7 @@ def test_cuobjdump_is_the_fallback(
 
 
 def test_a_broken_cubin_is_a_sass_error(toolchain: Toolchain) -> None:
-    with pytest.raises(SassError, match="nvdisasm -c -g -gp exited with"):
+    with pytest.raises(SassError, match="nvdisasm -c -g -gp -ndf exited with"):
         disassemble(b"\x7fELF not really", toolchain)
 
 

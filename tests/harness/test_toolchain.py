@@ -1,20 +1,31 @@
-"""Toolchain discovery against the installed NVIDIA wheels and hand-built search places."""
+"""Tool discovery and versions against the installed NVIDIA wheels, hand-built search places and
+the version outputs recorded with the GPU tools' golden files."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from karyamorph.harness.stages.base import Context, StageResult, Status
+from karyamorph.harness.stages.tool_stage import tool_stage_inputs
 from karyamorph.harness.tools.toolchain import (
+    GPU_TOOLS,
+    INSTALL,
+    TOOLS,
+    Tool,
     Toolchain,
     ToolchainError,
     discover,
     discover_from,
     find_tool,
+    locate,
+    not_found,
     parse_version,
 )
+from karyamorph.isa.arch import Arch
 
 VERSION = re.compile(r"\d+\.\d+\.\d+")
 
@@ -95,3 +106,70 @@ def test_a_ptxas_that_does_not_report_a_version_is_an_error(tmp_path: Path) -> N
     broken.chmod(0o755)
     with pytest.raises(ToolchainError, match=r"--version exited with 3: not a compiler"):
         discover_from(use_wheels=False, cuda_home=str(tmp_path), path=None)
+
+
+# -- one helper for every tool -------------------------------------------------------------------
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+
+
+def recorded_version_output(tool: str) -> tuple[str, str]:
+    """The ``--version`` text and version recorded with a GPU tool's golden files."""
+    meta = json.loads((GOLDEN / tool / "meta.json").read_text())
+    return meta["version_output"], meta["version"]
+
+
+@pytest.mark.parametrize("tool", ["compute-sanitizer", "ncu"])
+def test_gpu_tools_versions_are_read_by_the_same_helper(tool: str) -> None:
+    text, version = recorded_version_output(tool)
+    assert parse_version(text) == (".".join(version.split(".")[:2]), version)
+
+
+@pytest.mark.parametrize("tool", ["compute-sanitizer", "ncu"])
+def test_a_gpu_tool_is_located_with_its_version(tmp_path: Path, tool: str) -> None:
+    text, version = recorded_version_output(tool)
+    fake = tmp_path / "bin" / tool
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\ncat <<'END'\n{text}\nEND\n")
+    fake.chmod(0o755)
+    found = locate(tool, use_wheels=False, cuda_home=str(tmp_path))
+    assert found == Tool(tool, fake, version, "CUDA_HOME", ".".join(version.split(".")[:2]))
+    assert found is not None and found.as_dict()["version"] == version
+    assert locate(tool, use_wheels=False, cuda_home=None, path=str(tmp_path / "none")) is None
+
+
+@pytest.mark.parametrize(
+    ("tool", "install"),
+    [
+        ("ptxas", "pip install nvidia-cuda-nvcc"),
+        ("nvdisasm", "pip install nvidia-cuda-nvdisasm"),
+        ("cuobjdump", "pip install nvidia-cuda-cuobjdump"),
+        ("compute-sanitizer", "pip install nvidia-cuda-sanitizer-api"),
+        ("ncu", "Nsight Compute"),
+    ],
+)
+def test_a_missing_tool_is_named_with_how_to_install_it(tool: str, install: str) -> None:
+    message = not_found(tool, "PATH")
+    assert message.startswith(f"{tool} was not found; searched PATH.")
+    assert install in message and "CUDA_HOME" in message
+    assert set(INSTALL) == set(TOOLS) | set(GPU_TOOLS)
+
+
+def test_a_gpu_stage_without_its_tool_skips_saying_how_to_install_it() -> None:
+    context = Context(kernel=None, arch=Arch.parse("sm_90"), toolchain=None, cubin=b"\x7fELF")
+    context.device = object()  # type: ignore[assignment]
+    result = tool_stage_inputs(context, None, lambda: None, "compute-sanitizer")
+    assert isinstance(result, StageResult) and result.status == Status.SKIP
+    assert "compute-sanitizer was not found" in result.log
+    assert "pip install nvidia-cuda-sanitizer-api" in result.log
+
+
+def test_a_gpu_tool_that_does_not_run_is_a_stage_error() -> None:
+    def broken() -> Tool | None:
+        raise ToolchainError("ncu --version exited with 1: no")
+
+    context = Context(kernel=None, arch=Arch.parse("sm_90"), toolchain=None, cubin=b"\x7fELF")
+    context.device = object()  # type: ignore[assignment]
+    result = tool_stage_inputs(context, None, broken, "ncu")
+    assert isinstance(result, StageResult) and result.status == Status.ERROR
+    assert "ncu --version exited with 1" in result.log

@@ -11,24 +11,19 @@ from typing import Any
 from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
 from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
-from karyamorph.harness.tools.gpu_tools import (
-    GpuTool,
-    find_ncu,
-    ncu_python_dirs,
-)
 from karyamorph.harness.tools.ncu import (
     CURATED,
     SECTIONS,
     NcuError,
     NcuProfile,
-    extract_in_subprocess,
     import_argv,
     ncu_argv,
     parse_csv,
-    profiles_from_extract,
     select,
 )
-from karyamorph.harness.tools.sanitizer import offset_to_line
+from karyamorph.harness.tools.ncu_extract import extract_in_subprocess, profiles_from_extract
+from karyamorph.harness.tools.sanitizer_report import offset_to_line
+from karyamorph.harness.tools.toolchain import Tool, find_ncu, ncu_python_dirs
 
 _LOG_TAIL = 4000
 READERS = ("auto", "ncu_report", "csv")
@@ -58,7 +53,7 @@ class MetricsStage:
         or ``csv``.
     raw_dir : Path or None
         Keep the ``.ncu-rep``, the CSV and the extract there; default: a temporary folder.
-    ncu : GpuTool or None
+    ncu : Tool or None
         The ncu to use; default: :func:`find_ncu`.
 
     Notes
@@ -93,7 +88,7 @@ class MetricsStage:
         metrics: Sequence[str] = tuple(CURATED.values()),
         reader: str = "auto",
         raw_dir: Path | None = None,
-        ncu: GpuTool | None = None,
+        ncu: Tool | None = None,
     ) -> None:
         if reader not in READERS:
             raise ValueError(f"reader must be one of {READERS}, not {reader!r}")
@@ -119,13 +114,13 @@ class MetricsStage:
             return self._profile(context, ncu, entry, cubin, root)
 
     def _launch(
-        self, ncu: GpuTool, job: Any, entry: str, report_base: Path, root: Path, metrics: Sequence[str]
+        self, ncu: Tool, job: Any, entry: str, report_base: Path, root: Path, metrics: Sequence[str]
     ) -> Any:
 
         wrapper = self._wrapper(ncu, entry, report_base, metrics)
         return run_worker(job, workdir=root, timeout_s=self.timeout_s, wrapper=wrapper)
 
-    def _wrapper(self, ncu: GpuTool, entry: str, report_base: Path, metrics: Sequence[str]) -> list[str]:
+    def _wrapper(self, ncu: Tool, entry: str, report_base: Path, metrics: Sequence[str]) -> list[str]:
         return ncu_argv(
             ncu.path,
             entry,
@@ -146,7 +141,7 @@ class MetricsStage:
             "metrics": list(metrics),
         }
 
-    def _profile(self, context: Context, ncu: GpuTool, entry: str, cubin: bytes, root: Path) -> StageResult:
+    def _profile(self, context: Context, ncu: Tool, entry: str, cubin: bytes, root: Path) -> StageResult:
 
         spec_path = spec_file(context.spec, root)
         cubin_path = root / f"{entry}.cubin"
@@ -208,7 +203,7 @@ class MetricsStage:
             return StageResult(Status.ERROR, data, log, figures=figures)
         return StageResult(Status.PASS, data, log, figures=figures)
 
-    def _read(self, ncu: GpuTool, report: Path, root: Path, entry: str) -> tuple[NcuProfile, list[str]]:
+    def _read(self, ncu: Tool, report: Path, root: Path, entry: str) -> tuple[NcuProfile, list[str]]:
         """The profile of ``entry``, and why better readers were not used (if they were not)."""
         problems: list[str] = []
         if self.reader in ("auto", "ncu_report"):

@@ -1,4 +1,8 @@
-"""The sanitize stage: run the kernel once under each compute-sanitizer tool and collect findings."""
+"""The sanitize stage: run the kernel once under each compute-sanitizer tool and collect findings.
+
+The tools run on a launch scaled down to fit a work budget (:mod:`.scaled_launch`), so a large
+problem size still gets a verdict; the sizes used are in the data and the log.
+"""
 
 from __future__ import annotations
 
@@ -12,23 +16,29 @@ from typing import Any
 
 from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
-from karyamorph.harness.tools.gpu_tools import (
-    GpuTool,
-    find_compute_sanitizer,
+from karyamorph.harness.stages.scaled_launch import (
+    WORK_BUDGET,
+    ScaledLaunch,
+    scale_to_budget,
+    static_instructions,
 )
+from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
 from karyamorph.harness.tools.sanitizer import (
     TOOLS,
-    SanitizerError,
-    SanitizerFinding,
     error_summary,
-    is_about,
     read_help_options,
-    read_report,
     sanitizer_argv,
     tool_errors,
+)
+from karyamorph.harness.tools.sanitizer_report import (
+    SanitizerError,
+    SanitizerFinding,
+    is_about,
+    read_report,
     with_ptx_lines,
 )
+from karyamorph.harness.tools.toolchain import Tool, find_compute_sanitizer
+from karyamorph.isa.parser import parse
 
 #: The worker allocates every buffer on its own under this, so memcheck sees each bound.
 SANITIZER_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
@@ -39,8 +49,9 @@ _LOG_TAIL = 4000
 class ToolRun:
     """What one compute-sanitizer tool reported for the kernel.
 
-    ``status``: "clean" (report read, nothing about the kernel), "findings", or "error"
-    (no report, or the worker failed with nothing found to explain it).
+    ``status``: "clean" (report read, nothing about the kernel), "findings", "timeout" (the
+    run did not finish within the limit and nothing was found), or "error" (no report, or the
+    worker failed with nothing found to explain it).
     """
 
     tool: str
@@ -79,7 +90,8 @@ class SanitizeStage:
 
     Each tool wraps one run of the GPU worker in mode "once" (every buffer its own
     allocation, one launch) and only instruments the kernel under test. Findings are mapped
-    to PTX lines through the sass stage's line map.
+    to PTX lines through the sass stage's line map. The launch is the run's, scaled down until
+    its estimated work fits ``work_budget`` (the tools slow a kernel 10-1000x).
 
     Parameters
     ----------
@@ -87,6 +99,9 @@ class SanitizeStage:
         Which tools to run (default: all four).
     timeout_s : float
         Limit for each tool's run; the worker's whole process group is killed after it.
+    work_budget : float
+        Estimated thread-instructions of the sanitized launch (:data:`WORK_BUDGET`);
+        ``math.inf`` runs the tools at the run's own sizes.
     padding_bytes : int
         memcheck ``--padding``.
     racecheck_report : str or None
@@ -96,15 +111,18 @@ class SanitizeStage:
         interfere: each instruments its own process.
     raw_dir : Path or None
         Keep each tool's XML report and the worker's job there; default: a temporary folder.
-    sanitizer : GpuTool or None
+    sanitizer : Tool or None
         The compute-sanitizer to use; default: :func:`find_compute_sanitizer`.
 
     Notes
     -----
-    ``fail`` when any tool reports something about the kernel (the worker crashing under the
-    tool is part of that report, not a stage error); ``error`` when a tool produced no report
-    and nothing was found; ``pass`` otherwise. ``data["findings"]`` holds one row per
-    finding (tool, kind, location, detail); ``data["tools"]`` a summary per tool.
+    ``fail`` only when a tool reports something about the kernel (the worker crashing under
+    the tool is part of that report, not a stage error). A tool that ran past ``timeout_s``
+    with nothing found is ``error`` with ``data["timeout"]`` (the tools, the limit, the sizes):
+    a limit reached says nothing about the kernel. ``error`` too when a tool produced no
+    report; ``pass`` otherwise. ``data["findings"]`` holds one row per finding (tool, kind,
+    location, detail); ``data["tools"]`` a summary per tool; ``data["sizes"]`` the sizes the
+    tools ran at and ``data["launch"]`` how they were chosen.
     """
 
     name: str = "sanitize"
@@ -113,24 +131,30 @@ class SanitizeStage:
     def summary(r: StageResult) -> str:
         """The key figures of a passing result in a few words, for the stage table."""
         tools = [f.name.removeprefix("sanitizer_").removesuffix("_findings") for f in r.figures]
-        return f"clean under {', '.join(tools)}" if tools else "clean"
+        text = f"clean under {', '.join(tools)}" if tools else "clean"
+        launch = r.data.get("launch", {})
+        if launch.get("scaled"):
+            text += " at " + " ".join(f"{k}={v}" for k, v in launch["sizes"].items())
+        return text
 
     def __init__(
         self,
         *,
         tools: Sequence[str] = TOOLS,
         timeout_s: float = 300.0,
+        work_budget: float = WORK_BUDGET,
         padding_bytes: int = 32,
         racecheck_report: str | None = "analysis",
         parallel: bool = True,
         raw_dir: Path | None = None,
-        sanitizer: GpuTool | None = None,
+        sanitizer: Tool | None = None,
     ) -> None:
         unknown = [t for t in tools if t not in TOOLS]
         if unknown:
             raise ValueError(f"unknown compute-sanitizer tools {unknown}; expected some of {TOOLS}")
         self.tools = tuple(tools)
         self.timeout_s = timeout_s
+        self.work_budget = work_budget
         self.padding_bytes = padding_bytes
         self.racecheck_report = racecheck_report
         self.parallel = parallel
@@ -149,17 +173,23 @@ class SanitizeStage:
         with work_folder(self.raw_dir, "karyamorph-sanitize-") as root:
             return self._sanitize(context, sanitizer, entry, cubin, root)
 
+    def launch(self, context: Context) -> ScaledLaunch:
+        """The launch the tools run: the run's kernel scaled down to :attr:`work_budget`."""
+        module = context.module or parse(context.spec.ptx, context.spec.ptx_name)
+        static = static_instructions(module, context.kernel.entry)
+        return scale_to_budget(context.kernel, static, self.work_budget)
+
     def _sanitize(
-        self, context: Context, sanitizer: GpuTool, entry: str, cubin: bytes, root: Path
+        self, context: Context, sanitizer: Tool, entry: str, cubin: bytes, root: Path
     ) -> StageResult:
 
         spec_path = spec_file(context.spec, root)
         cubin_path = root / f"{entry}.cubin"
         cubin_path.write_bytes(cubin)
+        launch = self.launch(context)
 
         def one(tool: str) -> ToolRun:
-            sizes = context.kernel.sizes
-            return self._tool(sanitizer, tool, spec_path, cubin_path, entry, root / tool, sizes)
+            return self._tool(sanitizer, tool, spec_path, cubin_path, entry, root / tool, launch.sizes)
 
         if self.parallel and len(self.tools) > 1:
             with ThreadPoolExecutor(max_workers=len(self.tools)) as pool:
@@ -175,6 +205,8 @@ class SanitizeStage:
         data: dict[str, Any] = {
             "sanitizer": sanitizer.as_dict(),
             "entry": entry,
+            "sizes": dict(launch.sizes),
+            "launch": launch.as_dict(),
             "padding_bytes": self.padding_bytes,
             "racecheck_report": self.racecheck_report,
             "line_map": bool(lines),
@@ -182,29 +214,26 @@ class SanitizeStage:
             "findings": rows,
         }
         figures = tuple(Figure(f"sanitizer_{run.tool}_findings", float(len(run.findings))) for run in runs)
-        log = "\n\n".join(f"--- {run.tool}: {run.status} ---\n{run.log}" for run in runs)
-        hung = [run.tool for run in runs if run.timed_out and not run.findings]
+        log = launch.describe() + "\n\n"
+        log += "\n\n".join(f"--- {run.tool}: {run.status} ---\n{run.log}" for run in runs)
+        hung = [run.tool for run in runs if run.status == "timeout"]
         if hung:
-            # The kernel did not finish under the tool: a hang (or a --timeout too short for the
-            # tool's slowdown, which the message says), the kernel's failure, not the tool's.
+            # A limit reached is no verdict on the kernel: the tool's slowdown may exceed the
+            # limit on a correct kernel (and a hang is the correctness stage's to report).
+            data["timeout"] = {"tools": hung, "timeout_s": self.timeout_s, "sizes": dict(launch.sizes)}
             data["error"] = (
-                f"the worker did not finish within {self.timeout_s:g} s under {', '.join(hung)} "
-                "(a hanging kernel, or a timeout too short for the tool's overhead)"
+                f"timeout: no result from {', '.join(hung)} within {self.timeout_s:g} s at "
+                f"{launch.describe()}; lower the work budget or raise the limit"
             )
-            rows += [
-                {"tool": tool, "kind": "timeout", "location": entry, "timeout_s": self.timeout_s}
-                for tool in hung
-            ]
-            data["findings"] = rows
         if rows:
             return StageResult(Status.FAIL, data, log, figures=figures)
-        if any(run.status == "error" for run in runs):
+        if hung or any(run.status == "error" for run in runs):
             return StageResult(Status.ERROR, data, log, figures=figures)
         return StageResult(Status.PASS, data, log, figures=figures)
 
     def _tool(
         self,
-        sanitizer: GpuTool,
+        sanitizer: Tool,
         tool: str,
         spec_path: Path,
         cubin_path: Path,
@@ -247,13 +276,16 @@ class SanitizeStage:
         try:
             parsed = read_report(xml_path, tool)
         except SanitizerError as err:
-            status, message = "error", f"{err} ({tool} {why}: {problems or 'see the log'})"
+            status = "timeout" if outcome.timed_out else "error"
+            message = f"{err} ({tool} {why}: {problems or 'see the log'})"
         else:
             found = tuple(f for f in parsed if is_about(f, entry))
             ignored = tuple(f for f in parsed if not is_about(f, entry))
             if found:
                 status, message = "findings", f"{len(found)} finding(s)"
-            elif outcome.timed_out or outcome.returncode != 0:
+            elif outcome.timed_out:
+                status, message = "timeout", f"no result within {self.timeout_s:g} s, nothing reported"
+            elif outcome.returncode != 0:
                 # A clean report from a run that did not finish proves nothing about the kernel.
                 status = "error"
                 message = f"the worker {why} under {tool} with nothing reported" + (

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from karyamorph.harness.gpu.device import NO_DEVICE
 from karyamorph.harness.stages.base import Context, StageResult, Status
-from karyamorph.harness.tools.gpu_tools import GpuTool, GpuToolError
+from karyamorph.harness.tools.toolchain import Tool, ToolchainError, not_found
 
 
 def tool_stage_inputs(
-    context: Context, tool: GpuTool | None, find: Callable[[], GpuTool | None], name: str
-) -> tuple[GpuTool, str, bytes] | StageResult:
+    context: Context, tool: Tool | None, find: Callable[[], Tool | None], name: str
+) -> tuple[Tool, str, bytes] | StageResult:
     """What a stage that wraps the worker in ``name`` needs: ``(tool, entry, cubin)``, or the
     StageResult to return instead (skip without a device, a cubin or the tool; error when the
     tool is there but broken)."""
@@ -25,10 +25,10 @@ def tool_stage_inputs(
         return StageResult.skip("compile did not pass")
     try:
         found = tool or find()
-    except GpuToolError as err:
+    except ToolchainError as err:
         return StageResult(Status.ERROR, {}, str(err))
     if found is None:
-        return StageResult.skip(f"{name} not found")
+        return StageResult.skip(not_found(name))
     return found, context.entry, cubin
 
 

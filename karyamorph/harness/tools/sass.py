@@ -12,6 +12,11 @@ Line information, as checked with nvdisasm 13.5:
 - A comment holds for the instructions after it until the next one for the same file.
 - ``nvdisasm -json`` gives opcode, operands, predicate and attribute flags per instruction
   but neither offsets nor line information, so it is used only when no lines are wanted.
+
+Cost: nvdisasm 13.5 spends ~0.3 s of CPU building its tables on every call, whatever the cubin.
+``-ndf`` (no dataflow analysis, which only adds inferred labels to branch-stack jumps) saves
+about a quarter of it; the text and the JSON were byte-identical with and without it for all 142
+cubins of the test corpus (sm_90 and sm_120), so it is always passed.
 """
 
 from __future__ import annotations
@@ -306,10 +311,10 @@ def disassemble(
         tool = str(toolchain.nvdisasm)
         version = toolchain.versions.get("nvdisasm", "")
         if with_lineinfo:
-            return parse_text(_run([tool, "-c", "-g", "-gp"], cubin, timeout_s, version))
+            return parse_text(_run([tool, "-c", "-g", "-gp", "-ndf"], cubin, timeout_s, version))
         if supports_json(toolchain.nvdisasm):
-            return parse_json(_run([tool, "-json"], cubin, timeout_s, version))
-        return parse_text(_run([tool, "-c"], cubin, timeout_s, version))
+            return parse_json(_run([tool, "-json", "-ndf"], cubin, timeout_s, version))
+        return parse_text(_run([tool, "-c", "-ndf"], cubin, timeout_s, version))
     if toolchain.cuobjdump is not None:
         version = toolchain.versions.get("cuobjdump", "")
         text = _run([str(toolchain.cuobjdump), "-sass"], cubin, timeout_s, version)
