@@ -15,19 +15,35 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from karyamorph.model.semantics.machine import Machine
-from tests.model.oracle import convert, floating, integer
+from tests.model.oracle import convert, dot, floating, integer, minmax, mixed
 from tests.model.oracle.expect import Case, NotCovered
 from tests.model.oracle.kernels import check_kernel_form
 from tests.model.oracle.memory import check_memory
+from tests.model.oracle.packing import PACKED
 from tests.model.oracle.runner import Form, all_forms, check_concrete
 
 Oracle = Callable[[Form], list[Case]]
 
-FLOATS = ("f16", "bf16", "f32", "f64")
+FLOATS = ("f16", "bf16", "f32", "f64", *PACKED)
 
 
 def _by_type(on_int: Oracle, on_float: Oracle) -> Oracle:
     return lambda form: on_float(form) if form.types[0] in FLOATS else on_int(form)
+
+
+def _float_arith(op: str) -> Oracle:
+    """One float type: :mod:`floating` (packed lane by lane); ``.f32.f16``: :mod:`mixed`."""
+    return lambda form: mixed.arith(form, op) if len(form.types) == 2 else floating.arith(form, op)
+
+
+def _min_max(is_max: bool) -> Oracle:
+    def oracle(form: Form) -> list[Case]:
+        plain = not {"nan", "abs", "xorsign"} & dict(form.mods).keys() and len(form.instr.slots) == 3
+        if form.types[0] in ("f32", "f64") and plain:
+            return floating.min_max(form, is_max)
+        return minmax.min_max(form, is_max)
+
+    return oracle
 
 
 def _rounded_or_approx(op: str) -> Oracle:
@@ -40,17 +56,17 @@ def _rounded_or_approx(op: str) -> Oracle:
 
 
 ORACLES: dict[str, Oracle] = {
-    "add": _by_type(lambda f: integer.add_sub(f, False), lambda f: floating.arith(f, "add")),
-    "sub": _by_type(lambda f: integer.add_sub(f, True), lambda f: floating.arith(f, "sub")),
-    "mul": _by_type(lambda f: integer.mul_mad(f, False), lambda f: floating.arith(f, "mul")),
+    "add": _by_type(lambda f: integer.add_sub(f, False), _float_arith("add")),
+    "sub": _by_type(lambda f: integer.add_sub(f, True), _float_arith("sub")),
+    "mul": _by_type(lambda f: integer.mul_mad(f, False), _float_arith("mul")),
     "mad": _by_type(lambda f: integer.mul_mad(f, True), lambda f: floating.arith(f, "fma")),
-    "fma": lambda f: floating.arith(f, "fma"),
+    "fma": _float_arith("fma"),
     "div": _by_type(lambda f: integer.div_rem(f, False), _rounded_or_approx("div")),
     "rem": lambda f: integer.div_rem(f, True),
     "neg": _by_type(lambda f: integer.neg_abs(f, False), lambda f: floating.neg_abs(f, False)),
     "abs": _by_type(lambda f: integer.neg_abs(f, True), lambda f: floating.neg_abs(f, True)),
-    "min": _by_type(lambda f: integer.min_max(f, False), lambda f: floating.min_max(f, False)),
-    "max": _by_type(lambda f: integer.min_max(f, True), lambda f: floating.min_max(f, True)),
+    "min": _by_type(lambda f: integer.min_max(f, False), _min_max(False)),
+    "max": _by_type(lambda f: integer.min_max(f, True), _min_max(True)),
     "and": lambda f: integer.logic(f, "and"),
     "or": lambda f: integer.logic(f, "or"),
     "xor": lambda f: integer.logic(f, "xor"),
@@ -72,6 +88,8 @@ ORACLES: dict[str, Oracle] = {
     "rsqrt": lambda f: floating.approx(f, "rsqrt"),
     "ex2": lambda f: floating.approx(f, "ex2"),
     "lg2": lambda f: floating.approx(f, "lg2"),
+    "dp4a": lambda f: dot.dot(f, False),
+    "dp2a": lambda f: dot.dot(f, True),
 }
 
 # Forms whose semantics are hooks into memory or the interpreter: checked as a whole form.
