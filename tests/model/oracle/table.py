@@ -7,20 +7,28 @@ or modifier it was not written for. ``tests/model/test_oracle_coverage.py`` fail
 missing name and a ``NotCovered`` form, so a new instruction form (f16 arithmetic, ``.f32x2``,
 three-input ``min``) cannot land without an independent oracle: add a function and a row.
 Register-only forms go in :data:`ORACLES` (cases run lane by lane on both domains); forms whose
-semantics are hooks (memory, warp, control) go in :data:`FORM_CHECKS` (a whole-form check).
+semantics are hooks (memory, warp, control) go in :data:`FORM_CHECKS` (a whole-form check: the
+memory hooks recorded, or a small kernel through the interpreter against the PTX ISA's fragment
+layouts, numpy matmul, the ``cp.async`` completion rules, ...).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from karyamorph.model.semantics.machine import Machine
 from tests.model.oracle import convert, dot, floating, integer, minmax, mixed
+from tests.model.oracle.async_copy import check_async, knows_async
+from tests.model.oracle.calls import check_calls, knows_calls
 from tests.model.oracle.expect import Case, NotCovered
 from tests.model.oracle.kernels import check_kernel_form
+from tests.model.oracle.matrix import check_matrix, knows_matrix
 from tests.model.oracle.memory import check_memory
+from tests.model.oracle.mma import check_mma, knows_mma
 from tests.model.oracle.packing import PACKED
 from tests.model.oracle.runner import Form, all_forms, check_concrete
+from tests.model.oracle.wmma import check_wmma, knows_wmma
 
 Oracle = Callable[[Form], list[Case]]
 
@@ -92,12 +100,28 @@ ORACLES: dict[str, Oracle] = {
     "dp2a": lambda f: dot.dot(f, True),
 }
 
+@dataclass(frozen=True, slots=True)
+class FormCheck:
+    """A whole-form check: ``run(machine, form)`` lists its disagreements with the oracle;
+    ``knows(form)`` raises NotCovered for a form it was not written for, without running it
+    (None: only running the form tells)."""
+
+    run: Callable[[Machine, Form], list[str]]
+    knows: Callable[[Form], None] | None = None
+
+
 # Forms whose semantics are hooks into memory or the interpreter: checked as a whole form.
-FORM_CHECKS: dict[str, Callable[[Machine, Form], list[str]]] = {
-    **{name: check_memory for name in ("ld", "st", "cvta", "atom", "red")},
-    **{name: check_kernel_form for name in ("bra", "ret", "exit", "bar.sync", "barrier.sync")},
-    **{name: check_kernel_form for name in ("shfl.sync", "vote.sync")},
-}
+FORM_CHECKS: dict[str, FormCheck] = {
+    **{name: FormCheck(check_memory) for name in ("ld", "st", "cvta", "atom", "red")},
+    **{name: FormCheck(check_kernel_form) for name in ("bra", "ret", "exit", "bar.sync", "barrier.sync")},
+    **{name: FormCheck(check_kernel_form) for name in ("shfl.sync", "vote.sync")},
+    **{name: FormCheck(check_matrix, knows_matrix) for name in ("ldmatrix.sync", "stmatrix.sync")},
+    "mma.sync": FormCheck(check_mma, knows_mma),
+    **{f"wmma.{op}.sync": FormCheck(check_wmma, knows_wmma) for op in ("load", "store", "mma")},
+    **{name: FormCheck(check_async, knows_async)
+       for name in ("cp.async", "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all")},
+    **{name: FormCheck(check_calls, knows_calls) for name in ("call", "trap", "bar.warp.sync")},
+}  # fmt: skip
 
 
 def check_form(machine: Machine, form: Form) -> list[str]:
@@ -105,7 +129,7 @@ def check_form(machine: Machine, form: Form) -> list[str]:
     interpreter's); raises NotCovered or KeyError when the form has no oracle."""
     name = form.instr.name
     if name in FORM_CHECKS:
-        return FORM_CHECKS[name](machine, form)
+        return FORM_CHECKS[name].run(machine, form)
     problems = []
     for k, case in enumerate(ORACLES[name](form)):
         bad, _ = check_concrete(machine, form, case, f"{form.text}#{k}")
@@ -124,8 +148,9 @@ def uncovered(machine: Machine) -> list[str]:
             try:
                 if instr.name in ORACLES:
                     ORACLES[instr.name](form)
-                else:  # these run the form: cheap, and the only way to ask them
-                    FORM_CHECKS[instr.name](machine, form)
+                else:  # without ``knows`` only running the form asks the check (a cheap one)
+                    check = FORM_CHECKS[instr.name]
+                    check.knows(form) if check.knows else check.run(machine, form)
             except NotCovered as exc:
                 out.append(f"{form.text}: {exc}")
     return out
