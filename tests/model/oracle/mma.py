@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from karyamorph.isa.parser import parse
+from karyamorph.model.interp.errors import ExecutionError
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.semantics.machine import Machine
 from tests.model.oracle.expect import NotCovered
@@ -270,8 +271,11 @@ def check_mma(machine: Machine, form: Form) -> list[str]:
     dt, at, bt, ct = form.types
     shape = form.mod("shape") or ""
     seed = zlib.crc32(form.text.encode())
-    if at in ("f16", "bf16"):
-        problems = float_problems(machine, shape, (dt, at, bt, ct), seed)
-    else:
-        problems = int_problems(machine, shape, at, bt, form.mod("satfinite") is not None, seed)
+    try:
+        if at in ("f16", "bf16"):
+            problems = float_problems(machine, shape, (dt, at, bt, ct), seed)
+        else:
+            problems = int_problems(machine, shape, at, bt, form.mod("satfinite") is not None, seed)
+    except ExecutionError as exc:
+        problems = [str(exc)]
     return [f"{form.text}: {p}" for p in problems]

@@ -1,14 +1,24 @@
 """The deliberate slips ``tests/model/test_semantic_slips.py`` applies: every instruction family,
 the four from the issue (min returning the max, fma rounding toward zero, signed min comparing
 unsigned, shr.s32 shifting logically) and the usual suspects (swapped operands, wrong sign,
-off-by-one clamps, a dropped ``.sat`` or ``.ftz``, a dropped NaN rule, a wrong rounding mode)."""
+off-by-one clamps, a dropped ``.sat`` or ``.ftz``, a dropped NaN rule, a wrong rounding mode, a
+lane or fragment element taken from the wrong place, a group that is never waited for).
+
+A slip in an instruction module means that module's declarations of its targets (``fminmax``
+in ``ptx.arith``: the plain ``min``/``max``, not the half-precision ones of ``ptx.minmax``); a
+slip in a domain or the interpreter names the declarations it means with ``decls``."""
 
 from __future__ import annotations
 
 from tests.model.oracle.mutants import Slip
 
 A, D, C = "ptx.arith", "ptx.data", "ptx.control"
-CONC, EXACT, SYM, SIMT = "semantics.concrete", "semantics.exact", "semantics.symbolic", "interp.simt"
+HALF, PACKED, MIXED, MINMAX = "ptx.half", "ptx.packed", "ptx.mixed", "ptx.minmax"
+CONV, DOT, MATRIX, MMA, WMMA = "ptx.convert", "ptx.dot", "ptx.matrix", "ptx.mma", "ptx.wmma"
+ASYNC, CALLS = "ptx.async_copy", "ptx.calls"
+CONC, EXACT, SYM = "semantics.concrete", "semantics.exact", "semantics.symbolic"
+WARP, INLINE = "interp.warp", "interp.inline"
+LOAD_STORE = ("wmma.load.sync", "wmma.store.sync")
 
 SLIPS: tuple[Slip, ...] = (
     # --- min / max ------------------------------------------------------------------------------
@@ -141,13 +151,13 @@ SLIPS: tuple[Slip, ...] = (
          "d.fsqrt(a, t.name, \"rn\")"),
     Slip("ex2.approx computes e**x", CONC, "ConcreteDomain.fapprox", ("ex2",),
          "\"ex2\": np.exp2",
-         "\"ex2\": np.exp"),
+         "\"ex2\": np.exp", decls=C),
     Slip("rsqrt.approx forgets the root", CONC, "ConcreteDomain.fapprox", ("rsqrt",),
          "\"rsqrt\": lambda x: 1.0 / np.sqrt(x)",
-         "\"rsqrt\": lambda x: 1.0 / x"),
+         "\"rsqrt\": lambda x: 1.0 / x", decls=C),
     Slip("lg2.approx computes ln", CONC, "ConcreteDomain.fapprox", ("lg2",),
          "\"lg2\": np.log2",
-         "\"lg2\": np.log"),
+         "\"lg2\": np.log", decls=C),
     # --- setp / selp / cvt ------------------------------------------------------------------------
     Slip("setp.eq.f32 is true on NaN", D, "compare", ("setp",),
          "return d.bor(unordered, r) if op.endswith(\"u\") else r",
@@ -226,35 +236,128 @@ SLIPS: tuple[Slip, ...] = (
     Slip("exit does not end the thread", C, "_exit", ("exit", "ret"),
          "x.exit()",
          "None"),
-    Slip("shfl.down reads the lane below", SIMT, "GroupExec.shuffle", ("shfl.sync",),
+    Slip("shfl.down reads the lane below", WARP, "WarpHooks.shuffle", ("shfl.sync",),
          "j = lane + bval",
-         "j = lane - bval"),
+         "j = lane - bval", decls=C),
     # --- the domains ------------------------------------------------------------------------------
     Slip("ashr fills with zeros", CONC, "ConcreteDomain._shift", ("shr",),
          "np.right_shift(s(ua, bits), k.astype(SINT[bits])).view(UINT[bits])\n            if np.ndim(ua)",
-         "np.right_shift(ua, k).view(UINT[bits])\n            if np.ndim(ua)"),
+         "np.right_shift(ua, k).view(UINT[bits])\n            if np.ndim(ua)", decls=A),
     Slip("64-bit mul.hi.s64 misses a sign correction", CONC, "ConcreteDomain.mulhi", ("mul",),
          "- np.where(s(ub, 64) < 0, ua, np.uint64(0))",
-         ""),
+         "", decls=A),
     Slip("clz.b32 is off by one", CONC, "ConcreteDomain.clz", ("clz",),
          "n = np.where(nz, bits - 1 - lg, bits)",
-         "n = np.where(nz, bits - lg, bits)"),
+         "n = np.where(nz, bits - lg, bits)", decls=A),
     Slip("f32 rounding toward zero rounds negatives down", CONC, "_round", ("add", "mul"),
          "((rnd == \"rp\") | ((rnd == \"rz\") & (rv < 0)))",
-         "(rnd == \"rp\")"),
+         "(rnd == \"rp\")", decls=A),
     Slip("f64 directed rounding never steps down", EXACT, "round_f64", ("add", "mul", "fma"),
          "return math.nextafter(r, -math.inf)",
-         "return r"),
+         "return r", decls=A),
     Slip("fma.f64 trusts the double-double sum everywhere", EXACT, "fma_f64", ("fma",),
          "sure = (te == 0) | (",
-         "sure = (r == r) | ("),
+         "sure = (r == r) | (", decls=A),
     Slip("bf16 rounds ties up", CONC, "_bf16_round", ("cvt",),
          "up = (low > 0x8000) | ((low == 0x8000) & ((top & 1) == 1))",
-         "up = low >= 0x8000"),
+         "up = low >= 0x8000", decls=D),
     Slip("z3 rounds .rz toward -inf", SYM, "SymbolicDomain._arith", ("add", "mul", "fma", "div"),
          "rm = _RM[rnd]()",
-         "rm = _RM[\"rm\" if rnd == \"rz\" else rnd]()"),
+         "rm = _RM[\"rm\" if rnd == \"rz\" else rnd]()", decls=A),
     Slip("z3 float less-than admits equality", SYM, "SymbolicDomain.flt", ("min", "max"),
          "ka < kb)",
-         "ka <= kb)"),
+         "ka <= kb)", decls=A),
+    # --- half precision, packed .f32x2, mixed precision ---------------------------------------
+    Slip("half add/sub/mul keep a subnormal b under .ftz", HALF, "_binary.sem", ("add", "sub", "mul"),
+         "ftz_in(x, b, ft), ft, \"rn\")",
+         "b, ft, \"rn\")"),
+    Slip("half neg clears the sign instead", HALF, "_sign.sem", ("neg",),
+         "f = fneg if negate else fabs",
+         "f = fabs"),
+    Slip("half fma rounds the product first", HALF, "_fma.lane", ("fma",),
+         "d.ffma(ftz_in(x, a, ft), ftz_in(x, b, ft), ftz_in(x, c, ft), ft, \"rn\")",
+         "d.fadd(d.fmul(ftz_in(x, a, ft), ftz_in(x, b, ft), ft, \"rn\"), ftz_in(x, c, ft), ft, \"rn\")"),
+    Slip("f32x2 sub computes b - a", PACKED, "_arith.sem.lane", ("sub",),
+         "a, b, *c = (ftz_in(x, v, \"f32\") for v in ops)",
+         "b, a, *c = (ftz_in(x, v, \"f32\") for v in ops)"),
+    Slip("f32x2 ignores its rounding mode", PACKED, "_arith.sem", ("add", "sub", "mul", "fma"),
+         "d, rnd = x.D, x.mod(\"rnd\") or \"rn\"",
+         "d, rnd = x.D, \"rn\""),
+    Slip("mixed sub adds", MIXED, "_addsub.sem", ("sub",),
+         "r = d.fsub(a, c, \"f32\", rnd) if sub",
+         "r = d.fadd(a, c, \"f32\", rnd) if sub"),
+    Slip("mixed fma ignores its rounding mode", MIXED, "_fma", ("fma",),
+         "x.mod(\"rnd\") or \"rn\")",
+         "\"rn\")"),
+    # --- min/max beyond the plain form --------------------------------------------------------
+    Slip(".xorsign takes the OR of the signs", MINMAX, "_semantics.sem.lane", ("min", "max"),
+         "sign = d.and_(d.xor(ops[0], ops[1], n),",
+         "sign = d.and_(d.or_(ops[0], ops[1], n),"),
+    Slip("three-input min/max ignores c", MINMAX, "_semantics.sem.lane", ("min", "max"),
+         "if three:",
+         "if False:"),
+    Slip("min/max .NaN avoids NaN like the plain form", MINMAX, "_semantics.sem.lane", ("min", "max"),
+         "nan_mode = x.mod(\"nan\") is not None",
+         "nan_mode = False"),
+    # --- conversions to half precision, dot products ------------------------------------------
+    Slip("cvt .f16x2 puts a in the lower half", CONV, "_pack", ("cvt",),
+         "x.D.concat(hi, lo, 16, 16)",
+         "x.D.concat(lo, hi, 16, 16)"),
+    Slip("cvt .satfinite clamps to +MAX_NORM whatever the sign", CONV, "convert", ("cvt",),
+         "sign = d.and_(d.extract(a, 31, 16, 32), d.const(0x8000, 16), 16)",
+         "sign = d.const(0, 16)"),
+    Slip("dp4a extends a by b's type", DOT, "_dp4a", ("dp4a",),
+         "x.read(\"a\", U32), 8, at.signed)",
+         "x.read(\"a\", U32), 8, bt.signed)"),
+    Slip("dp2a.hi reads the low bytes of b", DOT, "_dp2a", ("dp2a",),
+         "s = 2 if x.mod(\"mode\") == \"hi\" else 0",
+         "s = 0"),
+    # --- warp-level matrices ------------------------------------------------------------------
+    Slip("ldmatrix .trans loads rows", MATRIX, "_ldmatrix", ("ldmatrix.sync",),
+         "if not x.mod(\"trans\"):",
+         "if True:"),
+    Slip("ldmatrix takes matrix m's rows from the wrong lanes", MATRIX, "_ldmatrix", ("ldmatrix.sync",),
+         "src = d.add(c32(d, 8 * m), quad, 32)",
+         "src = d.add(c32(d, 8 * m), pair, 32)"),
+    Slip("stmatrix stores a row's words in reverse", MATRIX, "_stmatrix", ("stmatrix.sync",),
+         "src = d.add(d.shl(row, c32(d, 2), 32), c32(d, w), 32)",
+         "src = d.add(d.shl(row, c32(d, 2), 32), c32(d, 3 - w), 32)"),
+    Slip("mma gathers B's columns from the wrong lanes", MMA, "gather_b", ("mma.sync",),
+         "d.add(base, c32(d, 4 * c + tp), 32)",
+         "d.add(base, c32(d, 4 * c + 3 - tp), 32)"),
+    Slip("mma.satfinite wraps", MMA, "product", ("mma.sync",),
+         "if satfinite:",
+         "if False:"),
+    Slip("wmma .col loads and stores as .row", WMMA, "_element_address", LOAD_STORE,
+         "major, minor = (r, c) if x.mod(\"layout\") == \"row\" else (c, r)",
+         "major, minor = (r, c)"),
+    Slip("wmma ignores the stride operand", WMMA, "_element_address", LOAD_STORE,
+         "stride = x.read(\"stride\", U32) if x.has(\"stride\") else c32(d, DEFAULT_STRIDE)",
+         "stride = c32(d, DEFAULT_STRIDE)"),
+    Slip("wmma.mma uses the left half of B twice", WMMA, "_mma", ("wmma.mma.sync",),
+         "right = product(x, a, b[2:], c[4:], types, 16)",
+         "right = product(x, a, b[:2], c[4:], types, 16)"),
+    # --- asynchronous copies ------------------------------------------------------------------
+    Slip("cp.async ignores src-size", ASYNC, "_copy", ("cp.async",),
+         "src_n = x.read(\"src_size\", U32) if sized else x.D.const(n, 32)",
+         "src_n = x.D.const(n, 32)"),
+    Slip("cp.async.commit_group closes no group", ASYNC, "_commit", ("cp.async.commit_group",),
+         "x.async_group(\"commit\")",
+         "None"),
+    Slip("cp.async.wait_group N leaves N + 1 groups pending", ASYNC, "_wait", ("cp.async.wait_group",),
+         "x.async_group(\"wait\", x.imm(\"n\"))",
+         "x.async_group(\"wait\", x.imm(\"n\") + 1)"),
+    Slip("cp.async.wait_all does not commit", ASYNC, "_wait_all", ("cp.async.wait_all",),
+         "x.async_group(\"wait_all\")",
+         "x.async_group(\"wait\", 0)"),
+    # --- calls, trap, warp synchronisation ----------------------------------------------------
+    Slip("a callee's ret ends the thread", INLINE, "_Expander.direct", ("call",),
+         "body = _returns(body, done)",
+         "body = body", decls=CALLS),
+    Slip("trap does not abort", CALLS, "_trap", ("trap",),
+         "raise x.operand_error(",
+         "x.operand_error("),
+    Slip("bar.warp.sync waits for the whole warp", CALLS, "_warp_sync", ("bar.warp.sync",),
+         "x.read(\"mask\", U32))",
+         "x.D.const(0xFFFFFFFF, 32))"),
 )
