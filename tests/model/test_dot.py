@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.model.elementwise import run
-from tests.model.oracle.dot import WORD_EDGES, fields
+from tests.model.oracle.integer import WORD_EDGES, fields
 
 
 def _words(n: int, seed: int) -> np.ndarray:

@@ -1,8 +1,11 @@
 """Every instruction form of the shipped machine against its independent oracle.
 
-The concrete domain (what the interpreter runs) on every lane of every form; the z3 domain
-(IEEE floats) on a few lanes of every register-only form. The oracles live in
-``tests/model/oracle`` and share no code with the semantics (see its ``table.py``).
+The concrete domain (what the interpreter runs) on every lane of every register-only form, and
+the memory, warp and control forms as whole forms (recorded memory hooks, or small kernels
+through the interpreter against the PTX ISA's layouts and numpy); the z3 domain (IEEE floats)
+on a few lanes of every register-only form. Every declaration of a name is included (``add``
+has four). The oracles live in ``tests/model/oracle`` and share no code with the semantics (see
+its ``table.py``).
 """
 
 from __future__ import annotations

@@ -113,11 +113,11 @@ def applied(slip: Slip) -> Iterator[Machine]:
     fresh = _fresh(slip)
     short = slip.module.split(".")[-1]
     if slip.module.startswith("ptx.") and short in PTX_MODULES:
-        real = _declared_in(slip.module)
+        declared = _declared_in(slip.module)
         twins = getattr(fresh, PTX_MODULES[short])
         instrs = []
         for ins in base.instructions:
-            k = next((k for k, r in enumerate(real) if _same(ins, r)), None)
+            k = next((k for k, r in enumerate(declared) if _same(ins, r)), None)
             instrs.append(ins if k is None else replace(twins[k], laws=ins.laws, bounds=ins.bounds))
         yield Machine(base.name, tuple(instrs), arch=base.arch, scheduling=base.scheduling)
         return
