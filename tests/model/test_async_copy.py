@@ -15,39 +15,14 @@ from karyamorph.model.check.checker import check
 from karyamorph.model.interp.errors import MemoryAccessError
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.ptx.machine import ptx_machine
+from tests.model.oracle.async_copy import kernel, run
 
 M = ptx_machine("sm_80")
 NVCC = Path(__file__).resolve().parents[1] / "corpus" / "nvcc"
 
 
-def _kernel(body: str, params: str = ".param .u64 src, .param .u64 out, .param .u32 n") -> str:
-    return f"""
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k({params})
-{{
-    .reg .pred %p<4>;
-    .reg .b32 %r<32>;
-    .reg .b64 %rd<16>;
-    .shared .align 16 .b8 s[1024];
-    ld.param.u64 %rd1, [src];
-    ld.param.u64 %rd2, [out];
-    mov.u32 %r1, %tid.x;
-    mov.u32 %r2, s;
-    mad.lo.u32 %r3, %r1, 16, %r2;
-    mul.wide.u32 %rd3, %r1, 16;
-    add.s64 %rd4, %rd1, %rd3;
-    add.s64 %rd5, %rd2, %rd3;
-{body}
-    ret;
-}}
-"""
-
-
 def _run(body: str, src: np.ndarray, threads: int = 8) -> np.ndarray:
-    args = {"src": src, "out": np.zeros((threads, 4), np.uint32), "n": threads}
-    return interpret(parse(_kernel(body)), "k", M, (1, threads, 0), args).outputs["out"]
+    return run(M, body, src, threads)
 
 
 def test_the_copy_lands_at_the_wait_not_at_the_issue() -> None:
@@ -185,10 +160,10 @@ def test_checker_reads_nothing_past_src_size() -> None:
     cp.async.cg.shared.global [%r3], [%rd4], 16, %r5;
     cp.async.wait_all;
 """
-    vs = check(parse(_kernel(body)), "k", M, (1, 8, 0), {"src": 64, "out": 128}, {"n": 8})
+    vs = check(parse(kernel(body)), "k", M, (1, 8, 0), {"src": 64, "out": 128}, {"n": 8})
     assert vs[0].verdict == "proved"  # threads 4-7 point past the 64 bytes but read none of them
     vs = check(
-        parse(_kernel(body.replace("16, 0, %p1", "16, 16, %p1"))),
+        parse(kernel(body.replace("16, 0, %p1", "16, 16, %p1"))),
         "k",
         M,
         (1, 8, 0),

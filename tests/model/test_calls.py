@@ -15,6 +15,7 @@ from karyamorph.model.interp.errors import ExecutionError
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.model.semantics.decode import UnmodeledError
+from tests.model.oracle.calls import FUNCS, PUT, PUT_CALLER, caller, module
 
 M = ptx_machine("sm_80")
 NVCC = Path(__file__).resolve().parents[1] / "corpus" / "nvcc"
@@ -87,27 +88,6 @@ def test_checker_keeps_values_through_calls() -> None:
     assert all(v.verdict == "unknown" and "trap" in v.reason for v in vs)
 
 
-def _module(variables: str, body: str, params: str = ".param .u64 out") -> str:
-    return f"""
-.version 8.0
-.target sm_80
-.address_size 64
-{variables}
-.visible .entry k({params})
-{{
-    .reg .pred %p<4>;
-    .reg .b32 %r<16>;
-    .reg .f32 %f<8>;
-    .reg .b64 %rd<16>;
-    ld.param.u64 %rd1, [out];
-    mov.u32 %r1, %tid.x;
-    mov.u32 %r2, %ctaid.x;
-{body}
-    ret;
-}}
-"""
-
-
 TABLES = """
 .const .align 4 .u32 perm[4] = {3, 1, 0, 2};
 .const .align 4 .u32 clash[4] = {0, 0, 1, 2};
@@ -136,7 +116,7 @@ def test_module_variables_start_with_their_initializers() -> None:
     bar.sync 0;
     atom.global.add.u32 %r6, [counter], 1;
 """
-    r = interpret(parse(_module(TABLES, body)), "k", M, (1, 8, 0), {"out": np.zeros(8, np.float32)})
+    r = interpret(parse(module(TABLES, body)), "k", M, (1, 8, 0), {"out": np.zeros(8, np.float32)})
     scale = np.array([1.5, -2.0, 3.0, 0.25], np.float32)
     np.testing.assert_array_equal(r.outputs["out"], scale[np.arange(8) % 4] + 5)
     assert r.variables["counter"].view(np.uint32)[0] == 5 + 8
@@ -157,78 +137,26 @@ def test_checker_reads_constant_tables_exactly() -> None:
     st.global.u32 [%rd6], %r1;
 """
     # perm is a permutation of 0..3: every thread of a block stores its own element, in bounds.
-    vs = check(parse(_module(TABLES, body.replace("TABLE", "perm"))), "k", M, (3, 4, 0), {"out": 48}, {})
+    vs = check(parse(module(TABLES, body.replace("TABLE", "perm"))), "k", M, (3, 4, 0), {"out": 48}, {})
     assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
     # clash sends threads 0 and 1 to one element: a race, with the table's values in the witness.
-    vs = check(parse(_module(TABLES, body.replace("TABLE", "clash"))), "k", M, (3, 4, 0), {"out": 48}, {})
+    vs = check(parse(module(TABLES, body.replace("TABLE", "clash"))), "k", M, (3, 4, 0), {"out": 48}, {})
     assert vs[1].verdict == "refuted"
     assert {t.thread[0] for t in vs[1].witness.threads} == {0, 1}  # type: ignore[union-attr]
     # One block too many runs past the buffer.
-    vs = check(parse(_module(TABLES, body.replace("TABLE", "perm"))), "k", M, (4, 4, 0), {"out": 48}, {})
+    vs = check(parse(module(TABLES, body.replace("TABLE", "perm"))), "k", M, (4, 4, 0), {"out": 48}, {})
     assert vs[0].verdict == "refuted"
 
 
-FUNCS = """
-.func (.param .b32 r) twice(.param .b32 a)
-{
-    .reg .b32 %r<3>;
-    ld.param.b32 %r1, [a];
-    add.s32 %r2, %r1, %r1;
-    st.param.b32 [r], %r2;
-    ret;
-}
-.func (.param .b32 r) quad(.param .b32 a)
-{
-    .reg .b32 %r<4>;
-    ld.param.b32 %r1, [a];
-    { .param .b32 p0; .param .b32 q0;
-      st.param.b32 [p0], %r1;
-      call.uni (q0), twice, (p0);
-      ld.param.b32 %r2, [q0]; }
-    { .param .b32 p0; .param .b32 q0;
-      st.param.b32 [p0], %r2;
-      call.uni (q0), twice, (p0);
-      ld.param.b32 %r3, [q0]; }
-    st.param.b32 [r], %r3;
-    ret;
-}
-.func (.param .b32 r) forever(.param .b32 a)
-{
-    .reg .b32 %r<3>;
-    ld.param.b32 %r1, [a];
-    { .param .b32 p0; .param .b32 q0;
-      st.param.b32 [p0], %r1;
-      call.uni (q0), forever, (p0);
-      ld.param.b32 %r2, [q0]; }
-    st.param.b32 [r], %r2;
-    ret;
-}
-.extern .func (.param .b32 r) elsewhere(.param .b32 a);
-"""
-
-
-def _caller(callee: str) -> str:
-    body = f"""
-    {{ .param .b32 p0; .param .b32 q0;
-      st.param.b32 [p0], %r1;
-      call.uni (q0), {callee}, (p0);
-      ld.param.b32 %r3, [q0]; }}
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r3;
-"""
-    return _module(FUNCS, body)
-
-
 def test_nested_calls_rename_apart_and_unmodeled_calls_say_why() -> None:
-    r = interpret(parse(_caller("quad")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
+    r = interpret(parse(caller("quad")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
     np.testing.assert_array_equal(r.outputs["out"], 4 * np.arange(32))
-    vs = check(parse(_caller("quad")), "k", M, (1, 32, 0), {"out": 128}, {})
+    vs = check(parse(caller("quad")), "k", M, (1, 32, 0), {"out": 128}, {})
     assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
     with pytest.raises(UnmodeledError, match="deeper than"):
-        interpret(parse(_caller("forever")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
+        interpret(parse(caller("forever")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
     with pytest.raises(UnmodeledError, match="elsewhere: no body"):
-        interpret(parse(_caller("elsewhere")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
+        interpret(parse(caller("elsewhere")), "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
 
 
 def test_trap_stops_the_interpreter() -> None:
@@ -237,44 +165,11 @@ def test_trap_stops_the_interpreter() -> None:
     @%p1 trap;
 """
     with pytest.raises(ExecutionError, match="trap"):
-        interpret(parse(_module("", body)), "k", M, (1, 32, 0), {"out": np.zeros(1, np.uint32)})
+        interpret(parse(module("", body)), "k", M, (1, 32, 0), {"out": np.zeros(1, np.uint32)})
 
 
 def test_calls_without_results_and_module_shared_memory() -> None:
-    variables = """
-.shared .align 4 .u32 slots[32];
-.func put(.param .b32 i, .param .b32 v)
-{
-    .reg .b32 %r<4>;
-    ld.param.b32 %r1, [i];
-    ld.param.b32 %r2, [v];
-    mov.u32 %r3, slots;
-    mad.lo.u32 %r3, %r1, 4, %r3;
-    st.shared.u32 [%r3], %r2;
-    ret;
-}
-.func sync_all
-{
-    bar.sync 0;
-    ret;
-}
-"""
-    body = """
-    xor.b32 %r3, %r1, 31;
-    mul.lo.u32 %r4, %r1, %r1;
-    { .param .b32 p0; .param .b32 p1;
-      st.param.b32 [p0], %r3;
-      st.param.b32 [p1], %r4;
-      call.uni put, (p0, p1); }
-    call.uni sync_all;
-    mov.u32 %r5, slots;
-    mad.lo.u32 %r5, %r1, 4, %r5;
-    ld.shared.u32 %r6, [%r5];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r6;
-"""
-    mod = parse(_module(variables, body))
+    mod = parse(module(PUT, PUT_CALLER))
     r = interpret(mod, "k", M, (1, 32, 0), {"out": np.zeros(32, np.uint32)})
     np.testing.assert_array_equal(r.outputs["out"], (np.arange(32) ^ 31) ** 2)
     vs = check(mod, "k", M, (1, 32, 0), {"out": 128}, {})
@@ -291,8 +186,8 @@ def test_unmodeled_follows_the_calls_of_an_entry() -> None:
       call.uni (q0), CALLEE, (p0);
       ld.param.b32 %r3, [q0]; }
 """
-    mod = parse(_module(lacking, body.replace("CALLEE", "quad")))
+    mod = parse(module(lacking, body.replace("CALLEE", "quad")))
     assert [u.text for u in unmodeled(mod, M, "k")] == ["prmt.b32"]  # inside twice, called by quad
-    mod = parse(_module(FUNCS, body.replace("CALLEE", "elsewhere")))
+    mod = parse(module(FUNCS, body.replace("CALLEE", "elsewhere")))
     assert [u.reason.split(":")[0] for u in unmodeled(mod, M, "k")] == ["call to elsewhere"]
     assert not unmodeled(_corpus("sm_90"), M, "report")  # vprintf is a modeled no-op

@@ -1,4 +1,5 @@
-"""dp4a and dp2a (PTX ISA 9.7.1.23/24) against Python integers, every type combination."""
+"""dp4a and dp2a (PTX ISA 9.7.1.23/24) against Python integers (the oracle's :func:`fields`), every
+type combination."""
 
 from __future__ import annotations
 
@@ -6,21 +7,13 @@ import numpy as np
 import pytest
 
 from tests.model.elementwise import run
-
-
-def _fields(word: int, width: int, signed: bool) -> list[int]:
-    out = []
-    for k in range(32 // width):
-        v = word >> (width * k) & ((1 << width) - 1)
-        out.append(v - (1 << width) if signed and v >> (width - 1) else v)
-    return out
+from tests.model.oracle.integer import WORD_EDGES, fields
 
 
 def _words(n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    edge = [0, 1, 0x7F7F7F7F, 0x80808080, 0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0x0000FFFF, 0xFFFF0000]
     rand = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
-    return np.concatenate([np.array(edge * 3, np.uint32), rand])
+    return np.concatenate([np.array(WORD_EDGES * 3, np.uint32), rand])
 
 
 TYPES = [("u32", "u32"), ("u32", "s32"), ("s32", "u32"), ("s32", "s32")]
@@ -31,7 +24,7 @@ def test_dp4a(at: str, bt: str) -> None:
     a, b, c = _words(600, 1), _words(600, 2)[::-1].copy(), _words(600, 3)
     got = run(f"dp4a.{at}.{bt} {{d}}, {{a}}, {{b}}, {{c}}", 32, [a, b, c])
     want = [
-        (int(z) + sum(p * q for p, q in zip(_fields(int(x), 8, at == "s32"), _fields(int(y), 8, bt == "s32"),
+        (int(z) + sum(p * q for p, q in zip(fields(int(x), 8, at == "s32"), fields(int(y), 8, bt == "s32"),
                                            strict=True))) % 2**32
         for x, y, z in zip(a, b, c, strict=True)
     ]  # fmt: skip
@@ -46,7 +39,7 @@ def test_dp2a(at: str, bt: str, mode: str) -> None:
     s = 0 if mode == "lo" else 2
     want = []
     for x, y, z in zip(a, b, c, strict=True):
-        va, vb = _fields(int(x), 16, at == "s32"), _fields(int(y), 8, bt == "s32")[s : s + 2]
+        va, vb = fields(int(x), 16, at == "s32"), fields(int(y), 8, bt == "s32")[s : s + 2]
         want.append((int(z) + va[0] * vb[0] + va[1] * vb[1]) % 2**32)
     np.testing.assert_array_equal(got, np.array(want, np.uint32))
 

@@ -1,58 +1,16 @@
-"""min/max beyond the plain form, against the PTX ISA's own pseudo-code written out in Python:
-three inputs, .NaN, .abs, .xorsign.abs, .ftz, and the half formats (PTX ISA 9.7.3.11/12,
-9.7.4.7/8)."""
+"""min/max beyond the plain form, against the PTX ISA's own pseudo-code written out in Python
+(:func:`tests.model.oracle.minmax.reference`, which the oracle table uses too): three inputs,
+.NaN, .abs, .xorsign.abs, .ftz, and the half formats (PTX ISA 9.7.3.11/12, 9.7.4.7/8)."""
 
 from __future__ import annotations
-
-from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from karyamorph.isa.parser import parse
 from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason
-from tests.model import float_oracle as fo
 from tests.model.elementwise import MACHINE, check_lanes, run
-
-
-def _key(bits: int, ft: str) -> tuple[int, Fraction, int]:
-    """Order of non-NaN values: -inf < numbers < +inf, and -0.0 < +0.0."""
-    v = fo.decode(bits, ft)
-    if v.kind == "inf":
-        return (-1 if v.neg else 1), Fraction(0), 0
-    return 0, v.signed, 0 if v.neg else 1
-
-
-def _two(x: int, y: int, ft: str, is_max: bool, nan_mode: bool) -> int:
-    xn, yn = fo.is_nan(x, ft), fo.is_nan(y, ft)
-    if (xn and yn) or (nan_mode and (xn or yn)):
-        return fo.nan(ft)
-    if xn:
-        return y
-    if yn:
-        return x
-    first = _key(x, ft) > _key(y, ft) if is_max else _key(x, ft) < _key(y, ft)
-    return x if first else y
-
-
-def reference(ft: str, op: str, mods: str):  # type: ignore[no-untyped-def]
-    sign_bit = 1 << (fo.width(ft) - 1)
-
-    def f(*ops: int) -> int:
-        if ".ftz" in mods:
-            ops = tuple(fo.flush(v, ft) for v in ops)
-        xorsign = (ops[0] ^ ops[1]) & sign_bit
-        if ".abs" in mods:
-            ops = tuple(v & ~sign_bit for v in ops)
-        r = _two(ops[0], ops[1], ft, op == "max", ".NaN" in mods)
-        if len(ops) == 3:
-            r = _two(r, ops[2], ft, op == "max", ".NaN" in mods)
-        if ".xorsign" in mods and not fo.is_nan(r, ft):
-            r = (r & ~sign_bit) | xorsign
-        return fo.flush(r, ft) if ".ftz" in mods else r
-
-    return f
-
+from tests.model.oracle.minmax import reference
 
 THREE = ["", ".NaN", ".abs", ".ftz", ".ftz.NaN.abs"]
 TWO_F32 = [".NaN", ".xorsign.abs", ".NaN.xorsign.abs", ".ftz.NaN"]

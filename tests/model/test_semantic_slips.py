@@ -1,8 +1,9 @@
 """A deliberate one-line slip in the semantics of any instruction family fails the CPU suite.
 
 Each slip of ``tests/model/oracle/slips.py`` is applied to a fresh copy of the semantics and
-must be noticed by an oracle (concrete or z3) or a ``check-isa`` law of the instructions it
-touches. The slips cover every instruction family the machine declares. ``check-isa`` alone
+must be noticed by an oracle (concrete or z3) or a ``check-isa`` law of the declarations it
+means (the plain ``min`` of ``ptx.arith`` or the half-precision one of ``ptx.minmax``). The
+slips cover every instruction family the machine declares. ``check-isa`` alone
 (its laws) fails on the slips an ordering, membership or sign law can see.
 """
 
@@ -12,7 +13,7 @@ import pytest
 
 from karyamorph.model.check.isa_check import check_isa
 from karyamorph.model.ptx.machine import ptx_machine
-from tests.model.oracle.mutants import applied, detect, mutated_source
+from tests.model.oracle.mutants import applied, detect, meant, mutated_source
 from tests.model.oracle.slips import SLIPS
 
 
@@ -30,6 +31,15 @@ def test_every_slip_changes_exactly_one_place() -> None:
 def test_every_instruction_family_has_a_slip() -> None:
     families = {name for slip in SLIPS for name in slip.targets}
     missing = sorted({i.name for i in ptx_machine().instructions} - families)
+    assert missing == []
+
+
+def test_every_declaration_is_meant_by_a_slip() -> None:
+    """Not only every name: each declaration of a name (``abs`` on integers and floats, and on
+    the half formats) is the one some slip changes."""
+    machine = ptx_machine()
+    hit = {id(i) for slip in SLIPS for i in meant(slip, machine)}
+    missing = [f"{i.name} {i.types} ({i.doc})" for i in machine.instructions if id(i) not in hit]
     assert missing == []
 
 

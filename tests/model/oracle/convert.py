@@ -14,10 +14,22 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from tests.model.oracle.expect import Case, Exact, Expect, NotCovered, exact_all
+from tests.model.oracle.expect import AnyNaN, Case, Exact, Expect, NotCovered, OneOf, exact_all
 from tests.model.oracle.floating import finish
-from tests.model.oracle.ieee import FORMATS, fmt, ftz, is_inf, is_nan, negative, round_value, to_float, value
+from tests.model.oracle.ieee import (
+    FORMATS,
+    fmt,
+    from_float,
+    ftz,
+    is_inf,
+    is_nan,
+    negative,
+    round_value,
+    to_float,
+    value,
+)
 from tests.model.oracle.integer import BIT_TYPES, INT_TYPES, signed, wrap
+from tests.model.oracle.packing import PACKED, Packed, element
 from tests.model.oracle.runner import Form
 from tests.model.oracle.samples import type_bits
 
@@ -74,6 +86,8 @@ def _float_to_float(a: int, at: str, dt: str, mode: str | None, flush: bool, sat
 
 def cvt(form: Form) -> list[Case]:
     dt, at = form.types
+    if dt in PACKED or {"relu", "satfinite"} & {g for g, _ in form.mods}:
+        return cvt_half(form)
     extra = {g for g, _ in form.mods} - {"rnd", "ftz", "sat"}
     if extra or dt not in (*CVT_INTS, *FLOAT_TYPES) or at not in (*CVT_INTS, *FLOAT_TYPES):
         raise NotCovered(f"{form.text}: the cvt oracle knows integer and f16/bf16/f32/f64 types")
@@ -102,6 +116,68 @@ def cvt(form: Form) -> list[Case]:
         fa = fmt(at)
         edges["a"] = tuple(round_value(Fraction(v), fa, m) for v in near for m in ("rz", "rp", "rm"))
     return [Case({"a": at}, {"d": dt}, expect, edges=edges)]
+
+
+# --- cvt to .f16/.bf16 with .relu/.satfinite, and packing to .f16x2/.bf16x2 --------------------
+F32 = fmt("f32")
+# "sign-preserved MAX_NORM of the destination format": 65504 for .f16, 0x1.fep127 for .bf16
+NEAR_HALF_LIMITS = (65504.0, 65519.0, 65520.0, 65535.0, -65520.0, 3.3895e38, 3.39e38, -3.4e38, 6.0e-8,
+                    2.98e-8, 5.96e-8, 1e-45, -2.9802322e-08)  # fmt: skip
+
+
+def to_half(a: int, ft: str, rnd: str, relu: bool, satfinite: bool) -> int | None:
+    """``cvt.rnd{.relu}{.satfinite}.ft.f32`` of the ``.f32`` pattern ``a`` (PTX ISA 9.7.9.21):
+    rounded in ``rnd``; ``.satfinite``: "If the absolute value of input (ignoring sign) is
+    greater than MAX_NORM of the specified destination format, then the result is
+    sign-preserved MAX_NORM", NaN stays NaN; ``.relu``: negative results to 0, "NaN results are
+    converted to canonical NaN". None where the result is a NaN the section leaves unspecified."""
+    fd = fmt(ft)
+    r: int | None
+    if is_nan(a, F32):
+        r = None
+    elif satfinite and (is_inf(a, F32) or abs(value(a, F32)) > value(fd.max_finite, fd)):
+        r = (fd.sign if negative(a, F32) else 0) | fd.max_finite
+    elif is_inf(a, F32):
+        r = (fd.sign if negative(a, F32) else 0) | fd.inf
+    else:
+        r = round_value(value(a, F32), fd, rnd, negative(a, F32))
+    if relu:
+        return fd.canonical_nan if r is None else 0 if negative(r, fd) and r != fd.sign else r
+    return r
+
+
+def _half_expect(r: int | None, ft: str, relu: bool) -> Expect:
+    fd = fmt(ft)
+    if r is None:
+        return AnyNaN(fd)
+    if relu and r & ~fd.sign == 0:  # -0.0 is not negative: either zero
+        return OneOf(frozenset({0, fd.sign}))
+    return Exact(r)
+
+
+def cvt_half(form: Form) -> list[Case]:
+    """``cvt.frnd2{.relu}{.satfinite}.{f16,bf16}.f32 d, a`` and ``.{f16x2,bf16x2}.f32 d, a, b``
+    ("the value converted from input a is stored in the upper half of d and the value converted
+    from input b is stored in the lower half of d")."""
+    dt, at = form.types
+    ft = element(dt)[0]
+    extra = {g for g, _ in form.mods} - {"rnd", "relu", "satfinite"}
+    rnd = form.mod("rnd") or "rn"
+    if extra or at != "f32" or ft not in ("f16", "bf16") or rnd not in ("rn", "rz"):
+        raise NotCovered(f"{form.text}: the half conversion oracle knows .rn/.rz, .relu, .satfinite")
+    relu, sat = form.mod("relu") is not None, form.mod("satfinite") is not None
+
+    def one(a: int) -> Expect:
+        return _half_expect(to_half(a, ft, rnd, relu, sat), ft, relu)
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        if dt in PACKED:
+            return {"d": Packed((one(x["b"]), one(x["a"])), ft)}
+        return {"d": one(x["a"])}
+
+    near = tuple(from_float(v, F32, m) for v in NEAR_HALF_LIMITS for m in ("rz", "rp"))
+    slots = ("a", "b") if dt in PACKED else ("a",)
+    return [Case({s: "f32" for s in slots}, {"d": dt}, expect, edges={s: near for s in slots})]
 
 
 # --- setp / selp / mov ------------------------------------------------------------------------

@@ -11,7 +11,13 @@ with the IEEE 754 special cases (NaN, infinities, signed zeros) written out. The
 - ``.ftz``: "flushes subnormal inputs and results to sign-preserving zero" (flush after rounding).
 - ``.sat``: "clamps the result to [0.0, 1.0]. NaN results are flushed to +0.0f"; a -0.0 result lies
   in the interval, so either zero is accepted for it.
+- ``.relu`` (half ``fma``): "clamps the result to 0 if negative. NaN results are converted to
+  canonical NaN" (9.7.4.4); a -0.0 result is not negative, so either zero is accepted for it.
 - ``.approx`` forms: within the section's stated error, and the corner-case tables exactly.
+
+The half-precision forms (9.7.4: ``.f16``, ``.bf16``, ``.rn`` only, "return an unspecified NaN")
+and the packed forms (``.f16x2``, ``.bf16x2``, ``.f32x2``) take the same oracles, lane by lane
+(:func:`tests.model.oracle.packing.lanewise`).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from tests.model.oracle.ieee import (
     to_float,
     value,
 )
+from tests.model.oracle.packing import PACKED, element, lanewise
 from tests.model.oracle.runner import Form
 
 NAN = None  # an IEEE operation's NaN result, before the PTX rules decide which bits are allowed
@@ -111,10 +118,16 @@ def ieee_sqrt(a: int, f: Fmt, mode: str) -> int | None:
     return round_sqrt(value(a, f), f, mode)
 
 
-def finish(r: int | None, f: Fmt, flush: bool, sat: bool) -> Expect:
-    """The PTX rules on an IEEE result: ``.ftz`` on the result, then ``.sat``."""
+def finish(r: int | None, f: Fmt, flush: bool, sat: bool, relu: bool = False) -> Expect:
+    """The PTX rules on an IEEE result: ``.ftz`` on the result, then ``.sat`` or ``.relu``."""
     if r is not None and flush:
         r = ftz(r, f)
+    if relu:
+        if r is None:
+            return Exact(f.canonical_nan)
+        if is_zero(r, f):
+            return OneOf(frozenset({0, f.sign}))
+        return Exact(0 if _neg(r, f) else r)
     if sat:
         if r is None or (_neg(r, f) and not is_zero(r, f)):
             return Exact(0)
@@ -125,12 +138,22 @@ def finish(r: int | None, f: Fmt, flush: bool, sat: bool) -> Expect:
     return AnyNaN(f) if r is None else Exact(r)
 
 
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+
+
 def _check(form: Form, allowed: set[str]) -> tuple[Fmt, bool, bool, str]:
-    t = form.types[0]
+    """(element format, .ftz, .sat, rounding) of a one-type float form (packed ones included)."""
+    t = element(form.types[0])[0]
     extra = {g for g, _ in form.mods} - allowed
-    if t not in ("f32", "f64") or extra:
-        raise NotCovered(f"{form.text}: the float oracle knows {sorted(allowed)} on .f32/.f64")
+    if len(form.types) != 1 or t not in FLOAT_TYPES or extra:
+        raise NotCovered(f"{form.text}: the float oracle knows {sorted(allowed)} on .f16/.bf16/.f32/.f64")
     return fmt(t), form.mod("ftz") is not None, form.mod("sat") is not None, form.mod("rnd") or "rn"
+
+
+def _packed(form: Form, case: Case) -> list[Case]:
+    """The case as it is, or lane by lane for a packed type."""
+    t = form.types[0]
+    return [lanewise(case, t) if t in PACKED else case]
 
 
 def _edges(f: Fmt) -> tuple[int, ...]:
@@ -143,7 +166,8 @@ def _edges(f: Fmt) -> tuple[int, ...]:
 
 def arith(form: Form, op: str) -> list[Case]:
     """add, sub, mul, div.rnd, fma, mad (float), rcp.rnd, sqrt.rnd."""
-    f, flush, sat, mode = _check(form, {"rnd", "ftz", "sat"})
+    f, flush, sat, mode = _check(form, {"rnd", "ftz", "sat", "relu"})
+    relu = form.mod("relu") is not None
     if mode not in ("rn", "rz", "rm", "rp"):
         raise NotCovered(form.text)
     t = f.name
@@ -164,11 +188,12 @@ def arith(form: Form, op: str) -> list[Case]:
             r = ieee_sqrt(v["a"], f, mode)
         else:
             r = ieee_fma(v["a"], v["b"], v["c"], f, mode)
-        return {"d": finish(r, f, flush, sat)}
+        return {"d": finish(r, f, flush, sat, relu)}
 
     edges = _edges(f)
     extra = _fma_near_ties(f) if slots == "abc" else ()
-    return [Case({s: t for s in slots}, {"d": t}, expect, edges={s: edges for s in slots}, extra_lanes=extra)]
+    case = Case({s: t for s in slots}, {"d": t}, expect, edges={s: edges for s in slots}, extra_lanes=extra)
+    return _packed(form, case)
 
 
 def _fma_near_ties(f: Fmt) -> tuple[dict[str, int], ...]:
@@ -193,7 +218,10 @@ def _less(a: int, b: int, f: Fmt) -> bool:
 
 
 def min_max(form: Form, is_max: bool) -> list[Case]:
+    """Plain two-input min/max on .f32/.f64 (the other forms: :mod:`tests.model.oracle.minmax`)."""
     f, flush, _, _ = _check(form, {"ftz"})
+    if f.name not in ("f32", "f64") or form.types[0] in PACKED or len(form.instr.slots) != 3:
+        raise NotCovered(form.text)
 
     def expect(x: dict[str, int]) -> dict[str, Expect]:
         a, b = (ftz(x[s], f) if flush else x[s] for s in "ab")
@@ -214,11 +242,12 @@ def neg_abs(form: Form, absolute: bool) -> list[Case]:
     def expect(x: dict[str, int]) -> dict[str, Expect]:
         a = ftz(x["a"], f) if flush else x["a"]
         if is_nan(a, f):
-            # neg: "NaN inputs yield an unspecified NaN"; abs.f64: "passed through unchanged".
+            # neg: "NaN inputs yield an unspecified NaN" (the half forms too, 9.7.4.5/9.7.4.6);
+            # abs.f64: "passed through unchanged".
             return {"d": Exact(a) if absolute and f.name == "f64" else AnyNaN(f)}
         return {"d": Exact(a & ~f.sign if absolute else a ^ f.sign)}
 
-    return [Case({"a": f.name}, {"d": f.name}, expect)]
+    return _packed(form, Case({"a": f.name}, {"d": f.name}, expect))
 
 
 # Corner cases of the approximations, from each section's table: (input, result) pairs (a list,

@@ -3,16 +3,17 @@
 A :class:`Slip` names a module, a function (or ``Class.method``) in it, and one text change inside
 that function. Applying it compiles the changed module source afresh; then
 
-- for the instruction modules (``model/ptx/*.py``) the machine is rebuilt from the changed
-  declarations (they hold their semantics functions directly, so patching a name would not
-  reach them), keeping the shipped laws and bounds;
+- for the instruction modules (``model/ptx/*.py``) the machine is rebuilt with each declaration
+  of the module replaced by its changed twin (matched by position in the module's tuple: several
+  declarations share a name, ``min`` has five), keeping the shipped laws and bounds;
 - for the domains and the interpreter the one changed function or method replaces the real
   one for the duration (every user of the class sees it), and is restored afterwards.
 
 A slip must not make the semantics raise: it is a wrong answer that is being looked for.
 
-:func:`detect` then runs, for the instructions the slip can affect, the concrete oracle, the z3
-spot checks and the ``check-isa`` laws, and says which caught it first.
+:func:`detect` then runs, for the declarations the slip means (its ``targets`` among the
+declarations of the module ``decls``, by default its own), the concrete oracle, the z3 spot
+checks and the ``check-isa`` laws, and says which caught it first.
 """
 
 from __future__ import annotations
@@ -28,27 +29,47 @@ from typing import Any
 
 from karyamorph.model.check.isa_check import check_law
 from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.instruction import Instr
 from karyamorph.model.semantics.machine import Machine
 from tests.model.oracle.runner import all_forms, check_symbolic
 from tests.model.oracle.table import ORACLES, check_form
 
-PTX_MODULES = {"arith": "ARITH", "data": "DATA", "control": "CONTROL"}
+# instruction module -> the tuple of declarations it exports
+PTX_MODULES = {
+    "arith": "ARITH", "data": "DATA", "control": "CONTROL", "calls": "CALLS", "async_copy": "ASYNC_COPY",
+    "matrix": "MATRIX", "mma": "MMA", "wmma": "WMMA", "half": "HALF", "packed": "PACKED_F32",
+    "mixed": "MIXED", "minmax": "MINMAX", "convert": "CONVERT", "dot": "DOT",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class Slip:
-    """One deliberate mistake: ``old`` becomes ``new`` inside ``within`` of ``module``."""
+    """One deliberate mistake: ``old`` becomes ``new`` inside ``within`` of ``module``.
+
+    ``targets`` are the instruction names whose checks should notice it, ``decls`` the
+    instruction module whose declarations of those names it means (``ptx.arith`` for the plain
+    ``add``, ``ptx.half`` for ``add.f16``); by default the slip's own module.
+    """
 
     name: str
     module: str  # dotted, relative to karyamorph.model (``ptx.arith``, ``semantics.concrete``)
     within: str  # ``function`` or ``Class.method``
-    targets: tuple[str, ...]  # instruction names whose checks should notice it
+    targets: tuple[str, ...]
     old: str
     new: str
+    decls: str = ""
 
     @property
     def family(self) -> str:
         return self.targets[0]
+
+    @property
+    def declarations(self) -> str:
+        """The instruction module (``ptx.arith``) whose declarations the slip means."""
+        where = self.decls or self.module
+        if not where.startswith("ptx.") or where.split(".")[1] not in PTX_MODULES:
+            raise ValueError(f"slip {self.name!r}: say which instruction module it means (decls=)")
+        return where
 
 
 def _span(source: str, within: str) -> tuple[int, int]:
@@ -92,11 +113,12 @@ def applied(slip: Slip) -> Iterator[Machine]:
     fresh = _fresh(slip)
     short = slip.module.split(".")[-1]
     if slip.module.startswith("ptx.") and short in PTX_MODULES:
-        by_key = {(i.name, i.types): i for i in getattr(fresh, PTX_MODULES[short])}
+        declared = _declared_in(slip.module)
+        twins = getattr(fresh, PTX_MODULES[short])
         instrs = []
         for ins in base.instructions:
-            new = by_key.get((ins.name, ins.types))
-            instrs.append(replace(new, laws=ins.laws, bounds=ins.bounds) if new is not None else ins)
+            k = next((k for k, r in enumerate(declared) if _same(ins, r)), None)
+            instrs.append(ins if k is None else replace(twins[k], laws=ins.laws, bounds=ins.bounds))
         yield Machine(base.name, tuple(instrs), arch=base.arch, scheduling=base.scheduling)
         return
     real = importlib.import_module(f"karyamorph.model.{slip.module}")
@@ -112,10 +134,38 @@ def applied(slip: Slip) -> Iterator[Machine]:
         setattr(owner, attr, saved)
 
 
+def _declared_in(module: str) -> tuple[Instr, ...]:
+    """The declarations of an instruction module (``ptx.half``), as it exports them."""
+    real = importlib.import_module(f"karyamorph.model.{module}")
+    return tuple(getattr(real, PTX_MODULES[module.split(".")[-1]]))
+
+
+def _no_semantics(x: object) -> None:
+    """Stands in for every semantics function when declarations are compared by their shape."""
+
+
+def _shape(ins: Instr) -> Instr:
+    """A declaration without its functions, laws and bounds: what a changed twin (a fresh copy
+    of its module) has in common with the original, and what tells declarations apart."""
+    return replace(ins, semantics=_no_semantics, type_rule=None, laws=(), bounds=())
+
+
+def _same(ins: Instr, declared: Instr) -> bool:
+    return _shape(ins) == _shape(declared)
+
+
+def meant(slip: Slip, machine: Machine) -> list[Instr]:
+    """The declarations of ``machine`` the slip means: named in its targets, from its module."""
+    home = [_shape(i) for i in _declared_in(slip.declarations)]
+    return [i for i in machine.instructions if i.name in slip.targets and _shape(i) in home]
+
+
 def detect(slip: Slip) -> str | None:
     """What notices the slip first (``oracle``, ``z3``, ``law``, with the evidence), or None."""
     with applied(slip) as machine:
-        instrs = [i for i in machine.instructions if i.name in slip.targets]
+        instrs = meant(slip, machine)
+        if not instrs:
+            raise ValueError(f"slip {slip.name!r}: no declaration of {slip.targets} in {slip.declarations}")
         concrete = [] if slip.module == "semantics.symbolic" else instrs  # z3 only reaches z3
         for instr in concrete:
             for form in all_forms(instr):

@@ -10,6 +10,7 @@ import numpy as np
 
 from tests.model.oracle.expect import Case
 from tests.model.oracle.ieee import FORMATS, fmt, from_float
+from tests.model.oracle.packing import PACKED, join, pair_up
 
 FLOAT_EDGE_VALUES = (
     0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.5, 0.75, -0.25, 2.0, 3.0, 7.0, 255.5,
@@ -50,12 +51,17 @@ def shift_edges() -> tuple[int, ...]:
 def type_bits(name: str) -> int:
     if name == "pred":
         return 1
+    if name in PACKED:
+        elem, n = PACKED[name]
+        return n * type_bits(elem)
     return 1 + sum(FORMATS[name]) if name in FORMATS else int(name[1:])
 
 
 def edges_of(name: str) -> tuple[int, ...]:
     if name == "pred":
         return (0, 1)
+    if name in PACKED:  # every edge in lane 0, beside another edge in lane 1
+        return pair_up(float_edges(PACKED[name][0]), PACKED[name][0])
     if name in FORMATS:
         return float_edges(name)
     return int_edges(type_bits(name))
@@ -65,6 +71,10 @@ def random_values(name: str, n: int, rng: np.random.Generator) -> list[int]:
     """Random operands: moderate floats (so arithmetic is exercised), some raw bit patterns."""
     if name == "pred":
         return [int(v) for v in rng.integers(0, 2, n)]
+    if name in PACKED:
+        elem, k = PACKED[name]
+        cols = [random_values(elem, n, rng) for _ in range(k)]
+        return [join(list(lanes), elem) for lanes in zip(*cols, strict=True)]
     bits = type_bits(name)
     raw = [int(v) for v in rng.integers(0, 1 << min(bits, 62), n, dtype=np.int64)]
     if bits == 64:
