@@ -43,6 +43,53 @@ def flush(d: Domain, v: Any, ft: str) -> Any:
     return d.ite(sub, d.and_(v, d.const(1 << (n - 1), n), n), v, n)
 
 
+# A format in which the product of two values of the key format is exact, and the key format's
+# smallest normal: for deciding whether a result is tiny before it is rounded.
+_WIDER = {"f32": ("f64", 2.0**-126), "f16": ("f32", 2.0**-14), "bf16": ("f64", 2.0**-126)}
+
+
+def tiny_before_rounding(d: Domain, op: str, a: Any, b: Any, ft: str) -> Any:
+    """Whether the exact ``a * b`` (``op="mul"``) or ``a / b`` (``op="div"``) is nonzero and
+    below the smallest normal of ``ft`` in magnitude.
+
+    ``.ftz`` flushes such a result to a signed zero even where rounding would carry it up to the
+    smallest normal: on the H200 (sm_90) ``mul.ftz.f32 0x00800000, 0x3f7fffff`` gives +0.0 and
+    ``mul.ftz.f16 0x0400, 0x3bff`` gives +0.0 (datasets/validation/sm_90). The test is exact: the
+    product of two values is exact in the wider format, and ``|a| < min_normal * |b|`` decides a
+    quotient (a power-of-two scaling is exact).
+    """
+    wide, smallest = _WIDER[ft]
+    wn = _fbits(wide)
+    mag = d.const((1 << (wn - 1)) - 1, wn)
+    wa, wb = d.fcvt(a, ft, wide, "rn"), d.fcvt(b, ft, wide, "rn")
+    zero, least = d.const(0, wn), fconst(d, smallest, wide)
+    if op == "mul":
+        p = d.and_(d.fmul(wa, wb, wide, "rn"), mag, wn)
+        return d.band(d.flt(zero, p, wide), d.flt(p, least, wide))
+    num, den = d.and_(wa, mag, wn), d.and_(d.fmul(wb, least, wide, "rn"), mag, wn)
+    return d.band(d.flt(zero, num, wide), d.flt(num, den, wide))
+
+
+def signed_zero(d: Domain, a: Any, b: Any, ft: str) -> Any:
+    """The zero whose sign is the product's (or quotient's) of ``a`` and ``b``."""
+    n = _fbits(ft)
+    return d.and_(d.xor(a, b, n), d.const(1 << (n - 1), n), n)
+
+
+def saturate(d: Domain, v: Any, ft: str) -> Any:
+    """``.sat``: clamp to [0.0, 1.0] and NaN to +0.0 (PTX ISA 9.7.3 "Saturation modifier").
+
+    Every result whose sign bit is set, -0.0 included, becomes +0.0: the H200 (sm_90) returns
+    +0.0 for ``add.sat.f32 -0.0, -0.0`` and ``mul.sat.f32 0.0, -1.0`` (recorded in
+    datasets/validation/sm_90), which the ISA's words ("clamps the result to [0.0, 1.0]") leave
+    open.
+    """
+    n = _fbits(ft)
+    zero, one = d.const(0, n), fconst(d, 1.0, ft)
+    v = d.ite(d.bor(d.fisnan(v, ft), fsign(d, v, n)), zero, v, n)
+    return d.ite(d.flt(one, v, ft), one, v, n)
+
+
 def fin(x: Exec, slot: str) -> Any:
     """Read a float operand, flushed when the instruction says ``.ftz`` (f32 only)."""
     v = x.read(slot, x.ty)
@@ -51,13 +98,11 @@ def fin(x: Exec, slot: str) -> Any:
 
 def fout(x: Exec, v: Any) -> Any:
     """Apply ``.ftz`` and ``.sat`` (clamp to [0, 1], NaN -> 0) to a float result."""
-    d, ft, n = x.D, x.ty.name, x.ty.bits
+    d, ft, _n = x.D, x.ty.name, x.ty.bits
     if x.mod("ftz") and ft == "f32":
         v = flush(d, v, ft)
     if x.mod("sat"):
-        zero, one = d.const(0, n), fconst(d, 1.0, ft)
-        v = d.ite(d.bor(d.fisnan(v, ft), d.flt(v, zero, ft)), zero, v, n)
-        v = d.ite(d.flt(one, v, ft), one, v, n)
+        v = saturate(d, v, ft)
     return v
 
 
@@ -69,6 +114,10 @@ def fminmax(d: Domain, a: Any, b: Any, ft: str, is_max: bool) -> Any:
     a_less = d.bor(d.flt(a, b, ft), d.band(d.feq(a, b, ft), d.band(fsign(d, a, n), d.bnot(fsign(d, b, n)))))
     pick = d.ite(a_less, b, a, n) if is_max else d.ite(a_less, a, b, n)
     nan = d.const(canonical_nan(ft), n)
+    if ft == "f64":
+        # Both NaN: .f64 gives b made quiet, not the canonical NaN (H200, sm_90: max.f64 of
+        # 0x7ff8000000000000 and 0x7ff0000000000001 is 0x7ff8000000000001; datasets/validation).
+        nan = d.or_(b, d.const(1 << 51, n), n)
     return d.ite(d.band(an, bn), nan, d.ite(an, b, d.ite(bn, a, pick, n), n), n)
 
 
@@ -115,7 +164,11 @@ def _addsub(x: Exec, sub: bool) -> None:
 def _mul(x: Exec) -> None:
     d, t = x.D, x.ty
     if t.is_float:
-        x.write("d", fout(x, d.fmul(fin(x, "a"), fin(x, "b"), t.name, rnd(x))), t)
+        a, b = fin(x, "a"), fin(x, "b")
+        r = d.fmul(a, b, t.name, rnd(x))
+        if x.mod("ftz") and t.name == "f32":
+            r = d.ite(tiny_before_rounding(d, "mul", a, b, t.name), signed_zero(d, a, b, t.name), r, t.bits)
+        x.write("d", fout(x, r), t)
         return
     a, b, n = x.read("a", t), x.read("b", t), t.bits
     mode = x.mod("mode")
@@ -163,6 +216,9 @@ def _div(x: Exec) -> None:
             r = d.fdiv(a, b, t.name, "rn")
         else:
             r = d.fdiv(a, b, t.name, rnd(x))
+            if x.mod("ftz") and t.name == "f32":
+                tiny = tiny_before_rounding(d, "div", a, b, t.name)
+                r = d.ite(tiny, signed_zero(d, a, b, t.name), r, t.bits)
         x.write("d", fout(x, r), t)
         return
     x.write("d", d.div(x.read("a", t), x.read("b", t), t.bits, t.signed), t)
@@ -179,7 +235,13 @@ def _div_approx(d: Domain, a: Any, b: Any, ft: str) -> Any:
     zero = d.and_(d.xor(a, b, n), d.const(1 << (n - 1), n), n)
     # (a NaN stays NaN, as a * (1/b) would be)
     nan_out = d.bor(a_inf, d.fisnan(a, ft))
-    return d.ite(huge, d.ite(nan_out, d.const(canonical_nan(ft), n), zero, n), r, n)
+    r = d.ite(huge, d.ite(nan_out, d.const(canonical_nan(ft), n), zero, n), r, n)
+    # A zero over a subnormal is a signed zero, not 0 * rcp(b) = 0 * inf = NaN: the H200 (sm_90)
+    # gives 0x80000000 for div.approx.f32 0x0, 0x80000001 (datasets/validation/sm_90).
+    a_zero = d.eq(d.and_(a, d.const((1 << (n - 1)) - 1, n), n), d.const(0, n), n)
+    b_sub = d.band(d.flt(d.const(0, n), d.and_(b, d.const((1 << (n - 1)) - 1, n), n), ft),
+                   d.flt(d.and_(b, d.const((1 << (n - 1)) - 1, n), n), fconst(d, 2.0**-126, ft), ft))
+    return d.ite(d.band(a_zero, b_sub), zero, r, n)
 
 
 def _rem(x: Exec) -> None:
@@ -294,12 +356,23 @@ def _low_mask(d: Domain, length: Any, n: int) -> Any:
     return d.sub(d.shl(d.const(1, n), length, n), d.const(1, n), n)
 
 
+def _field(x: Exec, slot: str) -> Any:
+    """A bit-field position or length operand.
+
+    The PTX ISA ("bfe", "bfi") restricts both to ``0..255`` (``b & 0xff``). The 32-bit forms do
+    that on the H200 (sm_90); the 64-bit forms use the whole 32-bit operand: ``bfe.u64`` at
+    position 0x232aed00 gives 0, ``bfi.b64`` of length 0xf15cc1e5 at position 0x0f125230 leaves
+    ``b`` unchanged (datasets/validation/sm_90), where ``& 0xff`` would not.
+    """
+    v = x.read(slot, U32)
+    return v if x.ty.bits == 64 else x.D.and_(v, x.D.const(0xFF, 32), 32)
+
+
 def _bfe(x: Exec) -> None:
     d, t = x.D, x.ty
     n = t.bits
     a = x.read("a", t)
-    pos = d.and_(x.read("b", U32), d.const(0xFF, 32), 32)
-    length = d.and_(x.read("c", U32), d.const(0xFF, 32), 32)
+    pos, length = _field(x, "b"), _field(x, "c")
     pos_n, len_n = (d.zext(v, 32, 64) if n == 64 else v for v in (pos, length))
     field = d.lshr(a, pos_n, n)
     # Bits past the msb are not part of the field: effective length min(len, max(n - pos, 0)).
@@ -320,8 +393,7 @@ def _bfi(x: Exec) -> None:
     d, t = x.D, x.ty
     n = t.bits
     a, b = x.read("a", t), x.read("b", t)
-    pos = d.and_(x.read("c", U32), d.const(0xFF, 32), 32)
-    length = d.and_(x.read("d", U32), d.const(0xFF, 32), 32)
+    pos, length = _field(x, "c"), _field(x, "d")
     pos_n, len_n = (d.zext(v, 32, 64) if n == 64 else v for v in (pos, length))
     mask = d.shl(_low_mask(d, len_n, n), pos_n, n)
     x.write("f", d.or_(d.and_(b, d.not_(mask, n), n), d.and_(d.shl(a, pos_n, n), mask, n), n), t)

@@ -13,9 +13,10 @@ model returns the canonical NaN (0x7fff), as its domains do for every format, an
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC, RND
-from karyamorph.model.ptx.lanes import HALVES, element, fabs, finish, fneg, ftz_in, lanewise
+from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC, RND, signed_zero, tiny_before_rounding
+from karyamorph.model.ptx.lanes import HALVES, element, fabs, fbits, finish, fneg, ftz_in, lanewise
 from karyamorph.model.semantics.instruction import Exec, Instr, Law
 
 # Every rounding mode is recognised so that a refused one is named as such by the type rule.
@@ -36,7 +37,16 @@ def _binary(op: str) -> Callable[[Exec], None]:
     def sem(x: Exec) -> None:
         d, ft = x.D, element(x.ty)[0]
         f = {"add": d.fadd, "sub": d.fsub, "mul": d.fmul}[op]
-        lanewise(x, ("a", "b"), lambda a, b: finish(x, f(ftz_in(x, a, ft), ftz_in(x, b, ft), ft, "rn"), ft))
+
+        def lane(a: Any, b: Any) -> Any:
+            a, b = ftz_in(x, a, ft), ftz_in(x, b, ft)
+            r = f(a, b, ft, "rn")
+            if op == "mul" and x.mod("ftz"):
+                # .ftz flushes a product that is tiny before rounding (see tiny_before_rounding)
+                r = d.ite(tiny_before_rounding(d, "mul", a, b, ft), signed_zero(d, a, b, ft), r, fbits(ft))
+            return finish(x, r, ft)
+
+        lanewise(x, ("a", "b"), lane)
 
     return sem
 

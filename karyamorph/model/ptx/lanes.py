@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from karyamorph.model.ptx.arith import saturate
 from karyamorph.model.semantics.concrete import float_bits
 from karyamorph.model.semantics.domain import Domain, fsign
 from karyamorph.model.semantics.instruction import Exec
@@ -78,23 +79,12 @@ def flush(d: Domain, v: Any, ft: str) -> Any:
     return d.ite(d.band(no_exp, has_man), d.and_(v, d.const(1 << (n - 1), n), n), v, n)
 
 
-def saturate(d: Domain, v: Any, ft: str) -> Any:
-    """``.sat``: clamp to [0.0, 1.0], NaN to +0.0 (PTX ISA 9.7.4.1 "Saturation modifier").
-
-    A -0.0 result compares equal to 0.0 and is kept, as the shipped ``.sat.f32`` does.
-    """
-    n = fbits(ft)
-    zero, one = d.const(0, n), fconst(d, 1.0, ft)
-    v = d.ite(d.bor(d.fisnan(v, ft), d.flt(v, zero, ft)), zero, v, n)
-    return d.ite(d.flt(one, v, ft), one, v, n)
-
-
 def relu(d: Domain, v: Any, ft: str) -> Any:
     """``.relu``: "clamps the result to 0 if negative. NaN results are converted to canonical
-    NaN" (PTX ISA 9.7.4.4 fma, 9.7.9.21 cvt). -0.0 is not negative and is kept."""
+    NaN" (PTX ISA 9.7.4.4 fma, 9.7.9.21 cvt). -0.0 becomes +0.0 too, as on the H200 (sm_90:
+    ``fma.rn.relu.f16 0, -0, -0`` gives 0x0000; datasets/validation/sm_90)."""
     n = fbits(ft)
-    zero = d.const(0, n)
-    v = d.ite(d.flt(v, zero, ft), zero, v, n)
+    v = d.ite(d.band(fsign(d, v, n), d.bnot(d.fisnan(v, ft))), d.const(0, n), v, n)
     return d.ite(d.fisnan(v, ft), nan(d, ft), v, n)
 
 
