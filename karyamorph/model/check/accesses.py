@@ -16,6 +16,7 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.explore import Cut, Explorer
+from karyamorph.model.check.intquery import IntTranslation
 from karyamorph.model.check.loops import counted_loops
 from karyamorph.model.check.symexec import Allocation, Frame, Layout, SymExec, global_base, slot_base
 from karyamorph.model.semantics.concrete import float_bits
@@ -81,6 +82,8 @@ class Trace:
     block: Dim3
     warp_size: int
     latches: list[tuple[Any, Any]] = field(default_factory=list)  # (k, latch) of loops with a symbolic range
+    # (k, fact): iteration k of a loop with a symbolic range is the one it leaves after
+    assumptions: list[tuple[Any, Any]] = field(default_factory=list)
 
 
 def build_layout(
@@ -174,14 +177,18 @@ def thread_coords(tag: str, grid: Dim3, block: Dim3, warp_size: int) -> tuple[di
     return sp, coords
 
 
-def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[Any]:
+def _coord_limits(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[tuple[Any, int]]:
     out = []
     for name, dims in (("tid", block), ("ctaid", grid)):
         for axis, n in zip("xyz", dims, strict=True):
             v = coords[f"{name}.{axis}"]
             if not z3.is_bv_value(v):
-                out.append(z3.ULT(v, n))
+                out.append((v, n))
     return out
+
+
+def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[Any]:
+    return [z3.ULT(v, n) for v, n in _coord_limits(coords, grid, block)]
 
 
 @dataclass(slots=True)
@@ -284,6 +291,9 @@ def build_trace(
         mark=log.mark,
         truncate=log.truncate,
         deadline=deadline,
+        bounds=IntTranslation(
+            {v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}
+        ),
     )
     regs: dict[str, Any] = {}
     for name, t in program.registers.items():
@@ -311,4 +321,5 @@ def build_trace(
         block,
         warp_size,
         ex.latches,
+        ex.exits,
     )

@@ -20,9 +20,10 @@ from typing import Any
 
 import z3
 
-from karyamorph.model.check.intquery import OutOfTime
+from karyamorph.model.check.intquery import IntTranslation, OutOfTime
 from karyamorph.model.check.loops import CountedLoop
 from karyamorph.model.check.symexec import Frame, SymExec, Unsupported, as_const
+from karyamorph.model.check.terms import constant_names
 from karyamorph.model.semantics.decode import Decoded
 
 Event = tuple[Any, ...]
@@ -49,18 +50,7 @@ class Cut:
 def free_vars(term: Any, into: set[str] | None = None) -> set[str]:
     """Names of the uninterpreted constants in a z3 term."""
     out: set[str] = set() if into is None else into
-    seen: set[int] = set()
-    todo = [term]
-    while todo:
-        t = todo.pop()
-        i = t.get_id()
-        if i in seen:
-            continue
-        seen.add(i)
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out.add(t.decl().name())
-        else:
-            todo.extend(t.children())
+    out.update(constant_names(term))
     return out
 
 
@@ -79,11 +69,16 @@ class Explorer:
     truncate: Callable[[int], None] | None = None
     exact_trips: int = 8
     deadline: float | None = None  # time.perf_counter() value past which exploration stops
+    # Interval bounds of the thread's variables: a guard they decide is followed as a constant
+    # (an unrolled copy past the end of the data is never explored), no solver involved.
+    bounds: IntTranslation | None = None
     cuts: list[Cut] = field(default_factory=list)
     abstracted: list[int] = field(default_factory=list)
     # (k, latch at the end of iteration k) of loops whose range condition only says "the
     # previous back edge was taken": a witness's k must be confirmed iteration by iteration
     latches: list[tuple[Any, Any]] = field(default_factory=list)
+    # (k, fact) of loops with a symbolic range: k is the iteration the loop leaves after
+    exits: list[tuple[Any, Any]] = field(default_factory=list)
     steps: int = 0
     _depth: dict[int, int] = field(default_factory=dict)
     _headers: dict[int, CountedLoop] = field(default_factory=dict)
@@ -114,6 +109,8 @@ class Explorer:
         v = fr.regs[g.register]
         v = z3.Not(v) if g.negated else v
         c = as_const(v)
+        if c is None and self.bounds is not None:
+            c = self.bounds.decided(v)
         return None if c is True else False if c is False else v
 
     def _execute(self, dec: Decoded, fr: Frame, guard: Any) -> Gen:
