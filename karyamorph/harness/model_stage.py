@@ -39,15 +39,20 @@ def check_spec(
     unroll: int = 8,
     machine: Any = None,
     deadline_s: float | None = None,
+    strict: bool = False,
 ) -> list[Any]:
     """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
 
-    With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why)."""
+    With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why);
+    ``strict`` counts same-value stores of one warp's lanes as races. Witnesses name the spec's
+    arguments."""
     from karyamorph.model.check.checker import check
     from karyamorph.model.ptx.machine import ptx_machine
 
-    buffers, scalars = check_inputs(spec, module.entry(spec.entry))
+    entry = module.entry(spec.entry)
+    buffers, scalars = check_inputs(spec, entry)
     launch = (spec.grid(), spec.block(), spec.shared_bytes())
+    names = {p.name: a.name for a, p in zip(spec.args, entry.params, strict=True)}
     return check(
         module,
         spec.entry,
@@ -59,6 +64,8 @@ def check_spec(
         scheduling=scheduling,
         unroll=unroll,
         deadline_s=deadline_s,
+        strict=strict,
+        names=names,
     )
 
 

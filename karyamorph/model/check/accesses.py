@@ -16,9 +16,18 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.explore import Cut, Explorer
-from karyamorph.model.check.intquery import IntTranslation
+from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.check.loops import counted_loops
-from karyamorph.model.check.symexec import Allocation, Frame, Layout, SymExec, global_base, slot_base
+from karyamorph.model.check.symexec import (
+    SLOT,
+    Allocation,
+    Frame,
+    Layout,
+    SymExec,
+    global_base,
+    slot_base,
+)
+from karyamorph.model.interp.simt import immediate_bits
 from karyamorph.model.semantics.concrete import float_bits
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
@@ -109,6 +118,20 @@ def build_layout(
             f"{fn.name}: no parameter named {', '.join(unknown)} "
             f"(parameters: {', '.join(p.name for p in fn.params)})"
         )
+    for d in (i for i in module.items if isinstance(i, ast.VarDecl) and i.space == "global"):
+        for name in d.names:  # module-level .global variables: allocations of their own
+            allocations.append(Allocation(name, "global", global_base(k), d.size_bytes or 0))
+            symbols[name] = global_base(k)
+            k += 1
+    contents: dict[str, bytes] = {}
+    for j, d in enumerate(i for i in module.items if isinstance(i, ast.VarDecl) and i.space == "const"):
+        for name in d.names:
+            base = slot_base(j * 16 + d.names.index(name))
+            allocations.append(Allocation(name, "const", base, d.size_bytes or 0))
+            symbols[name] = base
+            data = initial_bytes(d)
+            if data is not None:
+                contents[name] = data
     slots = 0
     dynamic_base: int | None = None
     decls = [s for s in _decls(fn.body or ()) if s.space in ("shared", "local")]
@@ -144,7 +167,25 @@ def build_layout(
             value = z3.BitVec(p.name, bits)
             free[p.name] = value
         params[p.name] = (program.param_offsets[p.name], nbytes, value)
-    return Layout(allocations, symbols, params), free
+    return Layout(allocations, symbols, params, contents), free
+
+
+def initial_bytes(decl: ast.VarDecl) -> bytes | None:
+    """The bytes of a variable's initializer (``= {1, 2, 3}``, zero-filled to its size), or None
+    when it has none or one this reader does not take (addresses of other variables)."""
+    if decl.init is None or decl.size_bytes is None:
+        return None
+    t = ptx_type(decl.type)
+    items = [x for x in decl.init.replace("{", " ").replace("}", " ").split(",") if x.strip()]
+    out = bytearray()
+    for item in items:
+        try:
+            out += immediate_bits(item, t).to_bytes(t.bytes, "little")
+        except ValueError:
+            return None
+    if len(out) > decl.size_bytes:
+        return None
+    return bytes(out) + bytes(decl.size_bytes - len(out))
 
 
 def _decls(statements: tuple[ast.Statement, ...]) -> list[ast.VarDecl]:
@@ -189,6 +230,33 @@ def _coord_limits(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[tuple
 
 def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[Any]:
     return [z3.ULT(v, n) for v, n in _coord_limits(coords, grid, block)]
+
+
+# Initialized constant arrays up to this many elements are read exactly (an if-chain over their
+# elements); larger ones are read as an input function of the address.
+MAX_CONSTANT_ELEMENTS = 1024
+
+
+def constant(layout: Layout, addr: Any, ty: PtxType) -> Any:
+    """The value a ``ld.const`` of ``ty`` at ``addr`` reads: the initializer's element when the
+    variable has one, else the same input for every thread (constant memory is read-only)."""
+    t = z3.simplify(addr)
+    try:
+        _, lo, hi = IntTranslation({}).value(t)
+    except NotLinear:
+        lo = hi = -1
+    alloc = layout.find("const", lo)[0] if lo >= 0 else None
+    if alloc is not None and hi >= alloc.base + SLOT:
+        alloc = None  # the address may lie in more than one variable's window
+    data = layout.contents.get(alloc.name) if alloc is not None else None
+    if alloc is None or data is None or len(data) // ty.bytes > MAX_CONSTANT_ELEMENTS:
+        name = alloc.name if alloc is not None else "const"
+        return z3.Function(f"{name}.u{ty.bits}", z3.BitVecSort(64), z3.BitVecSort(ty.bits))(addr)
+    value: Any = z3.BitVecVal(0, ty.bits)  # past the end: a bounds violation, any value will do
+    for off in range(len(data) - ty.bytes, -1, -ty.bytes):
+        word = int.from_bytes(data[off : off + ty.bytes], "little")
+        value = z3.If(addr == alloc.base + off, z3.BitVecVal(word, ty.bits), value)
+    return z3.simplify(value) if z3.is_bv_value(t) else value
 
 
 @dataclass(slots=True)
@@ -236,6 +304,13 @@ class TwoThreadLog:
         )
 
     def load(self, x: SymExec, space: str, addr: Any, ty: PtxType) -> Any:
+        if space == "const":
+            v = constant(x.layout, addr, ty)
+            # A value the host sets (no initializer) is an input a witness must name.
+            self._log(
+                x, space, addr, ty, False, False, v if z3.is_app_of(v, z3.Z3_OP_UNINTERPRETED) else None
+            )
+            return v
         # Global loads may turn out to read an input (a buffer no thread writes): decided later.
         v = self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits), abstract=space != "global")
         self._log(x, space, addr, ty, False, False, v)
@@ -291,9 +366,7 @@ def build_trace(
         mark=log.mark,
         truncate=log.truncate,
         deadline=deadline,
-        bounds=IntTranslation(
-            {v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}
-        ),
+        bounds=IntTranslation({v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}),
     )
     regs: dict[str, Any] = {}
     for name, t in program.registers.items():

@@ -9,6 +9,7 @@ says so, and the property becomes unknown, never refuted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,7 +87,8 @@ class Encoding:
 
     @staticmethod
     def of(trace: Trace, scheduling: str, timeout_ms: int, deadline: float | None = None) -> Encoding:
-        inputs, written = _read_only_loads(trace)
+        sweep = Sweep.of(trace)
+        inputs, written = _read_only_loads(trace, sweep)
         rename = [(v, z3.Const(v.decl().name().replace("@A", "@B"), v.sort())) for v in trace.thread_vars]
         abstract = set(trace.abstract)
         ro_names = {a.value.decl().name() for a, _, _ in inputs}
@@ -102,13 +104,17 @@ class Encoding:
                 limits[f"{name}.{axis}@A"] = limits[f"{name}.{axis}@B"] = n
         background = coord_constraints(trace.coords, trace.grid, trace.block)
         solver = QuerySolver([], limits, timeout_ms, deadline)
+        for e in trace.events:  # uninitialized .const words: inputs too
+            if isinstance(e, Access) and e.space == "const" and e.value is not None:
+                name = e.value.decl().name().rsplit(".u", 1)[0]
+                inputs.append((e, name, e.nbytes))
         enc = Encoding(trace, scheduling, Substitution(rename), abstract, inputs, solver)
         if written is not None:
             enc.readonly = {
                 a.base >> 32: a.name for a in trace.layout.of_space("global") if a.base >> 32 not in written
             }
         solver.background = background + [enc.b(c) for c in background]
-        enc.sweep = Sweep.of(trace)
+        enc.sweep = sweep
         for k, fact in trace.assumptions:
             enc.assumptions.append((k.decl().name(), fact))
             enc.assumptions.append((enc.b(k).decl().name(), enc.b(fact)))
@@ -204,6 +210,23 @@ class Encoding:
         ]
         return self.solver.check(*fixed, *self.facts(violation), z3.Not(violation)).result == z3.unsat
 
+    def free_values(self, violation: Any) -> str:
+        """What the values a violation hinges on stand for, in words: the abstract variables it
+        mentions, named after the instruction that made them (``atom51#4@A``: line 51's atomic)."""
+        said: dict[str, None] = {}
+        for name in sorted(consts(violation, {})):
+            if name not in self.abstract:
+                continue
+            stem = name.split("#")[0]
+            m = _ORIGIN.fullmatch(stem)
+            if m is None:
+                continue
+            kind, line = m.group(1), m.group(2)
+            said[
+                _WORDS.get(kind, "loop state of {reg} in the loop at line {line}").format(reg=kind, line=line)
+            ] = None
+        return ", ".join(said) or "values the two-thread abstraction leaves free"
+
     def thread(self, model: z3.ModelRef, which: str) -> ThreadId:
         vals = {}
         for k, v in self.trace.coords.items():
@@ -223,7 +246,7 @@ class Encoding:
                 addr = acc.addr if which == "A" else self.b(acc.addr)
                 value = acc.value if which == "A" else self.b(acc.value)
                 a = int(model.eval(addr, model_completion=True).as_long())
-                alloc, off = self.trace.layout.find("global", a)
+                alloc, off = self.trace.layout.find(acc.space, a)
                 if alloc is None or off + nbytes > alloc.size:
                     continue  # the faulty access itself: no input element there
                 key = f"{buf}[{off // nbytes}]"
@@ -235,6 +258,17 @@ class Encoding:
         a = int(model.eval(addr, model_completion=True).as_long())
         alloc, off = self.trace.layout.find(acc.space, a)
         return (alloc.name if alloc else None), off
+
+
+_ORIGIN = re.compile(r"(atom|ld|shflp?|ballot|vote|%?[\w.$]+?)(?:\.loop)?(\d+)")
+_WORDS = {
+    "atom": "the value the atomic at line {line} returns",
+    "ld": "the value loaded at line {line} (memory the kernel also writes)",
+    "shfl": "a value another lane passes at line {line}",
+    "shflp": "a value another lane passes at line {line}",
+    "ballot": "the vote at line {line}",
+    "vote": "the vote at line {line}",
+}
 
 
 def _iterations_reached(latches: list[tuple[Any, Any]], model: z3.ModelRef) -> bool:
@@ -263,18 +297,23 @@ def provenance(addr: Any) -> int | None:
     return None
 
 
-def _read_only_loads(trace: Trace) -> tuple[list[tuple[Access, str, int]], set[int] | None]:
-    """Global loads from buffers no access writes: their values are inputs, the same for every
+def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str, int]], set[int] | None]:
+    """Global loads of words no access writes: their values are inputs, the same for every
     thread. They become ``buffer_uN(address)`` (an uninterpreted function), substituted in.
-    Also returns the windows of the buffers some access writes (None: any buffer may be)."""
+    A word is unwritten when its buffer is, or when no thread's write to the buffer can reach
+    any thread's load of it (told by evaluating both for every thread: ``a[0]`` beside stores
+    to ``a[1 + tid]``). Also returns the windows of the buffers some access writes (None: any
+    buffer may be)."""
     accesses = [e for e in trace.events if isinstance(e, Access)]
     written: set[int] = set()
+    writes: dict[int, list[Access]] = {}
     for a in accesses:
         if a.space == "global" and a.write:
             k = provenance(a.addr)
             if k is None:
                 return [], None  # a store of unknown provenance may write any buffer
             written.add(k)
+            writes.setdefault(k, []).append(a)
     out = []
     pairs: list[tuple[Any, Any]] = []
     loaded: set[str] = set()  # names of the load values replaced so far
@@ -286,7 +325,7 @@ def _read_only_loads(trace: Trace) -> tuple[list[tuple[Access, str, int]], set[i
         if loaded and set(consts(addr, {})) & loaded:
             addr = Substitution(list(pairs))(addr)
         k = provenance(addr)
-        if k is None or k in written:
+        if k is None or (k in written and not all(sweep.disjoint(a, w) for w in writes[k])):
             continue
         alloc, _ = trace.layout.find("global", k << 32)
         if alloc is None:

@@ -181,7 +181,7 @@ def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
         plan,
         noted,
         lambda q: f"lines {q.events[0].line} and {q.events[1].line}",
-        "may race depending on values the two-thread abstraction leaves free (memory contents or loop state)",
+        "may race depending on",
         witness,
         refine=benign.refine if benign is not None else None,
     )

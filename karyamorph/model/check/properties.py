@@ -94,7 +94,10 @@ def decide(
                     continue
             model = enc.confirm(q.violation, out.model)
             if model is None:
-                unsure = unsure or f"{where(q)} {doubt}"
+                unsure = unsure or (
+                    f"{where(q)} {doubt} {enc.free_values(q.violation)}, which the two-thread "
+                    "abstraction leaves free"
+                )
                 continue
             w = witness(q, model)
             replay = enc.vet(prop, w) if enc.vet is not None else None
@@ -134,7 +137,7 @@ def _in_bounds(enc: Encoding, acc: Access) -> Any:
 def plan_bounds(enc: Encoding) -> list[Query]:
     out = []
     for acc in (e for e in enc.trace.events if isinstance(e, Access)):
-        if acc.space not in ("global", "shared", "local") or z3.is_false(acc.guard):
+        if acc.space not in ("global", "shared", "local", "const") or z3.is_false(acc.guard):
             continue
         span = enc.span(acc.addr)
         if span is not None and any(
@@ -165,8 +168,7 @@ def check_bounds(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
         plan,
         finish,
         lambda q: f"line {q.events[0].line}",
-        "may go out of bounds depending on values the two-thread abstraction leaves free "
-        "(memory contents or loop state)",
+        "may go out of bounds depending on",
         witness,
     )
 
@@ -206,7 +208,7 @@ def check_barrier(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
         plan,
         finish,
         lambda q: f"the barrier at line {q.events[0].line}",
-        "may be divergent depending on values the two-thread abstraction leaves free",
+        "may be divergent depending on",
         witness,
         "thread B (not exited) does not reach the barrier",
     )

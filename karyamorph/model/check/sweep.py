@@ -202,6 +202,25 @@ class Sweep:
         _, addr = site
         return bool(np.all((addr >= U64(lo)) & (addr + U64(acc.nbytes) <= U64(hi))))
 
+    def _meetings(
+        self, xa: np.ndarray, na: int, xc: np.ndarray, nc: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sort ``xc``; for each of ``xa``'s ``[x, x + na)``, the range ``[first, last)`` of the
+        sorted ``xc`` whose ``[y, y + nc)`` overlap it. Returns (order, first, last)."""
+        order = np.argsort(xc, kind="stable")
+        xs = xc[order]
+        first = np.searchsorted(xs, xa - np.minimum(xa, U64(nc - 1)), side="left")
+        last = np.searchsorted(xs, xa + U64(na), side="left")
+        return order, first, last
+
+    def disjoint(self, a: Access, c: Access) -> bool:
+        """Whether no thread's ``a`` overlaps any thread's ``c`` (the same thread's included)."""
+        sa, sc = self._site(a), self._site(c)
+        if sa is None or sc is None:
+            return False
+        _, first, last = self._meetings(sa[1], a.nbytes, sc[1], c.nbytes)
+        return not np.any(last > first)
+
     def apart(self, a: Access, c: Access) -> bool:
         """Whether no two distinct threads of the domain can make ``a`` and ``c`` to overlapping
         bytes (for shared memory: two threads of one block)."""
@@ -214,11 +233,9 @@ class Sweep:
         if a.space == "shared":
             # Each block has its own shared memory: threads of two blocks never meet there.
             xa, xc = xa + (self.block_of[ta] << U64(44)), xc + (self.block_of[tc] << U64(44))
-        order = np.argsort(xc, kind="stable")
-        xc, tc = xc[order], tc[order]
         # c's accesses overlapping a's [x, x + na): those starting in (x - nc, x + na).
-        first = np.searchsorted(xc, xa - np.minimum(xa, U64(c.nbytes - 1)), side="left")
-        last = np.searchsorted(xc, xa + U64(a.nbytes), side="left")
+        order, first, last = self._meetings(xa, a.nbytes, xc, c.nbytes)
+        tc = tc[order]
         meets = int(np.sum(last - first))
         if meets == 0:
             return True

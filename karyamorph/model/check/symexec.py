@@ -50,6 +50,7 @@ class Layout:
     allocations: list[Allocation]
     symbols: dict[str, int]
     params: dict[str, tuple[int, int, Any]]  # name -> (offset in param space, bytes, value term)
+    contents: dict[str, bytes] = field(default_factory=dict)  # initialized .const variables
 
     def of_space(self, space: str) -> list[Allocation]:
         return [a for a in self.allocations if a.space == space]
@@ -57,6 +58,8 @@ class Layout:
     def find(self, space: str, address: int) -> tuple[Allocation | None, int]:
         """The allocation of ``space`` that holds ``address`` and the offset in it."""
         stride = GLOBAL_STRIDE if space == "global" else SLOT
+        if space == "const":
+            stride = SLOT
         for a in self.of_space(space):
             if a.base <= address < a.base + stride:
                 return a, address - a.base

@@ -25,6 +25,7 @@ from typing import Any
 import networkx as nx
 import z3
 
+from karyamorph.isa import ast
 from karyamorph.model.check.explore import Explorer
 from karyamorph.model.check.loops import counted_loops
 from karyamorph.model.check.symexec import Frame, Layout, SymExec, Unsupported, as_const
@@ -32,9 +33,10 @@ from karyamorph.model.check.terms import uninterpreted
 from karyamorph.model.semantics.types import PtxType
 
 Dim3 = tuple[int, int, int]
-# Uninterpreted float operations whose first two operands commute (IEEE 754 addition and
-# multiplication are commutative; PTX makes NaN results canonical, so the bits agree too).
-COMMUTATIVE = ("add.", "mul.", "fma.")
+# Uninterpreted float operations whose first two operands commute: IEEE 754 addition and
+# multiplication (PTX makes NaN results canonical, so the bits agree too), and the float min/max
+# forms whose commutativity z3 proves for the model's own semantics (see _LaneExec).
+COMMUTATIVE = ("add.", "mul.", "fma.", "min.", "max.")
 TIMEOUT_MS = 10_000
 
 
@@ -121,6 +123,55 @@ class _Lane:
         return z3.Or(z3.And(lanes), z3.Not(z3.Or(live)))
 
 
+_COMMUTES: dict[str, bool] = {}  # instruction form -> its semantics proved commutative
+
+
+def _commutes(x: SymExec) -> bool:
+    """Whether the current instruction is a two-operand float min/max whose semantics z3 proves
+    commutative (run on fresh operands both ways round; once per instruction form)."""
+    src = x.dec.source
+    if src.opcode not in ("min", "max") or not x.ty.is_float or len(src.operands) != 3:
+        return False
+    a, b = x.dec.operands.get("a"), x.dec.operands.get("b")
+    if not isinstance(a, ast.Register) or not isinstance(b, ast.Register) or a.name == b.name:
+        return False
+    form = src.full_opcode
+    if form not in _COMMUTES:
+        bits = x.ty.bits
+        p, q = z3.BitVec("p", bits), z3.BitVec("q", bits)
+        outs = []
+        for u, v in ((p, q), (q, p)):
+            frame = x.frame.fork(z3.BoolVal(True))
+            frame.regs[a.name], frame.regs[b.name] = _fit(u, x, a.name), _fit(v, x, b.name)
+            probe = SymExec(x.program, x.layout, x.specials, x.memory)
+            probe.set(x.dec, frame, None)
+            x.dec.instr.semantics(probe)
+            d = x.dec.operands["d"]
+            assert isinstance(d, ast.Register)
+            outs.append(frame.regs[d.name])
+        s = z3.Solver()
+        _COMMUTES[form] = s.check(outs[0] != outs[1]) == z3.unsat
+    return _COMMUTES[form]
+
+
+def _fit(v: Any, x: SymExec, reg: str) -> Any:
+    have = x.program.registers[reg].bits
+    return v if have == v.size() else z3.ZeroExt(have - v.size(), v)
+
+
+class _LaneExec(SymExec):
+    """The lane's Exec: a float min/max whose semantics commutes is an uninterpreted function
+    of its operands (z3 then needs only the law, not the comparison circuits of every lane)."""
+
+    __slots__ = ()
+
+    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
+        if slot == "d" and _commutes(self):
+            f = self.D.function(self.dec.source.full_opcode, (ty.bits, ty.bits), ty.bits)
+            value = f(self.read("a", ty), self.read("b", ty))
+        SymExec.write(self, slot, value, ty, elem)
+
+
 def _commutativity(terms: list[Any]) -> list[Any]:
     """``f(a, b, ...) == f(b, a, ...)`` for every commutative float application in ``terms``."""
     out, seen = [], set()
@@ -193,7 +244,7 @@ class WarpStores:
         sp, valid = self._specials(lane, warp, block)
         exists = lambda j: z3.ULT(warp * self.warp_size + j, n)  # noqa: E731
         mem = _Lane(lane, width, exists, decoded[pcs[0]], self.readonly)
-        x = SymExec(self.program, self.layout, sp, mem)
+        x = _LaneExec(self.program, self.layout, sp, mem)
         # Counted loops are always abstracted (their state free per lane): the values a warp
         # combines before its store need not be followed through every iteration.
         ex = Explorer(
