@@ -225,7 +225,7 @@ class Encoding:
             said[
                 _WORDS.get(kind, "loop state of {reg} in the loop at line {line}").format(reg=kind, line=line)
             ] = None
-        return ", ".join(said) or "values the two-thread abstraction leaves free"
+        return ", ".join(said) or "memory contents or loop state"
 
     def thread(self, model: z3.ModelRef, which: str) -> ThreadId:
         vals = {}

@@ -262,7 +262,7 @@ class Explorer:
                 unwrapped = [
                     _unwrapped(k, fr.regs[r], c, regs[r].bits, latch)
                     for r, c in ((r, as_const(s)) for r, s in per_iteration.items())
-                    if isinstance(c, int) and not isinstance(c, bool) and regs[r].bits <= 32
+                    if isinstance(c, int) and not isinstance(c, bool)
                 ]
                 entered = z3.Or(first, z3.And(z3.substitute(latch, (k, k - 1)), *unwrapped))
                 self.latches.append((k, latch))

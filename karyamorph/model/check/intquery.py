@@ -267,7 +267,11 @@ class IntTranslation:
             if k == z3.Z3_OP_BLSHR:
                 return _shifted(a, lo, hi, s)
             return self._wrap(a * (1 << s), lo << s, hi << s, w)
-        if k in (z3.Z3_OP_BAND,) and len(ch) == 2 and any(z3.is_bv_value(c) for c in ch):
+        if (
+            k in (z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR)
+            and len(ch) == 2
+            and any(z3.is_bv_value(c) for c in ch)
+        ):
             m = next(int(c.as_long()) for c in ch if z3.is_bv_value(c))
             other = next((c for c in ch if not z3.is_bv_value(c)), ch[0])
             a, lo, hi = self.value(other)

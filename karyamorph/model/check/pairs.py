@@ -9,6 +9,7 @@ accesses to two buffers makes thousands of pairs of which only those to one buff
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,28 +29,60 @@ SAME_STORE = "same-store"  # a query's tag: one store instruction, two threads
 class _Site:
     """An access with what planning asks of it, computed once."""
 
+    index: int  # in program order
     acc: Access
     provenance: int | None
-    span: tuple[int, int] | None
+    span: tuple[int, int] | None  # of the bytes it may touch: [lo, hi)
     epoch: Any  # of thread A, simplified
     epoch_b: Any  # of thread B
+    interval: int | None  # the barrier interval, when concrete for both threads
 
 
 def _sites(enc: Encoding) -> list[_Site]:
-    out = []
+    out: list[_Site] = []
     for e in enc.trace.events:
         if not isinstance(e, Access) or e.space not in ("global", "shared") or z3.is_false(e.guard):
             continue
         prov = provenance(e.addr) if e.space == "global" else None
-        out.append(_Site(e, prov, enc.span(e.addr), z3.simplify(e.epoch), z3.simplify(enc.b(e.epoch))))
+        span = enc.span(e.addr)
+        ea, eb = z3.simplify(e.epoch), z3.simplify(enc.b(e.epoch))
+        interval = int(ea.as_long()) if z3.is_bv_value(ea) and ea.eq(eb) else None
+        hull = (span[0], span[1] + e.nbytes) if span is not None else None
+        out.append(_Site(len(out), e, prov, hull, ea, eb, interval))
     return out
 
 
 def _bucket(s: _Site) -> tuple[str, int | None, int | None]:
     """(space, allocation window, concrete barrier interval): sites of two buckets can only meet
     when the spaces are equal and each other key is equal or unknown (None) on one side."""
-    epoch = int(s.epoch.as_long()) if s.acc.space == "shared" and z3.is_bv_value(s.epoch) else None
-    return s.acc.space, s.provenance, epoch
+    return s.acc.space, s.provenance, s.interval if s.acc.space == "shared" else None
+
+
+def _candidates(xs: list[_Site], ys: list[_Site], same: bool) -> list[tuple[_Site, _Site]]:
+    """The pairs (x, y) whose byte intervals may overlap (each unordered pair once when ``xs`` is
+    ``ys``), found by sorting instead of trying every pair: an unrolled loop's copies are
+    hundreds of accesses to disjoint intervals."""
+    out: list[tuple[_Site, _Site]] = []
+    near: list[_Site]
+    wide_y = [y for y in ys if y.span is None]
+    narrow = sorted((y for y in ys if y.span is not None), key=lambda y: y.span[0])  # type: ignore[index]
+    los = [y.span[0] for y in narrow]  # type: ignore[index]
+    reach = max((y.span[1] - y.span[0] for y in narrow), default=0)  # type: ignore[index]
+    for x in xs:
+        if x.span is None:
+            near = narrow
+        else:
+            # y meets x iff y.lo < x.hi and y.hi > x.lo, which needs y.lo > x.lo - reach.
+            lo, hi = x.span
+            near = [
+                y
+                for y in narrow[bisect_left(los, lo - reach + 1) : bisect_left(los, hi)]
+                if y.span[1] > lo  # type: ignore[index]
+            ]
+        for y in (*near, *wide_y):
+            if not same or x.index <= y.index:
+                out.append((x, y))
+    return out
 
 
 def _meet(k1: tuple[str, int | None, int | None], k2: tuple[str, int | None, int | None]) -> bool:
@@ -60,16 +93,14 @@ def _meet(k1: tuple[str, int | None, int | None], k2: tuple[str, int | None, int
 
 def _apart(a: _Site, c: _Site) -> bool:
     sa, sc = a.span, c.span
-    return (
-        sa is not None and sc is not None and (sa[1] + a.acc.nbytes <= sc[0] or sc[1] + c.acc.nbytes <= sa[0])
-    )
+    return sa is not None and sc is not None and (sa[1] <= sc[0] or sc[1] <= sa[0])
 
 
 def plan_race(enc: Encoding) -> list[Query]:
     sites = _sites(enc)
-    buckets: dict[tuple[str, int | None, int | None], list[tuple[int, _Site]]] = defaultdict(list)
-    for i, s in enumerate(sites):
-        buckets[_bucket(s)].append((i, s))
+    buckets: dict[tuple[str, int | None, int | None], list[_Site]] = defaultdict(list)
+    for s in sites:
+        buckets[_bucket(s)].append(s)
     same_block, distinct = enc.same_block(), enc.distinct()
     same_warp = enc.same_warp() if enc.scheduling == "lockstep" else None
     leaves: list[tuple[int, int, Query]] = []
@@ -78,13 +109,18 @@ def plan_race(enc: Encoding) -> list[Query]:
         for k2 in keys[x:]:
             if not _meet(k1, k2):
                 continue
-            for i, a in buckets[k1]:
-                for j, c in buckets[k2]:
-                    if k1 == k2 and j < i:
-                        continue
-                    q = _pair(enc, a, c, same_block, distinct, same_warp)
-                    if q is not None:
-                        leaves.append((min(i, j), max(i, j), q))
+            writes1 = [s for s in buckets[k1] if s.acc.write]
+            writes2 = [s for s in buckets[k2] if s.acc.write]
+            reads1 = [s for s in buckets[k1] if not s.acc.write]
+            reads2 = [s for s in buckets[k2] if not s.acc.write]
+            # Every pair with a write in it, once: write-write, then write-read both ways.
+            pairs = _candidates(writes1, writes2, k1 == k2) + _candidates(writes1, reads2, False)
+            if k1 != k2:
+                pairs += [(r, w) for w, r in _candidates(writes2, reads1, False)]
+            for a, c in pairs:
+                q = _pair(enc, a, c, same_block, distinct, same_warp)
+                if q is not None:
+                    leaves.append((min(a.index, c.index), max(a.index, c.index), q))
     leaves.sort(key=lambda t: (t[0], t[1]))  # program order, as a witness is looked for
     return batched([q for _, _, q in leaves])
 
@@ -99,14 +135,13 @@ def _pair(
     # bounds violation, not a race with the neighbouring buffer.
     if None not in (sa.provenance, sc.provenance) and sa.provenance != sc.provenance:
         return None
-    ea, ec = sa.epoch, sc.epoch_b
-    concrete = z3.is_bv_value(ea) and z3.is_bv_value(ec)
-    if a.space == "shared" and concrete and not ea.eq(ec):
+    if a.space == "shared" and None not in (sa.interval, sc.interval) and sa.interval != sc.interval:
         return None  # separated by barriers both threads pass
     if _apart(sa, sc) or (enc.sweep is not None and enc.sweep.apart(a, c)):
         return None
     # Two threads of a block are unordered exactly when they passed as many barriers.
-    together = z3.BoolVal(True) if concrete and ea.eq(ec) else ea == ec
+    same_interval = sa.interval is not None and sa.interval == sc.interval
+    together = z3.BoolVal(True) if same_interval else sa.epoch == sc.epoch_b
     shared = a.space == "shared"
     unordered = z3.And(same_block, together) if shared else z3.Or(z3.Not(same_block), together)
     if same_warp is not None and a.index != c.index:
