@@ -91,8 +91,9 @@ class Trace:
     block: Dim3
     warp_size: int
     latches: list[tuple[Any, Any]] = field(default_factory=list)  # (k, latch) of loops with a symbolic range
-    # (k, fact): iteration k of a loop with a symbolic range is the one it leaves after
-    assumptions: list[tuple[Any, Any]] = field(default_factory=list)
+    # (k, fact, position): iteration k of a loop with a symbolic range is the one it leaves
+    # after, a fact for every event from ``position`` on (a thread there has left the loop)
+    assumptions: list[tuple[Any, Any, int]] = field(default_factory=list)
 
 
 def build_layout(

@@ -158,7 +158,9 @@ def check(
         return [Verdict(p, "unknown", reason=out_of_time(0, None), seconds=spent) for p in properties]
     enc = Encoding.of(trace, sched, timeout_ms, deadline)
     enc.strict = strict
-    enc.stores = WarpStores(program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll)
+    enc.stores = WarpStores(
+        program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline
+    )
     replayed = [0.0]  # seconds spent replaying: not part of a check's time
     if replay:
         # Witness inputs name elements in units of the loads that read them.

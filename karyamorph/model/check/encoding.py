@@ -75,8 +75,8 @@ class Encoding:
     planned: int = 0  # queries of the plans in hand
     done: int = 0  # planned queries decided
     cached: int = 0  # queries answered from the cache
-    # (iteration variable, assumption) of both threads: what a loop's exit iteration satisfies
-    assumptions: list[tuple[str, Any]] = field(default_factory=list)
+    # (thread, position, fact): what a loop's exit iteration satisfies, for events from position on
+    assumptions: list[tuple[str, int, Any]] = field(default_factory=list)
     # Replays a witness on the interpreter (None: witnesses are not replayed while deciding)
     vet: Callable[[str, Witness], Replay] | None = None
     strict: bool = False  # same-value stores by the lanes of a warp count as races
@@ -115,9 +115,8 @@ class Encoding:
             }
         solver.background = background + [enc.b(c) for c in background]
         enc.sweep = sweep
-        for k, fact in trace.assumptions:
-            enc.assumptions.append((k.decl().name(), fact))
-            enc.assumptions.append((enc.b(k).decl().name(), enc.b(fact)))
+        for _, fact, position in trace.assumptions:
+            enc.assumptions += [("A", position, fact), ("B", position, enc.b(fact))]
         return enc
 
     def _coord_pairs(self) -> list[tuple[Any, Any]]:
@@ -140,24 +139,15 @@ class Encoding:
         lin = self.trace.specials["%warpid"]
         return z3.And(self.same_block(), lin == self.b(lin))
 
-    def facts(self, violation: Any) -> list[Any]:
-        """The assumptions a query about ``violation`` needs: the exit conditions of the loops
-        whose exit iteration it mentions (and of the loops those mention)."""
-        if not self.assumptions:
-            return []
-        names = set(consts(violation, {}))
-        out: list[Any] = []
-        todo = list(self.assumptions)
-        changed = True
-        while changed:
-            changed = False
-            for item in list(todo):
-                if item[0] in names:
-                    todo.remove(item)
-                    out.append(item[1])
-                    names |= set(consts(item[1], {}))
-                    changed = True
-        return out
+    def facts(self, a: int | None, b: int | None = None) -> list[Any]:
+        """What thread A at its event ``a`` and thread B at its event ``b`` (trace positions,
+        None: no event) know: each has left the loops that come before, at an exit iteration.
+        Only loops before the event: a thread that never leaves a later loop still gets there."""
+        return [
+            fact
+            for who, position, fact in self.assumptions
+            if (at := a if who == "A" else b) is not None and position <= at
+        ]
 
     def check(self, *constraints: Any) -> Outcome:
         """Decide a query (with the assumptions it needs); the same query is decided once."""
@@ -168,7 +158,7 @@ class Encoding:
             return hit[1]
         # A query the simplifier folds to false (a fully concrete one) needs no solver.
         decided = z3.is_false(z3.simplify(goal))
-        out = Outcome(z3.unsat) if decided else self.solver.check(goal, *self.facts(goal))
+        out = Outcome(z3.unsat) if decided else self.solver.check(goal)
         self._cache[goal.get_id()] = (goal, out)
         return out
 
@@ -180,12 +170,11 @@ class Encoding:
             return None
         return lo, hi
 
-    def confirm(self, violation: Any, model: z3.ModelRef) -> z3.ModelRef | None:
+    def confirm(self, violation: Any, model: z3.ModelRef) -> tuple[z3.ModelRef | None, str]:
         """A model of ``violation`` that is a real counterexample (every loop iteration it picks
-        is reached, its violation does not hinge on abstracted state), or None."""
+        is reached, its violation does not hinge on abstracted state), or None and what it hinges
+        on, in words."""
         names = consts(violation, {})
-        for fact in self.facts(violation):
-            consts(fact, names)
         latches = [
             (k, t)
             for k, t in (*self.trace.latches, *((self.b(k), self.b(t)) for k, t in self.trace.latches))
@@ -195,9 +184,15 @@ class Encoding:
             # Look again among the first CONFIRMED_ITERATIONS iterations of every such loop.
             again = self.check(violation, *[z3.ULT(k, CONFIRMED_ITERATIONS) for k, _ in latches])
             if again.model is None or not _iterations_reached(latches, again.model):
-                return None
+                lines = sorted({int(m.group(1)) for k, _ in latches if (m := _LOOP.match(k.decl().name()))})
+                return None, (
+                    f"an iteration of the loop at line(s) {', '.join(map(str, lines))} past the first "
+                    f"{CONFIRMED_ITERATIONS} (whose back edges the checker confirms one by one)"
+                )
             model = again.model
-        return model if self.genuine(violation, model) else None
+        if self.genuine(violation, model):
+            return model, ""
+        return None, f"{self.free_values(violation)}, which the two-thread abstraction leaves free"
 
     def genuine(self, violation: Any, model: z3.ModelRef) -> bool:
         """Whether ``violation`` holds for every value of the abstract variables, with the
@@ -208,7 +203,7 @@ class Encoding:
         fixed = [
             v == model.eval(v, model_completion=True) for n, v in names.items() if n not in self.abstract
         ]
-        return self.solver.check(*fixed, *self.facts(violation), z3.Not(violation)).result == z3.unsat
+        return self.solver.check(*fixed, z3.Not(violation)).result == z3.unsat
 
     def free_values(self, violation: Any) -> str:
         """What the values a violation hinges on stand for, in words: the abstract variables it
@@ -260,6 +255,7 @@ class Encoding:
         return (alloc.name if alloc else None), off
 
 
+_LOOP = re.compile(r"k(\d+)")
 _ORIGIN = re.compile(r"(atom|ld|shflp?|ballot|vote|%?[\w.$]+?)(?:\.loop)?(\d+)")
 _WORDS = {
     "atom": "the value the atomic at line {line} returns",
@@ -347,5 +343,5 @@ def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str
                     e.value = by_name[e.value.decl().name()]
             else:
                 e.exited = sub(e.exited)
-        trace.assumptions = [(k, sub(f)) for k, f in trace.assumptions]
+        trace.assumptions = [(k, sub(f), at) for k, f, at in trace.assumptions]
     return out, written

@@ -80,8 +80,9 @@ class Explorer:
     # (k, latch at the end of iteration k) of loops whose range condition only says "the
     # previous back edge was taken": a witness's k must be confirmed iteration by iteration
     latches: list[tuple[Any, Any]] = field(default_factory=list)
-    # (k, fact) of loops with a symbolic range: k is the iteration the loop leaves after
-    exits: list[tuple[Any, Any]] = field(default_factory=list)
+    # (k, fact, position) of loops with a symbolic range: k is the iteration the loop leaves
+    # after; position: the number of events logged before the loop (what comes later may use it)
+    exits: list[tuple[Any, Any, int]] = field(default_factory=list)
     steps: int = 0
     _depth: dict[int, int] = field(default_factory=dict)
     _headers: dict[int, CountedLoop] = field(default_factory=dict)
@@ -287,7 +288,8 @@ class Explorer:
         kx = self.fresh(f"k{line}.exit", z3.BitVecSort(64), False)
         at = (k, kx)
         left = z3.BoolVal(True) if again is False else z3.Not(again)
-        self.exits.append((kx, z3.Implies(fr.active, z3.substitute(z3.And(entered, left), at))))
+        fact = z3.Implies(fr.active, z3.substitute(z3.And(entered, left), at))
+        self.exits.append((kx, fact, self.mark()))
         self.latches.append((kx, latch))
         out = {r: z3.simplify(z3.substitute(v, at)) for r, v in st.regs.items()}
         return Frame(out, fr.active, fr.exited, fr.pruned, z3.simplify(z3.substitute(st.epoch, at)))

@@ -148,7 +148,7 @@ def _pair(
         unordered = z3.And(unordered, z3.Not(same_warp))  # lockstep: one instruction at a time
     cb = enc.b(c.addr)
     overlap = z3.And(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
-    violation = z3.And(a.guard, enc.b(c.guard), distinct, unordered, overlap)
+    violation = z3.And(a.guard, enc.b(c.guard), distinct, unordered, overlap, *enc.facts(a.index, c.index))
     tag = SAME_STORE if a is c and a.write and not a.atomic else ""
     return Query(violation, (a, c), tag=tag)
 

@@ -92,12 +92,9 @@ def decide(
                     if narrower is not None:
                         stack.append(narrower)
                     continue
-            model = enc.confirm(q.violation, out.model)
+            model, why = enc.confirm(q.violation, out.model)
             if model is None:
-                unsure = unsure or (
-                    f"{where(q)} {doubt} {enc.free_values(q.violation)}, which the two-thread "
-                    "abstraction leaves free"
-                )
+                unsure = unsure or f"{where(q)} {doubt} {why}"
                 continue
             w = witness(q, model)
             replay = enc.vet(prop, w) if enc.vet is not None else None
@@ -150,7 +147,8 @@ def plan_bounds(enc: Encoding) -> list[Query]:
             for al in enc.trace.layout.of_space(acc.space)
         ):
             continue  # every thread that may make it stays inside one allocation
-        out.append(Query(z3.And(acc.guard, z3.Not(_in_bounds(enc, acc))), (acc,)))
+        violation = z3.And(acc.guard, z3.Not(_in_bounds(enc, acc)), *enc.facts(acc.index))
+        out.append(Query(violation, (acc,)))
     return batched(out)
 
 

@@ -19,6 +19,7 @@ stores compared are the two that can race.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.explore import Explorer
+from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.loops import counted_loops
 from karyamorph.model.check.symexec import Frame, Layout, SymExec, Unsupported, as_const
 from karyamorph.model.check.terms import uninterpreted
@@ -198,6 +200,15 @@ class WarpStores:
     warp_size: int
     readonly: dict[int, str]
     unroll: int = 8
+    deadline: float | None = None  # time.perf_counter() value past which OutOfTime is raised
+
+    def _timeout_ms(self) -> int:
+        if self.deadline is None:
+            return TIMEOUT_MS
+        left = int((self.deadline - time.perf_counter()) * 1000)
+        if left <= 0:
+            raise OutOfTime("while proving the lanes of a warp store one value")
+        return min(TIMEOUT_MS, left)
 
     def _in_loop(self, pc: int) -> bool:
         cfg = self.program.cfg
@@ -249,7 +260,7 @@ class WarpStores:
         # combines before its store need not be followed through every iteration.
         ex = Explorer(
             x, unroll=self.unroll, loops=counted_loops(decoded, self.program.labels),
-            fresh=mem.fresh, mark=mem.mark, truncate=mem.truncate, exact_trips=0,
+            fresh=mem.fresh, mark=mem.mark, truncate=mem.truncate, exact_trips=0, deadline=self.deadline,
         )  # fmt: skip
         regs = {
             r: z3.BoolVal(False) if t.kind == "pred" else z3.BitVecVal(0, t.bits)
@@ -274,16 +285,24 @@ class WarpStores:
             for i in range(width)
             for g, a, v in mem.records
         ]
-        return _equal_where_same_address(items, warp, block, self.grid, -(-n // self.warp_size), line)
+        return _equal_where_same_address(
+            items, warp, block, self.grid, -(-n // self.warp_size), line, self._timeout_ms()
+        )
 
 
 def _equal_where_same_address(
-    items: list[tuple[int, Any, Any, Any]], warp: Any, block: list[Any], grid: Dim3, warps: int, line: int
+    items: list[tuple[int, Any, Any, Any]],
+    warp: Any,
+    block: list[Any],
+    grid: Dim3,
+    warps: int,
+    line: int,
+    timeout_ms: int,
 ) -> tuple[bool, str]:
     """Whether items ``(lane, guard, address, value)`` of distinct lanes with true guards and one
     address always have one value."""
     s = z3.Solver()
-    s.set("timeout", TIMEOUT_MS)
+    s.set("timeout", timeout_ms)
     s.add(z3.ULT(warp, warps), *(z3.ULT(b, g) for b, g in zip(block, grid, strict=True) if g > 1))
     s.add(*_commutativity([v for _, _, _, v in items]))
     # Common case first: every lane's value is one term up to the laws above.
