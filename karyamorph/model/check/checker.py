@@ -1,12 +1,15 @@
 """The z3 checks of a kernel for one launch: bounds, race and barrier verdicts (public API).
 
 The encoding follows GPUVerify and Faial: two distinct symbolic threads, one trace of predicated
-accesses per thread split into barrier intervals, one query per access (bounds) or per pair of
-accesses (race), distinct allocations per pointer parameter, loop variables as free variables
+accesses per thread split into barrier intervals, one condition per access (bounds) or per pair
+of accesses (race), distinct allocations per pointer parameter, loop variables as free variables
 with their range condition for canonical counted loops (unless their concrete trip count is
-short) and bounded unrolling otherwise. Queries are decided as linear integer arithmetic where
-that translation is exact (:mod:`karyamorph.model.check.intquery`), as bit-vectors otherwise.
-Equivalence of two kernels lives in :mod:`karyamorph.model.check.equiv`.
+short) and bounded unrolling otherwise. What depends on the thread ids alone is decided by
+evaluating it for every thread (:mod:`karyamorph.model.check.sweep`); the rest is asked in batches
+(:mod:`karyamorph.model.check.properties`), as linear integer arithmetic where that translation is
+exact (:mod:`karyamorph.model.check.intquery`), as bit-vectors otherwise. Counterexamples are
+replayed on the interpreter before they are reported. Equivalence of two kernels lives in
+:mod:`karyamorph.model.check.equiv`.
 """
 
 from __future__ import annotations
