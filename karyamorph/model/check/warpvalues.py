@@ -301,7 +301,9 @@ def _equal_where_same_address(
 ) -> tuple[bool, str]:
     """Whether items ``(lane, guard, address, value)`` of distinct lanes with true guards and one
     address always have one value."""
-    s = z3.Solver()
+    # Simplifying and solving the lane equalities first takes the proof from about 0.5 s to
+    # 0.05 s on a Triton layernorm's variance reduction (z3's default solver search is slower).
+    s = z3.Then("simplify", "solve-eqs", "smt").solver()
     s.set("timeout", timeout_ms)
     s.add(z3.ULT(warp, warps), *(z3.ULT(b, g) for b, g in zip(block, grid, strict=True) if g > 1))
     s.add(*_commutativity([v for _, _, _, v in items]))
