@@ -80,3 +80,35 @@ def test_a_loop_that_may_never_end_hides_no_race(before: str, after: str, line: 
     if after:
         assert dict(v.witness.inputs)["n"] == 0
     assert v.replay is not None and v.replay.status == "confirmed", v.replay
+
+
+HALVING = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry halving(.param .u64 p)
+{
+    .shared .align 4 .b32 s[1024];
+    .reg .pred %q;
+    .reg .b32 %t, %i, %a;
+    mov.u32 %t, %tid.x;
+    mov.u32 %i, %t;
+LOOP:
+    shr.u32 %i, %i, 1;
+    setp.ne.u32 %q, %i, 0;
+    @%q bra LOOP;
+    bar.sync 0;
+    shl.b32 %a, %t, 2;
+    mov.u32 %i, s;
+    add.u32 %a, %a, %i;
+    st.shared.u32 [%a], %i;
+    ret;
+}
+"""
+
+
+def test_barrier_after_an_unrolled_loop_is_not_refuted_by_a_cut_path() -> None:
+    """``i >>= 1`` until 0 is no counted loop: unrolled 4 deep, the threads still looping (tid
+    >= 16) are on cut paths, and may yet reach the barrier. Proved up to 4, not refuted."""
+    v = check(parse(HALVING), "halving", ptx_machine(), (1, 1024, 0), {"p": 4}, {}, unroll=4)[2]
+    assert v.property == "barrier" and v.verdict == "proved-up-to-k" and v.k == 4, v
