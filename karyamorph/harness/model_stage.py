@@ -46,13 +46,14 @@ def check_spec(
     With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why);
     ``strict`` counts same-value stores of one warp's lanes as races. Witnesses name the spec's
     arguments."""
-    from karyamorph.model.check.checker import check
+    from karyamorph.model.check.checker import UserTerms, check
     from karyamorph.model.ptx.machine import ptx_machine
 
     entry = module.entry(spec.entry)
     buffers, scalars = check_inputs(spec, entry)
     launch = (spec.grid(), spec.block(), spec.shared_bytes())
-    names = {p.name: a.name for a, p in zip(spec.args, entry.params, strict=True)}
+    pairs = list(zip(spec.args, entry.params, strict=True))
+    names = UserTerms({p.name: a.name for a, p in pairs}, {p.name: a.dtype.bytes for a, p in pairs})
     return check(
         module,
         spec.entry,

@@ -76,6 +76,21 @@ def test_input_dependent_race_names_equal_inputs_that_replay() -> None:
     assert v.replay is not None and v.replay.status == "confirmed"
 
 
+def test_inputs_read_narrower_than_the_argument_are_byte_ranges() -> None:
+    """hist_global reads only the low byte of each int key (ld.global.u8): the witness gives the
+    two key bytes, equal, as byte ranges of the int array, and they replay."""
+    spec = load_spec(MANIFEST.kernel("hist_global").spec_path)
+    v = check_spec(spec, prepare(spec), properties=("race",))[0]
+    assert v.verdict == "refuted" and v.witness is not None
+    inputs = dict(v.witness.inputs)
+    assert len(inputs) == 2 and len(set(inputs.values())) == 1, inputs
+    starts = sorted(int(k.split("[")[1].split(":")[0]) for k in inputs)
+    assert all(k.startswith("keys.bytes[") for k in inputs) and all(s % 4 == 0 for s in starts)
+    threads = sorted(t.block[0] * 128 + t.thread[0] for t in v.witness.threads)
+    assert [s // 4 for s in starts] == threads
+    assert v.replay is not None and v.replay.status == "confirmed"
+
+
 def test_witness_names_the_spec_arguments_not_entry_params() -> None:
     spec = load_spec(MANIFEST.kernel("vadd_noguard").spec_path)
     v = check_spec(spec, prepare(spec), properties=("bounds",))[0]

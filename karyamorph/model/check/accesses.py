@@ -233,6 +233,24 @@ def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[A
     return [z3.ULT(v, n) for v, n in _coord_limits(coords, grid, block)]
 
 
+def provenance(addr: Any) -> int | None:
+    """The global allocation window (``address >> 32``) a pointer term is based on, read from its
+    constant addend (the parameter's base), or from its interval bounds when the simplifier has
+    folded the base into the high bits (``Concat(base >> 10, x, 0)`` for ``base + x * 4``); None
+    when the term has no single base."""
+    t = z3.simplify(addr)
+    if z3.is_bv_value(t):
+        return int(t.as_long()) >> 32 or None
+    if t.decl().kind() == z3.Z3_OP_BADD:
+        const = sum(int(c.as_long()) for c in t.children() if z3.is_bv_value(c))
+        return (const % (1 << 64)) >> 32 or None
+    try:
+        _, lo, hi = IntTranslation({}).value(t)
+    except NotLinear:
+        return None
+    return lo >> 32 if lo >> 32 == hi >> 32 else None
+
+
 # Initialized constant arrays up to this many elements are read exactly (an if-chain over their
 # elements); larger ones are read as an input function of the address.
 MAX_CONSTANT_ELEMENTS = 1024

@@ -34,7 +34,7 @@ from karyamorph.model.check.replay import replay as replay_witness
 from karyamorph.model.check.symexec import Unsupported
 from karyamorph.model.check.verdict import Replay, Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores
-from karyamorph.model.check.witnesses import in_user_terms
+from karyamorph.model.check.witnesses import UserTerms, in_user_terms
 from karyamorph.model.interp.interpreter import prepare
 from karyamorph.model.semantics.machine import SCHEDULING, Machine
 
@@ -42,7 +42,7 @@ CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
 PLANS = {"bounds": plan_bounds, "race": plan_race, "barrier": plan_barrier}
 Dim = int | tuple[int, ...]
 
-__all__ = ["CHECKS", "EquivInstance", "Side", "check", "check_equivalence"]
+__all__ = ["CHECKS", "EquivInstance", "Side", "UserTerms", "check", "check_equivalence"]
 
 
 def check(
@@ -60,7 +60,7 @@ def check(
     deadline_s: float | None = None,
     replay: bool = True,
     strict: bool = False,
-    names: dict[str, str] | None = None,
+    names: UserTerms | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -106,7 +106,8 @@ def check(
         as races; by default they are benign once z3 proves the values equal (the verdict's
         reason names their lines).
     names
-        ``.param`` name -> the name a witness should use (a spec's argument names).
+        The names (and element sizes) a witness should use for ``.param`` names: a spec's
+        arguments; by default the PTX's own.
 
     Returns
     -------
@@ -165,9 +166,9 @@ def check(
         program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline
     )
     replayed = [0.0]  # seconds spent replaying: not part of a check's time
+    # Witness inputs name elements in units of the loads that read them.
+    widths = {buf: nbytes for _, buf, nbytes in enc.loads}
     if replay:
-        # Witness inputs name elements in units of the loads that read them.
-        widths = {buf: nbytes for _, buf, nbytes in enc.loads}
 
         def vet(prop: str, w: Witness) -> Replay:
             r = replay_witness(
@@ -220,4 +221,4 @@ def check(
         except OutOfTime:
             reason = out_of_time(enc.done, enc.planned)
             out.append(Verdict(p, "unknown", reason=reason, seconds=base + time.perf_counter() - t1))
-    return in_user_terms(out, module, entry, names or {})
+    return in_user_terms(out, module, entry, names or UserTerms(), widths)

@@ -17,7 +17,7 @@ from typing import Any
 import z3
 from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 
-from karyamorph.model.check.accesses import Access, Trace, coord_constraints
+from karyamorph.model.check.accesses import Access, Trace, coord_constraints, provenance
 from karyamorph.model.check.intquery import NotLinear, Outcome, QuerySolver
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.terms import constant_names
@@ -279,18 +279,6 @@ def _iterations_reached(latches: list[tuple[Any, Any]], model: z3.ModelRef) -> b
             if not z3.is_true(taken):
                 return False
     return True
-
-
-def provenance(addr: Any) -> int | None:
-    """The global allocation window (``address >> 32``) a pointer term is based on, read from its
-    constant addend (the parameter's base), or None when the term has no single base."""
-    t = z3.simplify(addr)
-    if z3.is_bv_value(t):
-        return int(t.as_long()) >> 32 or None
-    if t.decl().kind() == z3.Z3_OP_BADD:
-        const = sum(int(c.as_long()) for c in t.children() if z3.is_bv_value(c))
-        return (const % (1 << 64)) >> 32 or None
-    return None
 
 
 def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str, int]], set[int] | None]:

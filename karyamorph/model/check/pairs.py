@@ -16,8 +16,8 @@ from typing import Any
 
 import z3
 
-from karyamorph.model.check.accesses import Access
-from karyamorph.model.check.encoding import Encoding, provenance
+from karyamorph.model.check.accesses import Access, provenance
+from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.properties import Finish, Query, batched, decide
 from karyamorph.model.check.verdict import Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores

@@ -27,6 +27,7 @@ import networkx as nx
 import z3
 
 from karyamorph.isa import ast
+from karyamorph.model.check.accesses import provenance
 from karyamorph.model.check.explore import Explorer
 from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.loops import counted_loops
@@ -74,15 +75,12 @@ class _Lane:
         return z3.simplify(out) if z3.is_bv_value(j) else out
 
     def load(self, x: SymExec, space: str, addr: Any, ty: PtxType) -> Any:
-        if space == "global":
-            t = z3.simplify(addr)
-            if z3.is_app_of(t, z3.Z3_OP_BADD):
-                base = sum(int(c.as_long()) for c in t.children() if z3.is_bv_value(c))
-                name = self.readonly.get((base % (1 << 64)) >> 32)
-                if name is not None:
-                    # An input no thread writes: lanes reading one address read one value.
-                    f = z3.Function(f"{name}.u{ty.bits}", z3.BitVecSort(64), z3.BitVecSort(ty.bits))
-                    return f(addr)
+        window = provenance(addr) if space == "global" else None
+        name = self.readonly.get(window) if window is not None else None
+        if name is not None:
+            # An input no thread writes: lanes reading one address read one value.
+            f = z3.Function(f"{name}.u{ty.bits}", z3.BitVecSort(64), z3.BitVecSort(ty.bits))
+            return f(addr)
         return self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits))
 
     def store(self, x: SymExec, space: str, addr: Any, value: Any, ty: PtxType) -> None:

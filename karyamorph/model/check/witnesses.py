@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import dataclass, field
 
 from karyamorph.isa import ast
 from karyamorph.model.check.verdict import Verdict, Witness
@@ -53,31 +54,50 @@ def source_lines(module: ast.Module, entry: str) -> dict[int, str]:
     return out
 
 
-def _rename_input(key: str, names: dict[str, str]) -> str:
+@dataclass(frozen=True, slots=True)
+class UserTerms:
+    """How a witness should speak: ``.param`` name -> argument name, and the element size in
+    bytes of each argument's type (a witness input ``x[i]`` counts in units of the load that read
+    it; where that differs from the argument's element, it is given as a byte range)."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    element_bytes: dict[str, int] = field(default_factory=dict)
+
+
+def _rename_input(key: str, terms: UserTerms, loaded: dict[str, int]) -> str:
     m = _INPUT.fullmatch(key)
-    if m is not None:
-        return f"{names.get(m.group(1), m.group(1))}[{m.group(2)}]"
-    return names.get(key, key)
+    if m is None:
+        return terms.names.get(key, key)
+    param, index = m.group(1), int(m.group(2))
+    name = terms.names.get(param, param)
+    width, element = loaded.get(param, 4), terms.element_bytes.get(param)
+    if element is None or element == width:
+        return f"{name}[{index}]"
+    start = index * width
+    return f"{name}.bytes[{start}:{start + width}]"  # e.g. one byte of an int array
 
 
-def readable(w: Witness, names: dict[str, str], sources: dict[int, str]) -> Witness:
-    """``w`` with parameter names replaced by ``names`` and the source line of each PTX line."""
+def readable(w: Witness, terms: UserTerms, sources: dict[int, str], loaded: dict[str, int]) -> Witness:
+    """``w`` with parameter names replaced, inputs in the arguments' units, and the source line of
+    each PTX line; ``loaded``: the width of the loads behind each buffer's inputs."""
     return dataclasses.replace(
         w,
-        buffer=names.get(w.buffer, w.buffer) if w.buffer is not None else None,
-        inputs=tuple(sorted((_rename_input(k, names), v) for k, v in w.inputs)),
+        buffer=terms.names.get(w.buffer, w.buffer) if w.buffer is not None else None,
+        inputs=tuple(sorted((_rename_input(k, terms, loaded), v) for k, v in w.inputs)),
         sources=tuple(sources.get(n, "") for n in w.lines) if sources else w.sources,
     )
 
 
 def in_user_terms(
-    verdicts: list[Verdict], module: ast.Module, entry: str, names: dict[str, str]
+    verdicts: list[Verdict], module: ast.Module, entry: str, terms: UserTerms, loaded: dict[str, int]
 ) -> list[Verdict]:
     """The verdicts with every witness made :func:`readable`."""
     if not any(v.witness is not None for v in verdicts):
         return verdicts
     sources = source_lines(module, entry)
     return [
-        dataclasses.replace(v, witness=readable(v.witness, names, sources)) if v.witness is not None else v
+        dataclasses.replace(v, witness=readable(v.witness, terms, sources, loaded))
+        if v.witness is not None
+        else v
         for v in verdicts
     ]
