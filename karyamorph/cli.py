@@ -307,10 +307,17 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, f
 @click.option("--scheduling", type=click.Choice(["its", "lockstep"]), default="its", show_default=True,
               help="its: lanes of a warp are unordered (sm_70+); lockstep: a warp runs in step.")  # fmt: skip
 @click.option("--unroll", default=8, show_default=True, help="Iterations explored of loops not proved whole.")
+@click.option("--budget", "budget_s", default=30.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds the checks may take; what is undecided then is unknown.")  # fmt: skip
+@click.option("--strict", is_flag=True,
+              help="Count stores of one value by the lanes of one warp to one address as races.")  # fmt: skip
 @size_option
 @format_option("table", "json")
 @friendly_errors
-def check(spec_path: str, props: str, scheduling: str, unroll: int, sizes: tuple[str, ...], fmt: str) -> None:
+def check(
+    spec_path: str, props: str, scheduling: str, unroll: int, budget_s: float, strict: bool,
+    sizes: tuple[str, ...], fmt: str,
+) -> None:  # fmt: skip
     """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3)."""
     from karyamorph.harness.session import load_bound
     from karyamorph.harness.stages.model import PROPERTIES, check_spec
@@ -324,7 +331,10 @@ def check(spec_path: str, props: str, scheduling: str, unroll: int, sizes: tuple
     if unknown:
         raise SpecError("--property", f"unknown {', '.join(unknown)} (choose from {', '.join(PROPERTIES)})")
     try:
-        verdicts = check_spec(kernel, module, properties=wanted, scheduling=scheduling, unroll=unroll)
+        verdicts = check_spec(
+            kernel, module, properties=wanted, scheduling=scheduling, unroll=unroll, deadline_s=budget_s,
+            strict=strict,
+        )  # fmt: skip
     except UnmodeledError as exc:
         _fail(exc, "table")
     _echo({"properties": [v.as_dict() for v in verdicts]} if fmt == "json" else check_view(verdicts))

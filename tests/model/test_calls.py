@@ -146,6 +146,16 @@ def test_checker_reads_constant_tables_exactly() -> None:
     # One block too many runs past the buffer.
     vs = check(parse(module(TABLES, body.replace("TABLE", "perm"))), "k", M, (4, 4, 0), {"out": 48}, {})
     assert vs[0].verdict == "refuted"
+    # A table without an initializer holds zeros (PTX ISA, "Variables: Initializers"), as it
+    # does for the interpreter: every thread of a block stores to one element, and the replay
+    # of the race confirms it.
+    zeros = TABLES + ".const .align 4 .u32 blank[4];\n"
+    vs = check(parse(_module(zeros, body.replace("TABLE", "blank"))), "k", M, (3, 4, 0), {"out": 48}, {})
+    assert [v.verdict for v in vs] == ["proved", "refuted", "proved"]
+    w = vs[1].witness
+    assert w is not None and w.threads[0].block == w.threads[1].block and w.address is not None
+    assert w.address % 16 == 0  # out[4 * ctaid.x + 0]
+    assert vs[1].replay is not None and vs[1].replay.status == "confirmed"
 
 
 def test_nested_calls_rename_apart_and_unmodeled_calls_say_why() -> None:

@@ -63,6 +63,9 @@ def test_manifest_verdicts(case: KernelCase, scheduling: str) -> None:
     for v in verdicts:
         exp = expected[v.property]
         if exp.holds:
+            if exp.unknown and v.verdict == "unknown":
+                assert exp.unknown in v.reason, f"{case.name} {v.property}: {v.reason}"
+                continue
             assert v.verdict in ("proved", "proved-up-to-k"), f"{case.name} {v.property}: {v}"
             assert v.witness is None
             continue
@@ -119,13 +122,15 @@ def test_bounds_witness_replays_on_the_interpreter(case: KernelCase) -> None:
         )
 
 
-# Not replayable on the interpreter: reduce_warpsync races between lanes of one warp, and
-# histogram_racy's read-modify-write runs for a whole warp between two others' (the interpreter
-# randomizes the order of warps and of colliding stores, not of a warp's lanes between instructions).
+# Not replayable on the interpreter: reduce_warpsync and warp_store_partial race between lanes of
+# one warp, and the read-modify-writes of histogram_racy, hist_bytes and hist_global run for a whole warp
+# between two others' (the interpreter randomizes the order of warps and of colliding stores, not
+# of a warp's lanes between instructions; the interleaved replay does, see test_replay).
 RACY = [
     c
     for c in MANIFEST.kernels
-    if c.interp == "schedule" and c.name not in ("reduce_warpsync", "histogram_racy")
+    if c.interp == "schedule"
+    and c.name not in ("reduce_warpsync", "histogram_racy", "hist_bytes", "hist_global", "warp_store_partial")
 ]
 
 

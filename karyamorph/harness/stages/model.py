@@ -10,6 +10,7 @@ from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.model.check.checker import check
+from karyamorph.model.check.witnesses import UserTerms
 from karyamorph.model.interp.errors import ExecutionError, StepLimitError
 from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.model.semantics.decode import unmodeled
@@ -45,13 +46,19 @@ def check_spec(
     unroll: int = 8,
     machine: Any = None,
     deadline_s: float | None = None,
+    strict: bool = False,
 ) -> list[Any]:
     """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
 
-    With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why)."""
+    With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why);
+    ``strict`` counts same-value stores of one warp's lanes as races. Witnesses name the spec's
+    arguments."""
 
-    buffers, scalars = check_inputs(kernel, module.entry(kernel.entry))
+    entry = module.entry(kernel.entry)
+    buffers, scalars = check_inputs(kernel, entry)
     launch = (kernel.grid, kernel.block, kernel.shared_bytes)
+    pairs = list(zip(kernel.args, entry.params, strict=True))
+    names = UserTerms({p.name: a.name for a, p in pairs}, {p.name: a.dtype.bytes for a, p in pairs})
     return check(
         module,
         kernel.entry,
@@ -63,6 +70,8 @@ def check_spec(
         scheduling=scheduling,
         unroll=unroll,
         deadline_s=deadline_s,
+        strict=strict,
+        names=names,
     )
 
 

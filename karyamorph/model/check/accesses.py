@@ -16,13 +16,14 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.explore import Cut, Explorer
+from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.check.loops import counted_loops
 from karyamorph.model.check.symexec import (
+    SLOT,
     Allocation,
     Frame,
     Layout,
     SymExec,
-    as_const,
     global_base,
     provenance,
     slot_base,
@@ -90,6 +91,9 @@ class Trace:
     block: Dim3
     warp_size: int
     latches: list[tuple[Any, Any]] = field(default_factory=list)  # (k, latch) of loops with a symbolic range
+    # (k, fact, position): iteration k of a loop with a symbolic range is the one it leaves
+    # after, a fact for every event from ``position`` on (a thread there has left the loop)
+    assumptions: list[tuple[Any, Any, int]] = field(default_factory=list)
 
 
 def build_layout(
@@ -193,14 +197,47 @@ def thread_coords(tag: str, grid: Dim3, block: Dim3, warp_size: int) -> tuple[di
     return sp, coords
 
 
-def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[Any]:
+def _coord_limits(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[tuple[Any, int]]:
     out = []
     for name, dims in (("tid", block), ("ctaid", grid)):
         for axis, n in zip("xyz", dims, strict=True):
             v = coords[f"{name}.{axis}"]
             if not z3.is_bv_value(v):
-                out.append(z3.ULT(v, n))
+                out.append((v, n))
     return out
+
+
+def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[Any]:
+    return [z3.ULT(v, n) for v, n in _coord_limits(coords, grid, block)]
+
+
+# Constant arrays up to this many elements are read exactly (an if-chain over their elements);
+# a load from a larger one reads a free value.
+MAX_CONSTANT_ELEMENTS = 1024
+
+
+def constant_load(layout: Layout, addr: Any, ty: PtxType, other: Any) -> Any:
+    """The value a ``ld.const`` of ``ty`` at ``addr`` reads from the module's ``.const``
+    variables, which hold their initial bytes (zeros without an initializer) for the whole
+    launch: exact for a constant address, a choice among the elements of the one variable a
+    symbolic address can reach (``other``, a free value, past its end); None when the address
+    may reach several variables or the variable is too large to enumerate."""
+    t = z3.simplify(addr)
+    try:
+        _, lo, hi = IntTranslation({}).value(t)
+    except NotLinear:
+        return None
+    alloc = layout.find("const", lo)[0]
+    if alloc is None or alloc.init is None or hi >= alloc.base + SLOT:
+        return None  # the address may lie in more than one variable's window
+    data = alloc.init
+    if len(data) // ty.bytes > MAX_CONSTANT_ELEMENTS:
+        return None
+    value = other
+    for off in range(len(data) - ty.bytes, -1, -ty.bytes):
+        word = int.from_bytes(data[off : off + ty.bytes], "little")
+        value = z3.If(addr == alloc.base + off, z3.BitVecVal(word, ty.bits), value)
+    return z3.simplify(value) if z3.is_bv_value(t) else value
 
 
 @dataclass(slots=True)
@@ -289,38 +326,6 @@ def _module_variable(layout: Layout, addr: Any) -> bool:
     return alloc is not None and alloc.init is not None
 
 
-# Const loads at symbolic addresses become a choice among at most this many initial values.
-CONSTANT_CHOICES = 256
-
-
-def constant_load(layout: Layout, addr: Any, ty: PtxType, other: Any) -> Any:
-    """The value a ``.const`` load reads from the module's initializers: exact for a constant
-    address, a choice among the aligned initial values for a symbolic one (any other address
-    reads ``other``, a free value); None when no initializer is known."""
-    consts = [a for a in layout.of_space("const") if a.init is not None]
-    if not consts:
-        return None
-    n = ty.bytes
-
-    def value(a: Allocation, off: int) -> Any:
-        assert a.init is not None
-        return z3.BitVecVal(int.from_bytes(a.init[off : off + n], "little"), ty.bits)
-
-    at = as_const(addr)
-    if isinstance(at, int) and not isinstance(at, bool):
-        for a in consts:
-            if a.base <= at and at + n <= a.base + a.size:
-                return value(a, at - a.base)
-        return None
-    choices = [(a.base + off, value(a, off)) for a in consts for off in range(0, a.size - n + 1, n)]
-    if len(choices) > CONSTANT_CHOICES:
-        return None
-    out = other
-    for where, v in reversed(choices):
-        out = z3.If(addr == where, v, out)
-    return out
-
-
 def build_trace(
     program: Any,
     module: ast.Module,
@@ -350,6 +355,7 @@ def build_trace(
         mark=log.mark,
         truncate=log.truncate,
         deadline=deadline,
+        bounds=IntTranslation({v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}),
     )
     regs: dict[str, Any] = {}
     for name, t in program.registers.items():
@@ -377,4 +383,5 @@ def build_trace(
         block,
         warp_size,
         ex.latches,
+        ex.exits,
     )

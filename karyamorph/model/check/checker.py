@@ -1,38 +1,41 @@
 """The z3 checks of a kernel for one launch: bounds, race and barrier verdicts (public API).
 
 The encoding follows GPUVerify and Faial: two distinct symbolic threads, one trace of predicated
-accesses per thread split into barrier intervals, one query per access (bounds) or per pair of
-accesses (race), distinct allocations per pointer parameter, loop variables as free variables
+accesses per thread split into barrier intervals, one condition per access (bounds) or per pair
+of accesses (race), distinct allocations per pointer parameter, loop variables as free variables
 with their range condition for canonical counted loops (unless their concrete trip count is
-short) and bounded unrolling otherwise. Queries are decided as linear integer arithmetic where
-that translation is exact (:mod:`karyamorph.model.check.intquery`), as bit-vectors otherwise.
-Equivalence of two kernels lives in :mod:`karyamorph.model.check.equiv`.
+short) and bounded unrolling otherwise. What depends on the thread ids alone is decided by
+evaluating it for every thread (:mod:`karyamorph.model.check.sweep`); the rest is asked in batches
+(:mod:`karyamorph.model.check.properties`), as linear integer arithmetic where that translation is
+exact (:mod:`karyamorph.model.check.intquery`), as bit-vectors otherwise. Counterexamples are
+replayed on the interpreter before they are reported. Equivalence of two kernels lives in
+:mod:`karyamorph.model.check.equiv`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 
 from karyamorph.isa import ast
 from karyamorph.model.check.accesses import build_trace, dim3
 from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
+from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
 from karyamorph.model.check.intquery import OutOfTime
+from karyamorph.model.check.pairs import check_race, plan_race
 from karyamorph.model.check.properties import (
-    Encoding,
     check_barrier,
     check_bounds,
-    check_race,
     cut_reason,
     plan_barrier,
     plan_bounds,
-    plan_race,
 )
 from karyamorph.model.check.replay import replay as replay_witness
 from karyamorph.model.check.symexec import Unsupported
-from karyamorph.model.check.verdict import Verdict, Witness
+from karyamorph.model.check.verdict import Replay, Verdict, Witness
+from karyamorph.model.check.warpvalues import WarpStores
+from karyamorph.model.check.witnesses import UserTerms, in_user_terms
 from karyamorph.model.interp.interpreter import prepare
 from karyamorph.model.semantics.machine import SCHEDULING, Machine
 
@@ -40,7 +43,7 @@ CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
 PLANS = {"bounds": plan_bounds, "race": plan_race, "barrier": plan_barrier}
 Dim = int | tuple[int, ...]
 
-__all__ = ["CHECKS", "EquivInstance", "Side", "check", "check_equivalence"]
+__all__ = ["CHECKS", "EquivInstance", "Side", "UserTerms", "check", "check_equivalence"]
 
 
 def check(
@@ -57,6 +60,8 @@ def check(
     timeout_ms: int = 10_000,
     deadline_s: float | None = None,
     replay: bool = True,
+    strict: bool = False,
+    names: UserTerms | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -92,8 +97,18 @@ def check(
         decided when it runs out is unknown, with the reason "time budget of N s ran out after
         M of K queries"; a budget never turns into a pass.
     replay
-        Replay the witness of every refuted verdict on the CPU interpreter
-        (:func:`karyamorph.model.check.replay.replay`) and keep the outcome in ``Verdict.replay``.
+        Replay every counterexample on the CPU interpreter
+        (:func:`karyamorph.model.check.replay.replay`) before reporting it, and keep the outcome
+        in ``Verdict.replay``. A counterexample whose replay contradicts it is a checker defect:
+        the search goes on, and if every counterexample found is contradicted the property is
+        ``unknown`` with the reason (never ``refuted``).
+    strict
+        Count stores of one value to one address by the lanes of one warp at one instruction
+        as races; by default they are benign once z3 proves the values equal (the verdict's
+        reason names their lines).
+    names
+        The names (and element sizes) a witness should use for ``.param`` names: a spec's
+        arguments; by default the PTX's own.
 
     Returns
     -------
@@ -147,6 +162,24 @@ def check(
         spent = time.perf_counter() - t0
         return [Verdict(p, "unknown", reason=out_of_time(0, None), seconds=spent) for p in properties]
     enc = Encoding.of(trace, sched, timeout_ms, deadline)
+    enc.strict = strict
+    enc.stores = WarpStores(
+        program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline
+    )
+    replayed = [0.0]  # seconds spent replaying: not part of a check's time
+    # Witness inputs name elements in units of the loads that read them.
+    widths = {buf: nbytes for _, buf, nbytes in enc.loads}
+    if replay:
+
+        def vet(prop: str, w: Witness) -> Replay:
+            r = replay_witness(
+                module, entry, machine, launch, buffers, scalars, Verdict(prop, "refuted", witness=w),
+                element_bytes=widths, scheduling=sched,
+            )  # fmt: skip
+            replayed[0] += r.seconds
+            return r
+
+        enc.vet = vet
     plans = {p: PLANS[p](enc) for p in properties}
     enc.planned = sum(len(q) for q in plans.values()) + (1 if trace.cuts else 0)
     try:
@@ -160,19 +193,30 @@ def check(
     notes = [
         f"loop at line {n}: all iterations (free iteration variable)" for n in sorted(set(trace.abstracted))
     ]
+    if trace.assumptions:
+        notes.append("assuming every loop terminates")
     if trace.inputs:
         notes.append(f"for every value of {', '.join(sorted(trace.inputs))}")
     out = []
     for p in properties:
         t1 = time.perf_counter()
+        replayed[0] = 0.0
 
-        def finish(prop: str, verdict: str, witness: Witness | None, reason: str, t1: float = t1) -> Verdict:
+        def finish(
+            prop: str,
+            verdict: str,
+            witness: Witness | None,
+            reason: str,
+            replay: Replay | None = None,
+            t1: float = t1,
+        ) -> Verdict:
             k = None
             if verdict == "proved" and cut:
                 verdict, k, reason = "proved-up-to-k", unroll, cut
             if verdict in ("proved", "proved-up-to-k"):
                 reason = "; ".join(x for x in (reason, *notes) if x)
-            return Verdict(prop, verdict, k, witness, reason, base + time.perf_counter() - t1)
+            seconds = base + time.perf_counter() - t1 - replayed[0]
+            return Verdict(prop, verdict, k, witness, reason, seconds, replay)
 
         try:
             v = CHECKS[p](enc, plans[p], finish)
@@ -180,18 +224,4 @@ def check(
         except OutOfTime:
             reason = out_of_time(enc.done, enc.planned)
             out.append(Verdict(p, "unknown", reason=reason, seconds=base + time.perf_counter() - t1))
-    if not replay:
-        return out
-    # Witness inputs name elements in units of the loads that read them.
-    widths = {buf: nbytes for _, buf, nbytes in enc.loads}
-    return [
-        dataclasses.replace(
-            v,
-            replay=replay_witness(
-                module, entry, machine, launch, buffers, scalars, v, element_bytes=widths, scheduling=sched
-            ),
-        )
-        if v.witness is not None
-        else v
-        for v in out
-    ]
+    return in_user_terms(out, module, entry, names or UserTerms(), widths)

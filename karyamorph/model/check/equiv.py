@@ -21,7 +21,7 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.allthreads import Kernel, Side, run_launch
-from karyamorph.model.check.properties import consts
+from karyamorph.model.check.encoding import consts
 from karyamorph.model.check.symexec import Unsupported
 from karyamorph.model.check.verdict import Verdict, Witness
 from karyamorph.model.interp.interpreter import prepare
@@ -297,5 +297,4 @@ def _uninterpreted(term: Any) -> set[str]:
 
 
 def _inputs_of(term: Any) -> dict[str, Any]:
-
     return {n: v for n, v in consts(term, {}).items() if n.startswith("in")}

@@ -21,9 +21,10 @@ from typing import Any
 import z3
 
 from karyamorph.isa import ast
-from karyamorph.model.check.intquery import OutOfTime
+from karyamorph.model.check.intquery import IntTranslation, OutOfTime
 from karyamorph.model.check.loops import CountedLoop
 from karyamorph.model.check.symexec import Frame, SymExec, Unsupported, as_const
+from karyamorph.model.check.terms import constant_names
 from karyamorph.model.interp.simt import immediate_bits
 from karyamorph.model.semantics.decode import Decoded
 from karyamorph.model.semantics.types import int_type
@@ -52,18 +53,7 @@ class Cut:
 def free_vars(term: Any, into: set[str] | None = None) -> set[str]:
     """Names of the uninterpreted constants in a z3 term."""
     out: set[str] = set() if into is None else into
-    seen: set[int] = set()
-    todo = [term]
-    while todo:
-        t = todo.pop()
-        i = t.get_id()
-        if i in seen:
-            continue
-        seen.add(i)
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out.add(t.decl().name())
-        else:
-            todo.extend(t.children())
+    out.update(constant_names(term))
     return out
 
 
@@ -82,11 +72,17 @@ class Explorer:
     truncate: Callable[[int], None] | None = None
     exact_trips: int = 8
     deadline: float | None = None  # time.perf_counter() value past which exploration stops
+    # Interval bounds of the thread's variables: a guard they decide is followed as a constant
+    # (an unrolled copy past the end of the data is never explored), no solver involved.
+    bounds: IntTranslation | None = None
     cuts: list[Cut] = field(default_factory=list)
     abstracted: list[int] = field(default_factory=list)
     # (k, latch at the end of iteration k) of loops whose range condition only says "the
     # previous back edge was taken": a witness's k must be confirmed iteration by iteration
     latches: list[tuple[Any, Any]] = field(default_factory=list)
+    # (k, fact, position) of loops with a symbolic range: k is the iteration the loop leaves
+    # after; position: the number of events logged before the loop (what comes later may use it)
+    exits: list[tuple[Any, Any, int]] = field(default_factory=list)
     steps: int = 0
     _depth: dict[int, int] = field(default_factory=dict)
     _headers: dict[int, CountedLoop] = field(default_factory=dict)
@@ -117,6 +113,8 @@ class Explorer:
         v = fr.regs[g.register]
         v = z3.Not(v) if g.negated else v
         c = as_const(v)
+        if c is None and self.bounds is not None:
+            c = self.bounds.decided(v)
         return None if c is True else False if c is False else v
 
     def _execute(self, dec: Decoded, fr: Frame, guard: Any) -> Gen:
@@ -262,7 +260,12 @@ class Explorer:
             if trips:
                 entered = z3.ULT(k, trips)
             else:
-                entered = z3.Or(first, z3.substitute(latch, (k, k - 1)))
+                unwrapped = [
+                    _unwrapped(k, fr.regs[r], c, regs[r].bits, latch)
+                    for r, c in ((r, as_const(s)) for r, s in per_iteration.items())
+                    if isinstance(c, int) and not isinstance(c, bool)
+                ]
+                entered = z3.Or(first, z3.And(z3.substitute(latch, (k, k - 1)), *unwrapped))
                 self.latches.append((k, latch))
             st.active = z3.And(st.active, entered)
             yield from self.region(loop.header, loop.latch, st, loop.header)
@@ -276,15 +279,22 @@ class Explorer:
             last = (k, z3.BitVecVal(trips - 1, 64))
             out = {r: z3.simplify(z3.substitute(v, last)) for r, v in st.regs.items()}
             return Frame(out, fr.active, fr.exited, fr.pruned, z3.simplify(z3.substitute(st.epoch, last)))
-        if again is not None and again is not False:
-            st.active = z3.And(st.active, z3.Not(again))
-        elif again is None:
-            st.active = z3.BoolVal(False)
-        st.pruned = fr.pruned + 1
-        return st
+        if again is None:  # the back edge is always taken: nothing after the loop runs
+            st.active, st.pruned = z3.BoolVal(False), fr.pruned + 1
+            return st
+        # Every thread that enters the loop leaves it, after the iteration k_exit whose back edge
+        # it does not take: the code after the loop is reached on the paths that reached the
+        # loop (however many iterations each thread makes), assuming the loop terminates.
+        kx = self.fresh(f"k{line}.exit", z3.BitVecSort(64), False)
+        at = (k, kx)
+        left = z3.BoolVal(True) if again is False else z3.Not(again)
+        fact = z3.Implies(fr.active, z3.substitute(z3.And(entered, left), at))
+        self.exits.append((kx, fact, self.mark()))
+        self.latches.append((kx, latch))
+        out = {r: z3.simplify(z3.substitute(v, at)) for r, v in st.regs.items()}
+        return Frame(out, fr.active, fr.exited, fr.pruned, z3.simplify(z3.substitute(st.epoch, at)))
 
     def _step(self, op: Any, fr: Frame, bits: int) -> Any:
-
         if isinstance(op, ast.Immediate):
             return z3.BitVecVal(immediate_bits(op.text, int_type(bits)), bits)
         v = self.x.specials[op.name] if op.name in self.x.specials else fr.regs[op.name]
@@ -292,6 +302,34 @@ class Explorer:
         return (
             v if have == bits else z3.Extract(bits - 1, 0, v) if have > bits else z3.ZeroExt(bits - have, v)
         )
+
+
+def _unwrapped(k: Any, start: Any, step: int, w: int, latch: Any) -> Any:
+    """A condition every reached iteration ``k`` of a loop meets, for an induction register of
+    ``w`` bits entering at ``start`` and changing by the constant ``step`` per iteration: its value
+    at iteration ``k`` has not wrapped around (signed or unsigned), or the loop went on through
+    the two back edges around the wrap point (``latch`` at the end of iteration ``k``).
+
+    Without it a free ``k`` admits wrapped values a loop's guard excludes (``i < n`` with a
+    signed ``i``), and a bounds query sees negative indices no thread computes."""
+    signed_step = step - (1 << w) if step >= 1 << (w - 1) else step
+    if signed_step == 0:
+        return z3.BoolVal(True)
+    d, wide = abs(signed_step), w + 66  # k (64 bits) times a w-bit step, plus a sign
+    kk = z3.ZeroExt(wide - 64, k)
+    out = []
+    for signed in (False, True):
+        x0 = (z3.SignExt if signed else z3.ZeroExt)(wide - w, start)
+        if signed_step > 0:
+            limit = z3.BitVecVal((1 << (w - 1)) - 1 if signed else (1 << w) - 1, wide)
+            ok, last = x0 + kk * d <= limit, z3.UDiv(limit - x0, d)
+        else:
+            limit = z3.BitVecVal(-(1 << (w - 1)) if signed else 0, wide)
+            ok, last = x0 - kk * d >= limit, z3.UDiv(x0 - limit, d)
+        j = z3.Extract(63, 0, last)  # the last iteration before the wrap (below 2**w)
+        around = z3.And(z3.substitute(latch, (k, j)), z3.Or(j == 0, z3.substitute(latch, (k, j - 1))))
+        out.append(z3.Or(ok, around))
+    return z3.And(out)
 
 
 def _trip_count(latch: Any, k: Any, cap: int = 4096) -> int | None:

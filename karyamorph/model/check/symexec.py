@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import z3
 
 from karyamorph.isa import ast
+from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.interp.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from karyamorph.model.interp.simt import immediate_bits
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands
@@ -102,14 +103,20 @@ class MemoryModel(Protocol):
 
 def provenance(addr: Any) -> int | None:
     """The global allocation window (``address >> 32``) a pointer term is based on, read from its
-    constant addend (the parameter's base), or None when the term has no single base."""
+    constant addend (the parameter's base), or from its interval bounds when the simplifier has
+    folded the base into the high bits (``Concat(base >> 10, x, 0)`` for ``base + x * 4``); None
+    when the term has no single base."""
     t = z3.simplify(addr)
     if z3.is_bv_value(t):
         return int(t.as_long()) >> 32 or None
     if t.decl().kind() == z3.Z3_OP_BADD:
         const = sum(int(c.as_long()) for c in t.children() if z3.is_bv_value(c))
         return (const % (1 << 64)) >> 32 or None
-    return None
+    try:
+        _, lo, hi = IntTranslation({}).value(t)
+    except NotLinear:
+        return None
+    return lo >> 32 if lo >> 32 == hi >> 32 else None
 
 
 def simple(term: Any) -> Any:

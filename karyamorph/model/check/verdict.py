@@ -44,6 +44,9 @@ class Witness:
     inputs : tuple of (str, int)
         Input values the witness needs: free scalars (``n``) and loaded elements (``x[12]``);
         float values are given as bit patterns.
+    sources : tuple of str
+        The source ``file:line`` of each PTX line (from ``.loc`` directives), ``""`` where the
+        PTX carries none; empty when not known.
     """
 
     threads: tuple[ThreadId, ...]
@@ -53,6 +56,7 @@ class Witness:
     buffer: str | None = None
     address: int | None = None
     inputs: tuple[tuple[str, int], ...] = ()
+    sources: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,11 +67,16 @@ class Witness:
             "buffer": self.buffer,
             "address": self.address,
             "inputs": dict(self.inputs),
+            "sources": list(self.sources),
         }
 
     def __str__(self) -> str:
         who = " and ".join(str(t) for t in self.threads)
-        at = ", ".join(f"line {n} ({i})" for n, i in zip(self.lines, self.instructions, strict=False))
+        src = self.sources or ("",) * len(self.lines)
+        at = ", ".join(
+            f"line {n} ({i}{', ' + s if s else ''})"
+            for n, i, s in zip(self.lines, self.instructions, src, strict=False)
+        )
         where = f" {self.space} {self.buffer or '<no allocation>'}+{self.address}" if self.space else ""
         ins = f" inputs {dict(self.inputs)}" if self.inputs else ""
         return f"{who} at {at}{where}{ins}"

@@ -51,6 +51,9 @@ class Expected:
         Kernel argument or ``.shared`` variable names the faulty accesses touch.
     notes : str
         Which threads and inputs make a witness.
+    unknown : str
+        A property that holds but lies past the two-thread abstraction (an index taken from an
+        atomic's return value): a checker may answer ``unknown`` with this text in its reason.
     """
 
     verdict: str
@@ -59,6 +62,7 @@ class Expected:
     space: str | None = None
     buffers: tuple[str, ...] = ()
     notes: str = ""
+    unknown: str = ""
 
     @property
     def holds(self) -> bool:
@@ -157,7 +161,12 @@ def _expected(raw: Any, where: str) -> Expected:
         raise ManifestError(f"{where}: a violated property needs lines (or pairs for a race)")
     if verdict == "holds" and (lines or pairs):
         raise ManifestError(f"{where}: a property that holds has no witness lines")
-    return Expected(verdict, lines, pairs, space, tuple(raw.get("buffers", ())), raw.get("notes", ""))
+    unknown = raw.get("unknown", "")
+    if unknown and verdict != "holds":
+        raise ManifestError(f"{where}.unknown: only a property that holds may be left unknown")
+    return Expected(
+        verdict, lines, pairs, space, tuple(raw.get("buffers", ())), raw.get("notes", ""), unknown
+    )
 
 
 def _kernel(raw: dict[str, Any], base: Path, where: str) -> KernelCase:

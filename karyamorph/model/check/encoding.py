@@ -1,0 +1,332 @@
+"""The two-thread encoding of a trace: thread ``B`` as a renaming of thread ``A``, input loads as
+functions of their address, the solver with its cache, and reading witnesses out of z3 models.
+
+Thread ``A`` is the trace's own symbolic thread; thread ``B`` is the same trace with every
+private variable renamed. A refutation whose violation still depends on values the abstraction
+leaves free (shared memory contents, loop state) is not a counterexample: :meth:`Encoding.confirm`
+says so, and the property becomes unknown, never refuted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
+
+from karyamorph.model.check.accesses import Access, Trace, coord_constraints
+from karyamorph.model.check.intquery import NotLinear, Outcome, QuerySolver
+from karyamorph.model.check.sweep import Sweep
+from karyamorph.model.check.symexec import provenance
+from karyamorph.model.check.terms import constant_names
+from karyamorph.model.check.verdict import Replay, ThreadId, Witness
+from karyamorph.model.check.warpvalues import WarpStores
+
+# Iterations of a loop with a symbolic range that a witness may pick (each one is confirmed).
+CONFIRMED_ITERATIONS = 4096
+
+
+def consts(term: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """The uninterpreted constants of ``term`` by name, added to ``out``."""
+    out.update(constant_names(term))
+    return out
+
+
+@dataclass(slots=True)
+class Substitution:
+    """A fixed simultaneous substitution, applied through z3's C API with arrays built once
+    (``z3.substitute`` rebuilds and re-checks every pair on each call)."""
+
+    pairs: list[tuple[Any, Any]]
+    _arrays: tuple[Any, Any] | None = None
+    _done: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id -> (term kept alive, result)
+
+    def __call__(self, term: Any) -> Any:
+        if not self.pairs:
+            return term
+        hit = self._done.get(term.get_id())
+        if hit is not None:
+            return hit[1]
+        if self._arrays is None:
+            n = len(self.pairs)
+            src, dst = (z3.Ast * n)(), (z3.Ast * n)()
+            for i, (a, b) in enumerate(self.pairs):
+                src[i], dst[i] = a.as_ast(), b.as_ast()
+            self._arrays = (src, dst)
+        src, dst = self._arrays
+        ctx = term.ctx
+        out = _to_expr_ref(z3.Z3_substitute(ctx.ref(), term.as_ast(), len(self.pairs), src, dst), ctx)
+        self._done[term.get_id()] = (term, out)
+        return out
+
+
+@dataclass(slots=True)
+class Encoding:
+    """A trace made ready for queries: inputs substituted, thread ``B`` defined, solver set up."""
+
+    trace: Trace
+    scheduling: str
+    b: Substitution  # a term of thread A -> the same term for thread B
+    abstract: set[str]
+    loads: list[tuple[Access, str, int]]  # read-only global loads: (access, buffer, element bytes)
+    solver: QuerySolver
+    planned: int = 0  # queries of the plans in hand
+    done: int = 0  # planned queries decided
+    cached: int = 0  # queries answered from the cache
+    # (thread, position, fact): what a loop's exit iteration satisfies, for events from position on
+    assumptions: list[tuple[str, int, Any]] = field(default_factory=list)
+    # Replays a witness on the interpreter (None: witnesses are not replayed while deciding)
+    vet: Callable[[str, Witness], Replay] | None = None
+    strict: bool = False  # same-value stores by the lanes of a warp count as races
+    stores: WarpStores | None = None  # proves such stores (None: none are benign)
+    readonly: dict[int, str] = field(default_factory=dict)  # global window -> buffer no thread writes
+    sweep: Sweep | None = None  # every thread's values of coordinate-only terms
+    _cache: dict[int, tuple[Any, Outcome]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(trace: Trace, scheduling: str, timeout_ms: int, deadline: float | None = None) -> Encoding:
+        sweep = Sweep.of(trace)
+        inputs, written = _read_only_loads(trace, sweep)
+        rename = [(v, z3.Const(v.decl().name().replace("@A", "@B"), v.sort())) for v in trace.thread_vars]
+        abstract = set(trace.abstract)
+        ro_names = {a.value.decl().name() for a, _, _ in inputs}
+        for e in trace.events:
+            if isinstance(e, Access) and e.value is not None and e.space == "global":
+                name = e.value.decl().name()
+                if name not in ro_names:
+                    abstract.add(name)
+        abstract |= {n.replace("@A", "@B") for n in abstract}
+        limits: dict[str, int] = {}
+        for name, dims in (("tid", trace.block), ("ctaid", trace.grid)):
+            for axis, n in zip("xyz", dims, strict=True):
+                limits[f"{name}.{axis}@A"] = limits[f"{name}.{axis}@B"] = n
+        background = coord_constraints(trace.coords, trace.grid, trace.block)
+        solver = QuerySolver([], limits, timeout_ms, deadline)
+        enc = Encoding(trace, scheduling, Substitution(rename), abstract, inputs, solver)
+        if written is not None:
+            enc.readonly = {
+                a.base >> 32: a.name for a in trace.layout.of_space("global") if a.base >> 32 not in written
+            }
+        solver.background = background + [enc.b(c) for c in background]
+        enc.sweep = sweep
+        for _, fact, position in trace.assumptions:
+            enc.assumptions += [("A", position, fact), ("B", position, enc.b(fact))]
+        return enc
+
+    def _coord_pairs(self) -> list[tuple[Any, Any]]:
+        return [(v, self.b(v)) for v in self.trace.coords.values()]
+
+    def same_block(self) -> Any:
+        return z3.And(
+            [
+                a == b
+                for k, (a, b) in zip(self.trace.coords, self._coord_pairs(), strict=True)
+                if k.startswith("ctaid")
+            ]
+            or [z3.BoolVal(True)]
+        )
+
+    def distinct(self) -> Any:
+        return z3.Or([a != b for a, b in self._coord_pairs()] or [z3.BoolVal(False)])
+
+    def same_warp(self) -> Any:
+        lin = self.trace.specials["%warpid"]
+        return z3.And(self.same_block(), lin == self.b(lin))
+
+    def facts(self, a: int | None, b: int | None = None) -> list[Any]:
+        """What thread A at its event ``a`` and thread B at its event ``b`` (trace positions,
+        None: no event) know: each has left the loops that come before, at an exit iteration.
+        Only loops before the event: a thread that never leaves a later loop still gets there."""
+        return [
+            fact
+            for who, position, fact in self.assumptions
+            if (at := a if who == "A" else b) is not None and position <= at
+        ]
+
+    def check(self, *constraints: Any) -> Outcome:
+        """Decide a query (with the assumptions it needs); the same query is decided once."""
+        goal = z3.And(*constraints) if len(constraints) != 1 else constraints[0]
+        hit = self._cache.get(goal.get_id())
+        if hit is not None:
+            self.cached += 1
+            return hit[1]
+        # A query the simplifier folds to false (a fully concrete one) needs no solver.
+        decided = z3.is_false(z3.simplify(goal))
+        out = Outcome(z3.unsat) if decided else self.solver.check(goal)
+        self._cache[goal.get_id()] = (goal, out)
+        return out
+
+    def span(self, addr: Any) -> tuple[int, int] | None:
+        """Lowest and highest value an address term can take (interval bounds), if known."""
+        try:
+            _, lo, hi = self.solver.ints.value(addr)
+        except NotLinear:
+            return None
+        return lo, hi
+
+    def confirm(self, violation: Any, model: z3.ModelRef) -> tuple[z3.ModelRef | None, str]:
+        """A model of ``violation`` that is a real counterexample (every loop iteration it picks
+        is reached, its violation does not hinge on abstracted state), or None and what it hinges
+        on, in words."""
+        names = consts(violation, {})
+        latches = [
+            (k, t)
+            for k, t in (*self.trace.latches, *((self.b(k), self.b(t)) for k, t in self.trace.latches))
+            if k.decl().name() in names
+        ]
+        if not _iterations_reached(latches, model):
+            # Look again among the first CONFIRMED_ITERATIONS iterations of every such loop.
+            again = self.check(violation, *[z3.ULT(k, CONFIRMED_ITERATIONS) for k, _ in latches])
+            if again.model is None or not _iterations_reached(latches, again.model):
+                lines = sorted({int(m.group(1)) for k, _ in latches if (m := _LOOP.match(k.decl().name()))})
+                return None, (
+                    f"an iteration of the loop at line(s) {', '.join(map(str, lines))} past the first "
+                    f"{CONFIRMED_ITERATIONS} (whose back edges the checker confirms one by one)"
+                )
+            model = again.model
+        if self.genuine(violation, model):
+            return model, ""
+        return None, f"{self.free_values(violation)}, which the two-thread abstraction leaves free"
+
+    def genuine(self, violation: Any, model: z3.ModelRef) -> bool:
+        """Whether ``violation`` holds for every value of the abstract variables, with the
+        choices (threads, inputs, iterations) fixed to the model's."""
+        names = consts(violation, {})
+        if not any(n in self.abstract for n in names):
+            return True
+        fixed = [
+            v == model.eval(v, model_completion=True) for n, v in names.items() if n not in self.abstract
+        ]
+        return self.solver.check(*fixed, z3.Not(violation)).result == z3.unsat
+
+    def free_values(self, violation: Any) -> str:
+        """What the values a violation hinges on stand for, in words: the abstract variables it
+        mentions, named after the instruction that made them (``atom51#4@A``: line 51's atomic)."""
+        said: dict[str, None] = {}
+        for name in sorted(consts(violation, {})):
+            if name not in self.abstract:
+                continue
+            stem = name.split("#")[0]
+            m = _ORIGIN.fullmatch(stem)
+            if m is None:
+                continue
+            kind, line = m.group(1), m.group(2)
+            said[
+                _WORDS.get(kind, "loop state of {reg} in the loop at line {line}").format(reg=kind, line=line)
+            ] = None
+        return ", ".join(said) or "memory contents or loop state"
+
+    def thread(self, model: z3.ModelRef, which: str) -> ThreadId:
+        vals = {}
+        for k, v in self.trace.coords.items():
+            term = v if which == "A" else self.b(v)
+            vals[k] = int(model.eval(term, model_completion=True).as_long())
+        return ThreadId(tuple(vals[f"ctaid.{a}"] for a in "xyz"), tuple(vals[f"tid.{a}"] for a in "xyz"))  # type: ignore[arg-type]
+
+    def inputs(self, model: z3.ModelRef, threads: str) -> tuple[tuple[str, int], ...]:
+        out: dict[str, int] = {}
+        for name, v in self.trace.inputs.items():
+            out[name] = int(model.eval(v, model_completion=True).as_long())
+        for acc, buf, nbytes in self.loads:
+            for which in threads:
+                guard = acc.guard if which == "A" else self.b(acc.guard)
+                if not z3.is_true(model.eval(guard, model_completion=True)):
+                    continue
+                addr = acc.addr if which == "A" else self.b(acc.addr)
+                value = acc.value if which == "A" else self.b(acc.value)
+                a = int(model.eval(addr, model_completion=True).as_long())
+                alloc, off = self.trace.layout.find(acc.space, a)
+                if alloc is None or off + nbytes > alloc.size:
+                    continue  # the faulty access itself: no input element there
+                key = f"{buf}[{off // nbytes}]"
+                out[key] = int(model.eval(value, model_completion=True).as_long())
+        return tuple(sorted(out.items()))
+
+    def locate(self, acc: Access, model: z3.ModelRef, which: str = "A") -> tuple[str | None, int]:
+        addr = acc.addr if which == "A" else self.b(acc.addr)
+        a = int(model.eval(addr, model_completion=True).as_long())
+        alloc, off = self.trace.layout.find(acc.space, a)
+        return (alloc.name if alloc else None), off
+
+
+_LOOP = re.compile(r"k(\d+)")
+_ORIGIN = re.compile(r"(atom|ld|shflp?|ballot|vote|%?[\w.$]+?)(?:\.loop)?(\d+)")
+_WORDS = {
+    "atom": "the value the atomic at line {line} returns",
+    "ld": "the value loaded at line {line} (memory the kernel also writes)",
+    "shfl": "a value another lane passes at line {line}",
+    "shflp": "a value another lane passes at line {line}",
+    "ballot": "the vote at line {line}",
+    "vote": "the vote at line {line}",
+}
+
+
+def _iterations_reached(latches: list[tuple[Any, Any]], model: z3.ModelRef) -> bool:
+    """Whether each iteration ``k`` the model picks in a loop whose range condition is only
+    "the previous back edge was taken" follows an unbroken run of taken back edges."""
+    for k, latch in latches:
+        n = int(model.eval(k, model_completion=True).as_long())
+        if n > CONFIRMED_ITERATIONS:
+            return False
+        for j in range(n):
+            taken = model.eval(z3.substitute(latch, (k, z3.BitVecVal(j, 64))), model_completion=True)
+            if not z3.is_true(taken):
+                return False
+    return True
+
+
+def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str, int]], set[int] | None]:
+    """Global loads of words no access writes: their values are inputs, the same for every
+    thread. They become ``buffer_uN(address)`` (an uninterpreted function), substituted in.
+    A word is unwritten when its buffer is, or when no thread's write to the buffer can reach
+    any thread's load of it (told by evaluating both for every thread: ``a[0]`` beside stores
+    to ``a[1 + tid]``). Also returns the windows of the buffers some access writes (None: any
+    buffer may be)."""
+    accesses = [e for e in trace.events if isinstance(e, Access)]
+    written: set[int] = set()
+    writes: dict[int, list[Access]] = {}
+    for a in accesses:
+        if a.space == "global" and a.write:
+            k = provenance(a.addr)
+            if k is None:
+                return [], None  # a store of unknown provenance may write any buffer
+            written.add(k)
+            writes.setdefault(k, []).append(a)
+    out = []
+    pairs: list[tuple[Any, Any]] = []
+    loaded: set[str] = set()  # names of the load values replaced so far
+    for a in accesses:
+        if a.space != "global" or a.write or a.value is None:
+            continue
+        addr = a.addr
+        # A pointer read from an input (pointer chasing) is itself in terms of earlier loads.
+        if loaded and set(consts(addr, {})) & loaded:
+            addr = Substitution(list(pairs))(addr)
+        k = provenance(addr)
+        if k is None or (k in written and not all(sweep.disjoint(a, w) for w in writes[k])):
+            continue
+        alloc, _ = trace.layout.find("global", k << 32)
+        if alloc is None or alloc.init is not None:  # a module variable is state, not an input
+            continue
+        bits = a.value.size()
+        f = z3.Function(f"{alloc.name}.u{bits}", z3.BitVecSort(64), z3.BitVecSort(bits))
+        pairs.append((a.value, f(addr)))
+        loaded.add(a.value.decl().name())
+        out.append((a, alloc.name, a.nbytes))
+    if pairs:
+        sub = Substitution(pairs)
+        by_name = {v.decl().name(): r for v, r in pairs}
+        for e in trace.events:
+            e.guard = sub(e.guard)
+            e.epoch = sub(e.epoch)
+            if isinstance(e, Access):
+                e.addr = sub(e.addr)
+                if e.value is not None and e.value.decl().name() in by_name:
+                    e.value = by_name[e.value.decl().name()]
+            else:
+                e.exited = sub(e.exited)
+        trace.assumptions = [(k, sub(f), at) for k, f, at in trace.assumptions]
+    return out, written

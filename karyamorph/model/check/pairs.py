@@ -1,0 +1,223 @@
+"""Data races: the pairs of accesses two threads may make to one location unordered, pruned
+without a solver where their allocations, barrier intervals or address intervals are apart, and
+decided in batches; same-value stores by the lanes of one warp are told apart from races.
+
+Accesses are bucketed by state space, allocation and (shared memory) barrier interval, so that
+planning costs the pairs that can meet, not the square of the trace: an unrolled loop of 256
+accesses to two buffers makes thousands of pairs of which only those to one buffer are kept.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from karyamorph.model.check.accesses import Access
+from karyamorph.model.check.encoding import Encoding
+from karyamorph.model.check.properties import Finish, Query, batched, decide
+from karyamorph.model.check.symexec import provenance
+from karyamorph.model.check.verdict import Verdict, Witness
+from karyamorph.model.check.warpvalues import WarpStores
+
+SAME_STORE = "same-store"  # a query's tag: one store instruction, two threads
+
+
+@dataclass(frozen=True, slots=True)
+class _Site:
+    """An access with what planning asks of it, computed once."""
+
+    index: int  # in program order
+    acc: Access
+    provenance: int | None
+    span: tuple[int, int] | None  # of the bytes it may touch: [lo, hi)
+    epoch: Any  # of thread A, simplified
+    epoch_b: Any  # of thread B
+    interval: int | None  # the barrier interval, when concrete for both threads
+
+
+def _sites(enc: Encoding) -> list[_Site]:
+    out: list[_Site] = []
+    for e in enc.trace.events:
+        if not isinstance(e, Access) or e.space not in ("global", "shared") or z3.is_false(e.guard):
+            continue
+        prov = provenance(e.addr) if e.space == "global" else None
+        span = enc.span(e.addr)
+        ea, eb = z3.simplify(e.epoch), z3.simplify(enc.b(e.epoch))
+        interval = int(ea.as_long()) if z3.is_bv_value(ea) and ea.eq(eb) else None
+        hull = (span[0], span[1] + e.nbytes) if span is not None else None
+        out.append(_Site(len(out), e, prov, hull, ea, eb, interval))
+    return out
+
+
+def _bucket(s: _Site) -> tuple[str, int | None, int | None]:
+    """(space, allocation window, concrete barrier interval): sites of two buckets can only meet
+    when the spaces are equal and each other key is equal or unknown (None) on one side."""
+    return s.acc.space, s.provenance, s.interval if s.acc.space == "shared" else None
+
+
+def _candidates(xs: list[_Site], ys: list[_Site], same: bool) -> list[tuple[_Site, _Site]]:
+    """The pairs (x, y) whose byte intervals may overlap (each unordered pair once when ``xs`` is
+    ``ys``), found by sorting instead of trying every pair: an unrolled loop's copies are
+    hundreds of accesses to disjoint intervals."""
+    out: list[tuple[_Site, _Site]] = []
+    near: list[_Site]
+    wide_y = [y for y in ys if y.span is None]
+    narrow = sorted((y for y in ys if y.span is not None), key=lambda y: y.span[0])  # type: ignore[index]
+    los = [y.span[0] for y in narrow]  # type: ignore[index]
+    reach = max((y.span[1] - y.span[0] for y in narrow), default=0)  # type: ignore[index]
+    for x in xs:
+        if x.span is None:
+            near = narrow
+        else:
+            # y meets x iff y.lo < x.hi and y.hi > x.lo, which needs y.lo > x.lo - reach.
+            lo, hi = x.span
+            near = [
+                y
+                for y in narrow[bisect_left(los, lo - reach + 1) : bisect_left(los, hi)]
+                if y.span[1] > lo  # type: ignore[index]
+            ]
+        for y in (*near, *wide_y):
+            if not same or x.index <= y.index:
+                out.append((x, y))
+    return out
+
+
+def _meet(k1: tuple[str, int | None, int | None], k2: tuple[str, int | None, int | None]) -> bool:
+    return k1[0] == k2[0] and all(
+        x is None or y is None or x == y for x, y in zip(k1[1:], k2[1:], strict=True)
+    )
+
+
+def _apart(a: _Site, c: _Site) -> bool:
+    sa, sc = a.span, c.span
+    return sa is not None and sc is not None and (sa[1] <= sc[0] or sc[1] <= sa[0])
+
+
+def plan_race(enc: Encoding) -> list[Query]:
+    sites = _sites(enc)
+    buckets: dict[tuple[str, int | None, int | None], list[_Site]] = defaultdict(list)
+    for s in sites:
+        buckets[_bucket(s)].append(s)
+    same_block, distinct = enc.same_block(), enc.distinct()
+    same_warp = enc.same_warp() if enc.scheduling == "lockstep" else None
+    leaves: list[tuple[int, int, Query]] = []
+    keys = sorted(buckets, key=str)
+    for x, k1 in enumerate(keys):
+        for k2 in keys[x:]:
+            if not _meet(k1, k2):
+                continue
+            writes1 = [s for s in buckets[k1] if s.acc.write]
+            writes2 = [s for s in buckets[k2] if s.acc.write]
+            reads1 = [s for s in buckets[k1] if not s.acc.write]
+            reads2 = [s for s in buckets[k2] if not s.acc.write]
+            # Every pair with a write in it, once: write-write, then write-read both ways.
+            pairs = _candidates(writes1, writes2, k1 == k2) + _candidates(writes1, reads2, False)
+            if k1 != k2:
+                pairs += [(r, w) for w, r in _candidates(writes2, reads1, False)]
+            for a, c in pairs:
+                q = _pair(enc, a, c, same_block, distinct, same_warp)
+                if q is not None:
+                    leaves.append((min(a.index, c.index), max(a.index, c.index), q))
+    leaves.sort(key=lambda t: (t[0], t[1]))  # program order, as a witness is looked for
+    return batched([q for _, _, q in leaves])
+
+
+def _pair(
+    enc: Encoding, sa: _Site, sc: _Site, same_block: Any, distinct: Any, same_warp: Any
+) -> Query | None:
+    a, c = sa.acc, sc.acc
+    if not (a.write or c.write) or (a.atomic and c.atomic):
+        return None
+    # Every pointer parameter is its own allocation: an access that leaves its buffer is a
+    # bounds violation, not a race with the neighbouring buffer.
+    if None not in (sa.provenance, sc.provenance) and sa.provenance != sc.provenance:
+        return None
+    if a.space == "shared" and None not in (sa.interval, sc.interval) and sa.interval != sc.interval:
+        return None  # separated by barriers both threads pass
+    if _apart(sa, sc) or (enc.sweep is not None and enc.sweep.apart(a, c)):
+        return None
+    # Two threads of a block are unordered exactly when they passed as many barriers.
+    same_interval = sa.interval is not None and sa.interval == sc.interval
+    together = z3.BoolVal(True) if same_interval else sa.epoch == sc.epoch_b
+    shared = a.space == "shared"
+    unordered = z3.And(same_block, together) if shared else z3.Or(z3.Not(same_block), together)
+    if same_warp is not None and a.index != c.index:
+        unordered = z3.And(unordered, z3.Not(same_warp))  # lockstep: one instruction at a time
+    cb = enc.b(c.addr)
+    overlap = z3.And(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
+    violation = z3.And(a.guard, enc.b(c.guard), distinct, unordered, overlap, *enc.facts(a.index, c.index))
+    tag = SAME_STORE if a is c and a.write and not a.atomic else ""
+    return Query(violation, (a, c), tag=tag)
+
+
+@dataclass(slots=True)
+class _Benign:
+    """Same-value stores of one warp found while deciding a race plan (by access index)."""
+
+    enc: Encoding
+    stores: WarpStores
+    proved: dict[int, str] = field(default_factory=dict)  # access index -> how it was shown
+    refused: dict[int, str] = field(default_factory=dict)  # access index -> why not
+
+    def refine(self, q: Query, model: z3.ModelRef) -> Query | None:
+        """The query without its same-warp pairs when the lanes of a warp store one value."""
+        if q.tag != SAME_STORE:
+            return q
+        if not z3.is_true(model.eval(self.enc.same_warp(), model_completion=True)):
+            return q
+        a = q.events[0]
+        assert isinstance(a, Access)
+        if a.index not in self.proved and a.index not in self.refused:
+            ok, detail = self.stores.same_value(a.line, a.text)
+            (self.proved if ok else self.refused)[a.index] = detail
+        if a.index in self.refused:
+            return q
+        return Query(z3.And(q.violation, z3.Not(self.enc.same_warp())), q.events)
+
+    def note(self) -> str:
+        lines = sorted(
+            {e.line for e in self.enc.trace.events if isinstance(e, Access) and e.index in self.proved}
+        )
+        if not lines:
+            return ""
+        return (
+            f"benign: the lanes of a warp store one value to one address at line(s) "
+            f"{', '.join(map(str, lines))} (proved equal; --strict counts them as races)"
+        )
+
+
+def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
+    def witness(q: Query, model: z3.ModelRef) -> Witness:
+        a, c = q.events
+        assert isinstance(a, Access) and isinstance(c, Access)
+        buf, off = enc.locate(a, model)
+        return Witness(
+            (enc.thread(model, "A"), enc.thread(model, "B")),
+            (a.line, c.line),
+            (a.text, c.text),
+            a.space,
+            buf,
+            off,
+            enc.inputs(model, "AB"),
+        )
+
+    benign = None if enc.strict or enc.stores is None else _Benign(enc, enc.stores)
+
+    def noted(prop: str, verdict: str, w: Witness | None, reason: str, **kw: Any) -> Verdict:
+        extra = benign.note() if benign is not None else ""
+        return finish(prop, verdict, w, "; ".join(x for x in (reason, extra) if x), **kw)
+
+    return decide(
+        enc,
+        "race",
+        plan,
+        noted,
+        lambda q: f"lines {q.events[0].line} and {q.events[1].line}",
+        "may race depending on",
+        witness,
+        refine=benign.refine if benign is not None else None,
+    )
