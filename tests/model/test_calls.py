@@ -150,7 +150,7 @@ def test_checker_reads_constant_tables_exactly() -> None:
     # does for the interpreter: every thread of a block stores to one element, and the replay
     # of the race confirms it.
     zeros = TABLES + ".const .align 4 .u32 blank[4];\n"
-    vs = check(parse(_module(zeros, body.replace("TABLE", "blank"))), "k", M, (3, 4, 0), {"out": 48}, {})
+    vs = check(parse(module(zeros, body.replace("TABLE", "blank"))), "k", M, (3, 4, 0), {"out": 48}, {})
     assert [v.verdict for v in vs] == ["proved", "refuted", "proved"]
     w = vs[1].witness
     assert w is not None and w.threads[0].block == w.threads[1].block and w.address is not None
