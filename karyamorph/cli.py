@@ -243,6 +243,19 @@ def tables(db: str | None, columns: bool, fmt: str) -> None:
     _echo([asdict(t) for t in infos] if fmt == "json" else tables_view(infos, missing, columns))
 
 
+@main.command("import")
+@db_option
+@friendly_errors
+def import_command(db: str | None) -> None:
+    """Merge runs parked beside the database (saved while another process held it)."""
+    from karyamorph.store.pending import merge_pending, open_waiting, pending_dir
+
+    path = _db_path(db)
+    with open_waiting(path) as store:
+        merged = merge_pending(store)
+    click.echo(f"{len(merged)} parked run(s) merged into {path} from {pending_dir(path)}")
+
+
 @main.command()
 @click.argument("sql")
 @db_option

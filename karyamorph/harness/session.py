@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import KernelSpec, SpecError
 from karyamorph.store import DEFAULT_FILE
-from karyamorph.store.database import Store
+from karyamorph.store.pending import record_or_park
 from karyamorph.table import relative, status_text, table
 
 DEFAULT_DB = DEFAULT_FILE
@@ -108,9 +109,19 @@ def command_worker(device: DeviceInfo | None) -> contextlib.AbstractContextManag
 
 
 def store_run(result: RunResult, db: Path, label: str | None = None) -> str:
-    """Write ``result`` to the DuckDB file ``db`` in one transaction; return the run id."""
-    with Store.open(db) as store:
-        return store.record_run(to_record(result, label=label))
+    """Write ``result`` to the DuckDB file ``db`` in one transaction; return the run id.
+
+    A database another process holds is waited for; if it stays busy, the run is parked beside
+    it (:mod:`karyamorph.store.pending`) and merged by the next writer: a finished run is never
+    lost. The message on stderr says where it went."""
+    stored = record_or_park(to_record(result, label=label), db)
+    if stored.parked is not None:
+        print(
+            f"note: {db} is in use by another process; run {stored.run_id} was saved to "
+            f"{stored.parked} and goes into the database with the next run or `karyamorph import`",
+            file=sys.stderr,
+        )
+    return stored.run_id
 
 
 def size_overrides(items: Sequence[str]) -> dict[str, int]:
