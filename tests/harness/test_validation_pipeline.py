@@ -95,8 +95,10 @@ def test_every_instruction_kernel_computes_what_the_model_says(everything: Valid
     [
         ("min", _min_first, "m[ai][nx]", lambda key: key.startswith("min."), 8),
         ("shr", _shr_logical, "sh[lr]", lambda key: key.startswith("shr.s"), 8),
-        # .sat clamps to [0, 1]: a rounding slip shows only where a result lands inside it.
-        ("fma", _fma_toward_zero, "fma", lambda key: ".f32" in key and not key.startswith("fma.rz."), 128),
+        # .sat clamps to [0, 1]: a rounding slip shows only where a result lands inside it. It
+        # makes every result with the sign bit set +0.0 (-0.0 too), so .rm.sat and .rz.sat agree.
+        ("fma", _fma_toward_zero, "fma", lambda key: ".f32" in key and not key.startswith("fma.rz.")
+         and not (key.startswith("fma.rm.") and ".sat" in key), 128),
         ("shfl.sync", _butterfly_as_down, "shfl", lambda key: ".bfly." in key, 8),
     ],
 )
