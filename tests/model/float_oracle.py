@@ -197,9 +197,10 @@ def flush(bits: int, ft: str) -> int:
 
 
 def saturate(bits: int, ft: str) -> int:
-    """``.sat``: NaN and negative numbers to +0, numbers above 1 to 1; -0 stays."""
+    """``.sat``: NaN and everything with the sign bit set to +0, numbers above 1 to 1."""
     v = decode(bits, ft)
-    if v.kind == "nan" or (v.neg and v.signed < 0) or (v.neg and v.kind == "inf"):
+    # -0.0 becomes +0.0 as well: H200 (sm_90), datasets/validation/sm_90
+    if v.kind == "nan" or v.neg:
         return 0
     if v.kind == "inf" or v.q > 1:
         return encode(False, Fraction(1), ft, "rn")
@@ -207,10 +208,26 @@ def saturate(bits: int, ft: str) -> int:
 
 
 def relu(bits: int, ft: str) -> int:
-    """``.relu``: negative numbers to +0, NaN to the canonical NaN; -0 stays."""
+    """``.relu``: negative numbers and -0 to +0, NaN to the canonical NaN."""
     v = decode(bits, ft)
     if v.kind == "nan":
         return nan(ft)
-    if v.neg and (v.kind == "inf" or v.q > 0):
-        return 0
-    return bits
+    # -0.0 becomes +0.0 as well: H200 (sm_90), datasets/validation/sm_90
+    return 0 if v.neg else bits
+
+
+def smallest_normal(ft: str) -> Fraction:
+    e, _ = FORMATS[ft]
+    return Fraction(2) ** (2 - (1 << (e - 1)))
+
+
+def mul_ftz(a: int, b: int, ft: str, rnd: str = "rn") -> int:
+    """``mul.ftz``: the operands and the result flushed, and a product that is tiny before
+    rounding (exact, nonzero, below the smallest normal) a zero of the product's sign."""
+    a, b = flush(a, ft), flush(b, ft)
+    x, y = decode(a, ft), decode(b, ft)
+    # tiny before rounding flushes even where rounding reaches the smallest normal:
+    # H200 (sm_90), datasets/validation/sm_90
+    if x.kind == y.kind == "num" and 0 < x.q * y.q < smallest_normal(ft):
+        return encode(x.neg != y.neg, Fraction(0), ft, rnd)
+    return flush(mul(a, b, ft, rnd), ft)

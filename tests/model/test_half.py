@@ -22,7 +22,7 @@ def _ref(ft: str, op: str, ftz: bool, post: str) -> Callable[..., int]:
         elif op == "sub":
             r = fo.add(args[0], fo.negate(args[1], ft), ft)
         elif op == "mul":
-            r = fo.mul(args[0], args[1], ft)
+            r = fo.mul_ftz(args[0], args[1], ft) if ftz else fo.mul(args[0], args[1], ft)
         else:
             r = fo.fma(args[0], args[1], args[2], ft)
         if ftz:

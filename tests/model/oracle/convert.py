@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from tests.model.oracle.expect import AnyNaN, Case, Exact, Expect, NotCovered, OneOf, exact_all
+from tests.model.oracle.expect import AnyNaN, Case, Exact, Expect, NotCovered, exact_all
 from tests.model.oracle.floating import finish
 from tests.model.oracle.ieee import (
     FORMATS,
@@ -70,7 +70,9 @@ def _float_to_int(a: int, at: str, dt: str, mode: str, flush: bool) -> int:
 
 def _float_to_float(a: int, at: str, dt: str, mode: str | None, flush: bool, sat: bool) -> Expect:
     fa, fd = fmt(at), fmt(dt)
-    if flush and at == "f32":
+    # .ftz keeps an .f32 subnormal source when the destination is .f16 (the ISA says it flushes
+    # .f32 inputs): H200 (sm_90), datasets/validation/sm_90
+    if flush and at == "f32" and dt != "f16":
         a = ftz(a, fa)
     if is_nan(a, fa):
         r: int | None = None
@@ -142,7 +144,8 @@ def to_half(a: int, ft: str, rnd: str, relu: bool, satfinite: bool) -> int | Non
     else:
         r = round_value(value(a, F32), fd, rnd, negative(a, F32))
     if relu:
-        return fd.canonical_nan if r is None else 0 if negative(r, fd) and r != fd.sign else r
+        # -0.0 becomes +0.0 as well: H200 (sm_90), datasets/validation/sm_90
+        return fd.canonical_nan if r is None else 0 if negative(r, fd) else r
     return r
 
 
@@ -150,8 +153,6 @@ def _half_expect(r: int | None, ft: str, relu: bool) -> Expect:
     fd = fmt(ft)
     if r is None:
         return AnyNaN(fd)
-    if relu and r & ~fd.sign == 0:  # -0.0 is not negative: either zero
-        return OneOf(frozenset({0, fd.sign}))
     return Exact(r)
 
 
