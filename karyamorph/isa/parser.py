@@ -13,6 +13,7 @@ import lark
 from lark import Token, Transformer
 
 from karyamorph.isa import ast
+from karyamorph.isa.diagnostics import syntax_error
 from karyamorph.isa.errors import PtxSyntaxError, caret_excerpt
 
 STATE_SPACES = frozenset({"reg", "sreg", "const", "global", "local", "param", "shared", "tex"})
@@ -429,7 +430,7 @@ def parse(text: str, filename: str = "<string>") -> ast.Module:
                 raise exc.orig_exc from None
             raise
         except lark.exceptions.UnexpectedInput as exc:
-            raise _syntax_error(exc, text, filename) from None
+            raise syntax_error(exc, text, filename) from None
         finally:
             builder._depth = {}
     assert isinstance(tree, ast.Module)
@@ -465,53 +466,3 @@ def parse_file(path: str | Path) -> ast.Module:
     """Parse a PTX file; errors name the file."""
     p = Path(path)
     return parse_bytes(p.read_bytes(), str(path))
-
-
-def _syntax_error(exc: lark.exceptions.UnexpectedInput, text: str, filename: str) -> PtxSyntaxError:
-    line = getattr(exc, "line", 0) or 0
-    column = getattr(exc, "column", 0) or 0
-    lines = text.split("\n")  # lark counts lines by "\n" alone
-    if isinstance(exc, lark.exceptions.UnexpectedEOF) or line <= 0:
-        line = len(lines)
-        column = len(lines[-1]) + 1
-        msg = "unexpected end of file (unbalanced braces or a missing ';'?)"
-    elif isinstance(exc, lark.exceptions.UnexpectedToken):
-        tok = exc.token
-        msg = f"unexpected {_describe(tok)}"
-        if tok.type == "$END":
-            msg += " (unbalanced braces?)"
-        elif "SEMICOLON" in exc.expected:
-            msg += " (missing ';' at the end of the previous statement?)"
-        elif tok.type == "RBRACE":
-            msg += " (unbalanced braces?)"
-        expected = sorted(_nice(e) for e in exc.expected)
-        if expected and len(expected) <= 8:
-            msg += "; expected " + ", ".join(expected)
-    else:
-        ch = lines[line - 1][column - 1 : column] if line <= len(lines) else ""
-        msg = f"unexpected character {ch!r}"
-        if ch == ".":
-            msg = "malformed directive or instruction"
-    return PtxSyntaxError(msg, filename, line, column, caret_excerpt(text, line, column))
-
-
-_NICE = {
-    "SEMICOLON": "';'", "COMMA": "','", "LBRACE": "'{'", "RBRACE": "'}'", "LPAR": "'('",
-    "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "IDENT": "a name", "REGISTER": "a register",
-    "NUMBER": "a number", "OPCODE": "an instruction", "DOTWORD": "a directive",
-    "LABEL_DEF": "a label", "VBAR": "'|'", "PLUS": "'+'", "EQUAL": "'='", "BANG": "'!'",
-    "GUARD": "a guard (@%p)", "LESSTHAN": "'<'", "MORETHAN": "'>'",
-}  # fmt: skip
-
-
-def _nice(name: str) -> str:
-    return _NICE.get(name, name.lower())
-
-
-def _describe(tok: Token) -> str:
-    if tok.type == "$END":
-        return "end of file"
-    nice = _NICE.get(tok.type)
-    if nice is None or nice.startswith("'"):
-        return repr(str(tok))
-    return f"{nice} {str(tok)!r}"
