@@ -127,9 +127,11 @@ def main() -> None:
 @click.option("--stages", "only", metavar="A,B,..", help="Run only these stages (e.g. compile,sass,static).")
 @click.option("--skip", metavar="A,B,..", help="Do not run these stages (e.g. sanitize,metrics).")
 @click.option("--label", help="A name stored with the run (tells kernels with one entry name apart).")
+@click.option("--strict", is_flag=True, help="Exit 1 on an unknown model verdict too (else only on fail).")
 @friendly_errors
 def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bool, timeout: float | None,
-        sizes: tuple[str, ...], only: str | None, skip: str | None, label: str | None) -> None:  # fmt: skip
+        sizes: tuple[str, ...], only: str | None, skip: str | None, label: str | None,
+        strict: bool) -> None:  # fmt: skip
     """Run a kernel spec through the stages and store the results."""
     from contextlib import nullcontext
 
@@ -149,7 +151,7 @@ def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bo
     if outcome.bad_input:
         click.echo(f"error: {outcome.bad_input}", err=True)
         sys.exit(2)
-    if outcome.result.status in ("fail", "error"):
+    if outcome.result.status in ("fail", "error") or (strict and outcome.result.status == "unknown"):
         sys.exit(1)
 
 

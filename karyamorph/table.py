@@ -23,7 +23,7 @@ FORMATS = ("table", "csv", "json")
 # query's rows rarely wrap, narrow enough to read in an editor.
 PIPED_WIDTH = 120
 
-STATUS_STYLES = {"pass": "green", "fail": "bold red", "error": "bold red", "skip": "dim"}
+STATUS_STYLES = {"pass": "green", "fail": "bold red", "error": "bold red", "skip": "dim", "unknown": "yellow"}
 
 
 def number(value: float) -> str:

@@ -57,12 +57,12 @@ class RunResult:
 
     @property
     def status(self) -> Status:
-        """fail/error if any stage failed or errored, else pass (skips don't count as passes)."""
+        """error, fail or unknown if any stage ended so (in that order), else pass (skips don't
+        count as passes)."""
         statuses = [r.status for _, r in self.stages]
-        if Status.ERROR in statuses:
-            return Status.ERROR
-        if Status.FAIL in statuses:
-            return Status.FAIL
+        for worst in (Status.ERROR, Status.FAIL, Status.UNKNOWN):
+            if worst in statuses:
+                return worst
         return Status.PASS if Status.PASS in statuses else Status.SKIP
 
     def result(self, name: str) -> StageResult | None:

@@ -19,12 +19,14 @@ from karyamorph.kernel.spec import KernelSpec
 
 
 class Status(enum.StrEnum):
-    """How a stage ended. Only ``pass`` means the stage's claim holds."""
+    """How a stage ended. Only ``pass`` means the stage's claim holds; ``unknown`` means it was
+    neither shown nor refuted (a model verdict z3 could not decide, with the reason)."""
 
     PASS = "pass"
     FAIL = "fail"
     SKIP = "skip"
     ERROR = "error"
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,18 +115,22 @@ class ModelStage:
         figures: list[Figure] = []
         verdicts = check_spec(kernel, module, machine=machine, deadline_s=self.check_deadline_s)
         data["checks"] = [v.as_dict() for v in verdicts]
-        ok = True
         for v in verdicts:
             log.append(f"{v.property}: {v.verdict}" + (f" ({v.reason})" if v.reason else ""))
             if v.witness is not None:
                 log.append(f"  witness: {v.witness}")
             figures.append(Figure(f"check_{v.property}_seconds", v.seconds, "s"))
-            ok = ok and v.verdict in ("proved", "proved-up-to-k")
         data["interp"] = self._interpret(kernel, log)
         context.model_interpreted = data["interp"].get("status") in ("pass", "fail")
-        if data["interp"].get("status") == "fail":
-            ok = False
-        return StageResult(Status.PASS if ok else Status.FAIL, data, "\n".join(log), 0.0, tuple(figures))
+        # A refutation is replayed before it is reported (a contradicted one is unknown), so it
+        # is a finding; an undecided property is neither a pass nor a failure of the kernel.
+        if data["interp"].get("status") == "fail" or any(v.verdict == "refuted" for v in verdicts):
+            status = Status.FAIL
+        elif all(v.verdict in ("proved", "proved-up-to-k") for v in verdicts):
+            status = Status.PASS
+        else:
+            status = Status.UNKNOWN
+        return StageResult(status, data, "\n".join(log), 0.0, tuple(figures))
 
     def _interpret(self, kernel: BoundKernel, log: list[str]) -> dict[str, Any]:
 
