@@ -1,0 +1,63 @@
+"""Interpreter throughput on real compiler kernels: thread-instructions per second, per kernel.
+
+Each spec of tests/model/corpus (nvcc and Triton output) is run on the CPU model with its sizes
+scaled up (every size multiplied by ``--scale``, kept valid by re-binding) until the launch
+executes at least ``--min`` thread-instructions. Prints a markdown table and the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from karyamorph.harness.stages.model_run import run_model
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import SpecError
+
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "model" / "corpus"
+
+
+def _count(stats: dict[str, object]) -> int:
+    return int(stats["total_thread_instructions"])  # type: ignore[call-overload]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--min", type=float, default=1e7, help="thread-instructions per kernel at least")
+    ap.add_argument("--scale", type=int, default=2, help="size multiplier per step")
+    args = ap.parse_args()
+    rows, total_ti, total_s = [], 0, 0.0
+    for path in sorted(CORPUS.glob("*.toml")):
+        spec = load_spec(path)
+        sizes = dict(spec.sizes)
+        kernel = bind(spec, sizes=sizes)
+        result = run_model(kernel)
+        while _count(result.stats) < args.min:
+            grown = {k: v * args.scale for k, v in sizes.items()}
+            try:
+                kernel = bind(spec, sizes=grown)
+            except SpecError:
+                break  # a launch limit: measure at the largest size that binds
+            sizes = grown
+            result = run_model(kernel)
+        result = run_model(kernel)
+        seconds = result.seconds  # the interpreter's own time, not the input generation
+        ti = _count(result.stats)
+        total_ti, total_s = total_ti + ti, total_s + seconds
+        rows.append((path.stem, sizes, ti, seconds))
+    print("| kernel | sizes | thread-instructions | seconds | M/s |")
+    print("|---|---|---|---|---|")
+    for name, sizes, ti, s in rows:
+        shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        print(f"| {name} | {shown} | {ti / 1e6:.1f} M | {s:.3f} | {ti / s / 1e6:.1f} |")
+    slowest = min(ti / s for _, _, ti, s in rows) / 1e6
+    print(f"\nall: {total_ti / 1e6:.1f} M thread-instructions in {total_s:.2f} s = "
+          f"{total_ti / total_s / 1e6:.1f} M/s; slowest kernel {slowest:.1f} M/s")
+
+
+if __name__ == "__main__":
+    main()
