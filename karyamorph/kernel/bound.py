@@ -23,11 +23,6 @@ MAX_BUFFER_BYTES = 1 << 40
 MAX_SIZE = 1 << 62
 """Sizes must lie in ``[-2**62, 2**62]``."""
 
-_INT_RANGES = {
-    f"{kind}{bits}": ((-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if kind == "s" else (0, (1 << bits) - 1))
-    for kind in "su"
-    for bits in (8, 16, 32, 64)
-}
 _FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38,
               "f64": 1.7976931348623157e308}  # fmt: skip
 
@@ -190,8 +185,8 @@ def _dim3(
 
 def _check_scalar(arg: ArgSpec, value: int | float, where: str) -> None:
     name = arg.dtype.name
-    if name in _INT_RANGES:
-        lo, hi = _INT_RANGES[name]
+    if arg.dtype.kind != "f":
+        lo, hi = arg.dtype.int_range
         if not lo <= value <= hi:
             raise SpecError(where, f"{arg.name} = {value} does not fit {name} ({lo} to {hi})")
     elif not math.isfinite(value) or abs(value) > _FLOAT_MAX[name]:

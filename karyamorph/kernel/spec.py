@@ -19,6 +19,22 @@ class DType:
     bytes: int
     kind: str
 
+    @property
+    def int_range(self) -> tuple[int, int]:
+        """The smallest and largest value of an integer dtype.
+
+        Raises
+        ------
+        ValueError
+            For a float dtype.
+        """
+        if self.kind == "f":
+            raise ValueError(f"{self.name} is not an integer dtype")
+        bits = 8 * self.bytes
+        if self.kind == "s":
+            return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        return 0, (1 << bits) - 1
+
 
 DTYPES: dict[str, DType] = {
     d.name: d

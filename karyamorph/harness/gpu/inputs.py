@@ -41,19 +41,6 @@ def bits_dtype(dtype: torch.dtype) -> torch.dtype:
     return getattr(torch, _BITS_VIEW[dtype.itemsize])
 
 
-def int_range(dtype: DType) -> tuple[int, int]:
-    """The smallest and largest value of an integer spec dtype."""
-    bits = 8 * dtype.bytes
-    if dtype.kind == "s":
-        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-    return 0, 2**bits - 1
-
-
-def spec_where(kernel: BoundKernel) -> str:
-    """The spec's file name for messages (``vadd.toml``), or ``<spec>`` when built in Python."""
-    return kernel.spec.source_path.name if kernel.spec.source_path else "<spec>"
-
-
 def arg_seed(seed: int, index: int) -> int:
     """The generator seed of argument ``index`` for a trial seed: every buffer gets its own stream."""
     return (seed * 1_000_003 + index * 7_919 + 1) % (2**63)
@@ -81,7 +68,7 @@ def make_tensor(kernel: BoundKernel, arg: ArgSpec, seed: int) -> torch.Tensor:
     import torch
 
     index = kernel.args.index(arg)
-    where = f"{spec_where(kernel)}: args[{index}].init"
+    where = f"{kernel.spec.where}: args[{index}].init"
     shape = kernel.shapes[arg.name]
     numel = 1
     for d in shape:
@@ -96,7 +83,7 @@ def make_tensor(kernel: BoundKernel, arg: ArgSpec, seed: int) -> torch.Tensor:
     if init.kind == "arange":
         values = torch.arange(numel, dtype=torch.int64)
         if kind != "f":
-            values = values % (int_range(arg.dtype)[1] + 1)
+            values = values % (arg.dtype.int_range[1] + 1)
         return values.to(target).reshape(shape)
     if kind == "f":
         # Generated in the target dtype itself: rounding fp32 rand to fp16 could give 1.0.
@@ -106,7 +93,7 @@ def make_tensor(kernel: BoundKernel, arg: ArgSpec, seed: int) -> torch.Tensor:
             return torch.rand(shape, generator=gen, dtype=target)
         lo, hi = init.low, init.high
         return torch.randint(lo, hi, shape, generator=gen, dtype=torch.int64).to(target)
-    lo_t, hi_t = int_range(arg.dtype)
+    lo_t, hi_t = arg.dtype.int_range
     if init.kind == "rand":
         raw = torch.randint(0, 256, (numel * arg.dtype.bytes,), generator=gen, dtype=torch.uint8)
         return raw.view(target).reshape(shape)

@@ -8,7 +8,6 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from karyamorph.harness.gpu.inputs import spec_where
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.spec import ArgSpec, SpecError
 
@@ -109,7 +108,7 @@ def evaluate_reference(kernel: BoundKernel, tensors: Mapping[str, torch.Tensor])
     """
     import torch
 
-    where = spec_where(kernel)
+    where = kernel.spec.where
     names = reference_names(kernel, tensors)
     ref = kernel.spec.reference
     if ref.torch is not None:

@@ -20,10 +20,11 @@ D_ABC = (Slot("d", dest=True), Slot("a"), Slot("b"), Slot("c"))
 
 # --- float helpers (generic over the domain) ------------------------------------------------------
 def fconst(d: Domain, value: float, ft: str) -> Any:
-    return d.const(float_bits(value, ft), PtxType(ft, _fbits(ft), "f").bits)
+    return d.const(float_bits(value, ft), PtxType(ft, fbits(ft), "f").bits)
 
 
-def _fbits(ft: str) -> int:
+def fbits(ft: str) -> int:
+    """Width of a float format in bits."""
     e, m = FLOAT_FORMAT[ft]
     return 1 + e + m
 
@@ -59,7 +60,7 @@ def tiny_before_rounding(d: Domain, op: str, a: Any, b: Any, ft: str) -> Any:
     quotient (a power-of-two scaling is exact).
     """
     wide, smallest = _WIDER[ft]
-    wn = _fbits(wide)
+    wn = fbits(wide)
     mag = d.const((1 << (wn - 1)) - 1, wn)
     wa, wb = d.fcvt(a, ft, wide, "rn"), d.fcvt(b, ft, wide, "rn")
     zero, least = d.const(0, wn), fconst(d, smallest, wide)
@@ -72,7 +73,7 @@ def tiny_before_rounding(d: Domain, op: str, a: Any, b: Any, ft: str) -> Any:
 
 def signed_zero(d: Domain, a: Any, b: Any, ft: str) -> Any:
     """The zero whose sign is the product's (or quotient's) of ``a`` and ``b``."""
-    n = _fbits(ft)
+    n = fbits(ft)
     return d.and_(d.xor(a, b, n), d.const(1 << (n - 1), n), n)
 
 
@@ -84,7 +85,7 @@ def saturate(d: Domain, v: Any, ft: str) -> Any:
     datasets/validation/sm_90), which the ISA's words ("clamps the result to [0.0, 1.0]") leave
     open.
     """
-    n = _fbits(ft)
+    n = fbits(ft)
     zero, one = d.const(0, n), fconst(d, 1.0, ft)
     v = d.ite(d.bor(d.fisnan(v, ft), fsign(d, v, n)), zero, v, n)
     return d.ite(d.flt(one, v, ft), one, v, n)
@@ -108,7 +109,7 @@ def fout(x: Exec, v: Any) -> Any:
 
 def fminmax(d: Domain, a: Any, b: Any, ft: str, is_max: bool) -> Any:
     """PTX min/max: a NaN operand yields the other; both NaN the canonical NaN; -0 < +0."""
-    n = _fbits(ft)
+    n = fbits(ft)
     an, bn = d.fisnan(a, ft), d.fisnan(b, ft)
     # a < b, where -0.0 < +0.0 ("If values of both inputs are 0.0, then +0.0 > -0.0")
     a_less = d.bor(d.flt(a, b, ft), d.band(d.feq(a, b, ft), d.band(fsign(d, a, n), d.bnot(fsign(d, b, n)))))
@@ -227,7 +228,7 @@ def _div(x: Exec) -> None:
 def _div_approx(d: Domain, a: Any, b: Any, ft: str) -> Any:
     """div.approx.f32: "computed as d = a * (1/b)"; "For 2**126 < |b| < 2**128, if a is infinity,
     div.approx.f32 returns NaN, otherwise it returns a sign-preserving zero"."""
-    n = _fbits(ft)
+    n = fbits(ft)
     r = d.fmul(a, d.fapprox("rcp", b, ft), ft, "rn")
     mag = d.and_(b, d.const((1 << (n - 1)) - 1, n), n)
     huge = d.band(d.flt(fconst(d, 2.0**126, ft), mag, ft), d.flt(mag, fconst(d, float("inf"), ft), ft))

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from karyamorph.model.ptx.arith import D_A, D_AB, RND
-from karyamorph.model.ptx.lanes import fabs, fconst, relu
+from karyamorph.model.ptx.arith import D_A, D_AB, RND, fconst
+from karyamorph.model.ptx.lanes import fabs, relu
 from karyamorph.model.semantics.instruction import Exec, Instr, Law
 from karyamorph.model.semantics.types import F32, PACKED
 

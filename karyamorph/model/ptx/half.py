@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC, RND, signed_zero, tiny_before_rounding
-from karyamorph.model.ptx.lanes import HALVES, element, fabs, fbits, finish, fneg, ftz_in, lanewise
+from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC, RND, fbits, signed_zero, tiny_before_rounding
+from karyamorph.model.ptx.lanes import HALVES, element, fabs, finish, fneg, ftz_in, lanewise
 from karyamorph.model.semantics.instruction import Exec, Instr, Law
 
 # Every rounding mode is recognised so that a refused one is named as such by the type rule.

@@ -11,19 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from karyamorph.model.ptx.arith import saturate
-from karyamorph.model.semantics.concrete import float_bits
+from karyamorph.model.ptx.arith import fbits, flush, saturate
 from karyamorph.model.semantics.domain import Domain, fsign
 from karyamorph.model.semantics.instruction import Exec
-from karyamorph.model.semantics.types import FLOAT_FORMAT, PACKED, PtxType, canonical_nan
+from karyamorph.model.semantics.types import PACKED, PtxType, canonical_nan
 
 HALVES = ("f16", "bf16", "f16x2", "bf16x2")
-
-
-def fbits(ft: str) -> int:
-    """Width of a float format in bits."""
-    e, m = FLOAT_FORMAT[ft]
-    return 1 + e + m
 
 
 def element(t: PtxType) -> tuple[str, int]:
@@ -50,10 +43,6 @@ def lanewise(x: Exec, slots: tuple[str, ...], op: Callable[..., Any], ty: PtxTyp
     x.write("d", out, t)
 
 
-def fconst(d: Domain, value: float, ft: str) -> Any:
-    return d.const(float_bits(value, ft), fbits(ft))
-
-
 def nan(d: Domain, ft: str) -> Any:
     """The canonical NaN of a format (all ones but the sign)."""
     return d.const(canonical_nan(ft), fbits(ft))
@@ -67,16 +56,6 @@ def fabs(d: Domain, v: Any, ft: str) -> Any:
 def fneg(d: Domain, v: Any, ft: str) -> Any:
     n = fbits(ft)
     return d.xor(v, d.const(1 << (n - 1), n), n)
-
-
-def flush(d: Domain, v: Any, ft: str) -> Any:
-    """A subnormal flushed to the zero of its sign (``.ftz``); other values unchanged."""
-    e, m = FLOAT_FORMAT[ft]
-    n = 1 + e + m
-    zero = d.const(0, n)
-    no_exp = d.eq(d.and_(v, d.const(((1 << e) - 1) << m, n), n), zero, n)
-    has_man = d.bnot(d.eq(d.and_(v, d.const((1 << m) - 1, n), n), zero, n))
-    return d.ite(d.band(no_exp, has_man), d.and_(v, d.const(1 << (n - 1), n), n), v, n)
 
 
 def relu(d: Domain, v: Any, ft: str) -> Any:

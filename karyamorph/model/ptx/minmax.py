@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from karyamorph.model.ptx.arith import D_AB, D_ABC
-from karyamorph.model.ptx.lanes import HALVES, element, fabs, fbits, flush, lanewise, minmax
+from karyamorph.model.ptx.arith import D_AB, D_ABC, fbits, flush
+from karyamorph.model.ptx.lanes import HALVES, element, fabs, lanewise, minmax
 from karyamorph.model.semantics.instruction import Exec, Instr, Law
 
 GROUPS: dict[str, tuple[str, ...]] = {
