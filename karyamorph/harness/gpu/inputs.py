@@ -1,21 +1,17 @@
-"""Seeded initial values for a KernelSpec's buffers, and the poison pattern written into outputs."""
+"""The seeded inputs as torch tensors, and the poison pattern written into outputs (torch side)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from karyamorph.kernel.bound import BoundKernel
-from karyamorph.kernel.spec import ArgSpec, DType, SpecError
+from karyamorph.kernel.inputs import make_array
+from karyamorph.kernel.spec import ArgSpec, DType
 
 if TYPE_CHECKING:
     import torch
-
-# Integer outputs are poisoned with 0xFF bytes (-1 signed, the largest value unsigned); float
-# outputs with the quiet NaN torch writes for float("nan").
-POISON_BYTE = 0xFF
-
-# Scale of ``randn`` for integer dtypes: small values of both signs (unsigned: their magnitude).
-INT_RANDN_SCALE = 16.0
 
 _TORCH_NAMES = {
     "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
@@ -41,75 +37,18 @@ def bits_dtype(dtype: torch.dtype) -> torch.dtype:
     return getattr(torch, _BITS_VIEW[dtype.itemsize])
 
 
-def arg_seed(seed: int, index: int) -> int:
-    """The generator seed of argument ``index`` for a trial seed: every buffer gets its own stream."""
-    return (seed * 1_000_003 + index * 7_919 + 1) % (2**63)
-
-
 def make_tensor(kernel: BoundKernel, arg: ArgSpec, seed: int) -> torch.Tensor:
-    """One pointer argument's initial values, on the CPU, reproducible from ``seed``.
+    """One pointer argument's initial values as a CPU tensor (:func:`karyamorph.kernel.inputs.make_array`)."""
+    return as_tensor(make_array(kernel, arg, seed), arg.dtype)
 
-    Parameters
-    ----------
-    kernel : BoundKernel
-        Supplies the shape (its expressions are evaluated over ``kernel.sizes``).
-    arg : ArgSpec
-        A pointer argument (role in, out or inout).
-    seed : int
-        The trial seed; the argument's position in ``kernel.args`` is mixed in.
 
-    Notes
-    -----
-    Values are generated on the CPU so that a recorded seed gives the same inputs on every GPU.
-    For integer dtypes ``randn`` is ``round(16 * N(0, 1))`` clamped to the dtype (its magnitude
-    for unsigned types), ``rand`` is uniformly random bits over the whole dtype, and ``arange``
-    wraps at the dtype's largest value + 1. For float dtypes ``rand`` is uniform on [0, 1).
-    """
+def as_tensor(array: np.ndarray, dtype: DType) -> torch.Tensor:
+    """A numpy array of :mod:`karyamorph.kernel.inputs` as a CPU tensor of the spec dtype, sharing
+    its memory (bf16 bit patterns viewed as ``torch.bfloat16``)."""
     import torch
 
-    index = kernel.args.index(arg)
-    where = f"{kernel.spec.where}: args[{index}].init"
-    shape = kernel.shapes[arg.name]
-    numel = 1
-    for d in shape:
-        numel *= d
-    target = torch_dtype(arg.dtype)
-    gen = torch.Generator().manual_seed(arg_seed(seed, index))
-    kind, init = arg.dtype.kind, arg.init
-    if init.kind == "zeros":
-        return torch.zeros(shape, dtype=target)
-    if init.kind == "ones":
-        return torch.ones(shape, dtype=target)
-    if init.kind == "arange":
-        values = torch.arange(numel, dtype=torch.int64)
-        if kind != "f":
-            values = values % (arg.dtype.int_range[1] + 1)
-        return values.to(target).reshape(shape)
-    if kind == "f":
-        # Generated in the target dtype itself: rounding fp32 rand to fp16 could give 1.0.
-        if init.kind == "randn":
-            return torch.randn(shape, generator=gen, dtype=target)
-        if init.kind == "rand":
-            return torch.rand(shape, generator=gen, dtype=target)
-        lo, hi = init.low, init.high
-        return torch.randint(lo, hi, shape, generator=gen, dtype=torch.int64).to(target)
-    lo_t, hi_t = arg.dtype.int_range
-    if init.kind == "rand":
-        raw = torch.randint(0, 256, (numel * arg.dtype.bytes,), generator=gen, dtype=torch.uint8)
-        return raw.view(target).reshape(shape)
-    if init.kind == "randn":
-        values = (torch.randn(shape, generator=gen, dtype=torch.float64) * INT_RANDN_SCALE).round()
-        if kind == "u":
-            values = values.abs()
-        return values.clamp(lo_t, min(hi_t, 2**53)).to(torch.int64).to(target)
-    if init.low < lo_t or init.high - 1 > hi_t:
-        raise SpecError(
-            where,
-            f"randint({init.low}, {init.high}) does not fit {arg.dtype.name} (range {lo_t}..{hi_t})",
-        )
-    if init.high > 2**63 - 1:
-        raise SpecError(where, f"randint({init.low}, {init.high}): bounds beyond 2**63 - 1 are not supported")
-    return torch.randint(init.low, init.high, shape, generator=gen, dtype=torch.int64).to(target)
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    return tensor.view(torch.bfloat16) if dtype.name == "bf16" else tensor
 
 
 def make_inputs(kernel: BoundKernel, seed: int) -> dict[str, torch.Tensor]:
@@ -118,7 +57,9 @@ def make_inputs(kernel: BoundKernel, seed: int) -> dict[str, torch.Tensor]:
 
 
 def poison_(tensor: torch.Tensor) -> torch.Tensor:
-    """Fill ``tensor`` in place with the poison pattern (NaN for floats, 0xFF bytes for ints)."""
+    """Fill ``tensor`` in place with the poison pattern: 0xFF bytes for integers (-1 signed, the
+    largest value unsigned), the quiet NaN of ``float("nan")`` for floats (the same bits as
+    :func:`karyamorph.kernel.inputs.poisoned`)."""
     if tensor.dtype.is_floating_point:
         return tensor.fill_(float("nan"))
     tensor.view(bits_dtype(tensor.dtype)).fill_(-1)

@@ -25,9 +25,9 @@ from typing import Any
 
 import karyamorph
 from karyamorph.harness.gpu.device import current_device
-from karyamorph.harness.gpu.inputs import make_inputs
-from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors, kernel_args, upload
+from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors, kernel_args, upload_arrays
 from karyamorph.kernel.bound import BoundKernel, bind
+from karyamorph.kernel.inputs import make_inputs, poisoned
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError
@@ -232,18 +232,16 @@ def torch_device(ordinal: int) -> str:
 
 
 def _run_once(job: Job, spec: BoundKernel, ordinal: int, result: dict[str, Any]) -> None:
-    import torch
-
-
+    # No torch here: its import would cost seconds under every tool that wraps this process.
     params = prepare(spec.spec).entry(job.entry).params
     kernel = KernelLaunch.load(Path(job.cubin_path).read_bytes(), job.entry, spec, ordinal)
-    device = torch_device(ordinal)
-    poisoned = [a.name for a in spec.args if a.role == "out"]
-    buffers = upload(make_inputs(spec, job.seed), device=device, guard_bytes=0, poison=poisoned)
-    torch.cuda.synchronize(device)
+    arrays = make_inputs(spec, job.seed)
+    outputs = {a.name: poisoned(arrays[a.name], a.dtype) for a in spec.args if a.role == "out"}
+    buffers = upload_arrays(arrays, poison=outputs)
     kernel.set_args(kernel_args(spec, params, buffers.pointers()))
     kernel.enqueue()
     kernel.sync()
+    buffers.free()
     result.update(seeds=[job.seed], launched=True, passed=True)
 
 
@@ -278,8 +276,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: python -m karyamorph.harness.gpu.worker JOB.json", file=sys.stderr)
         return EXIT_USAGE
     job = read_job(Path(args[0]))
-    # Every buffer its own cudaMalloc, so that compute-sanitizer sees accesses outside them.
-    os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
 
     result: dict[str, Any] = {"seed": job.seed}
     t0 = time.perf_counter()
@@ -294,11 +290,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"karyamorph worker: spec error: {exc}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     except cuda_core_errors() as exc:
-        return _cuda_failure(job, result, str(exc))
-    except RuntimeError as exc:
-        # torch reports a sticky CUDA fault as RuntimeError("CUDA error: ...").
-        if "CUDA error" not in str(exc) and "CUDA_ERROR" not in str(exc):
-            raise
         return _cuda_failure(job, result, str(exc))
     result["seconds"] = time.perf_counter() - t0
     _write(job.result_path, result)

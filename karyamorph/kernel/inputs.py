@@ -1,0 +1,142 @@
+"""Seeded initial values of a kernel's buffers, as numpy arrays: one generator for every consumer.
+
+The GPU worker, the one-launch worker that compute-sanitizer and ncu watch, and the model
+interpreter all start from these arrays, so a recorded seed names the same inputs everywhere
+(torch takes them with ``torch.from_numpy``, the driver copies their bytes).
+
+``bf16`` has no numpy type: its arrays are ``uint16`` bit patterns, rounded to nearest even from
+float32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from karyamorph.kernel.bound import BoundKernel
+from karyamorph.kernel.spec import ArgSpec, DType, SpecError
+
+# Scale of ``randn`` for integer dtypes: small values of both signs (unsigned: their magnitude).
+INT_RANDN_SCALE = 16.0
+
+NUMPY_DTYPES: dict[str, Any] = {
+    "f16": np.float16, "bf16": np.uint16, "f32": np.float32, "f64": np.float64,
+    "s8": np.int8, "u8": np.uint8, "s16": np.int16, "u16": np.uint16,
+    "s32": np.int32, "u32": np.uint32, "s64": np.int64, "u64": np.uint64,
+}  # fmt: skip
+
+# The largest value below 1.0 of each float dtype (bf16 as its bit pattern): ``rand`` is
+# uniform on [0, 1), and rounding a float32 draw to a narrower type could reach 1.0.
+_BELOW_ONE = {"f16": np.float16(1 - 2**-11), "bf16": np.uint16(0x3F7F)}
+
+
+def numpy_dtype(dtype: DType) -> Any:
+    """The numpy type holding a spec dtype bit for bit (``bf16`` -> ``uint16``)."""
+    return NUMPY_DTYPES[dtype.name]
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to nearest even bfloat16, as ``uint16`` bit patterns (NaN stays NaN)."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(values)
+    if nan.any():
+        rounded[nan] = 0x7FC0
+    return rounded
+
+
+def arg_seed(seed: int, index: int) -> int:
+    """The generator seed of argument ``index`` for a trial seed: every buffer gets its own stream."""
+    return (seed * 1_000_003 + index * 7_919 + 1) % (2**63)
+
+
+def _float_values(dtype: DType, kind: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    wide = np.float64 if dtype.name == "f64" else np.float32
+    drawn = rng.standard_normal(shape, dtype=wide) if kind == "randn" else rng.random(shape, dtype=wide)
+    out = bf16_bits(drawn) if dtype.name == "bf16" else drawn.astype(NUMPY_DTYPES[dtype.name], copy=False)
+    if kind == "rand" and dtype.name in _BELOW_ONE:
+        np.minimum(out, _BELOW_ONE[dtype.name], out=out)
+    return out
+
+
+def _from_integers(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """Exact integers (int64) in the spec dtype: floats by value, bf16 rounded."""
+    if dtype.name == "bf16":
+        return bf16_bits(values.astype(np.float32))
+    return values.astype(NUMPY_DTYPES[dtype.name])
+
+
+def make_array(kernel: BoundKernel, arg: ArgSpec, seed: int) -> np.ndarray:
+    """One pointer argument's initial values, reproducible from ``seed``.
+
+    Parameters
+    ----------
+    kernel : BoundKernel
+        Supplies the shape (already resolved over ``kernel.sizes``).
+    arg : ArgSpec
+        A pointer argument (role in, out or inout).
+    seed : int
+        The trial seed; the argument's position in ``kernel.args`` is mixed in.
+
+    Raises
+    ------
+    SpecError
+        A ``randint`` range that the dtype cannot hold.
+
+    Notes
+    -----
+    Float ``randn`` is N(0, 1) and ``rand`` uniform on [0, 1), drawn in float32 (float64 for
+    f64) and rounded to the dtype. For integer dtypes ``randn`` is ``round(16 * N(0, 1))``
+    clamped to the dtype (its magnitude for unsigned types), ``rand`` is uniformly random bits
+    over the whole dtype, and ``arange`` wraps at the dtype's largest value + 1.
+    """
+    index = kernel.args.index(arg)
+    where = f"{kernel.spec.where}: args[{index}].init"
+    shape = tuple(kernel.shapes[arg.name])
+    numel = int(np.prod(shape, dtype=np.int64))
+    target = numpy_dtype(arg.dtype)
+    rng = np.random.default_rng(arg_seed(seed, index))
+    dtype, init = arg.dtype, arg.init
+    if init.kind == "zeros":
+        return np.zeros(shape, dtype=target)
+    if init.kind == "ones":
+        return _from_integers(np.ones(shape, dtype=np.int64), dtype)
+    if init.kind == "arange":
+        values = np.arange(numel, dtype=np.int64)
+        if dtype.kind != "f":
+            values %= dtype.int_range[1] + 1
+        return _from_integers(values, dtype).reshape(shape)
+    if dtype.kind == "f":
+        if init.kind in ("randn", "rand"):
+            return _float_values(dtype, init.kind, shape, rng)
+        return _from_integers(rng.integers(init.low, init.high, shape, dtype=np.int64), dtype)
+    lo, hi = dtype.int_range
+    if init.kind == "rand":
+        return rng.integers(0, 256, numel * dtype.bytes, dtype=np.uint8).view(target).reshape(shape)
+    if init.kind == "randn":
+        drawn = np.round(rng.standard_normal(shape) * INT_RANDN_SCALE)
+        if dtype.kind == "u":
+            drawn = np.abs(drawn)
+        return np.clip(drawn, lo, min(hi, 2**53)).astype(np.int64).astype(target)
+    if init.low < lo or init.high - 1 > hi:
+        fits = f"does not fit {dtype.name} (range {lo}..{hi})"
+        raise SpecError(where, f"randint({init.low}, {init.high}) {fits}")
+    if init.high > 2**63 - 1:
+        raise SpecError(where, f"randint({init.low}, {init.high}): bounds beyond 2**63 - 1 are not supported")
+    return rng.integers(init.low, init.high, shape, dtype=np.int64).astype(target)
+
+
+def make_inputs(kernel: BoundKernel, seed: int) -> dict[str, np.ndarray]:
+    """Every pointer argument's initial values, by argument name, in ``.entry`` order."""
+    return {a.name: make_array(kernel, a, seed) for a in kernel.args if a.is_pointer}
+
+
+def poisoned(array: np.ndarray, dtype: DType) -> np.ndarray:
+    """An array of ``array``'s shape holding the poison pattern: 0xFF bytes for integers, the
+    quiet NaN (0x7E00, 0x7FC0, 0x7FC00000, 0x7FF8...) for floats."""
+    if dtype.kind != "f":
+        return np.full(array.shape, -1, dtype=f"i{array.itemsize}").view(array.dtype)
+    if dtype.name == "bf16":
+        return np.full(array.shape, 0x7FC0, dtype=np.uint16)
+    return np.full(array.shape, np.nan, dtype=array.dtype)
