@@ -7,10 +7,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from karyamorph.harness.pipeline import run_pipeline
+from karyamorph.harness.pipeline import default_stages, run_pipeline
 from karyamorph.harness.stages.base import Context, StageResult, Status
 from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.model import ModelStage
+from karyamorph.harness.stages.sanitize import SanitizeStage
 from karyamorph.harness.stages.sass import SassStage
 from karyamorph.harness.stages.static import StaticStage
 from karyamorph.harness.tools.sass import disassemble, line_map
@@ -100,3 +101,13 @@ def test_the_sass_stage_runs_beside_static_and_model_and_its_product_is_there_af
     assert sass.data["text"] == direct.text
     assert probe.seen == line_map(direct, "vadd") and probe.seen
     assert SassStage.overlaps == ("static", "model")
+
+
+def test_sanitize_overlaps_only_correctness_so_timing_and_metrics_run_alone() -> None:
+    """The tools share the GPU with the correctness trials, never with a stage that measures."""
+    assert SanitizeStage.overlaps == ("correctness",)
+    names = [stage.name for stage in default_stages()]
+    assert names.index("sanitize") + 1 == names.index("correctness")
+    for measuring in ("timing", "metrics"):
+        assert names.index(measuring) > names.index("correctness")
+        assert all(measuring not in getattr(stage, "overlaps", ()) for stage in default_stages())

@@ -37,7 +37,7 @@ class FakeWorker:
     jobs: dict[str, Job] = field(default_factory=dict)
 
     def __call__(
-        self, job: Job, *, workdir: Path, timeout_s: float, wrapper: list[str], env: Any
+        self, job: Job, *, workdir: Path, timeout_s: float, wrapper: list[str], env: Any = None
     ) -> WorkerOutcome:
         tool = wrapper[wrapper.index("--tool") + 1]
         self.jobs[tool] = job

@@ -109,7 +109,7 @@ def sanitizer_argv(
     if has("--kernel-name"):
         argv += ["--kernel-name", f"kne={entry}"]
     if has("--report-api-errors"):
-        # cuda.core and torch probe the driver in ways the tool reports as API errors
+        # cuda.core probes the driver in ways the tool reports as API errors
         # (CUDA_ERROR_INVALID_CONTEXT from cuCtxGetDevice); they are not the kernel's.
         argv += ["--report-api-errors", "no"]
     if tool == "memcheck" and padding_bytes and has("--padding"):
