@@ -311,7 +311,7 @@ class KernelLaunch:
         from cuda.bindings import driver
 
         try:
-            function = _function(self.kernel)
+            function = cu_function(self.kernel)
         except (CudaError, TypeError):
             # cuda.core's own wrapper makes the same driver call on the kernel handle.
             occupancy = self.kernel.occupancy
@@ -336,7 +336,7 @@ def _as_cuda_error(exc: BaseException, where: str) -> CudaError:
     return CudaError(name.strip(), rest.strip(), where)
 
 
-def _function(kernel: Any) -> Any:
+def cu_function(kernel: Any) -> Any:
     """The CUfunction of a cuda.core Kernel (its handle is a CUkernel from the library API)."""
     from cuda.bindings import driver
 
@@ -353,5 +353,5 @@ def _allow_dynamic_shared(kernel: Any, shared: int, device: Any) -> None:
 
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     check(
-        driver.cuFuncSetAttribute(_function(kernel), attr, shared), f"allowing {shared} B of dynamic shared"
+        driver.cuFuncSetAttribute(cu_function(kernel), attr, shared), f"allowing {shared} B of dynamic shared"
     )
