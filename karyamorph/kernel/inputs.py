@@ -10,6 +10,9 @@ float32.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,9 @@ NUMPY_DTYPES: dict[str, Any] = {
     "s8": np.int8, "u8": np.uint8, "s16": np.int16, "u16": np.uint16,
     "s32": np.int32, "u32": np.uint32, "s64": np.int64, "u64": np.uint64,
 }  # fmt: skip
+
+# Values per independently seeded chunk of a buffer (4 MiB of f32).
+CHUNK = 1 << 20
 
 # The largest value below 1.0 of each float dtype (bf16 as its bit pattern): ``rand`` is
 # uniform on [0, 1), and rounding a float32 draw to a narrower type could reach 1.0.
@@ -51,13 +57,44 @@ def arg_seed(seed: int, index: int) -> int:
     return (seed * 1_000_003 + index * 7_919 + 1) % (2**63)
 
 
-def _float_values(dtype: DType, kind: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    wide = np.float64 if dtype.name == "f64" else np.float32
-    drawn = rng.standard_normal(shape, dtype=wide) if kind == "randn" else rng.random(shape, dtype=wide)
-    out = bf16_bits(drawn) if dtype.name == "bf16" else drawn.astype(NUMPY_DTYPES[dtype.name], copy=False)
-    if kind == "rand" and dtype.name in _BELOW_ONE:
-        np.minimum(out, _BELOW_ONE[dtype.name], out=out)
+Draw = Callable[[np.random.Generator, int], np.ndarray]
+
+
+def drawn(numel: int, seed: int, dtype: Any, draw: Draw) -> np.ndarray:
+    """``numel`` values of ``dtype``, :data:`CHUNK` at a time: chunk ``c`` is ``draw(rng, count)``
+    with ``rng`` seeded by ``(seed, c)``.
+
+    The chunks are independent streams, so they are drawn on several threads (numpy's
+    generators release the GIL while they fill) and the values do not depend on how many.
+    """
+    out = np.empty(numel, dtype=dtype)
+
+    def one(chunk: int) -> None:
+        lo = chunk * CHUNK
+        hi = min(numel, lo + CHUNK)
+        out[lo:hi] = draw(np.random.default_rng([seed, chunk]), hi - lo)
+
+    chunks = range(-(-numel // CHUNK))
+    if len(chunks) > 1:
+        with ThreadPoolExecutor(min(len(chunks), os.cpu_count() or 1)) as pool:
+            list(pool.map(one, chunks))
+    else:
+        for chunk in chunks:
+            one(chunk)
     return out
+
+
+def _float_draw(dtype: DType, kind: str) -> Draw:
+    wide = np.float64 if dtype.name == "f64" else np.float32
+
+    def draw(rng: np.random.Generator, count: int) -> np.ndarray:
+        values = rng.standard_normal(count, dtype=wide) if kind == "randn" else rng.random(count, dtype=wide)
+        out = bf16_bits(values) if dtype.name == "bf16" else values.astype(NUMPY_DTYPES[dtype.name])
+        if kind == "rand" and dtype.name in _BELOW_ONE:
+            np.minimum(out, _BELOW_ONE[dtype.name], out=out)
+        return out
+
+    return draw
 
 
 def _from_integers(values: np.ndarray, dtype: DType) -> np.ndarray:
@@ -96,7 +133,7 @@ def make_array(kernel: BoundKernel, arg: ArgSpec, seed: int) -> np.ndarray:
     shape = tuple(kernel.shapes[arg.name])
     numel = int(np.prod(shape, dtype=np.int64))
     target = numpy_dtype(arg.dtype)
-    rng = np.random.default_rng(arg_seed(seed, index))
+    stream = arg_seed(seed, index)
     dtype, init = arg.dtype, arg.init
     if init.kind == "zeros":
         return np.zeros(shape, dtype=target)
@@ -107,24 +144,51 @@ def make_array(kernel: BoundKernel, arg: ArgSpec, seed: int) -> np.ndarray:
         if dtype.kind != "f":
             values %= dtype.int_range[1] + 1
         return _from_integers(values, dtype).reshape(shape)
-    if dtype.kind == "f":
-        if init.kind in ("randn", "rand"):
-            return _float_values(dtype, init.kind, shape, rng)
-        return _from_integers(rng.integers(init.low, init.high, shape, dtype=np.int64), dtype)
+    if dtype.kind == "f" and init.kind in ("randn", "rand"):
+        draw = _float_draw(dtype, init.kind)
+    elif dtype.kind != "f" and init.kind == "rand":
+        draw = _bits_draw(dtype)
+    elif dtype.kind != "f" and init.kind == "randn":
+        draw = _int_randn(dtype)
+    else:
+        if dtype.kind != "f":
+            _check_randint(init.low, init.high, dtype, where)
+        draw = _randint_draw(init.low, init.high, dtype)
+    return drawn(numel, stream, target, draw).reshape(shape)
+
+
+def _bits_draw(dtype: DType) -> Draw:
+    def draw(rng: np.random.Generator, count: int) -> np.ndarray:
+        return rng.integers(0, 256, count * dtype.bytes, dtype=np.uint8).view(NUMPY_DTYPES[dtype.name])
+
+    return draw
+
+
+def _randint_draw(low: int, high: int, dtype: DType) -> Draw:
+    def draw(rng: np.random.Generator, count: int) -> np.ndarray:
+        return _from_integers(rng.integers(low, high, count, dtype=np.int64), dtype)
+
+    return draw
+
+
+def _int_randn(dtype: DType) -> Draw:
     lo, hi = dtype.int_range
-    if init.kind == "rand":
-        return rng.integers(0, 256, numel * dtype.bytes, dtype=np.uint8).view(target).reshape(shape)
-    if init.kind == "randn":
-        drawn = np.round(rng.standard_normal(shape) * INT_RANDN_SCALE)
+
+    def draw(rng: np.random.Generator, count: int) -> np.ndarray:
+        values = np.round(rng.standard_normal(count) * INT_RANDN_SCALE)
         if dtype.kind == "u":
-            drawn = np.abs(drawn)
-        return np.clip(drawn, lo, min(hi, 2**53)).astype(np.int64).astype(target)
-    if init.low < lo or init.high - 1 > hi:
-        fits = f"does not fit {dtype.name} (range {lo}..{hi})"
-        raise SpecError(where, f"randint({init.low}, {init.high}) {fits}")
-    if init.high > 2**63 - 1:
-        raise SpecError(where, f"randint({init.low}, {init.high}): bounds beyond 2**63 - 1 are not supported")
-    return rng.integers(init.low, init.high, shape, dtype=np.int64).astype(target)
+            values = np.abs(values)
+        return np.clip(values, lo, min(hi, 2**53)).astype(np.int64).astype(NUMPY_DTYPES[dtype.name])
+
+    return draw
+
+
+def _check_randint(low: int, high: int, dtype: DType, where: str) -> None:
+    lo, hi = dtype.int_range
+    if low < lo or high - 1 > hi:
+        raise SpecError(where, f"randint({low}, {high}) does not fit {dtype.name} (range {lo}..{hi})")
+    if high > 2**63 - 1:
+        raise SpecError(where, f"randint({low}, {high}): bounds beyond 2**63 - 1 are not supported")
 
 
 def make_inputs(kernel: BoundKernel, seed: int) -> dict[str, np.ndarray]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from karyamorph.kernel.bound import bind
-from karyamorph.kernel.inputs import bf16_bits, make_array, make_inputs, poisoned
+from karyamorph.kernel.inputs import CHUNK, arg_seed, bf16_bits, make_array, make_inputs, poisoned
 from karyamorph.kernel.loader import spec_from_dict
 from karyamorph.kernel.spec import DTYPES, KernelSpec, SpecError
 
@@ -136,3 +136,16 @@ def test_the_poison_pattern_bit_for_bit(name: str, bits: int) -> None:
     raw = poisoned(array, DTYPES[name]).tobytes()
     width = DTYPES[name].bytes
     assert [int.from_bytes(raw[i : i + width], "little") for i in range(0, len(raw), width)] == [bits] * 3
+
+
+def test_a_large_buffer_is_the_documented_chunk_streams_in_order() -> None:
+    """Chunk c of argument i under trial seed s is numpy's stream seeded by (arg_seed(s, i), c),
+    whatever the number of threads that drew it."""
+    count = 2 * CHUNK + 5
+    spec = spec_with([arg("pad", "u8", "zeros", shape=[1]), arg("x", "f32", "rand")], n=count)
+    x = make_inputs(bind(spec), 4)["x"]
+    stream = arg_seed(4, 1)
+    parts = [np.random.default_rng([stream, c]).random(min(CHUNK, count - c * CHUNK), dtype=np.float32)
+             for c in range(3)]  # fmt: skip
+    assert np.array_equal(x, np.concatenate(parts))
+    assert not np.array_equal(x[:CHUNK], x[CHUNK : 2 * CHUNK])
