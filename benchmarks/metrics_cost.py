@@ -65,7 +65,8 @@ def main() -> None:
         alone = median_s(args.repeat, lambda: run_worker(job, workdir=root))
         rows.append(("worker alone, one launch", alone))
         version = [str(ncu.path), "--version"]
-        rows.append(("ncu --version", median_s(args.repeat, lambda: subprocess.run(version, capture_output=True, check=False))))
+        start = median_s(args.repeat, lambda: subprocess.run(version, capture_output=True, check=False))
+        rows.append(("ncu --version", start))
         report = root / f"{kernel.entry}.ncu-rep"
         for label, sections in (("all sections", SECTIONS), ("without SourceCounters",
                                 tuple(s for s in SECTIONS if s != "SourceCounters"))):  # fmt: skip
