@@ -34,15 +34,6 @@ class UnsupportedOperation(NotImplementedError):
     as skipped); every form of the shipped machine is computed."""
 
 
-
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """s + e == a + b exactly (Knuth's TwoSum); e is 0 where s is not finite."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        s_ = a + b
-        bb = s_ - a
-        e = (a - (s_ - bb)) + (b - bb)
-    return s_, np.where(np.isfinite(s_), e, 0.0)
-
 def u(a: Any, bits: int) -> np.ndarray:
     """``a`` as an unsigned array of ``bits`` (no copy when it already is one)."""
     return np.asarray(a, dtype=UINT[bits]) if not isinstance(a, np.ndarray) or a.dtype != UINT[bits] else a
@@ -318,9 +309,9 @@ class ConcreteDomain:
                 r = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op](fa, fb)
                 return _bits_of(r, "f64")
             if op == "add":
-                sm, e = _two_sum(fa, fb)
+                sm, e = exact.two_sum(fa, fb)
             elif op == "sub":
-                sm, e = _two_sum(fa, -fb)
+                sm, e = exact.two_sum(fa, -fb)
             elif op == "mul":
                 sm, e = fa * fb, np.zeros(())
             else:
@@ -354,7 +345,7 @@ class ConcreteDomain:
             if ft == "f64":
                 return _bits_of(exact.fma_f64(fa, fb, fc, rnd), "f64")
             p = fa * fb
-            sm, e = _two_sum(p, fc)
+            sm, e = exact.two_sum(p, fc)
             out = _round(sm, e, ft, rnd)
             zero = (sm == 0) & (e == 0)
             if np.any(zero):
@@ -403,7 +394,7 @@ class ConcreteDomain:
             ua = u(a, 64)
             hi = (s(ua, 64) >> 32) if signed else (ua >> np.uint64(32)).astype(np.int64)
             lo = (ua & np.uint64(0xFFFFFFFF)).astype(np.float64)
-            sm, e = _two_sum(hi.astype(np.float64) * 4294967296.0, lo)
+            sm, e = exact.two_sum(hi.astype(np.float64) * 4294967296.0, lo)
         else:
             sm = (s(a, bits) if signed else u(a, bits)).astype(np.float64)
             e = np.zeros(())

@@ -114,10 +114,14 @@ def _ieee_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, a * b + c)
 
 
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``s + e == a + b`` exactly (Knuth's TwoSum) with ``s = RN(a + b)``; ``e`` is 0 where
+    ``s`` is not finite (no error term is meaningful there)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = a + b
+        bb = s - a
+        e = (a - (s - bb)) + (b - bb)
+    return s, np.where(np.isfinite(s), e, 0.0)
 
 
 def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,9 +140,9 @@ def fma_f64(fa: np.ndarray, fb: np.ndarray, fc: np.ndarray, rnd: str) -> np.ndar
     a, b, c = np.broadcast_arrays(*[np.asarray(t, dtype=np.float64) for t in (fa, fb, fc)])
     with np.errstate(all="ignore"):
         ph, pl = _two_prod(a, b)
-        sh, sl = _two_sum(ph, c)
-        t, te = _two_sum(sl, pl)
-        r, e1 = _two_sum(sh, t)
+        sh, sl = two_sum(ph, c)
+        t, te = two_sum(sl, pl)
+        r, e1 = two_sum(sh, t)
         # exact = sh + t + te and r = RN(sh + t) with error e1: r is the nearest double to the
         # exact value when te == 0, or when |e1| + |te| stays below half the spacing under |r|
         # (with room for the float sum); not when a step was inexact (underflow, overflow).
