@@ -102,6 +102,41 @@ SPECS = (
         aligned=("keys_ptr", "hist_ptr"),
         options={"num_warps": 4},
     ),
+    TritonSpec(
+        "dropout",
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "p": "fp32", "seed": "i32",
+         "BLOCK": "constexpr"},
+        {"BLOCK": 1024},
+        aligned=("x_ptr", "out_ptr"),
+        options={"num_warps": 4},
+    ),
+    TritonSpec(
+        "cumsum_rows",
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "row_stride": "i32", "n_cols": "i32",
+         "BLOCK": "constexpr"},
+        {"BLOCK": 256},
+        aligned=("x_ptr", "out_ptr", "row_stride"),
+        options={"num_warps": 4},
+    ),
+    TritonSpec(
+        "argmax_rows",
+        {"x_ptr": "*fp32", "out_ptr": "*i32", "row_stride": "i32", "n_cols": "i32",
+         "BLOCK": "constexpr"},
+        {"BLOCK": 1024},
+        aligned=("x_ptr", "out_ptr", "row_stride"),
+        options={"num_warps": 4},
+    ),
+    TritonSpec(
+        "attention_fwd",
+        {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "seq_len": "i32",
+         "sm_scale": "fp32", "head_stride": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+         "HEAD_DIM": "constexpr"},
+        # BLOCK_M 32 is below the 64 rows of a Hopper warpgroup MMA, so sm_90a lowers tl.dot
+        # to mma.sync as sm_120a does (a 64-row tile would give wgmma there).
+        {"BLOCK_M": 32, "BLOCK_N": 32, "HEAD_DIM": 64},
+        aligned=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "head_stride"),
+        options={"num_warps": 4, "num_stages": 2},
+    ),
 )
 
 
