@@ -149,6 +149,7 @@ class Outcome:
     ptx: Path | None
     target: str
     error: str
+    shared_bytes: int = 0
 
 
 def load_kernels() -> types.ModuleType:
@@ -166,8 +167,9 @@ def load_kernels() -> types.ModuleType:
     return module
 
 
-def compile_spec(triton: Any, kernels: types.ModuleType, spec: TritonSpec, cc: int) -> str:
-    """Return the PTX text of ``spec`` compiled for compute capability ``cc``."""
+def compile_spec(triton: Any, kernels: types.ModuleType, spec: TritonSpec, cc: int) -> tuple[str, int]:
+    """Return the PTX text of ``spec`` compiled for compute capability ``cc`` and the dynamic
+    shared memory (bytes) a launch must give it."""
     from triton.backends.compiler import GPUTarget
 
     fn = getattr(kernels, spec.name)
@@ -178,7 +180,7 @@ def compile_spec(triton: Any, kernels: types.ModuleType, spec: TritonSpec, cc: i
     )
     compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=dict(spec.options))
     ptx: str = compiled.asm["ptx"]
-    return ptx
+    return ptx, int(compiled.metadata.shared)
 
 
 def write_readme(out_dir: Path, version: str, outcomes: list[Outcome]) -> None:
@@ -190,14 +192,17 @@ def write_readme(out_dir: Path, version: str, outcomes: list[Outcome]) -> None:
         f"Triton {version}, compiled ahead of time with `triton.compile(ASTSource(...),",
         "target=GPUTarget(\"cuda\", cc, 32))`; no GPU involved. Kernels: ../triton_kernels.py.",
         "",
-        "| file | kernel | compute capability | .target | options | status |",
-        "|---|---|---|---|---|---|",
+        "Shared bytes: the dynamic shared memory a launch must give (Triton's `metadata.shared`).",
+        "",
+        "| file | kernel | compute capability | .target | options | shared bytes | status |",
+        "|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         opts = ", ".join(f"{k}={v}" for k, v in by_name[o.spec].options.items()) or "-"
         file = o.ptx.name if o.ptx else "-"
         status = "ok" if not o.error else "FAILED: " + o.error.replace("|", "\\|")
-        lines.append(f"| {file} | {o.spec} | {o.cc} | {o.target or '-'} | {opts} | {status} |")
+        shared = str(o.shared_bytes) if o.ptx else "-"
+        lines.append(f"| {file} | {o.spec} | {o.cc} | {o.target or '-'} | {opts} | {shared} | {status} |")
     (out_dir / "README.md").write_text("\n".join(lines) + "\n")
 
 
@@ -221,7 +226,7 @@ def compile_all(
             continue
         for cc in ccs:
             try:
-                ptx = compile_spec(triton, kernels, spec, cc)
+                ptx, shared_bytes = compile_spec(triton, kernels, spec, cc)
             except compile_errors as e:
                 error = f"{type(e).__name__}: {first_line(str(e))}"
                 outcomes.append(Outcome(spec.name, cc, None, "", error))
@@ -230,7 +235,7 @@ def compile_all(
             target = ptx_target(ptx, f"{spec.name} cc {cc}")
             path = out_dir / f"{spec.name}.{target}.ptx"
             path.write_text(portable_file_directives(ptx, str(HERE), "."))
-            outcomes.append(Outcome(spec.name, cc, path, target, ""))
+            outcomes.append(Outcome(spec.name, cc, path, target, "", shared_bytes))
             print(f"{path.name:36s} {path.stat().st_size:8d} B")
     return outcomes
 
