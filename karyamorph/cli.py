@@ -128,10 +128,13 @@ def main() -> None:
 @click.option("--skip", metavar="A,B,..", help="Do not run these stages (e.g. sanitize,metrics).")
 @click.option("--label", help="A name stored with the run (tells kernels with one entry name apart).")
 @click.option("--strict", is_flag=True, help="Exit 1 on an unknown model verdict too (else only on fail).")
+@click.option("--budget", "budget_s", default=None, type=click.FloatRange(min=0),
+              help="Seconds the model stage's checks may take (default 30); what is undecided then "
+                   "is unknown.")  # fmt: skip
 @friendly_errors
 def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bool, timeout: float | None,
         sizes: tuple[str, ...], only: str | None, skip: str | None, label: str | None,
-        strict: bool) -> None:  # fmt: skip
+        strict: bool, budget_s: float | None) -> None:  # fmt: skip
     """Run a kernel spec through the stages and store the results."""
     from contextlib import nullcontext
 
@@ -145,7 +148,7 @@ def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bo
         outcome = run_spec_file(
             Path(spec_path), arch=arch, db=None if no_store else _db_path(db), timeout_s=timeout,
             sizes=size_overrides(sizes), only=_names(only), skip=_names(skip) or (), label=label,
-            on_stage=progress,
+            on_stage=progress, check_budget_s=budget_s,
         )  # fmt: skip
     _echo(outcome.as_json() if fmt == "json" else outcome.table())
     if outcome.bad_input:

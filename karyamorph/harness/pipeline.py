@@ -128,11 +128,13 @@ def select_stages(
     return chosen
 
 
-def default_stages(timeout_s: float | None = None) -> list[Stage]:
+def default_stages(timeout_s: float | None = None, check_budget_s: float | None = None) -> list[Stage]:
     """The stages that exist, in pipeline order.
 
     ``timeout_s`` bounds each kernel launch a worker makes (correctness, each sanitizer tool,
     Nsight Compute); a kernel still running then is killed and its stage fails.
+    ``check_budget_s`` is the time the model stage's z3 checks may take (default: the stage's
+    own); what is undecided then is ``unknown``.
     """
 
     if timeout_s is None:
@@ -144,7 +146,8 @@ def default_stages(timeout_s: float | None = None) -> list[Stage]:
             TimingStage(),
             MetricsStage(timeout_s=timeout_s),
         ]
-    return [CompileStage(), SassStage(), StaticStage(), ModelStage(), *gpu]
+    model = ModelStage() if check_budget_s is None else ModelStage(check_deadline_s=check_budget_s)
+    return [CompileStage(), SassStage(), StaticStage(), model, *gpu]
 
 
 def default_arch(module: ast.Module | None, device: Any) -> Arch:

@@ -174,15 +174,17 @@ def run_spec_file(
     skip: Sequence[str] = (),
     label: str | None = None,
     on_stage: StageHook | None = None,
+    check_budget_s: float | None = None,
 ) -> Outcome:
     """Load, run and (unless ``db`` is None or the input is bad) store one spec file.
 
     ``sizes`` overrides the spec's ``[sizes]`` (each name must exist there). ``only`` and
     ``skip`` choose the stages by name (see :func:`select_stages`): stages not chosen do not
     run; a chosen stage whose inputs are missing skips with the reason. ``label`` is stored
-    with the run; ``on_stage`` is told of each stage as it starts and ends.
+    with the run; ``on_stage`` is told of each stage as it starts and ends. ``check_budget_s``
+    is the time the model stage's checks may take (see :func:`default_stages`).
     """
-    stages = select_stages(default_stages(timeout_s), only, skip)
+    stages = select_stages(default_stages(timeout_s, check_budget_s), only, skip)
     spec = load_spec(path)
     device = current_device()
     with command_worker(device) as worker:

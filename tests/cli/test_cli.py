@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -231,3 +232,27 @@ def test_an_undecided_model_verdict_is_unknown_not_fail(tmp_path: Path) -> None:
     strict = CliRunner().invoke(main, [*args, "--strict"])
     assert strict.exit_code == 1, strict.output
     assert "unknown" in strict.output
+
+
+def test_run_budget_bounds_the_model_checks() -> None:
+    """`run --budget S` gives the model stage's z3 checks S seconds: at 0 none is decided (unknown,
+    the budget named, exit 0 unless --strict); sgemm_regblock's checks take seconds, so a quarter
+    of a second leaves some undecided, and the reason names that budget; without the option the
+    same kernels are proved."""
+    corpus = Path(__file__).resolve().parents[1] / "model" / "corpus"
+    args = ["--arch", "sm_90", "--stages", "model", "--no-store", "--format", "json"]
+
+    def model(spec: str, *extra: str) -> tuple[int, dict[str, Any]]:
+        result = CliRunner().invoke(main, ["run", str(corpus / spec), *args, *extra])
+        out = json.loads(result.output)
+        return result.exit_code, next(s for s in out["stages"] if s["name"] == "model")
+
+    code, stage = model("reduce_shared_256.sm_90.toml", "--budget", "0")
+    assert code == 0 and stage["status"] == "unknown"
+    assert all("time budget of 0 s ran out" in c["reason"] for c in stage["data"]["checks"])
+    assert model("reduce_shared_256.sm_90.toml", "--budget", "0", "--strict")[0] == 1
+    code, stage = model("reduce_shared_256.sm_90.toml")
+    assert code == 0 and stage["status"] == "pass"
+    _, stage = model("sgemm_regblock.sm_90.toml", "--budget", "0.25")
+    reasons = [c["reason"] for c in stage["data"]["checks"] if c["verdict"] == "unknown"]
+    assert reasons and all("time budget of 0.25 s ran out" in r for r in reasons)

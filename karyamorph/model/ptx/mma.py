@@ -18,13 +18,22 @@ Every lane gathers the rows of A and the columns of B it needs from the lanes th
 (``shfl.sync.idx`` exchanges, see :mod:`karyamorph.model.ptx.matrix`) and computes its four
 elements of D.
 
+The 8-bit float multiplicands ``.e4m3`` and ``.e5m2`` (PTX ISA, "mma" syntax
+``mma.sync.aligned.shape.row.col.dtype.f8type.f8type.ctype``, ``.shape`` m16n8k16 or m16n8k32,
+``.f8type`` either format for A and for B independently, ``.ctype``/``.dtype`` ``.f16`` or
+``.f32``, sm_89+) use the 8-bit layouts above. Their encodings (PTX ISA, "Alternate Floating
+Point Data Formats"): e4m3 is 1 sign, 4 exponent (bias 7) and 3 mantissa bits, with no
+infinity and NaN only at ``S.1111.111``; e5m2 is 1 sign, 5 exponent (bias 15) and 2 mantissa
+bits, with IEEE infinities and NaNs at exponent 31. Exponent 0 is subnormal in both.
+
 Arithmetic. Integers (``.s8``/``.u8`` -> ``.s32``) are exact; the sum wraps modulo 2**32, and
 ``.satfinite`` clamps it to the ``.s32`` range. Floating point: the PTX ISA does not document
 the tensor cores' internal precision or summation order, so the model states its own: every
-product of two ``.f16``/``.bf16`` elements is exact (computed in float64), ``C`` and the K
-products are added in float64 in order ``c + a0 b0 + a1 b1 + ...``, and the sum is rounded once
-to the accumulator type, to nearest even. A GPU may differ from this in the last bits (it may
-truncate and accumulate in fewer bits); compare floating-point results with a tolerance.
+product of two ``.f16``/``.bf16``/``.e4m3``/``.e5m2`` elements is exact (computed in float64),
+``C`` and the K products are added in float64 in order ``c + a0 b0 + a1 b1 + ...``, and the sum
+is rounded once to the accumulator type, to nearest even. A GPU may differ from this in the last
+bits (it may truncate and accumulate in fewer bits); compare floating-point results with a
+tolerance.
 """
 
 from __future__ import annotations
@@ -43,7 +52,14 @@ _FORMS = {
     "bf16": (("f32",), ("m16n8k8", "m16n8k16")),
     "s8": (("s32",), ("m16n8k16", "m16n8k32")),
     "u8": (("s32",), ("m16n8k16", "m16n8k32")),
+    "e4m3": (("f16", "f32"), ("m16n8k16", "m16n8k32")),
+    "e5m2": (("f16", "f32"), ("m16n8k16", "m16n8k32")),
 }
+# The multiplicand pairs that may differ in type: (exponent bits, mantissa bits) of the fp8 formats.
+_PAIRS = (("s8", "u8"), ("e4m3", "e5m2"))
+FP8 = {"e4m3": (4, 3), "e5m2": (5, 2)}
+_F64_INF = 0x7FF0000000000000
+_F64_NAN = 0x7FF8000000000000
 
 
 def depth(shape: str) -> int:
@@ -90,6 +106,35 @@ def gather_b(x: Exec, regs: list[Any], t: PtxType, k: int) -> dict[tuple[int, in
     return out
 
 
+def fp8_to_f64(d: Domain, v: Any, fmt: str) -> Any:
+    """The float64 bit pattern of the 8-bit float ``v`` (an 8-bit value): exact, as every
+    e4m3/e5m2 value is a float64 value."""
+    ebits, mbits = FP8[fmt]
+    bias = (1 << (ebits - 1)) - 1
+    w = d.zext(v, 8, 64)
+    e = d.and_(d.lshr(w, d.const(mbits, 64), 64), d.const((1 << ebits) - 1, 64), 64)
+    m = d.and_(w, d.const((1 << mbits) - 1, 64), 64)
+    normal = d.bnot(d.eq(e, d.const(0, 64), 64))
+    # value = significand * 2**(max(e, 1) - bias - mbits), the significand with its implicit bit
+    sig = d.or_(m, d.ite(normal, d.const(1 << mbits, 64), d.const(0, 64), 64), 64)
+    scale_exp = d.add(d.ite(normal, e, d.const(1, 64), 64), d.const(1023 - bias - mbits, 64), 64)
+    scale = d.shl(scale_exp, d.const(52, 64), 64)  # 2**(...) as float64 bits: always normal
+    mag = d.fmul(d.i2f(sig, 64, False, "f64", "rn"), scale, "f64", "rn")
+    top = d.const((1 << ebits) - 1, 64)
+    if fmt == "e4m3":
+        special = d.band(d.eq(e, top, 64), d.eq(m, d.const((1 << mbits) - 1, 64), 64))
+        mag = d.ite(special, d.const(_F64_NAN, 64), mag, 64)
+    else:
+        inf = d.ite(d.eq(m, d.const(0, 64), 64), d.const(_F64_INF, 64), d.const(_F64_NAN, 64), 64)
+        mag = d.ite(d.eq(e, top, 64), inf, mag, 64)
+    sign = d.shl(d.lshr(w, d.const(7, 64), 64), d.const(63, 64), 64)
+    return d.or_(mag, sign, 64)
+
+
+def _to_f64(d: Domain, v: Any, t: PtxType) -> Any:
+    return fp8_to_f64(d, v, t.name) if t.name in FP8 else d.fcvt(v, t.name, "f64", "rn")
+
+
 def product(
     x: Exec,
     a_regs: list[Any],
@@ -110,8 +155,8 @@ def product(
         if at.is_float:
             acc = d.fcvt(c, ct.name, "f64", "rn")
             for kk in range(k):
-                fa = d.fcvt(a[(r, kk)], at.name, "f64", "rn")
-                fb = d.fcvt(b[(col, kk)], bt.name, "f64", "rn")
+                fa = _to_f64(d, a[(r, kk)], at)
+                fb = _to_f64(d, b[(col, kk)], bt)
                 acc = d.fadd(acc, d.fmul(fa, fb, "f64", "rn"), "f64", "rn")
             out.append(d.fcvt(acc, "f64", dt.name, "rn"))
             continue
@@ -173,8 +218,8 @@ def _mma(x: Exec) -> None:
 def _mma_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     dt, at, bt, ct = types
     form = _FORMS.get(at)
-    if form is None or (bt != at and not (at in ("s8", "u8") and bt in ("s8", "u8"))):
-        return f".{at}.{bt} multiplicands are not modeled (f16, bf16, s8/u8 are)"
+    if form is None or (bt != at and not any(at in p and bt in p for p in _PAIRS)):
+        return f".{at}.{bt} multiplicands are not modeled (f16, bf16, s8/u8, e4m3/e5m2 are)"
     accumulators, shapes = form
     if dt not in accumulators or ct not in accumulators:
         return f".{at} multiplicands take .{'/.'.join(accumulators)} accumulators, not .{dt}/.{ct}"
@@ -186,10 +231,11 @@ def _mma_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
 
 
 MMA: tuple[Instr, ...] = (
-    Instr("mma", ("f16", "bf16", "f32", "s8", "u8", "s32"),
+    Instr("mma", ("f16", "bf16", "f32", "s8", "u8", "s32", "e4m3", "e5m2"),
           (Slot("d", dest=True), Slot("a"), Slot("b"), Slot("c")), _mma,
           {"shape": SHAPES, "alayout": ("row",), "blayout": ("col",), "satfinite": ("satfinite",)},
           required=("shape", "alayout", "blayout"), fixed=("sync",), ntypes=4, kind="warp",
           min_ptx="7.0", min_target="sm_80", type_rule=_mma_rule,
-          doc="warp-level D = A * B + C on 16x8 tiles (f16/bf16 -> f32, f16 -> f16, s8/u8 -> s32)"),
+          doc="warp-level D = A * B + C on 16x8 tiles (f16/bf16 -> f32, f16 -> f16, s8/u8 -> s32, "
+              "e4m3/e5m2 -> f16/f32)"),
 )  # fmt: skip

@@ -10,7 +10,9 @@ fragments gathered back with the same formulas must equal ``A @ B + C``:
 - floats exactly where the exact result is representable in the accumulator type (small
   multiples of powers of two: any correct summation order gives it), and within one unit in the
   last place of the accumulator type for random operands (the model rounds the exact sum once;
-  the PTX ISA leaves the internal precision open).
+  the PTX ISA leaves the internal precision open);
+- 8-bit floats (``.e4m3``/``.e5m2``, the 8-bit layouts) on random bit patterns, NaN, infinity and
+  subnormals included, their values decoded by torch's ``float8_e4m3fn``/``float8_e5m2``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import zlib
 from collections.abc import Callable
 
 import numpy as np
+import torch
 
 from karyamorph.isa.parser import parse
 from karyamorph.model.interp.errors import ExecutionError
@@ -151,7 +154,8 @@ def kernel(form: str, na: int, nb: int, nc: int, nd: int, f32c: bool, f32d: bool
 """
 
 
-BITS = {"f16": 16, "bf16": 16, "f32": 32, "s8": 8, "u8": 8, "s32": 32}
+BITS = {"f16": 16, "bf16": 16, "f32": 32, "s8": 8, "u8": 8, "s32": 32, "e4m3": 8, "e5m2": 8}
+FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
 
 
 def run_mma(machine: Machine, shape: str, types: tuple[str, str, str, str], a: np.ndarray, b: np.ndarray,
@@ -228,6 +232,39 @@ def float_problems(machine: Machine, shape: str, types: tuple[str, str, str, str
     return problems
 
 
+def fp8_values(bits: np.ndarray, t: str) -> np.ndarray:
+    """The values of 8-bit float patterns, decoded by torch."""
+    return torch.from_numpy(bits.astype(np.uint8)).view(FP8[t]).double().numpy()
+
+
+def fp8_problems(machine: Machine, shape: str, types: tuple[str, str, str, str], seed: int) -> list[str]:
+    """An fp8 form on random bit patterns (every encoding may occur: subnormals, the largest
+    values, NaN and for .e5m2 infinities), then on operands without NaN or infinity; D within one
+    unit in the last place of the accumulator type (or its rounding to it: an infinity where it
+    overflows), NaN exactly where A @ B + C is NaN."""
+    dt, at, bt, ct = types
+    k = int(shape.split("k")[1])
+    rng = np.random.default_rng(seed)
+    problems = []
+    for name in ("any bits", "finite"):
+        ab, bb = rng.integers(0, 256, (16, k)), rng.integers(0, 256, (k, 8))
+        if name == "finite":
+            ab = np.where(np.isfinite(fp8_values(ab, at)), ab, 0)
+            bb = np.where(np.isfinite(fp8_values(bb, bt)), bb, 0)
+        cb = to_bits(rng.standard_normal((16, 8)), ct)
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = fp8_values(ab, at) @ fp8_values(bb, bt) + to_values(cb, ct)
+        got = to_values(run_mma(machine, shape, types, ab, bb, cb).astype(np.uint32), dt)
+        eps = 2.0**-23 if dt == "f32" else 2.0**-10
+        with np.errstate(invalid="ignore", over="ignore"):
+            rounded = want.astype(np.float32 if dt == "f32" else np.float16).astype(np.float64)
+            close = np.abs(got - want) <= eps * np.abs(want)
+            ok = (np.isnan(got) & np.isnan(want)) | (got == rounded) | close
+        problems += [f"{name}: D[{i}, {j}] = {float(got[i, j])!r}, A @ B + C = {float(want[i, j])!r}"
+                     for i, j in np.argwhere(~ok)[:3]]  # fmt: skip
+    return problems
+
+
 def int_problems(machine: Machine, shape: str, at: str, bt: str, satfinite: bool, seed: int) -> list[str]:
     """An integer form on random operands, then on operands at the limits of their types whose
     sums leave the .s32 range (wrapped, or clamped by ``.satfinite``)."""
@@ -258,7 +295,8 @@ def knows_mma(form: Form) -> None:
     if form.mod("alayout") != "row" or form.mod("blayout") != "col" or shape not in SHAPES:
         raise NotCovered(f"{form.text}: the mma oracle knows .row.col {', '.join(SHAPES)}")
     kind = "float" if at in ("f16", "bf16") else "int"
-    if (shape, kind) not in LAYOUTS or (kind == "int" and (dt, ct) != ("s32", "s32")):
+    integer = at not in FP8 and kind == "int"
+    if (shape, kind) not in LAYOUTS or (integer and (dt, ct) != ("s32", "s32")):
         raise NotCovered(f"{form.text}: no fragment formulas for these types here")
 
 
@@ -274,6 +312,8 @@ def check_mma(machine: Machine, form: Form) -> list[str]:
     try:
         if at in ("f16", "bf16"):
             problems = float_problems(machine, shape, (dt, at, bt, ct), seed)
+        elif at in FP8:
+            problems = fp8_problems(machine, shape, (dt, at, bt, ct), seed)
         else:
             problems = int_problems(machine, shape, at, bt, form.mod("satfinite") is not None, seed)
     except ExecutionError as exc:
