@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from karyamorph.store.database import DatabaseInUseError, Store, StoreError
+from karyamorph.store.database import DamagedDatabaseError, DatabaseInUseError, Store, StoreError
 from karyamorph.store.records import RunRecord
 
 WAIT_S = 10.0
@@ -110,11 +110,31 @@ def merge_pending(store: Store) -> list[str]:
 
 
 def record_or_park(run: RunRecord, db: Path, wait_s: float = WAIT_S) -> Stored:
-    """Record ``run`` in ``db`` (merging parked runs first), or park it if ``db`` stays busy."""
+    """Record ``run`` in ``db`` (merging parked runs first), or park it if ``db`` stays busy.
+
+    Raises
+    ------
+    DamagedDatabaseError
+        ``db`` is damaged: nothing was written to it, the run is parked, and the message says
+        where.
+    """
     try:
         store = open_waiting(db, wait_s)
     except DatabaseInUseError:
         return park(run, db)
+    except DamagedDatabaseError as exc:
+        raise _parked_beside(exc, run, db) from exc
     with store:
-        merge_pending(store)
-        return Stored(store.record_run(run))
+        try:
+            merge_pending(store)
+            return Stored(store.record_run(run))
+        except DamagedDatabaseError as exc:
+            raise _parked_beside(exc, run, db) from exc
+
+
+def _parked_beside(exc: DamagedDatabaseError, run: RunRecord, db: Path) -> DamagedDatabaseError:
+    parked = park(run, db)
+    return DamagedDatabaseError(
+        f"{exc}\nThe run was not lost: it is saved as {parked.parked}. Move the damaged file aside "
+        f"(or restore it from a copy), then `karyamorph import --db {db}` records the saved runs."
+    )
