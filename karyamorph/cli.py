@@ -17,6 +17,8 @@ from karyamorph.store import DEFAULT_FILE
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from karyamorph.isa.ast import Module
+    from karyamorph.kernel.bound import BoundKernel
     from karyamorph.store.database import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -293,7 +295,7 @@ def device(fmt: str) -> None:
         _echo(device_view(devices, problem, tc))
 
 
-def _require_ptxas(kernel: Any, module: Any, arch: str | None) -> None:
+def _require_ptxas(kernel: BoundKernel, module: Module, arch: str | None) -> None:
     """The model runs only on PTX that ptxas accepts for the target (the PTX's own ``.target``
     unless ``--arch`` says otherwise); a rejection raises PtxasError, located at the PTX line."""
     from karyamorph.harness.pipeline import check_arch, default_arch

@@ -62,15 +62,16 @@ def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def record_counts(con: duckdb.DuckDBPyConnection) -> None:
     """Write every table's row count to the footer, in the caller's open transaction."""
-    counted = [t for t in tables(con) if t != FOOTER]
-    if FOOTER not in tables(con) or not counted:
+    present = tables(con)
+    counted = [t for t in present if t != FOOTER]
+    if FOOTER not in present or not counted:
         return
     now = datetime.now(UTC)
     con.execute(f"DELETE FROM {FOOTER}")
     con.execute(
         f"INSERT INTO {FOOTER} "
-        + " UNION ALL ".join(f"SELECT '{t}', count(*), ?::TIMESTAMPTZ FROM \"{t}\"" for t in counted),
-        [now] * len(counted),
+        + " UNION ALL ".join(f"SELECT ?, count(*), ?::TIMESTAMPTZ FROM {_quoted(t)}" for t in counted),
+        [value for t in counted for value in (t, now)],
     )
 
 
@@ -92,9 +93,9 @@ def find_damage(con: duckdb.DuckDBPyConnection, known: frozenset[str]) -> str | 
         ]
         # hash() of every column makes DuckDB decode every block of the table (count(*) alone
         # reads none); the value itself is not kept.
-        listed = ", ".join(f'"{c}"' for c in columns)
+        scan = f"SELECT count(*), bit_xor(hash({', '.join(map(_quoted, columns))})) FROM {_quoted(table)}"
         try:
-            (count, _) = con.execute(f'SELECT count(*), bit_xor(hash({listed})) FROM "{table}"').fetchall()[0]
+            (count, _) = con.execute(scan).fetchall()[0]
         except duckdb.Error as e:
             return f"reading table {table} failed: {_first_line(e)}"
         rows[table] = int(count)
@@ -113,6 +114,10 @@ def find_damage(con: duckdb.DuckDBPyConnection, known: frozenset[str]) -> str | 
                 "program than karyamorph changed it)"
             )
     return None
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _first_line(error: duckdb.Error) -> str:
