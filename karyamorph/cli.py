@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from karyamorph.model.interp.budget import MAX_BYTES, MAX_REGISTERS, MAX_THREAD_INSTRUCTIONS
 from karyamorph.store import DEFAULT_FILE
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from karyamorph.isa.ast import Module
+    from karyamorph.kernel.bound import BoundKernel
     from karyamorph.store.database import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,14 +29,16 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.harness.gpu.validate import GpuRunError
     from karyamorph.harness.pipeline import ArchError, StageSelectionError
     from karyamorph.harness.report import ReportError
+    from karyamorph.harness.tools.ptxas import PtxasError
     from karyamorph.harness.tools.toolchain import ToolchainError
     from karyamorph.isa.errors import PtxError
     from karyamorph.kernel.expressions import ExpressionError
     from karyamorph.kernel.spec import SpecError
+    from karyamorph.model.interp.errors import LaunchError
     from karyamorph.store.database import StoreError
 
     return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError,
-            StageSelectionError, ReportError, GpuRunError)  # fmt: skip
+            StageSelectionError, ReportError, GpuRunError, PtxasError, LaunchError)  # fmt: skip
 
 
 def friendly_errors(fn: F) -> F:
@@ -293,24 +298,63 @@ def device(fmt: str) -> None:
         _echo(device_view(devices, problem, tc))
 
 
+def _require_ptxas(kernel: BoundKernel, module: Module, arch: str | None) -> None:
+    """The model runs only on PTX that ptxas accepts for the target (the PTX's own ``.target``
+    unless ``--arch`` says otherwise); a rejection raises PtxasError, located at the PTX line."""
+    from karyamorph.harness.pipeline import check_arch, default_arch
+    from karyamorph.harness.stages.model_gate import require_ptxas
+
+    target = check_arch(arch or default_arch(module, None))
+    spec = kernel.spec
+    require_ptxas(spec.ptx, target.name, filename=str(spec.ptx_path or spec.ptx_name))
+
+
+def _too_large(exc: Exception) -> NoReturn:
+    click.echo(f"error: {exc}\n(the budgets are options: --max-registers, --max-bytes, "
+               "--max-thread-instructions; smaller --size values shrink the launch)", err=True)  # fmt: skip
+    sys.exit(2)
+
+
+model_arch_option = click.option(
+    "--arch", default=None, help="Target ptxas must accept the PTX for (default: its .target, else sm_120)."
+)
+
+
 @main.command()
 @spec_argument
 @size_option
 @click.option("--seed", default=0, show_default=True, help="Input seed (the same inputs as a GPU trial).")
 @click.option("--randomize", is_flag=True, help="Randomize warp order between barriers (exposes races).")
+@model_arch_option
+@click.option("--max-registers", default=MAX_REGISTERS, show_default=True, type=click.IntRange(min=1),
+              help="Most registers the entry may declare.")  # fmt: skip
+@click.option("--max-bytes", default=MAX_BYTES, show_default=True, type=click.IntRange(min=1),
+              help="Most bytes the model may allocate for the launch (registers, buffers...).")  # fmt: skip
+@click.option("--max-thread-instructions", "max_work", default=MAX_THREAD_INSTRUCTIONS,
+              show_default=True, type=click.FloatRange(min=1),
+              help="Most thread-instructions the launch may execute.")  # fmt: skip
 @format_option("table", "json")
 @friendly_errors
-def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, fmt: str) -> None:
-    """Run a kernel spec on the CPU model and compare it with the spec's reference."""
+def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, arch: str | None,
+           max_registers: int, max_bytes: int, max_work: float, fmt: str) -> None:  # fmt: skip
+    """Run a kernel spec on the CPU model and compare it with the spec's reference.
+
+    Only PTX that ptxas accepts runs; a kernel or launch over a budget is refused up front
+    ("too large for the model"), exit status 2 for both."""
     from karyamorph.harness.session import load_bound
     from karyamorph.harness.stages.model_run import interpret_spec_file
     from karyamorph.harness.views import interp_view
+    from karyamorph.model.interp.budget import ModelBudget, TooLargeError
     from karyamorph.model.interp.errors import ExecutionError
     from karyamorph.model.semantics.decode import UnmodeledError
 
-    kernel, _ = load_bound(Path(spec_path), sizes)
+    kernel, module = load_bound(Path(spec_path), sizes)
+    _require_ptxas(kernel, module, arch)
+    budget = ModelBudget(max_registers=max_registers, max_bytes=max_bytes, max_thread_instructions=max_work)
     try:
-        report = interpret_spec_file(kernel, seed=seed, randomize_order=randomize)
+        report = interpret_spec_file(kernel, seed=seed, randomize_order=randomize, budget=budget)
+    except TooLargeError as exc:
+        _too_large(exc)
     except (UnmodeledError, ExecutionError) as exc:
         _fail(exc, fmt)
     _echo(report.as_json() if fmt == "json" else interp_view(kernel.spec.name, report))
@@ -330,13 +374,16 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, f
 @click.option("--strict", is_flag=True,
               help="Count stores of one value by the lanes of one warp to one address as races.")  # fmt: skip
 @size_option
+@model_arch_option
 @format_option("table", "json")
 @friendly_errors
 def check(
     spec_path: str, props: str, scheduling: str, unroll: int, budget_s: float, strict: bool,
-    sizes: tuple[str, ...], fmt: str,
+    sizes: tuple[str, ...], arch: str | None, fmt: str,
 ) -> None:  # fmt: skip
-    """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3)."""
+    """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3).
+
+    Only PTX that ptxas accepts is checked (exit status 2 with ptxas's error otherwise)."""
     from karyamorph.harness.session import load_bound
     from karyamorph.harness.stages.model import PROPERTIES, check_spec
     from karyamorph.harness.views import check_view
@@ -348,6 +395,7 @@ def check(
     unknown = [p for p in wanted if p not in PROPERTIES]
     if unknown:
         raise SpecError("--property", f"unknown {', '.join(unknown)} (choose from {', '.join(PROPERTIES)})")
+    _require_ptxas(kernel, module, arch)
     try:
         verdicts = check_spec(
             kernel, module, properties=wanted, scheduling=scheduling, unroll=unroll, deadline_s=budget_s,

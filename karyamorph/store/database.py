@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from karyamorph.store import DEFAULT_FILE, schema, writer
+from karyamorph.store import DEFAULT_FILE, integrity, schema, writer
 from karyamorph.store.records import RunRecord, canonical_json
 from karyamorph.store.validation import ValidationRecord, write_validation
 
@@ -30,6 +30,11 @@ class DatabaseInUseError(StoreError):
 
 class NotADatabaseError(StoreError):
     """The file exists but is not a DuckDB database."""
+
+
+class DamagedDatabaseError(StoreError):
+    """The file is a database that cannot be read back as it was written (truncated, bytes
+    changed, blocks lost): "database PATH is damaged: what". Nothing is written to it."""
 
 
 class SchemaVersionError(StoreError):
@@ -58,13 +63,18 @@ class Store:
     A Store wraps one connection and is not safe to share between threads.
     """
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection, path: Path) -> None:
+    def __init__(self, connection: duckdb.DuckDBPyConnection, path: Path, read_only: bool = False) -> None:
         self._con: duckdb.DuckDBPyConnection | None = connection
         self.path = path
+        self.read_only = read_only
 
     @classmethod
     def open(cls, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> Store:
-        """Open (or create) the store at ``path`` and bring its schema to the latest version.
+        """Open (or create) the store at ``path``, check it is whole, and bring its schema to the
+        latest version.
+
+        Every table is read whole and compared with the row counts its writes committed
+        (:mod:`karyamorph.store.integrity`) before anything is written.
 
         Parameters
         ----------
@@ -79,6 +89,8 @@ class Store:
             Another process has the file open.
         NotADatabaseError
             The file exists but is not a DuckDB database.
+        DamagedDatabaseError
+            The file cannot be read back as it was written: "database PATH is damaged: what".
         SchemaVersionError
             The file's schema is newer than this code, or older and ``read_only`` is set.
         StoreError
@@ -93,10 +105,13 @@ class Store:
             # Stored instants are absolute; fetching them in UTC keeps results machine-independent.
             con.execute("SET TimeZone = 'UTC'")
             _migrate(con, where, read_only)
+        except duckdb.Error as e:
+            con.close()
+            raise _open_error(where, e) from e
         except BaseException:
             con.close()
             raise
-        return cls(con, Path(path))
+        return cls(con, Path(path), read_only)
 
     @classmethod
     def open_to_read(cls, path: str | Path) -> Store:
@@ -200,20 +215,36 @@ class Store:
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> QueryResult:
         """Run one SQL statement with ``?`` (or ``$name``) parameters and fetch all rows.
 
+        On a writable store, a statement that changes rows runs in a transaction of its own
+        that also records the new row counts (so the next open does not take it for damage).
+
         Raises
         ------
+        DamagedDatabaseError
+            The rows cannot be read back as written.
         StoreError
             DuckDB rejected the statement; the message quotes it.
         """
         con = self._connection()
+        if not self.read_only and integrity.changes_rows(sql):
+            with self._transaction(f"running {sql!r}"):
+                return self._run(con, sql, params)
         try:
-            con.execute(sql, params)
-            if con.description is None:
-                return QueryResult((), [])
-            columns = tuple(d[0] for d in con.description)
-            return QueryResult(columns, con.fetchall())
+            return self._run(con, sql, params)
         except duckdb.Error as e:
+            if integrity.is_damage(e):
+                raise _damaged(str(self.path), e) from e
             raise StoreError(f"query on {self.path} failed: {e}\n  sql: {sql}") from e
+
+    @staticmethod
+    def _run(
+        con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None
+    ) -> QueryResult:
+        con.execute(sql, params)
+        if con.description is None:
+            return QueryResult((), [])
+        columns = tuple(d[0] for d in con.description)
+        return QueryResult(columns, con.fetchall())
 
     def runs(self, limit: int = 20) -> QueryResult:
         """The ``limit`` most recent runs with their label, spec path and device, newest first."""
@@ -232,21 +263,28 @@ class Store:
 
     @contextmanager
     def _transaction(self, what: str) -> Iterator[None]:
-        with _atomic(self._connection(), f"{what} in {self.path}"):
+        """A write: the body and the new row counts commit together, or nothing does."""
+        con = self._connection()
+        with _atomic(con, f"{what} in {self.path}", str(self.path)):
             yield
+            integrity.record_counts(con)
 
 
 @contextmanager
-def _atomic(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
+def _atomic(con: duckdb.DuckDBPyConnection, what: str, where: str) -> Iterator[None]:
     """Run the body in BEGIN/COMMIT; roll back on any exception, including KeyboardInterrupt.
 
-    DuckDB errors are re-raised as StoreError naming ``what``; other exceptions unchanged.
+    DuckDB errors are re-raised as StoreError naming ``what`` (DamagedDatabaseError naming the
+    file ``where`` when they say it is damaged); other exceptions unchanged.
     """
     con.begin()
     try:
         yield
     except duckdb.Error as e:
-        con.rollback()
+        with suppress(duckdb.Error):
+            con.rollback()
+        if integrity.is_damage(e):
+            raise _damaged(where, e, "; nothing was written") from e
         raise StoreError(f"{what} failed, nothing was written: {e}") from e
     except BaseException:
         con.rollback()
@@ -255,13 +293,21 @@ def _atomic(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
         con.commit()
     except duckdb.Error as e:
         # DuckDB normally aborts the transaction itself when COMMIT fails; make sure of it.
-        with suppress(duckdb.TransactionException):
+        with suppress(duckdb.Error):
             con.rollback()
+        if integrity.is_damage(e):
+            raise _damaged(where, e, "; nothing was written") from e
         raise StoreError(f"{what} failed at commit, nothing was written: {e}") from e
 
 
+def _damaged(where: str, e: duckdb.Error | str, note: str = "") -> DamagedDatabaseError:
+    lines = str(e).strip().splitlines()
+    what = lines[0] if lines else type(e).__name__
+    return DamagedDatabaseError(f"database {where} is damaged: {what}{note}")
+
+
 def _open_error(where: str, e: duckdb.Error) -> StoreError:
-    # DuckDB reports both cases as IOException; only the message tells them apart.
+    # DuckDB reports these cases as IOException; only the message tells them apart.
     message = str(e)
     if "Could not set lock" in message or "Conflicting lock" in message:
         return DatabaseInUseError(
@@ -269,7 +315,11 @@ def _open_error(where: str, e: duckdb.Error) -> StoreError:
             f"close the other one or choose another database file): {message}"
         )
     if "not a valid DuckDB database" in message:
-        return NotADatabaseError(f"{where} is not a DuckDB database file: {message}")
+        return NotADatabaseError(
+            f"{where} is not a DuckDB database file (or is damaged in its first bytes): {message}"
+        )
+    if integrity.is_damage(e):
+        return _damaged(where, e)
     return StoreError(f"cannot open database {where}: {message}")
 
 
@@ -300,6 +350,9 @@ def _migrate(con: duckdb.DuckDBPyConnection, where: str, read_only: bool) -> Non
             f"database {where} has schema version {current}, newer than version {latest} known to "
             f"this karyamorph; upgrade karyamorph to open it"
         )
+    damage = integrity.find_damage(con, frozenset(schema.TABLES))
+    if damage is not None:
+        raise _damaged(where, damage)
     steps = schema.pending(schema.MIGRATIONS, current)
     if not steps:
         return
@@ -309,7 +362,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, where: str, read_only: bool) -> Non
             f"open it once without read_only to migrate it"
         )
     first, last = steps[0][0], steps[-1][0]
-    with _atomic(con, f"migrating {where} from schema version {current} to {last}"):
+    with _atomic(con, f"migrating {where} from schema version {current} to {last}", where):
         for version, migration in steps:
             for statement in migration.statements:
                 try:
@@ -323,3 +376,4 @@ def _migrate(con: duckdb.DuckDBPyConnection, where: str, read_only: bool) -> Non
                 "INSERT INTO schema_version VALUES (?, ?, ?)",
                 [version, migration.description, datetime.now(UTC)],
             )
+        integrity.record_counts(con)

@@ -11,6 +11,7 @@ and then the merge skips the one already recorded).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import pickle
 import time
@@ -19,11 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from karyamorph.store.database import DatabaseInUseError, Store, StoreError
+from karyamorph.store.database import DamagedDatabaseError, DatabaseInUseError, Store, StoreError
 from karyamorph.store.records import RunRecord
 
 WAIT_S = 10.0
-"""How long a writer waits for a busy database before parking its run."""
+"""How long a writer waits for a busy database before parking its run (``KARYAMORPH_DB_WAIT_S``
+changes it)."""
+WAIT_ENV = "KARYAMORPH_DB_WAIT_S"
 
 _FORMAT = "karyamorph-pending-run/1"
 
@@ -41,8 +44,29 @@ def pending_dir(db: Path) -> Path:
     return db.with_name(db.name + ".pending")
 
 
-def open_waiting(db: Path, wait_s: float = WAIT_S) -> Store:
-    """Open ``db`` for writing, retrying with backoff while another process holds it.
+def wait_seconds() -> float:
+    """How long a writer waits for a busy database: ``$KARYAMORPH_DB_WAIT_S``, else :data:`WAIT_S`.
+
+    Raises
+    ------
+    StoreError
+        The variable is not a number of seconds >= 0.
+    """
+    text = os.environ.get(WAIT_ENV, "").strip()
+    if not text:
+        return WAIT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds < math.inf:
+        raise StoreError(f"{WAIT_ENV}={text!r} is not a number of seconds >= 0")
+    return seconds
+
+
+def open_waiting(db: Path, wait_s: float | None = None) -> Store:
+    """Open ``db`` for writing, retrying with backoff while another process holds it for up to
+    ``wait_s`` seconds (default :func:`wait_seconds`).
 
     Raises
     ------
@@ -51,7 +75,7 @@ def open_waiting(db: Path, wait_s: float = WAIT_S) -> Store:
     StoreError
         Any other failure to open.
     """
-    deadline = time.monotonic() + wait_s
+    deadline = time.monotonic() + (wait_seconds() if wait_s is None else wait_s)
     delay = 0.05
     while True:
         try:
@@ -109,12 +133,32 @@ def merge_pending(store: Store) -> list[str]:
     return merged
 
 
-def record_or_park(run: RunRecord, db: Path, wait_s: float = WAIT_S) -> Stored:
-    """Record ``run`` in ``db`` (merging parked runs first), or park it if ``db`` stays busy."""
+def record_or_park(run: RunRecord, db: Path, wait_s: float | None = None) -> Stored:
+    """Record ``run`` in ``db`` (merging parked runs first), or park it if ``db`` stays busy.
+
+    Raises
+    ------
+    DamagedDatabaseError
+        ``db`` is damaged: nothing was written to it, the run is parked, and the message says
+        where.
+    """
     try:
         store = open_waiting(db, wait_s)
     except DatabaseInUseError:
         return park(run, db)
+    except DamagedDatabaseError as exc:
+        raise _parked_beside(exc, run, db) from exc
     with store:
-        merge_pending(store)
-        return Stored(store.record_run(run))
+        try:
+            merge_pending(store)
+            return Stored(store.record_run(run))
+        except DamagedDatabaseError as exc:
+            raise _parked_beside(exc, run, db) from exc
+
+
+def _parked_beside(exc: DamagedDatabaseError, run: RunRecord, db: Path) -> DamagedDatabaseError:
+    parked = park(run, db)
+    return DamagedDatabaseError(
+        f"{exc}\nThe run was not lost: it is saved as {parked.parked}. Move the damaged file aside "
+        f"(or restore it from a copy), then `karyamorph import --db {db}` records the saved runs."
+    )

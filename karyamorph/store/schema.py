@@ -171,12 +171,23 @@ _RUN_ORIGIN: tuple[str, ...] = (
     "ALTER TABLE runs ADD COLUMN label VARCHAR",
 )
 
+# Every write of the store also records each table's row count here, in the same transaction;
+# opening the store compares them with what the tables hold (karyamorph.store.integrity).
+_INTEGRITY: tuple[str, ...] = (
+    """CREATE TABLE store_integrity (
+        table_name VARCHAR NOT NULL,
+        row_count BIGINT NOT NULL,
+        counted_at TIMESTAMPTZ NOT NULL
+    )""",
+)
+
 # version -> migration. Append only: a released version's statements never change, a schema
 # change is a new entry with the next number.
 MIGRATIONS: dict[int, Migration] = {
     1: Migration("initial tables", _INITIAL),
     2: Migration("GPU validation of instruction forms", _VALIDATION),
     3: Migration("runs remember their spec's path and a label", _RUN_ORIGIN),
+    4: Migration("committed row counts, to find a damaged database", _INTEGRITY),
 }
 
 # One line on each table, for `karyamorph tables`; a migration that adds a table adds its line.
@@ -200,6 +211,8 @@ TABLES: dict[str, str] = {
     "the worst ulp, the reason.",
     "validation_disagreements": "Each case where the GPU's bits and the model's differ: operands "
     "and both results.",
+    "store_integrity": "Each table's row count as of the last write, written in the write's own "
+    "transaction; a table that holds another count is reported as damaged.",
 }
 
 

@@ -134,7 +134,8 @@ def test_kill_9_mid_job_fails_that_job_only(worker: GpuWorker, tmp_path: Path) -
     runner = threading.Thread(target=lambda: results.append(worker.call(job, timeout_s=120)))
     runner.start()
     deadline = time.monotonic() + 30
-    while not marker.exists() and time.monotonic() < deadline:
+    # The job creates the file, then writes its pid into it: wait for the pid, not the file.
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
         time.sleep(0.02)
     victim = int(marker.read_text())
     os.kill(victim, signal.SIGKILL)

@@ -7,11 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from karyamorph.cli import main
-from karyamorph.store.database import Store
-from karyamorph.store.pending import park, pending_dir, record_or_park
+from karyamorph.store.database import Store, StoreError
+from karyamorph.store.pending import WAIT_ENV, WAIT_S, park, pending_dir, record_or_park, wait_seconds
 from tests.store.test_store import make_run as sample_run
 
 HOLD = """
@@ -75,3 +76,14 @@ def test_import_merges_parked_runs_and_skips_ones_already_recorded(tmp_path: Pat
     assert "2 parked run(s) merged" not in result.output and "1 parked run(s) merged" in result.output
     assert _runs(db) == {recorded.run_id, parked.run_id} and again.parked is not None
     assert list(pending_dir(db).iterdir()) == []
+
+
+def test_how_long_a_writer_waits_is_an_environment_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WAIT_ENV, raising=False)
+    assert wait_seconds() == WAIT_S == 10.0
+    monkeypatch.setenv(WAIT_ENV, " 2.5 ")
+    assert wait_seconds() == 2.5
+    for bad in ("-1", "soon", "inf", "nan"):
+        monkeypatch.setenv(WAIT_ENV, bad)
+        with pytest.raises(StoreError, match=f"{WAIT_ENV}='{bad}' is not a number of seconds"):
+            wait_seconds()

@@ -5,19 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status
-from karyamorph.harness.stages.model_run import estimated_thread_instructions, interpret_spec_file
+from karyamorph.harness.stages.model_gate import rejection, require_ptxas
+from karyamorph.harness.stages.model_run import interpret_spec_file
+from karyamorph.harness.tools.ptxas import PtxasError
+from karyamorph.harness.tools.toolchain import ToolchainError
 from karyamorph.isa import ast
-from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.model.check.checker import check
 from karyamorph.model.check.witnesses import UserTerms
-from karyamorph.model.interp.errors import ExecutionError, StepLimitError
+from karyamorph.model.interp.budget import ModelBudget, TooLargeError
+from karyamorph.model.interp.errors import ExecutionError
+from karyamorph.model.interp.program import expanded_entry
 from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.model.semantics.decode import unmodeled
 
 PROPERTIES = ("bounds", "race", "barrier")
-# The CPU model runs at ~30-140 M thread-instructions/s: bound what one pipeline run spends.
-INTERP_BUDGET = 2e8
 # Seconds the z3 checks of one pipeline run may take before the rest is reported unknown.
 CHECK_DEADLINE_S = 30.0
 
@@ -78,11 +80,15 @@ def check_spec(
 class ModelStage:
     """Checks bounds, races and barriers with z3 and runs the kernel on the CPU model.
 
-    Skips, naming them, when the kernel uses instructions the machine does not model. Passes
-    only when every property is proved (``proved-up-to-k`` says so in its data) and the model's
-    outputs match the reference; a refuted property or an ``unknown`` verdict fails the stage,
-    since neither shows the property holds. A launch too large for the CPU budget is checked
-    but not interpreted, and the data says so.
+    Runs only on PTX that ptxas accepted for the run's arch (the compile stage's assembly, else
+    a cached ptxas run of its own): a rejected PTX skips with "ptxas rejected the PTX for sm_XX:
+    <first error>". Skips, naming them, when the kernel uses instructions the machine does not
+    model, and with "too large for the model: ..." when the entry declares more registers or
+    module variable bytes than ``budget`` allows. Passes only when every property is proved
+    (``proved-up-to-k`` says so in its data) and the model's outputs match the reference; a
+    refuted property fails the stage, an undecided one is ``unknown``. A launch over the
+    budget's bytes or instructions is checked but not interpreted: its ``interp`` data says
+    "not run" with the "too large for the model" reason.
     """
 
     name = "model"
@@ -91,13 +97,15 @@ class ModelStage:
     def summary(r: StageResult) -> str:
         """The key figures of a passing result in a few words, for the stage table."""
         checks = ", ".join(f"{c['property']} {c['verdict']}" for c in r.data.get("checks", []))
-        interp = r.data.get("interp", {}).get("status", "")
-        return f"{checks}; interp {interp}" if interp else checks
+        interp = r.data.get("interp", {})
+        if interp.get("status") == "not run":  # the reason's first clause says which budget
+            return f"{checks}; interp not run: {interp.get('reason', '').split(' (')[0]}"
+        return f"{checks}; interp {interp['status']}" if interp.get("status") else checks
 
     def __init__(
-        self, *, interp_budget: float = INTERP_BUDGET, check_deadline_s: float = CHECK_DEADLINE_S
+        self, *, budget: ModelBudget | None = None, check_deadline_s: float = CHECK_DEADLINE_S
     ) -> None:
-        self.interp_budget = interp_budget
+        self.budget = budget or ModelBudget()
         self.check_deadline_s = check_deadline_s
 
     def run(self, context: Context) -> StageResult:
@@ -105,6 +113,9 @@ class ModelStage:
         module = context.module
         assert module is not None
         kernel = context.kernel
+        refused = _ptxas_refusal(context)
+        if refused is not None:
+            return StageResult.skip(refused)
         machine = ptx_machine()
         missing = unmodeled(module, machine, kernel.entry)
         if missing:
@@ -113,7 +124,11 @@ class ModelStage:
         data: dict[str, Any] = {}
         log: list[str] = []
         figures: list[Figure] = []
-        verdicts = check_spec(kernel, module, machine=machine, deadline_s=self.check_deadline_s)
+        try:
+            expanded_entry(module, kernel.entry, self.budget)
+            verdicts = check_spec(kernel, module, machine=machine, deadline_s=self.check_deadline_s)
+        except TooLargeError as exc:
+            return StageResult.skip(str(exc))
         data["checks"] = [v.as_dict() for v in verdicts]
         for v in verdicts:
             log.append(f"{v.property}: {v.verdict}" + (f" ({v.reason})" if v.reason else ""))
@@ -134,23 +149,31 @@ class ModelStage:
 
     def _interpret(self, kernel: BoundKernel, log: list[str]) -> dict[str, Any]:
 
-        reason = (
-            f"the launch needs more than {self.interp_budget:.0e} thread-instructions on the CPU "
-            "model; run `karyamorph interp` with smaller --size values"
-        )
-        # Threads x static instructions is a floor on the work: when even that is over the
-        # budget, do not start (setting up a huge launch alone costs seconds).
-        module = parse(kernel.spec.ptx, kernel.spec.ptx_name)
-        if estimated_thread_instructions(kernel, module) > self.interp_budget:
-            log.append(f"interpretation: not run ({reason})")
-            return {"status": "not run", "reason": reason}
+        # The budget is checked before any input is made: setting up a huge launch alone
+        # costs seconds and gigabytes.
         try:
-            report = interpret_spec_file(kernel, max_thread_instructions=self.interp_budget)
-        except StepLimitError:
-            log.append(f"interpretation: stopped ({reason})")
+            report = interpret_spec_file(kernel, budget=self.budget)
+        except TooLargeError as exc:
+            reason = f"{exc}; `karyamorph interp` with smaller --size values runs it"
+            log.append(f"interpretation: not run ({reason})")
             return {"status": "not run", "reason": reason}
         except ExecutionError as exc:
             log.append(f"interpretation: {exc}")
             return {"status": "fail", "error": str(exc)}
         log.append(f"interpretation: {report.status} (max abs err {report.max_abs_error:.3g})")
         return {"status": report.status, "max_abs_error": report.max_abs_error, "outputs": report.outputs}
+
+
+def _ptxas_refusal(context: Context) -> str | None:
+    """Why the model may not run the context's PTX (None: ptxas accepted it for the arch)."""
+    if context.assembly is not None:  # the compile stage's ptxas accepted it
+        return None
+    arch = context.arch.name
+    try:
+        filename = context.ptx_path or "kernel.ptx"
+        require_ptxas(context.ptx, arch, filename=filename, toolchain=context.toolchain)
+    except PtxasError as err:
+        return rejection(err, arch)
+    except ToolchainError as err:
+        return f"the model runs only on PTX that ptxas accepted, and there is no ptxas: {err}"
+    return None

@@ -11,7 +11,10 @@ from karyamorph.harness.gpu.reference import evaluate_reference, output_args
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
+from karyamorph.model.interp.budget import Footprint, ModelBudget
+from karyamorph.model.interp.errors import StepLimitError
 from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.interp.program import prepare
 from karyamorph.model.ptx.machine import ptx_machine
 
 
@@ -39,12 +42,26 @@ class InterpReport:
         }
 
 
-def estimated_thread_instructions(kernel: BoundKernel, module: ast.Module) -> int:
-    """Threads in the launch times the entry's static instruction count: a floor on the work."""
-    gx, gy, gz = kernel.grid
-    bx, by, bz = kernel.block
-    static = sum(1 for _ in module.entry(kernel.entry).instructions())
-    return gx * gy * gz * bx * by * bz * static
+def check_budget(kernel: BoundKernel, module: ast.Module, budget: ModelBudget, machine: Any = None) -> int:
+    """Refuse (TooLargeError) a spec's launch over ``budget``, before any input is made: the
+    entry's registers and module variables, the bytes of the launch (the interpreter's, plus the
+    inputs the harness keeps beside them) and the estimated work. Returns the launch's threads."""
+    program = prepare(module, kernel.entry, machine or ptx_machine(), budget)
+    threads = 1
+    for d in (*kernel.grid, *kernel.block):
+        threads *= d
+    buffers = []
+    for arg in kernel.args:
+        if arg.is_pointer:
+            count = arg.dtype.bytes
+            for d in kernel.shapes[arg.name]:
+                count *= d
+            buffers.append(count)
+    budget.check_work(threads, len(program.decoded))
+    own = program.footprint(kernel.grid, kernel.block, kernel.shared_bytes, buffers)
+    # The harness keeps each input as a torch tensor and a numpy copy besides the model's own.
+    budget.check_bytes(Footprint((*own.parts, ("input copies", 2 * sum(buffers)))))
+    return threads
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +80,19 @@ def run_model(
     seed: int = 0,
     randomize_order: bool = False,
     machine: Any = None,
-    max_thread_instructions: float | None = None,
+    budget: ModelBudget | None = None,
 ) -> ModelRun:
     """Run ``spec`` on the model interpreter with the harness's inputs for ``seed`` (the same
     inputs a GPU trial with that seed gets). Outputs are CPU torch tensors by argument name.
 
-    Spec arguments bind to the ``.entry`` parameters by position, as on the GPU. With
-    ``max_thread_instructions``, the run stops (StepLimitError) once the whole launch has
-    executed about that many thread-instructions.
+    Spec arguments bind to the ``.entry`` parameters by position, as on the GPU. The launch is
+    checked against ``budget`` (default :class:`ModelBudget`'s) before any input is made, and
+    stops once it has spent the budget's instructions.
 
     Raises
     ------
+    TooLargeError
+        The kernel or launch is over ``budget`` (before running), or ran past its instructions.
     UnmodeledError
         The kernel uses instructions the machine does not declare (listed with their lines).
     MemoryAccessError, DivergentBarrierError, ...
@@ -84,6 +103,9 @@ def run_model(
 
 
     module = parse(kernel.spec.ptx, kernel.spec.ptx_name)
+    machine = machine or ptx_machine()
+    budget = budget or ModelBudget()
+    threads = check_budget(kernel, module, budget, machine)
     params = [p.name for p in module.entry(kernel.entry).params]
     by_param = dict(zip((a.name for a in kernel.args), params, strict=True))
     tensors = make_inputs(kernel, seed)
@@ -91,17 +113,14 @@ def run_model(
     for arg in kernel.args:
         if not arg.is_pointer:
             arrays[by_param[arg.name]] = kernel.scalars[arg.name]
-    threads = 1
-    for d in (*kernel.grid, *kernel.block):
-        threads *= d
-    max_steps = (
-        10_000_000 if max_thread_instructions is None else max(1, int(max_thread_instructions // threads))
-    )
     launch = (kernel.grid, kernel.block, kernel.shared_bytes)
-    result = interpret(
-        module, kernel.entry, machine or ptx_machine(), launch, arrays,
-        randomize_order=randomize_order, seed=seed, max_steps=max_steps,
-    )  # fmt: skip
+    try:
+        result = interpret(
+            module, kernel.entry, machine, launch, arrays,
+            randomize_order=randomize_order, seed=seed, max_steps=budget.steps(threads), budget=budget,
+        )  # fmt: skip
+    except StepLimitError:
+        raise budget.ran_out(threads) from None
     outputs = {
         a.name: torch.from_numpy(np.ascontiguousarray(result.outputs[by_param[a.name]]))
         for a in kernel.args
@@ -116,7 +135,7 @@ def interpret_spec_file(
     seed: int = 0,
     randomize_order: bool = False,
     machine: Any = None,
-    max_thread_instructions: float | None = None,
+    budget: ModelBudget | None = None,
 ) -> InterpReport:
     """Run ``spec`` on the model (:func:`run_model`) and compare every out/inout buffer with
     the reference evaluated on the same inputs."""
@@ -126,7 +145,7 @@ def interpret_spec_file(
         seed=seed,
         randomize_order=randomize_order,
         machine=machine,
-        max_thread_instructions=max_thread_instructions,
+        budget=budget,
     )
     if kernel.spec.reference.torch is None and kernel.spec.reference.python is None:
         return InterpReport("pass", True, 0.0, {}, run.stats, run.seconds, seed)

@@ -22,6 +22,7 @@ import numpy as np
 
 from karyamorph.isa import ast
 from karyamorph.model.interp.asynccopy import AsyncCopies
+from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, StepLimitError
 from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.interp.program import Program, align_up, prepare
@@ -336,6 +337,7 @@ def interpret(
     max_steps: int = 1_000_000,
     observe: Observer | None = None,
     interleave: bool = False,
+    budget: ModelBudget | None = None,
 ) -> InterpResult:
     """Run ``entry`` of ``module`` for one launch on the CPU.
 
@@ -368,6 +370,9 @@ def interpret(
         unless the kernel has warp-collective instructions (shuffle, vote), so that lanes of one
         warp race too. About ten times slower; statistics then count a group-instruction as a
         warp-instruction.
+    budget
+        The registers and bytes the run may take (default :class:`ModelBudget`'s), checked
+        before anything is allocated; ``max_steps`` bounds the work.
 
     Returns
     -------
@@ -378,10 +383,15 @@ def interpret(
     ------
     UnmodeledError
         Before running, listing every instruction outside the machine's set.
+    TooLargeError
+        Before running, when the kernel or the launch is over ``budget``.
     MemoryAccessError, DivergentBarrierError, WarpSyncError, StepLimitError, LaunchError
     """
     grid, block, shared_bytes = (_dim3(launch[0]), _dim3(launch[1]), int(launch[2]))
-    program = prepare(module, entry, machine)
+    budget = budget or ModelBudget()
+    program = prepare(module, entry, machine, budget)
+    arrays = [v.nbytes for v in args.values() if isinstance(v, np.ndarray) and v.ndim >= 1]
+    budget.check_bytes(program.footprint(grid, block, shared_bytes, arrays))
     t0 = time.perf_counter()
     order = (randomize_order, seed, max_steps, observe, interleave)
     run = _Run(program, machine, grid, block, shared_bytes, args, *order)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from karyamorph.isa import ast
+from karyamorph.model.interp.budget import THREAD_INDEX_BYTES, Footprint, ModelBudget, register_bytes
 from karyamorph.model.interp.cfg import Cfg, build_cfg, flatten
 from karyamorph.model.interp.errors import LaunchError
 from karyamorph.model.interp.inline import expand_calls, function_addresses
@@ -60,19 +61,54 @@ class Program:
             return self.functions[name]
         raise LaunchError(f"{self.fn.name}: unknown symbol {name!r}")
 
+    def footprint(
+        self, grid: tuple[int, int, int], block: tuple[int, int, int], shared_bytes: int, buffers: list[int]
+    ) -> Footprint:
+        """What the interpreter allocates for a launch with ``shared_bytes`` of dynamic shared
+        memory and pointer arguments of ``buffers`` bytes: computed, not allocated."""
+        blocks = grid[0] * grid[1] * grid[2]
+        threads = blocks * block[0] * block[1] * block[2]
+        shared = self.static_shared
+        for offset in self.shared_symbols.values():
+            if offset >= self.static_shared:  # a dynamic (extern) array: starts at its offset
+                shared = max(shared, offset + shared_bytes)
+        return Footprint((
+            ("registers", threads * register_bytes(self.fn)),
+            ("thread indices", threads * THREAD_INDEX_BYTES),
+            ("buffers", sum(_padded(b) for b in buffers)),
+            ("module variables", sum(_padded(v.size) for v in self.variables)),
+            ("shared memory", blocks * _padded(shared)),
+            ("local memory", threads * _padded(self.local_size)),
+        ))  # fmt: skip
+
 
 def align_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def prepare(module: ast.Module, entry: str, machine: Machine) -> Program:
+def _padded(n: int) -> int:  # as memory.py pads each allocation
+    return max(16, align_up(n, 16))
+
+
+def expanded_entry(module: ast.Module, entry: str, budget: ModelBudget | None = None) -> ast.Function:
+    """``entry`` with its calls expanded, checked against ``budget``'s registers and module
+    variables (TooLargeError) before anything per register or per byte is built."""
+    budget = budget or ModelBudget()
+    fn = expand_calls(module, module.entry(entry))
+    budget.check_registers(fn)
+    budget.check_variables(module)
+    return fn
+
+
+def prepare(module: ast.Module, entry: str, machine: Machine, budget: ModelBudget | None = None) -> Program:
     """Decode and lay out an entry (raises UnmodeledError listing every unmodeled instruction).
 
     Calls are expanded in place first (:mod:`karyamorph.model.interp.inline`); module-level
     ``.global`` and ``.const`` variables are listed with their initial bytes
-    (:mod:`karyamorph.model.interp.variables`).
+    (:mod:`karyamorph.model.interp.variables`). An entry over ``budget`` (default:
+    :class:`ModelBudget`'s) in registers or module variable bytes raises TooLargeError first.
     """
-    fn = expand_calls(module, module.entry(entry))
+    fn = expanded_entry(module, entry, budget)
     instructions, labels = flatten(fn)
     decoded = decode_function(fn, machine, module)
     cfg = build_cfg(instructions, labels)
