@@ -99,8 +99,8 @@ def test_corpus_mutants() -> None:
         except PtxSyntaxError:
             continue
         answered += agree(text, name) is not None
-    # Most mutants keep to compiler style somewhere the fast path reads them; enough must, or
-    # this test would not try the fast path at all.
+    # Most mutants are errors; enough of the rest must take the fast path, or this test would
+    # not try it at all.
     assert answered > 120
 
 
