@@ -1,0 +1,71 @@
+"""Real compiler kernels on the GPU: every spec of the model's corpus (nvcc 13 and Triton 3.9
+builds in tests/corpus, nobody's code here) whose target this GPU runs is assembled, run for
+correctness against its reference in one persistent worker, and its first trial's outputs are
+compared with the model interpreter's on the same seeded inputs, within the spec's tolerance.
+
+Marked ``gpu``; skipped only when no CUDA device exists (and, per spec, when the PTX's target
+cannot run on this GPU, e.g. sm_120a code on an H200).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from karyamorph.harness.gpu.compare import compare, tolerance_for
+from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.jobs import CorrectnessReport
+from karyamorph.harness.gpu.supervisor import GpuWorker
+from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.tools.ptxas import assemble
+from karyamorph.harness.tools.toolchain import discover
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.signature import prepare
+
+SPECS = sorted((Path(__file__).resolve().parents[1] / "model" / "corpus").glob("*.toml"))
+DEVICE = current_device()
+SEED = 5
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(DEVICE is None, reason="no CUDA device")]
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[GpuWorker]:
+    assert DEVICE is not None
+    with GpuWorker(DEVICE.ordinal) as w:
+        yield w
+
+
+def runnable_target(ptx_target: str, device_arch: str) -> Arch | None:
+    """The target to assemble PTX of ``.target ptx_target`` for, to run on ``device_arch``."""
+    source = Arch.parse(ptx_target)
+    base = Arch.parse(device_arch)
+    for candidate in (base, Arch.parse(f"{base.canonical}a")):
+        if source.assembles_for(candidate):
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_corpus_kernel_is_correct_on_the_gpu_and_agrees_with_the_model(worker: GpuWorker, path: Path) -> None:
+    assert DEVICE is not None
+    spec = load_spec(path)
+    target = runnable_target(prepare(spec).arch, DEVICE.arch)
+    if target is None:
+        pytest.skip(f"{prepare(spec).arch} code cannot run on {DEVICE.arch}")
+    kernel = bind(spec, target)
+    cubin = assemble(spec.ptx, target.canonical, discover()).cubin
+    report = worker.correctness(kernel, cubin, SEED, trials=2, keep_first_outputs=True)
+    assert isinstance(report, CorrectnessReport), report
+    assert report.passed, [t for t in report.trials if not t.passed]
+    model = run_model(kernel, seed=SEED)
+    for arg in kernel.args:
+        if arg.role not in ("out", "inout"):
+            continue
+        tol = tolerance_for(arg.dtype, spec.atol, spec.rtol)
+        c = compare(arg.name, report.first_outputs[arg.name], model.outputs[arg.name], tol)
+        assert c.passed, (arg.name, c.as_dict())
