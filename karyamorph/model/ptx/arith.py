@@ -107,14 +107,21 @@ def fout(x: Exec, v: Any) -> Any:
     return v
 
 
-def fminmax(d: Domain, a: Any, b: Any, ft: str, is_max: bool) -> Any:
-    """PTX min/max: a NaN operand yields the other; both NaN the canonical NaN; -0 < +0."""
+def fminmax(d: Domain, a: Any, b: Any, ft: str, is_max: bool, propagate_nan: bool = False) -> Any:
+    """PTX floating-point min/max of two lanes, every format (PTX ISA 9.7.3.11/9.7.3.12
+    ``min_num``/``max_num`` and ``min_nan``/``max_nan``; 9.7.4.7/9.7.4.8 for the half formats).
+
+    Without ``.NaN`` (``propagate_nan`` False) a NaN operand yields the other operand and two
+    NaNs the canonical NaN; with ``.NaN`` any NaN operand yields the canonical NaN. -0.0 < +0.0
+    ("If values of both inputs are 0.0, then +0.0 > -0.0").
+    """
     n = fbits(ft)
     an, bn = d.fisnan(a, ft), d.fisnan(b, ft)
-    # a < b, where -0.0 < +0.0 ("If values of both inputs are 0.0, then +0.0 > -0.0")
     a_less = d.bor(d.flt(a, b, ft), d.band(d.feq(a, b, ft), d.band(fsign(d, a, n), d.bnot(fsign(d, b, n)))))
     pick = d.ite(a_less, b, a, n) if is_max else d.ite(a_less, a, b, n)
     nan = d.const(canonical_nan(ft), n)
+    if propagate_nan:
+        return d.ite(d.bor(an, bn), nan, pick, n)
     if ft == "f64":
         # Both NaN: .f64 gives b made quiet, not the canonical NaN (H200, sm_90: max.f64 of
         # 0x7ff8000000000000 and 0x7ff0000000000001 is 0x7ff8000000000001; datasets/validation).

@@ -67,29 +67,6 @@ def relu(d: Domain, v: Any, ft: str) -> Any:
     return d.ite(d.fisnan(v, ft), nan(d, ft), v, n)
 
 
-def greater(d: Domain, x: Any, y: Any, ft: str) -> Any:
-    """``x > y`` for non-NaN values, with +0.0 > -0.0 (PTX ISA 9.7.3.12 max: "note: +0.0 >
-    -0.0 here")."""
-    n = fbits(ft)
-    zeros = d.band(d.feq(x, y, ft), d.band(fsign(d, y, n), d.bnot(fsign(d, x, n))))
-    return d.bor(d.flt(y, x, ft), zeros)
-
-
-def minmax(d: Domain, x: Any, y: Any, ft: str, is_max: bool, propagate_nan: bool) -> Any:
-    """PTX two-input min/max (PTX ISA 9.7.3.11/9.7.3.12 ``min_num``/``max_num`` and
-    ``min_nan``/``max_nan``; 9.7.4.7/9.7.4.8 for the half formats).
-
-    Without ``.NaN`` a NaN operand yields the other operand and two NaNs the canonical NaN;
-    with ``.NaN`` any NaN operand yields the canonical NaN. -0.0 < +0.0.
-    """
-    n = fbits(ft)
-    xn, yn = d.fisnan(x, ft), d.fisnan(y, ft)
-    pick = d.ite(greater(d, x, y, ft) if is_max else greater(d, y, x, ft), x, y, n)
-    if propagate_nan:
-        return d.ite(d.bor(xn, yn), nan(d, ft), pick, n)
-    return d.ite(d.band(xn, yn), nan(d, ft), d.ite(xn, y, d.ite(yn, x, pick, n), n), n)
-
-
 def ftz_in(x: Exec, v: Any, ft: str) -> Any:
     """An input lane, flushed when the instruction says ``.ftz``."""
     return flush(x.D, v, ft) if x.mod("ftz") else v

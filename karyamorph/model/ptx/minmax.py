@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from karyamorph.model.ptx.arith import D_AB, D_ABC, fbits, flush
-from karyamorph.model.ptx.lanes import HALVES, element, fabs, lanewise, minmax
+from karyamorph.model.ptx.arith import D_AB, D_ABC, fbits, flush, fminmax
+from karyamorph.model.ptx.lanes import HALVES, element, fabs, lanewise
 from karyamorph.model.semantics.instruction import Exec, Instr, Law
 
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -40,9 +40,9 @@ def _semantics(is_max: bool) -> Callable[[Exec], None]:
             if x.mod("abs"):
                 ops = tuple(fabs(d, v, ft) for v in ops)
             nan_mode = x.mod("nan") is not None
-            r = minmax(d, ops[0], ops[1], ft, is_max, nan_mode)
+            r = fminmax(d, ops[0], ops[1], ft, is_max, nan_mode)
             if three:
-                r = minmax(d, r, ops[2], ft, is_max, nan_mode)
+                r = fminmax(d, r, ops[2], ft, is_max, nan_mode)
             if x.mod("xorsign"):
                 r = d.ite(d.fisnan(r, ft), r, d.or_(fabs(d, r, ft), sign, n), n)
             return flush(d, r, ft) if x.mod("ftz") else r
