@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from karyamorph.model.semantics import exact
+from karyamorph.model.semantics.native import binary32, ieee_float32
 from karyamorph.model.semantics.types import FLOAT_FORMAT, canonical_nan
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -99,6 +100,9 @@ def _round(s_: np.ndarray, e: np.ndarray | float, ft: str, rnd: str) -> np.ndarr
     dt = FLOAT[ft]
     with np.errstate(over="ignore", invalid="ignore"):
         r = s_.astype(dt)
+    if rnd == "rn" and np.ndim(e) == 0 and e == 0:
+        return _bits_of(r, ft)  # no error term: the conversion's own rounding is the answer
+    with np.errstate(over="ignore", invalid="ignore"):
         rv = r.astype(np.float64)
         diff = np.where(np.isfinite(rv) & np.isfinite(s_), s_ - rv, 0.0)
         # Overflow to infinity under a directed mode: the exact value is below the infinity.
@@ -310,6 +314,8 @@ class ConcreteDomain:
 
     # --- floating point -----------------------------------------------------------------------
     def _binary(self, op: str, a: Any, b: Any, ft: str, rnd: str) -> Any:
+        if ft == "f32" and rnd == "rn" and ieee_float32():
+            return _bits_of(binary32(op, _fl(a, ft), _fl(b, ft)), ft)
         fa, fb = _fl(a, ft).astype(np.float64), _fl(b, ft).astype(np.float64)
         with np.errstate(all="ignore"):
             if ft == "f64":
