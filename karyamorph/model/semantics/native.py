@@ -22,12 +22,13 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
 # 1 + 1.5 * 2**-24 (1 + 2**-23 under round to nearest, 1 under round toward zero or down).
 _PROBE_A = np.array([2.0**-149, 1.0], np.float32)
 _PROBE_B = np.array([2.0**-149, 1.5 * 2.0**-24], np.float32)
-_PROBE_WANT = np.array([2.0**-148, 1.0 + 2.0**-23], np.float32)
+_PROBE_WANT = np.array([2.0**-148, 1.0 + 2.0**-23], np.float32).view(np.uint32)
 
 
 def ieee_float32() -> bool:
     """Whether numpy's float32 arithmetic rounds to nearest and keeps subnormals right now."""
-    return bool((np.add(_PROBE_A, _PROBE_B) == _PROBE_WANT).all())
+    # Compared as bits: a float comparison would itself read a subnormal as zero.
+    return bool((np.add(_PROBE_A, _PROBE_B).view(np.uint32) == _PROBE_WANT).all())
 
 
 def binary32(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
