@@ -53,10 +53,16 @@ def apply_atomics(
     n = bufs.size
     if n == 0:
         return np.zeros(0, dt)
-    key = bufs * (1 << 40) + elems
-    low = int(key.min())
-    if int(key.max()) - low < 1 << 16:
-        key = (key - low).astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort
+    # A stable sort of 16-bit keys is a radix sort: a buffer of at most 2**16 elements (shared
+    # memory, say) is sorted by element index alone.
+    one_buffer = bufs.strides[0] == 0  # as Memory.resolve gives it for accesses to one buffer
+    if one_buffer and memory.buffer(int(bufs[0]), nbytes).size <= 1 << 16:
+        key = elems.astype(np.uint16)
+    else:
+        key = bufs * (1 << 40) + elems
+        low = int(key.min())
+        if int(key.max()) - low < 1 << 16:
+            key = (key - low).astype(np.uint16)
     order = key.argsort(kind="stable")
     ks = key[order]
     first = np.empty(n, bool)
@@ -79,7 +85,8 @@ def apply_atomics(
         cur = memory.gather(bufs, elems, nbytes)
         old: np.ndarray = np.asarray(update(cur, before, None), dt)
         last = order[starts + lengths - 1]  # the last access of each location stores the sum
-        memory.scatter(bufs[last], elems[last], np.asarray(update(old[last], b[last], None), dt), nbytes)
+        at = bufs[: last.size] if one_buffer else bufs[last]
+        memory.scatter(at, elems[last], np.asarray(update(old[last], b[last], None), dt), nbytes)
         return old
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n) - starts.repeat(lengths)

@@ -239,7 +239,8 @@ class _Run:
                 # mask & ~gv, for booleans, is mask > gv
                 eff = np.greater(e.mask, gv) if negated else np.logical_and(e.mask, gv)
                 full = False
-                if not eff.any():
+                threads = int(np.count_nonzero(eff))
+                if not threads:
                     e.pc += 1
                     continue
             else:
@@ -259,7 +260,7 @@ class _Run:
                     e.counted = self._count(g, eff)
                 threads, warps = e.counted
             else:
-                threads, warps = self._count(g, eff)
+                warps = self._warps(g, eff, threads)
             counts[key] = counts.get(key, 0) + threads
             stats.warp_instructions += warps
             ctl = g.ctl
@@ -290,13 +291,17 @@ class _Run:
                     return "barrier"
         return "done"
 
-    @staticmethod
-    def _count(g: GroupExec, eff: np.ndarray) -> tuple[int, int]:
+    @classmethod
+    def _count(cls, g: GroupExec, eff: np.ndarray) -> tuple[int, int]:
         """Threads and warps (those with a thread in ``eff``) that execute an instruction."""
         threads = int(np.count_nonzero(eff))
+        return threads, cls._warps(g, eff, threads)
+
+    @staticmethod
+    def _warps(g: GroupExec, eff: np.ndarray, threads: int) -> int:
         if threads == g.n:
-            return threads, g.n_warps
-        return threads, int(np.count_nonzero(np.logical_or.reduceat(eff, g.warp_starts)))
+            return g.n_warps
+        return int(np.count_nonzero(np.logical_or.reduceat(eff, g.warp_starts)))
 
     def _threads_of(self, g: GroupExec, e: _Entry) -> int:
         if e.full:

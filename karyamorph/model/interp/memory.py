@@ -14,6 +14,7 @@ GLOBAL_STRIDE = 1 << 32  # allocation k lives at (k + 1) << 32: an overrun never
 SHARED_WINDOW = 1 << 48  # generic address of shared offset 0
 LOCAL_WINDOW = 2 << 48  # generic address of local offset 0
 PARAM_WINDOW = 3 << 48
+_IDS: dict[int, np.ndarray] = {}  # buffer id -> a one-element array holding it
 
 
 class MemoryFault(Exception):
@@ -28,6 +29,17 @@ class MemoryFault(Exception):
 
 def _pad(n: int) -> int:
     return max(16, (n + 15) // 16 * 16)
+
+
+def _same(buf: int, n: int) -> np.ndarray:
+    """The buffer id ``buf`` for ``n`` accesses: a read-only view with stride 0, which gather and
+    scatter recognise as one buffer without comparing every element."""
+    one = _IDS.get(buf)
+    if one is None:
+        one = _IDS[buf] = np.array([buf], np.int64)
+    out = np.ndarray((n,), np.int64, one, 0, (0,))
+    out.flags.writeable = False
+    return out
 
 
 def _misaligned(off: np.ndarray, nbytes: int) -> bool:
@@ -95,6 +107,7 @@ class Memory:
     local_symbols: dict[str, int] = field(default_factory=dict)
     shared: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     local: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    scaled: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.shared = np.zeros(self.n_blocks * _pad(self.shared_size), np.uint8)
@@ -176,8 +189,16 @@ class Memory:
             self._check_align(off, nbytes, addr, f"{what} memory")
         elem = _elements(off, nbytes)
         if stride:
-            elem += owner.astype(np.int64, copy=False) * (stride // nbytes)
-        return np.full(addr.shape, buf, np.int64), elem
+            elem += self._first_elements(owner, stride // nbytes)
+        return _same(buf, addr.size), elem
+
+    def _first_elements(self, owner: np.ndarray, per_owner: int) -> np.ndarray:
+        """``owner * per_owner``: where each owner's (block's, thread's) part of a space starts.
+        A group passes the same owner array at every access, so the product is kept."""
+        kept = self.scaled.get(per_owner)
+        if kept is None or kept[0] is not owner:
+            kept = self.scaled[per_owner] = (owner, owner.astype(np.int64, copy=False) * per_owner)
+        return kept[1]
 
     def _resolve_global(self, addr: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
         if addr.size:
@@ -188,7 +209,7 @@ class Memory:
             if 1 <= k0 <= len(self.globals):
                 rel = addr - np.uint64(k0 << 32)
                 if int(rel.max()) + nbytes <= self.globals[k0 - 1].size and not _misaligned(rel, nbytes):
-                    return np.full(addr.shape, k0 - 1, np.int64), _elements(rel, nbytes)
+                    return _same(k0 - 1, addr.size), _elements(rel, nbytes)
         off = addr & np.uint64(0xFFFFFFFF)
         k = (addr >> np.uint64(32)).astype(np.int64) - 1
         sizes = np.array([a.size for a in self.globals] or [0], np.uint64)
@@ -244,7 +265,7 @@ class Memory:
         if bufs.size == 0:
             return np.zeros(0, UINT[nbytes * 8])
         b0 = int(bufs[0])
-        if (bufs == b0).all():
+        if bufs.strides[0] == 0 or (bufs == b0).all():
             return self._typed(b0, elems, nbytes)[elems]
         out: np.ndarray = np.zeros(bufs.shape, UINT[nbytes * 8])
         for b in np.unique(bufs):
@@ -259,7 +280,7 @@ class Memory:
         if values.shape != bufs.shape:
             values = np.broadcast_to(values, bufs.shape)
         b0 = int(bufs[0])
-        if (bufs == b0).all():
+        if bufs.strides[0] == 0 or (bufs == b0).all():
             self._typed(b0, elems, nbytes)[elems] = values
             return
         for b in np.unique(bufs):
