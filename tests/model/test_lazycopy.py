@@ -6,12 +6,19 @@ import numpy as np
 import pytest
 
 from karyamorph.isa.parser import parse
+from karyamorph.model.interp import memory
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.interp.lazycopy import CHUNK_SHIFT, LAZY_MIN_BYTES
+from karyamorph.model.interp.lazycopy import _SCATTERED, CHUNK_SHIFT
 from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.ptx.machine import ptx_machine
 
-WORDS = LAZY_MIN_BYTES // 4 + 1234  # not a whole number of chunks: the last one is partial
+LAZY_BYTES = 1 << 20  # the threshold in these tests, to keep their arrays small
+WORDS = 8 * LAZY_BYTES // 4 + 1234  # not a whole number of chunks: the last one is partial
+
+
+@pytest.fixture(autouse=True)
+def _small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory, "LAZY_MIN_BYTES", LAZY_BYTES)
 
 
 def _memory() -> Memory:
@@ -39,7 +46,7 @@ def test_a_large_argument_is_copied_in_as_it_is_touched() -> None:
         assert np.array_equal(mem.gather(bufs[:8], e8, 8), model[: WORDS // 2 * 2].view(np.uint64)[e8])
         e1 = rng.integers(0, 4 * WORDS, 8)
         assert np.array_equal(mem.gather(bufs[:8], e1, 1), model.view(np.uint8)[e1])
-        if step == 5:
+        if step == 0:
             assert a.lazy is not None and 0 < a.lazy.count < a.lazy.pending.size
     assert np.array_equal(mem.global_bytes("x").view(np.uint32), model)
     assert a.lazy is None
@@ -47,12 +54,14 @@ def test_a_large_argument_is_copied_in_as_it_is_touched() -> None:
 
 
 def test_many_scattered_chunks_and_whole_runs_copy_alike() -> None:
-    source = np.arange(WORDS, dtype=np.uint32)
     per_chunk = (1 << CHUNK_SHIFT) // 4
+    words = 4 * _SCATTERED * per_chunk + 77
+    source = np.arange(words, dtype=np.uint32)
     mem = _memory()
     a = mem.add_global("x", source)
     mem.add_global("y", source)  # one array as two arguments: two allocations
-    every_other = np.arange(0, WORDS, 2 * per_chunk)  # > 256 separate runs of chunks
+    every_other = np.arange(0, words, 2 * per_chunk)  # more separate runs than _SCATTERED
+    assert every_other.size > _SCATTERED
     assert np.array_equal(mem.gather(np.zeros(every_other.size, np.int64), every_other, 4), every_other)
     run = np.arange(per_chunk * 10, per_chunk * 30)  # one run of 20 chunks
     mem.scatter(np.ones(run.size, np.int64), run, np.zeros(run.size, np.uint32), 4)
@@ -63,8 +72,24 @@ def test_many_scattered_chunks_and_whole_runs_copy_alike() -> None:
     assert np.array_equal(x, source) and np.array_equal(y, want_y)
 
 
+def test_chunks_between_two_hits_keep_what_was_written() -> None:
+    """An access hitting chunks 3 and 8 copies the untouched chunks between them, never one
+    that was copied and written before."""
+    per_chunk = (1 << CHUNK_SHIFT) // 4
+    source = np.arange(WORDS, dtype=np.uint32)
+    mem = _memory()
+    mem.add_global("x", source)
+    one = np.zeros(1, np.int64)
+    mem.scatter(one, np.array([5 * per_chunk + 1]), np.array([7], np.uint32), 4)
+    got = mem.gather(np.zeros(2, np.int64), np.array([3 * per_chunk, 8 * per_chunk]), 4)
+    assert got.tolist() == [3 * per_chunk, 8 * per_chunk]
+    want = source.copy()
+    want[5 * per_chunk + 1] = 7
+    assert np.array_equal(mem.global_bytes("x").view(np.uint32), want)
+
+
 def test_small_arguments_are_copied_at_once() -> None:
-    a = _memory().add_global("x", np.ones(LAZY_MIN_BYTES // 4 - 1, np.uint32))
+    a = _memory().add_global("x", np.ones(LAZY_BYTES // 4 - 1, np.uint32))
     assert a.lazy is None
 
 

@@ -12,9 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-LAZY_MIN_BYTES = 1 << 22  # smaller arguments are copied at once
-CHUNK_SHIFT = 12  # 4 KiB chunks: a multiple of every access size, so no access straddles two
+# Smaller arguments are copied at once: a kernel streaming through a few megabytes is cheaper
+# to serve from one copy than through a check of every access.
+LAZY_MIN_BYTES = 1 << 26
+CHUNK_SHIFT = 14  # 16 KiB chunks: a multiple of every access size, so no access straddles two
 _SCATTERED = 256  # more separate runs of chunks than this are copied by one fancy index
+# Chunks hit by one access that lie closer together than this are copied with every chunk
+# between them not yet copied (a copy of bytes never written changes nothing): a streaming
+# access then costs one slice copy, not a sort of its chunk numbers.
+_SPAN = 64
 
 
 def zeroed(nbytes: int) -> np.ndarray:
@@ -33,6 +39,10 @@ def _runs(chunks: np.ndarray) -> list[np.ndarray]:
 
 def copy_chunks(dst: np.ndarray, src: np.ndarray, chunks: np.ndarray, size: int) -> None:
     """``dst[c] = src[c]`` for the chunks ``chunks`` (sorted, unique) of the first ``size`` bytes."""
+    if chunks.size and int(chunks[-1]) - int(chunks[0]) + 1 == chunks.size:  # one run
+        lo, hi = int(chunks[0]) << CHUNK_SHIFT, min(size, (int(chunks[-1]) + 1) << CHUNK_SHIFT)
+        dst[lo:hi] = src[lo:hi]
+        return
     runs = _runs(chunks)
     if len(runs) <= _SCATTERED:
         for run in runs:
@@ -64,12 +74,15 @@ class LazyCopy:
         """Copy into ``data`` the chunks hit by accesses of ``nbytes`` (a power of two) at the
         element indices ``elems``; True once every chunk is in."""
         chunks = elems >> (CHUNK_SHIFT - (nbytes.bit_length() - 1))
-        need = chunks[self.pending[chunks]]
-        if need.size:
-            need = np.unique(need)
-            copy_chunks(data, self.source, need, self.source.size)
-            self.pending[need] = False
-            self.count -= need.size
+        hit = self.pending[chunks]
+        if not hit.any():
+            return False
+        need = chunks[hit]
+        lo, hi = int(need.min()), int(need.max())
+        todo = np.flatnonzero(self.pending[lo : hi + 1]) + lo if hi - lo < _SPAN else np.unique(need)
+        copy_chunks(data, self.source, todo, self.source.size)
+        self.pending[todo] = False
+        self.count -= todo.size
         return self.count == 0
 
     def finish(self, data: np.ndarray) -> np.ndarray:
