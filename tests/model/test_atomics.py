@@ -74,7 +74,10 @@ CASES = [
 
 @pytest.mark.parametrize(("op", "tname"), CASES)
 @pytest.mark.parametrize("places", [1, 3, 40])
-def test_colliding_atomics_equal_the_sequential_loop(op: str, tname: str, places: int) -> None:
+@pytest.mark.parametrize("layout", ["two buffers", "one buffer", "one operand"])
+def test_colliding_atomics_equal_the_sequential_loop(op: str, tname: str, places: int, layout: str) -> None:
+    """``one buffer``: every access in shared memory, the buffer ids a stride-0 view as
+    :meth:`Memory.resolve` gives them; ``one operand``: ``b`` and ``c`` uniform (0-d)."""
     t = ptx_type(tname)
     dt = np.dtype(f"u{t.bytes}")
     rng = np.random.default_rng(places * 31 + len(op))
@@ -91,8 +94,15 @@ def test_colliding_atomics_equal_the_sequential_loop(op: str, tname: str, places
     c = rng.integers(0, 6, n).astype(dt) if op == "cas" else None
     # `places` locations spread over the global allocation (buffer 0) and shared memory (1)
     where = rng.choice(3 * WORDS, places, replace=False)[rng.integers(0, places, n)]
+    if layout == "one buffer":
+        where = WORDS + where % (2 * WORDS)
     bufs = (where >= WORDS).astype(np.int64)
+    if layout == "one buffer":
+        bufs = np.broadcast_to(np.int64(1), (n,))
     elems = np.where(where >= WORDS, where - WORDS, where).astype(np.int64)
+    if layout == "one operand":
+        b = np.asarray(b[0])
+        c = None if c is None else np.asarray(c[0])
     mem = _memory(t, init)
 
     def update(o: object, bb: object, cc: object) -> object:
@@ -107,7 +117,8 @@ def test_colliding_atomics_equal_the_sequential_loop(op: str, tname: str, places
     for k in range(n):
         loc = (int(bufs[k]), int(elems[k]))
         want.append(state[loc])
-        state[loc] = _oracle_update(op, t, state[loc], int(b[k]), 0 if c is None else int(c[k]))
+        bk, ck = (None if v is None else int(v if v.ndim == 0 else v[k]) for v in (b, c))
+        state[loc] = _oracle_update(op, t, state[loc], bk or 0, ck or 0)
     assert old.dtype == dt and old.tolist() == want
     assert mem.buffer(0, t.bytes)[:WORDS].tolist() == [state[(0, i)] for i in range(WORDS)]
     assert mem.buffer(1, t.bytes)[: 2 * WORDS].tolist() == [state[(1, i)] for i in range(2 * WORDS)]

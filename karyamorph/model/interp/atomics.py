@@ -44,7 +44,7 @@ def apply_atomics(
     update
         ``update(old, b, c)``: the value an access stores (elementwise).
     b, c
-        Operands per access (``c`` for compare-and-swap, else None).
+        Operands per access, or one (0-d) for all (``c`` for compare-and-swap, else None).
     additive
         The update is wrapping integer addition of ``b`` (which lets colliding accesses be
         combined by a prefix sum).
@@ -76,17 +76,24 @@ def apply_atomics(
     lengths = np.empty(starts.size, np.int64)
     np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
     lengths[-1] = n - starts[-1]
+    uniform = b.ndim == 0
     if additive and c is None:
-        # Exclusive prefix sums within each location, in the wrapping arithmetic of the type.
-        bs = b[order].astype(dt, copy=False)
-        exclusive = bs.cumsum(dtype=dt) - bs
+        # What each access adds to its location before it: the sum of the operands of the
+        # accesses before it there (its rank times a uniform operand), in wrapping arithmetic.
+        if uniform:
+            ahead = (np.arange(n) - starts.repeat(lengths)).astype(dt) * b
+        else:
+            bs: np.ndarray = b[order].astype(dt, copy=False)
+            exclusive = bs.cumsum(dtype=dt) - bs
+            ahead = exclusive - exclusive[starts].repeat(lengths)
         before: np.ndarray = np.empty(n, dt)
-        before[order] = exclusive - exclusive[starts].repeat(lengths)
+        before[order] = ahead
         cur = memory.gather(bufs, elems, nbytes)
         old: np.ndarray = np.asarray(update(cur, before, None), dt)
         last = order[starts + lengths - 1]  # the last access of each location stores the sum
         at = bufs[: last.size] if one_buffer else bufs[last]
-        memory.scatter(at, elems[last], np.asarray(update(old[last], b[last], None), dt), nbytes)
+        total = update(old[last], b if uniform else b[last], None)
+        memory.scatter(at, elems[last], np.asarray(total, dt), nbytes)
         return old
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n) - starts.repeat(lengths)
@@ -94,7 +101,7 @@ def apply_atomics(
     for r in range(int(lengths.max())):
         sel = np.flatnonzero(rank == r)
         cur = memory.gather(bufs[sel], elems[sel], nbytes)
-        new = update(cur, b[sel], None if c is None else c[sel])
+        new = update(cur, b if uniform else b[sel], c if c is None or c.ndim == 0 else c[sel])
         memory.scatter(bufs[sel], elems[sel], np.asarray(new, dt), nbytes)
         out[sel] = cur
     return out

@@ -293,6 +293,10 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             return value
         return np.broadcast_to(value, (self.n,))[idx]
 
+    def _per_access(self, value: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """A uniform (0-d) value as it is, else its elements for the accesses ``idx``."""
+        return value if value.ndim == 0 else self._pick(value, idx)
+
     def _resolve(self, space: str, addr: Any, idx: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
         a = self._pick(np.asarray(addr), idx).astype(np.uint64, copy=False)
         if idx is self._all:
@@ -357,8 +361,8 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             idx = self.rng.permutation(idx)
         bufs, elems = self._resolve(space, addr, idx, ty.bytes)
         dt = UINT[ty.bits]
-        bv = self._pick(np.asarray(b, dt), idx)
-        cv = None if c is None else self._pick(np.asarray(c, dt), idx)
+        bv = self._per_access(np.asarray(b, dt), idx)
+        cv = None if c is None else self._per_access(np.asarray(c, dt), idx)
         additive = op == "add" and not ty.is_float
         seen = apply_atomics(self.memory, bufs, elems, ty.bytes, update, bv, cv, additive)
         if idx is self._all:
