@@ -324,10 +324,10 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         return idx[self._pick(np.asarray(when, bool), idx)]
 
     def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType, when: Any = None) -> Any:
-        idx = self._selected(when)
-        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
-        vals = self.memory.gather(bufs, elems, ty.bytes)
-        self._count(self.stats.bytes_loaded, space, idx.size * ty.bytes)
+        idx, nb = self._selected(when), ty.bytes
+        bufs, elems = self._resolve(space, addr, idx, nb)
+        vals = self.memory.gather(bufs, elems, nb)
+        self._count(self.stats.bytes_loaded, space, idx.size * nb)
         if idx.size == self.n:
             return vals
         out: np.ndarray = np.zeros(self.n, UINT[ty.bits])
@@ -340,10 +340,11 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         idx = self._selected(when)
         if self.rng is not None:
             idx = self.rng.permutation(idx)
-        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
+        nb = ty.bytes
+        bufs, elems = self._resolve(space, addr, idx, nb)
         vals = self._pick(np.asarray(value, UINT[ty.bits]), idx)
-        self.memory.scatter(bufs, elems, vals, ty.bytes)
-        self._count(self.stats.bytes_stored, space, idx.size * ty.bytes)
+        self.memory.scatter(bufs, elems, vals, nb)
+        self._count(self.stats.bytes_stored, space, idx.size * nb)
 
     def atomic(
         self,
@@ -359,20 +360,20 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         idx = self._active()
         if self.rng is not None:
             idx = self.rng.permutation(idx)
-        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
-        dt = UINT[ty.bits]
+        nb, dt = ty.bytes, UINT[ty.bits]
+        bufs, elems = self._resolve(space, addr, idx, nb)
         bv = self._per_access(np.asarray(b, dt), idx)
         cv = None if c is None else self._per_access(np.asarray(c, dt), idx)
         additive = op == "add" and not ty.is_float
-        seen = apply_atomics(self.memory, bufs, elems, ty.bytes, update, bv, cv, additive)
+        seen = apply_atomics(self.memory, bufs, elems, nb, update, bv, cv, additive)
         if idx is self._all:
             old = seen
         else:
             old = np.zeros(self.n, dt)
             old[idx] = seen
         self.stats.atomics += idx.size
-        self._count(self.stats.bytes_loaded, space, idx.size * ty.bytes)
-        self._count(self.stats.bytes_stored, space, idx.size * ty.bytes)
+        self._count(self.stats.bytes_loaded, space, idx.size * nb)
+        self._count(self.stats.bytes_stored, space, idx.size * nb)
         return old
 
     @staticmethod
