@@ -384,7 +384,8 @@ def interpret(
         ``(grid, block, dynamic_shared_bytes)``; grid and block are ints or 1-3 tuples.
     args
         Parameter name -> numpy array (a pointer argument: a global allocation of its own,
-        copied) or a Python/numpy scalar (passed by value).
+        copied; a large one as the launch first touches it, so it must not change during the
+        run) or a Python/numpy scalar (passed by value).
     randomize_order
         Run warps separately between barriers in a random order (seeded) and let colliding
         stores/atomics of one instruction land in a random order.

@@ -107,6 +107,7 @@ class Memory:
     local_symbols: dict[str, int] = field(default_factory=dict)
     shared: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     local: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    # elements per owner -> (the owner array last seen, its first elements): _first_elements
     scaled: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

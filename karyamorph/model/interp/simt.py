@@ -128,7 +128,8 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self.observe: Callable[[GroupExec, np.ndarray, np.ndarray, np.ndarray, int], None] | None = None
         self.phase = 0
         self.async_copies: AsyncCopies | None = None  # the launch's cp.async copies in flight
-        self._views: dict[str, np.ndarray] = {}
+        self._views: dict[str, np.ndarray] = {}  # declared registers
+        self._specials: dict[str, np.ndarray] = {}  # special registers (read only)
         # Operand constants by (kind, text, bits, type): the interpreter shares one per launch.
         self.consts: dict[tuple[str, str, int, str], np.ndarray] = {}
         r = np.arange(lo, hi) % geometry.block_threads
@@ -191,10 +192,12 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
                 if op.name in self.regs:
                     v = self.register_view(op.name)
                 else:
-                    sp = self.geo.specials.get(op.name)
-                    if sp is None:
-                        raise self._error(f"register {op.name} is not declared")
-                    v = self._views[op.name] = sp[self.lo : self.hi]
+                    v = self._specials.get(op.name)
+                    if v is None:
+                        sp = self.geo.specials.get(op.name)
+                        if sp is None:
+                            raise self._error(f"register {op.name} is not declared")
+                        v = self._specials[op.name] = sp[self.lo : self.hi]
             have = v.itemsize * 8
             if v.dtype == np.bool_:
                 raise self._error(f"predicate {op.name} used as a {ty} value")

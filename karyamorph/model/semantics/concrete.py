@@ -7,7 +7,9 @@ Floating point: ``f32`` (and ``f16``) results are computed in float64 and rounde
 target format, with the exact error term of the float64 step carried along (TwoSum for
 add/sub/fma; products of two f32 are exact in float64; quotients and square roots never fall
 on a float64 value that hides an f32 rounding boundary). This makes ``add/sub/mul/div/sqrt/fma``
-on ``f32`` correctly rounded in all four rounding modes. ``f64`` rounds to nearest with numpy's
+on ``f32`` correctly rounded in all four rounding modes; ``.rn`` ``add/sub/mul/div`` on ``f32``
+take numpy's own float32 arithmetic, the same bits in one pass, whenever the process keeps IEEE
+defaults (:mod:`karyamorph.model.semantics.native`). ``f64`` rounds to nearest with numpy's
 own arithmetic; ``fma.f64`` and the directed roundings of ``f64`` are correctly rounded by
 :mod:`karyamorph.model.semantics.exact`. ``min``/``max``/comparisons are exact. The approximations
 (``rcp.approx`` ...) are computed in float64 and rounded to nearest: within the PTX error bounds.
