@@ -2,12 +2,15 @@
 
 Each spec of tests/model/corpus (nvcc and Triton output) is run on the CPU model with its sizes
 scaled up (every size multiplied by ``--scale``, kept valid by re-binding) until the launch
-executes at least ``--min`` thread-instructions. Prints a markdown table and the total.
+executes at least ``--min`` thread-instructions, then run ``--repeat`` more times; a kernel's
+time is the median of those runs (the machine may be shared). Prints a markdown table and the
+total: all thread-instructions over the sum of the kernels' times.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
@@ -29,6 +32,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--min", type=float, default=1e7, help="thread-instructions per kernel at least")
     ap.add_argument("--scale", type=int, default=2, help="size multiplier per step")
+    ap.add_argument("--repeat", type=int, default=1, help="timed runs per kernel (the median counts)")
     args = ap.parse_args()
     rows, total_ti, total_s = [], 0, 0.0
     for path in sorted(CORPUS.glob("*.toml")):
@@ -44,8 +48,13 @@ def main() -> None:
                 break  # a launch limit: measure at the largest size that binds
             sizes = grown
             result = run_model(kernel)
-        result = run_model(kernel)
-        seconds = result.seconds  # the interpreter's own time, not the input generation
+        # The interpreter's own time, not the input generation; the median of the timed runs.
+        times = []
+        for _ in range(max(1, args.repeat)):
+            del result  # one launch's memory at a time
+            result = run_model(kernel)
+            times.append(result.seconds)
+        seconds = statistics.median(times)
         ti = _count(result.stats)
         total_ti, total_s = total_ti + ti, total_s + seconds
         rows.append((path.stem, sizes, ti, seconds))

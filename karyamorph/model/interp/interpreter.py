@@ -28,7 +28,6 @@ from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.interp.program import Program, align_up, prepare
 from karyamorph.model.interp.simt import GroupExec, Stats, make_geometry
 from karyamorph.model.semantics.concrete import UINT, float_bits
-from karyamorph.model.semantics.decode import Decoded
 from karyamorph.model.semantics.machine import Machine
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
@@ -58,6 +57,7 @@ class _Entry:
     rpc: int
     epoch: int
     full: bool = False
+    counted: tuple[int, int] | None = None  # (threads, warps) of ``mask``, once counted
 
 
 @dataclass(slots=True)
@@ -93,6 +93,13 @@ class _Run:
         self.max_steps = max_steps
         self.steps = 0
         self.n_ins = len(program.decoded)
+        # Per pc: the instruction, its guard register and sense, semantics, statistics key.
+        self.plan = [
+            (d, d.source.guard.register if d.source.guard else None,
+             bool(d.source.guard and d.source.guard.negated), d.instr.semantics, d.source.full_opcode)
+            for d in program.decoded
+        ]  # fmt: skip
+        self.consts: dict[tuple[str, str, int, str], np.ndarray] = {}  # shared by the groups
         self.alive = np.ones(n, bool)
         self.epoch = 0
         self.randomize = randomize
@@ -205,31 +212,36 @@ class _Run:
     def _group(self, lo: int, hi: int, rng: np.random.Generator | None) -> GroupExec:
         g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, lo, hi, rng)
         g.observe = self.observe
+        g.consts = self.consts
         g.async_copies = self.copies
         return g
 
     def _run_group(self, g: GroupExec, stack: list[_Entry], whole: bool) -> str:
         alive = self.alive[g.lo : g.hi]
-        p = self.p
+        plan, n_ins, stats = self.plan, self.n_ins, self.stats
+        counts = stats.thread_instructions
         while stack:
             e = stack[-1]
-            if e.pc == e.rpc or e.pc >= self.n_ins:
+            pc = e.pc
+            if pc == e.rpc or pc >= n_ins:
                 stack.pop()
                 continue
             if e.epoch != self.epoch:
                 e.mask &= alive
                 e.full = bool(e.mask.all())
                 e.epoch = self.epoch
+                e.counted = None
                 if not e.full and not e.mask.any():
                     stack.pop()
                     continue
-            dec = p.decoded[e.pc]
-            guard = dec.source.guard
+            dec, guard, negated, semantics, key = plan[pc]
             if guard is not None:
-                gv = g.regs[guard.register][g.lo : g.hi]
-                eff = e.mask & (~gv if guard.negated else gv)
+                gv = g.register_view(guard)
+                # mask & ~gv, for booleans, is mask > gv
+                eff = np.greater(e.mask, gv) if negated else np.logical_and(e.mask, gv)
                 full = False
-                if not eff.any():
+                threads = int(np.count_nonzero(eff))
+                if not threads:
                     e.pc += 1
                     continue
             else:
@@ -237,25 +249,39 @@ class _Run:
             self.steps += 1
             if self.steps > self.max_steps:
                 raise StepLimitError(
-                    f"{p.fn.name}: more than {self.max_steps} instruction steps "
-                    f"(line {dec.line}: {dec.source.full_opcode}); raise max_steps"
+                    f"{self.p.fn.name}: more than {self.max_steps} instruction steps "
+                    f"(line {dec.line}: {key}); raise max_steps"
                 )
             g.set(dec, eff, full)
-            dec.instr.semantics(g)
-            self._count(dec, g, eff, full)
+            semantics(g)
+            if full:
+                threads, warps = g.n, g.n_warps
+            elif guard is None:
+                if e.counted is None:
+                    e.counted = self._count(g, eff)
+                threads, warps = e.counted
+            else:
+                warps = self._warps(g, eff, threads)
+            counts[key] = counts.get(key, 0) + threads
+            stats.warp_instructions += warps
             ctl = g.ctl
             if ctl is None:
                 e.pc += 1
                 if self.interleave and self.rng is not None and self.rng.random() < SWITCH_PROBABILITY:
                     return "ready"
             elif ctl[0] == "branch":
-                self._branch(stack, e, g, eff, guard is not None)
+                target = self.p.labels[ctl[1]]
+                if guard is None or threads == self._threads_of(g, e):
+                    e.pc = target  # every thread of the entry takes it
+                else:
+                    self._diverge(stack, e, g, eff, target)
             elif ctl[0] == "exit":
                 np.logical_and(alive, ~eff, out=alive)
                 self.epoch += 1
                 e.mask = e.mask & ~eff
                 e.full = False
                 e.epoch = self.epoch
+                e.counted = None
                 e.pc += 1
                 if not e.mask.any():
                     stack.pop()
@@ -266,20 +292,28 @@ class _Run:
                     return "barrier"
         return "done"
 
-    def _count(self, dec: Decoded, g: GroupExec, eff: np.ndarray, full: bool) -> None:
-        key = dec.source.full_opcode
-        nthreads = g.n if full else int(np.count_nonzero(eff))
-        self.stats.thread_instructions[key] = self.stats.thread_instructions.get(key, 0) + nthreads
-        self.stats.warp_instructions += (
-            g.n_warps if full else int(np.count_nonzero(np.logical_or.reduceat(eff, g.warp_starts)))
-        )
+    @classmethod
+    def _count(cls, g: GroupExec, eff: np.ndarray) -> tuple[int, int]:
+        """Threads and warps (those with a thread in ``eff``) that execute an instruction."""
+        threads = int(np.count_nonzero(eff))
+        return threads, cls._warps(g, eff, threads)
 
-    def _branch(self, stack: list[_Entry], e: _Entry, g: GroupExec, taken: np.ndarray, guarded: bool) -> None:
-        target = self.p.labels[g.ctl[1]]  # type: ignore[index]
-        not_taken = e.mask & ~taken if guarded else None
-        if not_taken is None or not not_taken.any():
-            e.pc = target
-            return
+    @staticmethod
+    def _warps(g: GroupExec, eff: np.ndarray, threads: int) -> int:
+        if threads == g.n:
+            return g.n_warps
+        return int(np.count_nonzero(np.logical_or.reduceat(eff, g.warp_starts)))
+
+    def _threads_of(self, g: GroupExec, e: _Entry) -> int:
+        if e.full:
+            return g.n
+        if e.counted is None:
+            e.counted = self._count(g, e.mask)
+        return e.counted[0]
+
+    def _diverge(self, stack: list[_Entry], e: _Entry, g: GroupExec, taken: np.ndarray, target: int) -> None:
+        """A branch that some threads of the entry take and others do not."""
+        not_taken = e.mask & ~taken
         b = self.p.cfg.block_of[e.pc]
         r = self.p.cfg.reconvergence_pc(b, self.n_ins)
         both = np.logical_or.reduceat(taken, g.warp_starts) & np.logical_or.reduceat(not_taken, g.warp_starts)
@@ -318,10 +352,11 @@ class _Run:
             )
 
     def outputs(self) -> dict[str, np.ndarray]:
+        # The launch's memory is dropped after the run, so its buffers become the outputs.
         out = {}
         for name, original in self.arrays.items():
             raw = self.mem.global_bytes(name)
-            out[name] = raw.view(original.dtype).reshape(original.shape).copy()
+            out[name] = raw.view(original.dtype).reshape(original.shape)
         return out
 
 
@@ -351,7 +386,8 @@ def interpret(
         ``(grid, block, dynamic_shared_bytes)``; grid and block are ints or 1-3 tuples.
     args
         Parameter name -> numpy array (a pointer argument: a global allocation of its own,
-        copied) or a Python/numpy scalar (passed by value).
+        copied; a large one as the launch first touches it, so it must not change during the
+        run) or a Python/numpy scalar (passed by value).
     randomize_order
         Run warps separately between barriers in a random order (seeded) and let colliding
         stores/atomics of one instruction land in a random order.

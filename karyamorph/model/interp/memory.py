@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from karyamorph.model.interp.lazycopy import LAZY_MIN_BYTES, LazyCopy, zeroed
 from karyamorph.model.semantics.concrete import UINT
 
 GLOBAL_STRIDE = 1 << 32  # allocation k lives at (k + 1) << 32: an overrun never reaches the next one
 SHARED_WINDOW = 1 << 48  # generic address of shared offset 0
 LOCAL_WINDOW = 2 << 48  # generic address of local offset 0
 PARAM_WINDOW = 3 << 48
+_IDS: dict[int, np.ndarray] = {}  # buffer id -> a one-element array holding it
 
 
 class MemoryFault(Exception):
@@ -29,18 +31,61 @@ def _pad(n: int) -> int:
     return max(16, (n + 15) // 16 * 16)
 
 
+def _same(buf: int, n: int) -> np.ndarray:
+    """The buffer id ``buf`` for ``n`` accesses: a read-only view with stride 0, which gather and
+    scatter recognise as one buffer without comparing every element."""
+    one = _IDS.get(buf)
+    if one is None:
+        one = _IDS[buf] = np.array([buf], np.int64)
+    out = np.ndarray((n,), np.int64, one, 0, (0,))
+    out.flags.writeable = False
+    return out
+
+
+def _misaligned(off: np.ndarray, nbytes: int) -> bool:
+    if nbytes == 1:
+        return False
+    if nbytes & (nbytes - 1) == 0:
+        return bool((off & np.uint64(nbytes - 1)).any())
+    return bool((off % np.uint64(nbytes)).any())
+
+
+def _elements(off: np.ndarray, nbytes: int) -> np.ndarray:
+    """Byte offsets (uint64) -> element indices (int64) of ``nbytes``-byte elements."""
+    if nbytes == 1:
+        return off.astype(np.int64)
+    if nbytes & (nbytes - 1) == 0:
+        return (off >> np.uint64(nbytes.bit_length() - 1)).astype(np.int64)
+    return (off // np.uint64(nbytes)).astype(np.int64)
+
+
 @dataclass(slots=True)
 class Allocation:
-    """One buffer: its name, state space, base address, size in bytes and bytes (padded to 16)."""
+    """One buffer: its name, state space, base address, size in bytes and bytes (padded to 16).
+
+    ``lazy`` is set while chunks of a large argument have yet to be copied into ``data``:
+    reads and writes go through :meth:`touch`, so ``data`` holds what an eager copy would.
+    """
 
     name: str
     space: str
     base: int
     size: int
     data: np.ndarray
+    lazy: LazyCopy | None = None
 
     def describe(self) -> str:
         return f"{self.space} {self.name!r} [{self.base:#x}, {self.base + self.size:#x}) ({self.size} bytes)"
+
+    def touch(self, elems: np.ndarray, nbytes: int) -> None:
+        """Copy in the chunks that accesses of ``nbytes`` at the element indices ``elems`` hit."""
+        if self.lazy is not None and self.lazy.touch(self.data, elems, nbytes):
+            self.lazy = None
+
+    def materialize(self) -> None:
+        """Copy in every chunk not copied yet."""
+        if self.lazy is not None:
+            self.data, self.lazy = self.lazy.finish(self.data), None
 
 
 @dataclass(slots=True)
@@ -62,6 +107,8 @@ class Memory:
     local_symbols: dict[str, int] = field(default_factory=dict)
     shared: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     local: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    # elements per owner -> (the owner array last seen, its first elements): _first_elements
+    scaled: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.shared = np.zeros(self.n_blocks * _pad(self.shared_size), np.uint8)
@@ -77,11 +124,17 @@ class Memory:
 
     def add_global(self, name: str, data: np.ndarray, space: str = "global") -> Allocation:
         """A new global allocation holding a copy of ``data``'s bytes (``space``: ``const`` for a
-        module's ``.const`` variable, which lives in an allocation of its own too)."""
+        module's ``.const`` variable, which lives in an allocation of its own too). Large data
+        are copied chunk by chunk as the launch first touches them
+        (:mod:`~karyamorph.model.interp.lazycopy`): ``data`` must not change while it runs."""
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-        buf = np.zeros(_pad(raw.size), np.uint8)
-        buf[: raw.size] = raw
-        a = Allocation(name, space, (len(self.globals) + 1) * GLOBAL_STRIDE, raw.size, buf)
+        base = (len(self.globals) + 1) * GLOBAL_STRIDE
+        if raw.size < LAZY_MIN_BYTES:
+            buf = np.zeros(_pad(raw.size), np.uint8)
+            buf[: raw.size] = raw
+            a = Allocation(name, space, base, raw.size, buf)
+        else:
+            a = Allocation(name, space, base, raw.size, zeroed(_pad(raw.size)), LazyCopy.of(raw))
         self.globals.append(a)
         return a
 
@@ -129,17 +182,37 @@ class Memory:
         self, addr: np.ndarray, nbytes: int, size: int, buf: int, owner: np.ndarray, stride: int, what: str
     ) -> tuple[np.ndarray, np.ndarray]:
         off = addr
-        bad = off + np.uint64(nbytes) > np.uint64(size)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise MemoryFault(i, int(addr[i]), f"outside {what} memory [0, {size:#x}) ({size} bytes)")
-        self._check_align(off, nbytes, addr, f"{what} memory")
-        elem = (owner.astype(np.int64) * (stride // nbytes)) + (off // np.uint64(nbytes)).astype(np.int64)
-        return np.full(addr.shape, buf, np.int64), elem
+        if not off.size or int(off.max()) + nbytes > size or _misaligned(off, nbytes):
+            bad = off + np.uint64(nbytes) > np.uint64(size)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise MemoryFault(i, int(addr[i]), f"outside {what} memory [0, {size:#x}) ({size} bytes)")
+            self._check_align(off, nbytes, addr, f"{what} memory")
+        elem = _elements(off, nbytes)
+        if stride:
+            elem += self._first_elements(owner, stride // nbytes)
+        return _same(buf, addr.size), elem
+
+    def _first_elements(self, owner: np.ndarray, per_owner: int) -> np.ndarray:
+        """``owner * per_owner``: where each owner's (block's, thread's) part of a space starts.
+        A group passes the same owner array at every access, so the product is kept."""
+        kept = self.scaled.get(per_owner)
+        if kept is None or kept[0] is not owner:
+            kept = self.scaled[per_owner] = (owner, owner.astype(np.int64, copy=False) * per_owner)
+        return kept[1]
 
     def _resolve_global(self, addr: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
-        k = (addr >> np.uint64(32)).astype(np.int64) - 1
+        if addr.size:
+            # The common case, all accesses in one allocation and aligned, in a few passes (an
+            # address below the base wraps to a huge offset); any fault is found and explained by
+            # the general path below.
+            k0 = int(addr[0]) >> 32
+            if 1 <= k0 <= len(self.globals):
+                rel = addr - np.uint64(k0 << 32)
+                if int(rel.max()) + nbytes <= self.globals[k0 - 1].size and not _misaligned(rel, nbytes):
+                    return _same(k0 - 1, addr.size), _elements(rel, nbytes)
         off = addr & np.uint64(0xFFFFFFFF)
+        k = (addr >> np.uint64(32)).astype(np.int64) - 1
         sizes = np.array([a.size for a in self.globals] or [0], np.uint64)
         valid = (k >= 0) & (k < len(self.globals))
         kk = np.where(valid, k, 0)
@@ -182,33 +255,43 @@ class Memory:
             bufs[sel], elems[sel] = b, e
         return bufs, elems
 
+    def _typed(self, buf: int, elems: np.ndarray, nbytes: int) -> np.ndarray:
+        """The typed view of a buffer, its chunks that ``elems`` hit copied in."""
+        if buf < len(self.globals):
+            self.globals[buf].touch(elems, nbytes)
+        return self.buffer(buf, nbytes)
+
     def gather(self, bufs: np.ndarray, elems: np.ndarray, nbytes: int) -> np.ndarray:
         """The values at resolved locations."""
         if bufs.size == 0:
             return np.zeros(0, UINT[nbytes * 8])
-        if (bufs == bufs[0]).all():
-            return self.buffer(int(bufs[0]), nbytes)[elems]
+        b0 = int(bufs[0])
+        if bufs.strides[0] == 0 or (bufs == b0).all():
+            return self._typed(b0, elems, nbytes)[elems]
         out: np.ndarray = np.zeros(bufs.shape, UINT[nbytes * 8])
         for b in np.unique(bufs):
             sel = bufs == b
-            out[sel] = self.buffer(int(b), nbytes)[elems[sel]]
+            out[sel] = self._typed(int(b), elems[sel], nbytes)[elems[sel]]
         return out
 
     def scatter(self, bufs: np.ndarray, elems: np.ndarray, values: np.ndarray, nbytes: int) -> None:
         """Store values at resolved locations; where several hit one element the last one wins."""
         if bufs.size == 0:
             return
-        values = np.broadcast_to(values, bufs.shape)
-        if (bufs == bufs[0]).all():
-            self.buffer(int(bufs[0]), nbytes)[elems] = values
+        if values.shape != bufs.shape:
+            values = np.broadcast_to(values, bufs.shape)
+        b0 = int(bufs[0])
+        if bufs.strides[0] == 0 or (bufs == b0).all():
+            self._typed(b0, elems, nbytes)[elems] = values
             return
         for b in np.unique(bufs):
             sel = bufs == b
-            self.buffer(int(b), nbytes)[elems[sel]] = values[sel]
+            self._typed(int(b), elems[sel], nbytes)[elems[sel]] = values[sel]
 
     def global_bytes(self, name: str) -> np.ndarray:
         """The current bytes of the global allocation ``name``."""
         for a in self.globals:
             if a.name == name:
+                a.materialize()
                 return a.data[: a.size]
         raise KeyError(f"no global allocation named {name!r}")

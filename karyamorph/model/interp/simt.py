@@ -16,6 +16,7 @@ import numpy as np
 
 from karyamorph.isa import ast
 from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncHooks
+from karyamorph.model.interp.atomics import apply_atomics
 from karyamorph.model.interp.errors import ExecutionError, MemoryAccessError
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
 from karyamorph.model.interp.warp import WarpHooks
@@ -24,6 +25,7 @@ from karyamorph.model.semantics.decode import Decoded, DecodedOperands
 from karyamorph.model.semantics.types import PtxType
 
 _WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
+_NO_REGISTER = np.zeros(0, np.uint8)
 
 
 @dataclass(slots=True)
@@ -126,7 +128,14 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self.observe: Callable[[GroupExec, np.ndarray, np.ndarray, np.ndarray, int], None] | None = None
         self.phase = 0
         self.async_copies: AsyncCopies | None = None  # the launch's cp.async copies in flight
+        self._views: dict[str, np.ndarray] = {}  # declared registers
+        self._specials: dict[str, np.ndarray] = {}  # special registers (read only)
+        # Operand constants by (kind, text, bits, type): the interpreter shares one per launch.
+        self.consts: dict[tuple[str, str, int, str], np.ndarray] = {}
         r = np.arange(lo, hi) % geometry.block_threads
+        self._all = np.arange(self.n)  # the active threads when all are active
+        self._threads = np.arange(lo, hi)
+        self._blocks = geometry.block_index[lo:hi]
         self.lane_ids = (r % geometry.warp_size).astype(np.int64)
         self._lane32 = self.lane_ids.astype(np.uint32)
         local_t = np.arange(self.n)
@@ -152,29 +161,56 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         return ExecutionError(f"line {self.dec.line}: {self.dec.source.full_opcode}{where}: {message}")
 
     # --- registers ----------------------------------------------------------------------------
+    # Register views and constants are looked up once per group and kept: the register file is
+    # written in place, never replaced, so a view stays valid for the whole launch.
+    def register_view(self, name: str) -> np.ndarray:
+        """The group's view of a declared register (raises for an undeclared one)."""
+        v = self._views.get(name)
+        if v is None:
+            arr = self.regs.get(name)
+            if arr is None:
+                raise self._error(f"register {name} is not declared")
+            v = self._views[name] = arr[self.lo : self.hi]
+        return v
+
+    def _const(self, key: tuple[str, str, int, str], bits: int, make: Callable[..., int], *args: Any) -> Any:
+        c = self.consts.get(key)
+        if c is None:
+            c = self.D.const(make(*args), bits)
+            c.flags.writeable = False  # shared by every read of the operand
+            self.consts[key] = c
+        return c
+
     def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any:
-        op = self._operand(slot, elem)
+        op = self.dec.operands[slot]
+        if isinstance(op, ast.Vector):
+            op = op.elements[elem]
         bits = ty.bits
         if isinstance(op, ast.Register):
-            arr = self.regs.get(op.name)
-            if arr is None:
-                sp = self.geo.specials.get(op.name)
-                if sp is None:
-                    raise self._error(f"register {op.name} is not declared")
-                arr = sp
-            v = arr[self.lo : self.hi]
+            v = self._views.get(op.name)
+            if v is None:
+                if op.name in self.regs:
+                    v = self.register_view(op.name)
+                else:
+                    v = self._specials.get(op.name)
+                    if v is None:
+                        sp = self.geo.specials.get(op.name)
+                        if sp is None:
+                            raise self._error(f"register {op.name} is not declared")
+                        v = self._specials[op.name] = sp[self.lo : self.hi]
+            have = v.itemsize * 8
             if v.dtype == np.bool_:
                 raise self._error(f"predicate {op.name} used as a {ty} value")
-            have = v.dtype.itemsize * 8
             if have == bits:
                 return v
             if have > bits:
                 return v.astype(UINT[bits])
             return self.D.sext(v, have, bits) if ty.signed else v.astype(UINT[bits])
         if isinstance(op, ast.Immediate):
-            return self.D.const(self.program.immediate_bits(op.text, ty), bits)
+            key = ("imm", op.text, bits, ty.name + ty.kind)  # all the literal's bits depend on
+            return self._const(key, bits, self.program.immediate_bits, op.text, ty)
         if isinstance(op, ast.Symbol):
-            return self.D.const(self.program.symbol_address(op.name, None), bits)
+            return self._const(("sym", op.name, bits, ""), bits, self.program.symbol_address, op.name, None)
         raise self._error(f"operand {slot} ({op}) cannot be read as a value")
 
     def read_pred(self, slot: str) -> Any:
@@ -182,44 +218,53 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         neg = isinstance(op, ast.Negated)
         if neg:
             op = op.operand  # type: ignore[union-attr]
-        if isinstance(op, ast.Immediate):
-            v: Any = np.asarray(bool(int(op.value)))
-        elif isinstance(op, ast.Register) and op.name in self.regs:
-            v = self.regs[op.name][self.lo : self.hi]
+        if isinstance(op, ast.Register) and op.name in self.regs:
+            v: Any = self.register_view(op.name)
+        elif isinstance(op, ast.Immediate):
+            v = np.asarray(bool(int(op.value)))
         else:
             raise self._error(f"operand {slot} must be a predicate register")
         return ~v if neg else v
 
-    def _store_reg(self, name: str, value: Any) -> None:
-        view = self.regs[name][self.lo : self.hi]
+    def _store(self, view: np.ndarray, value: Any) -> None:
         if self.full:
             view[...] = value
         else:
             np.copyto(view, value, where=self.mask)
 
-    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
-        op = self._operand(slot, elem)
+    def _destination(self, slot: str, elem: int) -> np.ndarray | None:
+        """The view of a destination register; None for the sink ``_``."""
+        op = self.dec.operands[slot]
+        if isinstance(op, ast.Vector):
+            op = op.elements[elem]
+        if isinstance(op, ast.Register) and op.name in self.regs:
+            return self.register_view(op.name)
         if isinstance(op, ast.Symbol) and op.name == "_":
+            return None
+        raise self._error(f"destination {slot} ({op}) is not a declared register")
+
+    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
+        view = self._destination(slot, elem)
+        if view is None:
             return
-        if not isinstance(op, ast.Register) or op.name not in self.regs:
-            raise self._error(f"destination {slot} ({op}) is not a declared register")
-        arr = self.regs[op.name]
-        have = arr.dtype.itemsize * 8
-        if arr.dtype == np.bool_:
+        if view.dtype == np.bool_:
+            op = self._operand(slot, elem)
+            assert isinstance(op, ast.Register)
             raise self._error(f"cannot write a {ty} value to predicate {op.name}")
+        have = view.itemsize * 8
         if have > ty.bits:
             value = self.D.sext(value, ty.bits, have) if ty.signed else np.asarray(value).astype(UINT[have])
         elif have < ty.bits:
             value = np.asarray(value).astype(UINT[have])
-        self._store_reg(op.name, value)
+        self._store(view, value)
 
     def write_pred(self, slot: str, value: Any) -> None:
         op = self.dec.operands[slot]
         if isinstance(op, ast.Symbol) and op.name == "_":
             return
-        if not isinstance(op, ast.Register) or self.regs.get(op.name, np.zeros(0)).dtype != np.bool_:
+        if not isinstance(op, ast.Register) or self.regs.get(op.name, _NO_REGISTER).dtype != np.bool_:
             raise self._error(f"destination {slot} ({op}) is not a predicate register")
-        self._store_reg(op.name, value)
+        self._store(self.register_view(op.name), value)
 
     # --- memory -------------------------------------------------------------------------------
     def address(self, slot: str) -> tuple[Any, int]:
@@ -238,19 +283,32 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         return np.asarray(op.offset, np.uint64), 64
 
     def read_register_raw(self, name: str) -> np.ndarray:
-        arr = self.regs.get(name)
-        if arr is None:
-            raise self._error(f"register {name} is not declared")
-        return arr[self.lo : self.hi]
+        return self.register_view(name)
 
     def _active(self) -> np.ndarray:
-        return np.arange(self.n) if self.full else np.flatnonzero(self.mask)
+        return self._all if self.full else np.flatnonzero(self.mask)
+
+    def _pick(self, value: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The elements of a per-thread (or uniform) value for the accesses ``idx``."""
+        if value.ndim == 0:
+            return np.full(idx.size, value, value.dtype)
+        if idx is self._all and value.shape == (self.n,):
+            return value
+        return np.broadcast_to(value, (self.n,))[idx]
+
+    def _per_access(self, value: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """A uniform (0-d) value as it is, else its elements for the accesses ``idx``."""
+        return value if value.ndim == 0 else self._pick(value, idx)
 
     def _resolve(self, space: str, addr: Any, idx: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
-        a = np.broadcast_to(np.asarray(addr), (self.n,))[idx].astype(np.uint64)
-        t = idx + self.lo
+        a = self._pick(np.asarray(addr), idx).astype(np.uint64, copy=False)
+        if idx is self._all:
+            t, blocks = self._threads, self._blocks
+        else:
+            t = idx + self.lo
+            blocks = self.geo.block_index[t]
         try:
-            bufs, elems = self.memory.resolve(space, a, nbytes, self.geo.block_index[t], t)
+            bufs, elems = self.memory.resolve(space, a, nbytes, blocks, t)
         except MemoryFault as f:
             thread = int(t[f.position])
             raise MemoryAccessError(
@@ -266,13 +324,13 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         idx = self._active()
         if when is None:
             return idx
-        return idx[np.broadcast_to(np.asarray(when, bool), (self.n,))[idx]]
+        return idx[self._pick(np.asarray(when, bool), idx)]
 
     def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType, when: Any = None) -> Any:
-        idx = self._selected(when)
-        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
-        vals = self.memory.gather(bufs, elems, ty.bytes)
-        self._count(self.stats.bytes_loaded, space, idx.size * ty.bytes)
+        idx, nb = self._selected(when), ty.bytes
+        bufs, elems = self._resolve(space, addr, idx, nb)
+        vals = self.memory.gather(bufs, elems, nb)
+        self._count(self.stats.bytes_loaded, space, idx.size * nb)
         if idx.size == self.n:
             return vals
         out: np.ndarray = np.zeros(self.n, UINT[ty.bits])
@@ -285,10 +343,11 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         idx = self._selected(when)
         if self.rng is not None:
             idx = self.rng.permutation(idx)
-        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
-        vals = np.broadcast_to(np.asarray(value, UINT[ty.bits]), (self.n,))[idx]
-        self.memory.scatter(bufs, elems, vals, ty.bytes)
-        self._count(self.stats.bytes_stored, space, idx.size * ty.bytes)
+        nb = ty.bytes
+        bufs, elems = self._resolve(space, addr, idx, nb)
+        vals = self._pick(np.asarray(value, UINT[ty.bits]), idx)
+        self.memory.scatter(bufs, elems, vals, nb)
+        self._count(self.stats.bytes_stored, space, idx.size * nb)
 
     def atomic(
         self,
@@ -304,25 +363,20 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         idx = self._active()
         if self.rng is not None:
             idx = self.rng.permutation(idx)
-        bufs, elems = self._resolve(space, addr, idx, ty.bytes)
-        bv = np.broadcast_to(np.asarray(b, UINT[ty.bits]), (self.n,))[idx]
-        cv = None if c is None else np.broadcast_to(np.asarray(c, UINT[ty.bits]), (self.n,))[idx]
-        old: np.ndarray = np.zeros(self.n, UINT[ty.bits])
-        key = bufs * (1 << 40) + elems
-        remaining = np.arange(idx.size)
-        # Threads hitting one location take turns in order; each round serves the first waiting
-        # thread of every distinct location, so the rounds equal the worst contention.
-        while remaining.size:
-            _, first = np.unique(key[remaining], return_index=True)
-            sel = remaining[first]
-            cur = self.memory.gather(bufs[sel], elems[sel], ty.bytes)
-            new = update(cur, bv[sel], None if cv is None else cv[sel])
-            self.memory.scatter(bufs[sel], elems[sel], np.asarray(new, UINT[ty.bits]), ty.bytes)
-            old[idx[sel]] = cur
-            remaining = np.delete(remaining, first)
+        nb, dt = ty.bytes, UINT[ty.bits]
+        bufs, elems = self._resolve(space, addr, idx, nb)
+        bv = self._per_access(np.asarray(b, dt), idx)
+        cv = None if c is None else self._per_access(np.asarray(c, dt), idx)
+        additive = op == "add" and not ty.is_float
+        seen = apply_atomics(self.memory, bufs, elems, nb, update, bv, cv, additive)
+        if idx is self._all:
+            old = seen
+        else:
+            old = np.zeros(self.n, dt)
+            old[idx] = seen
         self.stats.atomics += idx.size
-        self._count(self.stats.bytes_loaded, space, idx.size * ty.bytes)
-        self._count(self.stats.bytes_stored, space, idx.size * ty.bytes)
+        self._count(self.stats.bytes_loaded, space, idx.size * nb)
+        self._count(self.stats.bytes_stored, space, idx.size * nb)
         return old
 
     @staticmethod

@@ -88,15 +88,15 @@ def _setp(x: Exec) -> None:
     d, t = x.D, x.ty
     op = x.mod("cmp") or "eq"
     a, b = (fin(x, s) for s in "ab") if t.is_float else (x.read(s, t) for s in "ab")
-    c = compare(d, op, a, b, t)
-    p, q = c, d.bnot(c)
+    p = compare(d, op, a, b, t)
+    q = d.bnot(p) if x.has("q") else None  # the complement, only where it is written
     boolop = x.mod("bool")
     if boolop:
         other = x.read_pred("c")
         fn = {"and": d.band, "or": d.bor, "xor": d.bxor}[boolop]
-        p, q = fn(p, other), fn(q, other)
+        p, q = fn(p, other), None if q is None else fn(q, other)
     x.write_pred("p", p)
-    if x.has("q"):
+    if q is not None:
         x.write_pred("q", q)
 
 
@@ -176,6 +176,10 @@ def _fsat(x: Exec, v: Any, t: PtxType) -> Any:
 
 def _int_cvt(d: Domain, a: Any, at: PtxType, dt: PtxType, sat: bool) -> Any:
     """Integer -> integer: truncate or extend by the source's signedness; .sat clamps."""
+    if not sat:  # extending to 64 bits and truncating is extending (or truncating) directly
+        if at.bits < dt.bits:
+            return (d.sext if at.signed else d.zext)(a, at.bits, dt.bits)
+        return d.trunc(a, at.bits, dt.bits) if at.bits > dt.bits else a
     w = 64
     wide = (d.sext if at.signed else d.zext)(a, at.bits, w) if at.bits < w else a
     if sat:

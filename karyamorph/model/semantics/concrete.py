@@ -7,7 +7,9 @@ Floating point: ``f32`` (and ``f16``) results are computed in float64 and rounde
 target format, with the exact error term of the float64 step carried along (TwoSum for
 add/sub/fma; products of two f32 are exact in float64; quotients and square roots never fall
 on a float64 value that hides an f32 rounding boundary). This makes ``add/sub/mul/div/sqrt/fma``
-on ``f32`` correctly rounded in all four rounding modes. ``f64`` rounds to nearest with numpy's
+on ``f32`` correctly rounded in all four rounding modes; ``.rn`` ``add/sub/mul/div`` on ``f32``
+take numpy's own float32 arithmetic, the same bits in one pass, whenever the process keeps IEEE
+defaults (:mod:`karyamorph.model.semantics.native`). ``f64`` rounds to nearest with numpy's
 own arithmetic; ``fma.f64`` and the directed roundings of ``f64`` are correctly rounded by
 :mod:`karyamorph.model.semantics.exact`. ``min``/``max``/comparisons are exact. The approximations
 (``rcp.approx`` ...) are computed in float64 and rounded to nearest: within the PTX error bounds.
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from karyamorph.model.semantics import exact
+from karyamorph.model.semantics.native import binary32, ieee_float32
 from karyamorph.model.semantics.types import FLOAT_FORMAT, canonical_nan
 
 UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -90,6 +93,9 @@ def _round(s_: np.ndarray, e: np.ndarray | float, ft: str, rnd: str) -> np.ndarr
     dt = FLOAT[ft]
     with np.errstate(over="ignore", invalid="ignore"):
         r = s_.astype(dt)
+    if rnd == "rn" and np.ndim(e) == 0 and e == 0:
+        return _bits_of(r, ft)  # no error term: the conversion's own rounding is the answer
+    with np.errstate(over="ignore", invalid="ignore"):
         rv = r.astype(np.float64)
         diff = np.where(np.isfinite(rv) & np.isfinite(s_), s_ - rv, 0.0)
         # Overflow to infinity under a directed mode: the exact value is below the infinity.
@@ -301,6 +307,8 @@ class ConcreteDomain:
 
     # --- floating point -----------------------------------------------------------------------
     def _binary(self, op: str, a: Any, b: Any, ft: str, rnd: str) -> Any:
+        if ft == "f32" and rnd == "rn" and ieee_float32():
+            return _bits_of(binary32(op, _fl(a, ft), _fl(b, ft)), ft)
         fa, fb = _fl(a, ft).astype(np.float64), _fl(b, ft).astype(np.float64)
         with np.errstate(all="ignore"):
             if ft == "f64":
