@@ -58,7 +58,7 @@ def test_corpus_kernel_is_correct_on_the_gpu_and_agrees_with_the_model(worker: G
     if target is None:
         pytest.skip(f"{prepare(spec).arch} code cannot run on {DEVICE.arch}")
     kernel = bind(spec, target)
-    cubin = assemble(spec.ptx, target.canonical, discover()).cubin
+    cubin = assemble(spec.ptx, target.name, discover()).cubin
     report = worker.correctness(kernel, cubin, SEED, trials=2, keep_first_outputs=True)
     assert isinstance(report, CorrectnessReport), report
     assert report.passed, [t for t in report.trials if not t.passed]
