@@ -98,14 +98,14 @@ def run_model(
     MemoryAccessError, DivergentBarrierError, ...
         What the interpreter found wrong, with the thread and the PTX line.
     """
-    import numpy as np
-    import torch
-
-
     module = parse(kernel.spec.ptx, kernel.spec.ptx_name)
     machine = machine or ptx_machine()
     budget = budget or ModelBudget()
     threads = check_budget(kernel, module, budget, machine)
+    # torch only now: a launch refused above costs no import of it (seconds in a fresh process).
+    import numpy as np
+    import torch
+
     params = [p.name for p in module.entry(kernel.entry).params]
     by_param = dict(zip((a.name for a in kernel.args), params, strict=True))
     tensors = make_inputs(kernel, seed)
