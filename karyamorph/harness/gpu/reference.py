@@ -91,7 +91,9 @@ def evaluate_reference(kernel: BoundKernel, tensors: Mapping[str, torch.Tensor])
         ``**kwargs``).
     tensors : mapping
         The buffers by argument name, on the device where the reference should run. The
-        reference may modify them: pass copies.
+        reference may modify them: pass copies. A result on another device (or a numpy
+        array) is moved to the buffer's device; a reference that goes through numpy takes
+        ``tensor.cpu()`` itself.
 
     Returns
     -------
@@ -156,6 +158,8 @@ def _as_outputs(
         like = tensors.get(arg.name)
         device = like.device if like is not None else None
         tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value, device=device)
+        if device is not None and tensor.device != device:
+            tensor = tensor.to(device)  # a reference computed on the CPU (numpy, say) is fine
         shape = kernel.shapes[arg.name]
         numel = 1
         for d in shape:

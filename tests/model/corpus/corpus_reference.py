@@ -11,7 +11,7 @@ import torch
 
 def segmented_inclusive_scan(x: torch.Tensor, segment: int) -> torch.Tensor:
     """Inclusive prefix sums restarting every ``segment`` elements (one per block)."""
-    v = x.numpy().astype(np.int64)
+    v = x.cpu().numpy().astype(np.int64)
     out = np.zeros_like(v)
     for start in range(0, v.size, segment):
         out[start : start + segment] = np.cumsum(v[start : start + segment])
@@ -26,7 +26,7 @@ def hillis_steele(x: torch.Tensor, block: int) -> torch.Tensor:
 def blelloch(data: torch.Tensor, block: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``scan_blelloch``: each block's exclusive scan of its ``2 * block`` elements, in place,
     and each block's total in ``block_sums``."""
-    v = data.numpy().astype(np.float64)
+    v = data.cpu().numpy().astype(np.float64)
     m = 2 * block
     out = v.copy()
     sums = np.zeros(-(-n // m))
@@ -61,7 +61,7 @@ def flash_attention(
     """``attention_fwd`` key block by key block: the online softmax in float64, with the
     probabilities rounded to float16 before they multiply V, as the kernel's ``p.to(float16)``
     does. Mathematically ``softmax(q k^T * sm_scale) v`` up to that rounding."""
-    qd, kd, vd = (t.numpy().astype(np.float64) for t in (q, k, v))
+    qd, kd, vd = (t.cpu().numpy().astype(np.float64) for t in (q, k, v))
     heads, seq, dim = qd.shape
     out = np.zeros_like(qd)
     scale = float(np.float32(sm_scale) * np.float32(1.4426950408889634))

@@ -38,8 +38,8 @@ def _pack_d(d: np.ndarray) -> np.ndarray:
 def mma_s8(afrag: torch.Tensor, bfrag: torch.Tensor) -> torch.Tensor:
     """``mma_m16n8k32_s8``: unpack A (16x32) and B (32x8) from the lanes' byte fragments,
     multiply exactly, pack D (16x8, four s32 per lane)."""
-    abytes = afrag.numpy().astype(np.int32).view(np.int8).reshape(LANES, 16).astype(np.int64)
-    bbytes = bfrag.numpy().astype(np.int32).view(np.int8).reshape(LANES, 8).astype(np.int64)
+    abytes = afrag.cpu().numpy().astype(np.int32).view(np.int8).reshape(LANES, 16).astype(np.int64)
+    bbytes = bfrag.cpu().numpy().astype(np.int32).view(np.int8).reshape(LANES, 8).astype(np.int64)
     a, b = _unpack_16832(abytes, bbytes)
     return torch.from_numpy(_pack_d(a @ b).astype(np.int32))
 
@@ -48,14 +48,14 @@ def mma_e4m3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``mma_e4m3``: A and B fragments as bytes of e4m3 values, D = A B in float64."""
 
     def values(t: torch.Tensor, n: int) -> np.ndarray:
-        return t.reshape(LANES, n).view(torch.float8_e4m3fn).double().numpy()
+        return t.reshape(LANES, n).view(torch.float8_e4m3fn).double().cpu().numpy()
 
     av, bv = _unpack_16832(values(a, 16), values(b, 8))
     return torch.from_numpy(_pack_d(av @ bv))
 
 
 def _ldmatrix_x4(tile: torch.Tensor, trans: bool) -> torch.Tensor:
-    t16 = tile.numpy().astype(np.int64) & 0xFFFF
+    t16 = tile.cpu().numpy().astype(np.int64) & 0xFFFF
     out = np.zeros((LANES, 4), np.int64)
     for m in range(4):  # the source's order: (rows 0-7 | 8-15) x (cols 0-7 | 8-15)
         sub = t16[8 * (m % 2) : 8 * (m % 2) + 8, 8 * (m // 2) : 8 * (m // 2) + 8]

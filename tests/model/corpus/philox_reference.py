@@ -57,7 +57,7 @@ def uniform(seed: int, offsets: np.ndarray) -> np.ndarray:
 
 def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """The corpus's Triton ``dropout``: ``x / (1 - p)`` where ``tl.rand(seed, i) > p``, else 0."""
-    xs = x.numpy().reshape(-1)
+    xs = x.cpu().numpy().reshape(-1)
     p32 = np.float32(p)
     keep = uniform(seed, np.arange(xs.size)) > p32
     kept = xs / (np.float32(1.0) - p32)
