@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
 import torch
 
 from karyamorph.harness.gpu.inputs import (
+    as_tensor,
+    host_bits,
     make_inputs,
     make_tensor,
     poison_,
@@ -71,3 +74,16 @@ def test_integer_poison_is_all_ones(name: str, value: int) -> None:
     assert bool(poison_mask(t).all())
     t[0] = 7
     assert poison_mask(t).tolist() == [False, True, True, True]
+
+
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_outputs_cross_a_pipe_as_numpy_bits_and_come_back_bit_for_bit(name: str) -> None:
+    """Pickled torch tensors of the unsigned types do not load again (torch 2.11, 2.13): the worker
+    sends numpy bits instead, which pickle like any array."""
+    init = "randn" if DTYPES[name].kind == "f" else "rand"
+    spec = spec_with([{"name": "x", "role": "in", "dtype": name, "shape": ["n"], "init": init}])
+    tensor = make_inputs(bind(spec), 3)["x"]
+    sent = pickle.loads(pickle.dumps(host_bits(tensor, DTYPES[name]), protocol=pickle.HIGHEST_PROTOCOL))
+    back = as_tensor(sent, DTYPES[name])
+    assert back.dtype == tensor.dtype
+    assert back.view(torch.uint8).numpy().tobytes() == tensor.view(torch.uint8).numpy().tobytes()

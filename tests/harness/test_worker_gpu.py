@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from karyamorph.harness.gpu.device import current_device
-from karyamorph.harness.gpu.inputs import make_inputs
+from karyamorph.harness.gpu.inputs import as_tensor, make_inputs
 from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, TIMEOUT, CorrectnessReport, JobFailure
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.gpu.timing import Timing, TimingOptions
@@ -89,7 +89,8 @@ def test_outputs_are_the_sum_torch_computes_on_the_cpu(worker: GpuWorker) -> Non
     assert isinstance(report, CorrectnessReport) and report.passed
     inputs = make_inputs(kernel, 5)  # the same seeded inputs, made here on the CPU
     expected = inputs["a"] + inputs["b"]  # fp32 addition is correctly rounded: bit-identical
-    assert report.first_outputs["c"].equal(expected)
+    c = next(a for a in kernel.args if a.name == "c")
+    assert as_tensor(report.first_outputs["c"], c.dtype).equal(expected)
 
 
 def test_one_worker_serves_many_jobs_on_one_context(worker: GpuWorker) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from karyamorph.harness.gpu.clock import ClockReader, open_clock
 from karyamorph.harness.gpu.compare import compare, tolerance_for
 from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo, list_devices
-from karyamorph.harness.gpu.inputs import make_inputs
+from karyamorph.harness.gpu.inputs import host_bits, make_inputs
 from karyamorph.harness.gpu.jobs import (
     CorrectnessJob,
     CorrectnessReport,
@@ -181,7 +181,7 @@ def run_correctness(state: WorkerState, job: CorrectnessJob) -> CorrectnessRepor
                     unchanged.append(a.name)
         previous = ([t.clone() for t in actual], expected)
         if job.keep_first_outputs and not trials:
-            first = {a.name: t.cpu() for a, t in zip(outputs, actual, strict=True)}
+            first = {a.name: host_bits(t, a.dtype) for a, t in zip(outputs, actual, strict=True)}
         passed = all(c.passed for c in comparisons) and not damage and not unchanged
         trials.append(Trial(seed, passed, comparisons, damage, tuple(unchanged)))
         del buffers

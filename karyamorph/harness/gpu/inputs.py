@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from karyamorph.kernel.bound import BoundKernel
-from karyamorph.kernel.inputs import make_array
+from karyamorph.kernel.inputs import make_array, numpy_dtype
 from karyamorph.kernel.spec import ArgSpec, DType
 
 if TYPE_CHECKING:
@@ -49,6 +49,14 @@ def as_tensor(array: np.ndarray, dtype: DType) -> torch.Tensor:
 
     tensor = torch.from_numpy(np.ascontiguousarray(array))
     return tensor.view(torch.bfloat16) if dtype.name == "bf16" else tensor
+
+
+def host_bits(tensor: torch.Tensor, dtype: DType) -> np.ndarray:
+    """A tensor's contents as a numpy array of the spec dtype's bits (:func:`numpy_dtype`; bf16
+    as ``uint16``): what crosses a process boundary, since pickled torch tensors of the unsigned
+    types do not load again (torch 2.11, 2.13). :func:`as_tensor` makes the tensor back."""
+    signed = tensor.detach().cpu().contiguous().view(bits_dtype(tensor.dtype))
+    return signed.numpy().view(numpy_dtype(dtype))
 
 
 def make_inputs(kernel: BoundKernel, seed: int) -> dict[str, torch.Tensor]:

@@ -105,8 +105,9 @@ class Trial:
 class CorrectnessReport:
     """Every trial of a correctness job and the driver's occupancy for the launch.
 
-    ``first_outputs`` maps output names to the first trial's outputs (CPU tensors) when the
-    job asked for them, else it is empty.
+    ``first_outputs`` maps output names to the first trial's outputs when the job asked for
+    them, else it is empty: numpy arrays of the outputs' bits in the spec dtype
+    (:func:`karyamorph.harness.gpu.inputs.host_bits`; ``as_tensor`` makes tensors of them).
     """
 
     trials: tuple[Trial, ...]

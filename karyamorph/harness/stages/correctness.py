@@ -8,6 +8,7 @@ from typing import Any
 
 from karyamorph.harness.gpu.compare import compare, tolerance_for, worst_error
 from karyamorph.harness.gpu.device import NO_DEVICE
+from karyamorph.harness.gpu.inputs import as_tensor
 from karyamorph.harness.gpu.jobs import (
     CRASHED,
     CUDA_ERROR,
@@ -201,9 +202,8 @@ def _with_model_agreement(
     log = [result.log, f"model vs GPU (trial seed {seed}):"]
     findings = list(result.data.get("findings", []))
     for arg in output_args(context.kernel):
-        c = compare(
-            arg.name, gpu[arg.name], model.outputs[arg.name], tolerance_for(arg.dtype, spec.atol, spec.rtol)
-        )
+        tolerance = tolerance_for(arg.dtype, spec.atol, spec.rtol)
+        c = compare(arg.name, as_tensor(gpu[arg.name], arg.dtype), model.outputs[arg.name], tolerance)
         agreement[arg.name] = c.as_dict()
         log.append(f"  {c.message}")
         if not c.passed:
