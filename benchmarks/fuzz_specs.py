@@ -1,9 +1,10 @@
 """Long fuzz of kernel specs through the CLI: seeded mutants of every shipped spec, each run as a
 user runs it (``karyamorph run SPEC --stages compile,static --no-store``, in this process).
 
-Invariant: a spec rejected at the door (``load_spec``, then the ``.entry`` signature check) exits 2 with the spec file's name in the message;
-one that loads exits 0 or 1; no mutant ends in a traceback (an exception other than the
-command's own exit) or runs past ``--limit`` seconds. Counts by outcome, as JSON.
+Invariant: a spec rejected at the door (``load_spec``, then the ``.entry`` signature check)
+exits 2 with the spec file's name in the message; one that loads exits 0 or 1; no mutant ends
+in a traceback (an exception other than the command's own exit) or runs past ``--limit``
+seconds. Counts by outcome, as JSON.
 
 Usage: ``python benchmarks/fuzz_specs.py [--count 1000] [--seed 7] [--limit 30]``.
 """
