@@ -41,6 +41,7 @@ def _term(rng: random.Random, depth: int) -> Any:
             z3.Extract(31, 0, z3.SignExt(32, z3.Extract(15, 0, a)) * 3),
             z3.Extract(31, 0, z3.ZeroExt(32, a) + z3.ZeroExt(32, b)),
             z3.Concat(z3.Extract(15, 0, a), z3.Extract(31, 16, b)),
+            a >> (c & 31), (a - b + z3.LShR((a - b) >> 31, 28)) >> 4,  # arithmetic: nvcc's x / 16
         ]
     )  # fmt: skip
 
