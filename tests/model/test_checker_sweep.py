@@ -164,4 +164,5 @@ def test_signed_division_addresses_need_no_solver_query() -> None:
     )
     enc = Encoding.of(trace, "its", 10_000)
     assert sum(isinstance(e, Access) and e.space == "shared" for e in trace.events) > 100
-    assert plan_race(enc) == []
+    queries = len(plan_race(enc))  # (a failure message listing the terms would run for minutes)
+    assert queries == 0
