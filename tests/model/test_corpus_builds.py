@@ -43,7 +43,7 @@ NOT_PROVED = {
     ("ldmatrix_x4.sm_90", "race"): "bar.warp.sync",
     ("ldmatrix_x4_trans.sm_90", "race"): "bar.warp.sync",
     ("ldmatrix_mma_tile.sm_90", "race"): "bar.warp.sync",
-    # (value, index) butterflies compare floats: z3 gives up on whether the lanes agree (with a
+    # (value, index) butterflies compare floats: too large a term for the same-value proof (with a
     # NaN in the row they do not: the lanes' selections differ)
     ("argmax_rows.sm_90a", "race"): "whether the lanes of a warp store one value",
     # the cross-warp max and sum are stored inside the key loop, where lanes are not compared

@@ -202,6 +202,14 @@ class Encoding:
         ]
         return self.solver.check(*fixed, z3.Not(violation)).result == z3.unsat
 
+    def pinned(self, violation: Any) -> Any:
+        """``violation`` with every abstract variable set to zero: satisfiable whenever
+        ``violation`` has a genuine model (one that holds for every value of the abstract
+        variables holds for zero), so an unsatisfiable one rules out every counterexample."""
+        free = [v for n, v in consts(violation, {}).items() if n in self.abstract and z3.is_bv(v)]
+        zeros = [(v, z3.BitVecVal(0, v.size())) for v in free]
+        return z3.substitute(violation, *zeros) if zeros else violation
+
     def free_values(self, violation: Any) -> str:
         """What the values a violation hinges on stand for, in words: the abstract variables it
         mentions, named after the instruction that made them (``atom51#4@A``: line 51's atomic)."""

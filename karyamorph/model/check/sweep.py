@@ -144,6 +144,13 @@ class Sweep:
             s = np.minimum(s, U64(63))
             r = (vs[0] << s) & m if k == z3.Z3_OP_BSHL else vs[0] >> s
             return np.where(big, U64(0), r), known
+        if k == z3.Z3_OP_BASHR:
+            # Shifting by w - 1 or more leaves w copies of the sign bit (nvcc's signed division
+            # idiom, ``(x + (x >> 31 >>> 28)) >> 4``, shifts by 31).
+            s = np.minimum(vs[1], U64(w - 1))
+            neg = ((vs[0] >> U64(w - 1)) & U64(1)) == 1
+            r = vs[0] >> s
+            return np.where(neg, r | (m & ~(m >> s)), r), known
         if k in (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I):
             zero = vs[1] == 0
             d = np.where(zero, U64(1), vs[1])

@@ -43,3 +43,26 @@ def uninterpreted(term: Any, constants: bool = True, applications: bool = False)
 def constant_names(term: Any) -> dict[str, Any]:
     """Uninterpreted constants of ``term`` by name."""
     return {c.decl().name(): c for c in uninterpreted(term)}
+
+
+def dag_size(term: Any, limit: int | None = None) -> int:
+    """The number of distinct subterms of ``term`` (its size as a shared graph), counting stops
+    once it passes ``limit``."""
+    ctx = term.ctx
+    ref = ctx.ref()
+    seen: set[int] = set()
+    stack = [term.as_ast()]
+    while stack:
+        a = stack.pop()
+        i = z3.Z3_get_ast_id(ref, a)
+        if i in seen:
+            continue
+        seen.add(i)
+        if limit is not None and len(seen) > limit:
+            break
+        if z3.Z3_get_ast_kind(ref, a) != z3.Z3_APP_AST:
+            continue
+        app = z3.Z3_to_app(ref, a)
+        for k in range(z3.Z3_get_app_num_args(ref, app)):
+            stack.append(z3.Z3_get_app_arg(ref, app, k))
+    return len(seen)

@@ -31,7 +31,7 @@ from karyamorph.model.check.explore import Explorer
 from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.loops import counted_loops
 from karyamorph.model.check.symexec import Frame, Layout, SymExec, Unsupported, as_const, provenance
-from karyamorph.model.check.terms import uninterpreted
+from karyamorph.model.check.terms import dag_size, uninterpreted
 from karyamorph.model.semantics.types import PtxType
 
 Dim3 = tuple[int, int, int]
@@ -40,6 +40,16 @@ Dim3 = tuple[int, int, int]
 # forms whose commutativity z3 proves for the model's own semantics (see _LaneExec).
 COMMUTATIVE = ("add.", "mul.", "fma.", "min.", "max.")
 TIMEOUT_MS = 10_000
+# z3's resource budget per same-value query (its "rlimit", counted in solver steps, so the cut is
+# the same on a loaded machine as on an idle one). The proofs of the Triton reductions in the
+# corpus take at most about 0.5 million steps; past the budget the question is left undecided
+# (the race verdict unknown, with the reason) instead of waiting for the wall-clock timeout.
+RLIMIT = 2_000_000
+# The same budget, told before the terms of every lane are built: one lane's guard, address and
+# value as a shared graph. The Triton reductions proved here take at most about 3,200 nodes; an
+# argmax's butterfly, whose float comparisons are bit-vector circuits, takes about 16,500, and
+# z3 does not decide it within 30 s.
+MAX_NODES = 8_000
 
 
 class _Reached(Exception):
@@ -283,6 +293,12 @@ class WarpStores:
             return None, f"one warp's lanes cannot be run together: {e}"
         if not mem.records:
             return True, f"no lane stores at line {line}"
+        size = dag_size(z3.And([z3.And(g, a == a, v == v) for g, a, v in mem.records]), MAX_NODES)
+        if size > MAX_NODES:
+            return None, (
+                f"line {line}: one lane's guard, address and value take over {MAX_NODES:,} terms, "
+                f"past what the proof tries"
+            )
         items = [
             (
                 i,
@@ -313,6 +329,7 @@ def _equal_where_same_address(
     # 0.05 s on a Triton layernorm's variance reduction (z3's default solver search is slower).
     s = z3.Then("simplify", "solve-eqs", "smt").solver()
     s.set("timeout", timeout_ms)
+    s.set("rlimit", RLIMIT)
     s.add(z3.ULT(warp, warps), *(z3.ULT(b, g) for b, g in zip(block, grid, strict=True) if g > 1))
     s.add(*_commutativity([v for _, _, _, v in items]))
     # Common case first: every lane's value is one term up to the laws above.
@@ -322,7 +339,7 @@ def _equal_where_same_address(
         return True, f"every lane stores one value at line {line}"
     if common == z3.unknown:
         # The narrower question below is no easier for z3 than this one: do not wait twice.
-        return None, f"line {line}: z3 gave up ({s.reason_unknown()})"
+        return None, f"line {line}: z3 gave up ({_why(s)})"
     i, j = z3.BitVec("i@W", 16), z3.BitVec("j@W", 16)
 
     def pick(sel: Any, k: int) -> Any:
@@ -339,4 +356,11 @@ def _equal_where_same_address(
         return True, f"lanes storing to one address at line {line} store one value"
     if r == z3.sat:
         return False, f"line {line}: two lanes may store different values"
-    return None, f"line {line}: z3 gave up ({s.reason_unknown()})"
+    return None, f"line {line}: z3 gave up ({_why(s)})"
+
+
+def _why(s: z3.Solver) -> str:
+    reason = s.reason_unknown()
+    if "resource" in reason or "rlimit" in reason:
+        return f"resource limit of {RLIMIT:,} steps"
+    return reason
