@@ -6,9 +6,11 @@ import secrets
 import time
 from typing import Any
 
+import numpy as np
+
 from karyamorph.harness.gpu.compare import compare, tolerance_for, worst_error
 from karyamorph.harness.gpu.device import NO_DEVICE
-from karyamorph.harness.gpu.inputs import as_tensor
+from karyamorph.harness.gpu.inputs import as_tensor, host_bits
 from karyamorph.harness.gpu.jobs import (
     CRASHED,
     CUDA_ERROR,
@@ -21,6 +23,8 @@ from karyamorph.harness.gpu.reference import output_args
 from karyamorph.harness.gpu.supervisor import use_worker
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, figure, timed
 from karyamorph.harness.stages.model_run import run_model
+from karyamorph.kernel.signature import prepare
+from karyamorph.model.ptx.exactness import inexact_reasons
 
 
 class CorrectnessStage:
@@ -194,20 +198,57 @@ def _tail(text: str, lines: int = 20) -> list[str]:
 def _with_model_agreement(
     context: Context, result: StageResult, gpu: dict[str, Any], seed: int
 ) -> StageResult:
-    """Add the GPU-vs-model comparison of the first trial; a disagreement is a finding, not a failure
-    of the kernel (the GPU is the test of the model)."""
+    """Add the GPU-vs-model comparison of the first trial.
+
+    On a kernel the model computes bit for bit (:func:`inexact_reasons` finds nothing: no
+    approximation, no float atomic, no tensor-core float math, no clock), the outputs must be
+    equal bit for bit, and a difference fails the stage as a model defect. Elsewhere they are
+    compared within the spec's tolerance, and a disagreement is a finding, not a failure of the
+    kernel (the GPU is the test of the model)."""
     spec = context.spec
     model = run_model(context.kernel, seed=seed)
-    agreement = {}
-    log = [result.log, f"model vs GPU (trial seed {seed}):"]
+    module = context.module if context.module is not None else prepare(spec)
+    inexact = inexact_reasons(module)
+    agreement: dict[str, Any] = {}
+    how = "within tolerance" if inexact else "bit for bit"
+    log = [result.log, f"model vs GPU (trial seed {seed}, {how}):"]
     findings = list(result.data.get("findings", []))
+    defects: list[str] = []
     for arg in output_args(context.kernel):
+        if not inexact:
+            verdict = _bitwise(arg.name, gpu[arg.name], host_bits(model.outputs[arg.name], arg.dtype))
+            agreement[arg.name] = verdict
+            log.append(f"  {verdict['message']}")
+            if not verdict["passed"]:
+                defects.append(verdict["message"])
+                findings.append(_finding("model_defect", arg.name, {"seed": seed, **verdict}))
+            continue
         tolerance = tolerance_for(arg.dtype, spec.atol, spec.rtol)
         c = compare(arg.name, as_tensor(gpu[arg.name], arg.dtype), model.outputs[arg.name], tolerance)
         agreement[arg.name] = c.as_dict()
         log.append(f"  {c.message}")
         if not c.passed:
             findings.append(_finding("model_disagreement", arg.name, {"seed": seed, "message": c.message}))
-    data = {**result.data, "model_agreement": agreement, "findings": findings}
+    data = {**result.data, "model_agreement": agreement, "findings": findings,
+            "model_exact": not inexact, "model_inexact_because": inexact}  # fmt: skip
     figures = (*result.figures, Figure("model_agrees", float(all(a["passed"] for a in agreement.values()))))
-    return StageResult(result.status, data, "\n".join(log), result.seconds, figures)
+    status = result.status
+    if defects:
+        status = Status.FAIL
+        data["error"] = "model defect: the GPU and the model differ bit for bit: " + "; ".join(defects)
+    return StageResult(status, data, "\n".join(log), result.seconds, figures)
+
+
+def _bitwise(name: str, gpu: np.ndarray, model: np.ndarray) -> dict[str, Any]:
+    """Bit-for-bit equality of two arrays of one dtype's bits: count, first index and both values."""
+    width = gpu.dtype.itemsize
+    a = np.ascontiguousarray(gpu).reshape(-1).view(f"u{width}")
+    b = np.ascontiguousarray(model).reshape(-1).view(f"u{width}")
+    differ = np.flatnonzero(a != b)
+    if not differ.size:
+        return {"passed": True, "message": f"{name}: {a.size} elements equal bit for bit"}
+    i = int(differ[0])
+    digits = 2 * width
+    message = (f"{name}: {differ.size} of {a.size} elements differ bit for bit, first at {i}: "
+               f"GPU {int(a[i]):#0{digits + 2}x}, model {int(b[i]):#0{digits + 2}x}")  # fmt: skip
+    return {"passed": False, "message": message, "differ": int(differ.size), "first_index": i}
