@@ -1,7 +1,8 @@
 """Real compiler kernels on the GPU: every spec of the model's corpus (nvcc 13 and Triton 3.9
 builds in tests/corpus, nobody's code here) whose target this GPU runs is assembled, run for
 correctness against its reference in one persistent worker, and its first trial's outputs are
-compared with the model interpreter's on the same seeded inputs, within the spec's tolerance.
+compared with the model interpreter's on the same seeded inputs: bit for bit where the model is
+exact (:func:`inexact_reasons` finds nothing), else within the spec's tolerance.
 
 Marked ``gpu``; skipped only when no CUDA device exists (and, per spec, when the PTX's target
 cannot run on this GPU, e.g. sm_120a code on an H200). The corpus is PTX 9.4/9.5 (nvcc 13.5,
@@ -20,7 +21,7 @@ import pytest
 
 from karyamorph.harness.gpu.compare import compare, tolerance_for
 from karyamorph.harness.gpu.device import current_device
-from karyamorph.harness.gpu.inputs import as_tensor
+from karyamorph.harness.gpu.inputs import as_tensor, host_bits
 from karyamorph.harness.gpu.jobs import CorrectnessReport
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.stages.model_run import run_model
@@ -29,6 +30,7 @@ from karyamorph.harness.tools.toolchain import discover
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
+from karyamorph.model.ptx.exactness import inexact_reasons
 from tests.harness.corpus_cubins import cubin_name, runnable_target
 
 SPECS = sorted((Path(__file__).resolve().parents[1] / "model" / "corpus").glob("*.toml"))
@@ -74,8 +76,13 @@ def test_corpus_kernel_is_correct_on_the_gpu_and_agrees_with_the_model(worker: G
     assert isinstance(report, CorrectnessReport), report
     assert report.passed, [t for t in report.trials if not t.passed]
     model = run_model(kernel, seed=SEED)
+    exact = not inexact_reasons(prepare(spec))
     for arg in kernel.args:
         if arg.role not in ("out", "inout"):
+            continue
+        if exact:  # no approximation, float atomic, tensor-core float math or clock: same bits
+            bits = host_bits(model.outputs[arg.name], arg.dtype)
+            assert report.first_outputs[arg.name].tobytes() == bits.tobytes(), arg.name
             continue
         tol = tolerance_for(arg.dtype, spec.atol, spec.rtol)
         gpu = as_tensor(report.first_outputs[arg.name], arg.dtype)
