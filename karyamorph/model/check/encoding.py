@@ -261,12 +261,13 @@ class Encoding:
 
 
 _LOOP = re.compile(r"k(\d+)")
-_ORIGIN = re.compile(r"(atom|ld|shflp?|ballot|vote|%?[\w.$]+?)(?:\.loop)?(\d+)")
+_ORIGIN = re.compile(r"(atom|ld|mma|shflp?|ballot|vote|%?[\w.$]+?)(?:\.loop)?(\d+)")
 _WORDS = {
     "atom": "the value the atomic at line {line} returns",
     "ld": "the value loaded at line {line} (memory the kernel also writes)",
     "shfl": "a value another lane passes at line {line}",
     "shflp": "a value another lane passes at line {line}",
+    "mma": "the matrix product at line {line} (from other lanes' values)",
     "ballot": "the vote at line {line}",
     "vote": "the vote at line {line}",
 }
