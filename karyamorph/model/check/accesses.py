@@ -355,6 +355,7 @@ def build_trace(
         mark=log.mark,
         truncate=log.truncate,
         deadline=deadline,
+        opaque_products=True,
         bounds=IntTranslation({v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}),
     )
     regs: dict[str, Any] = {}

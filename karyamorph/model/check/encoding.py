@@ -146,8 +146,9 @@ class Encoding:
             if (at := a if who == "A" else b) is not None and position <= at
         ]
 
-    def check(self, *constraints: Any) -> Outcome:
-        """Decide a query (with the assumptions it needs); the same query is decided once."""
+    def check(self, *constraints: Any, effort: int = 0) -> Outcome:
+        """Decide a query (with the assumptions it needs); the same query is decided once.
+        ``effort``: a resource limit for the solver (0: none, see :meth:`QuerySolver.check`)."""
         goal = z3.And(*constraints) if len(constraints) != 1 else constraints[0]
         hit = self._cache.get(goal.get_id())
         if hit is not None:
@@ -155,8 +156,9 @@ class Encoding:
             return hit[1]
         # A query the simplifier folds to false (a fully concrete one) needs no solver.
         decided = z3.is_false(z3.simplify(goal))
-        out = Outcome(z3.unsat) if decided else self.solver.check(goal)
-        self._cache[goal.get_id()] = (goal, out)
+        out = Outcome(z3.unsat) if decided else self.solver.check(goal, effort=effort)
+        if not (effort and out.result == z3.unknown):  # an unbounded query may still decide it
+            self._cache[goal.get_id()] = (goal, out)
         return out
 
     def span(self, addr: Any) -> tuple[int, int] | None:
@@ -261,12 +263,13 @@ class Encoding:
 
 
 _LOOP = re.compile(r"k(\d+)")
-_ORIGIN = re.compile(r"(atom|ld|shflp?|ballot|vote|%?[\w.$]+?)(?:\.loop)?(\d+)")
+_ORIGIN = re.compile(r"(atom|ld|mma|shflp?|ballot|vote|%?[\w.$]+?)(?:\.loop)?(\d+)")
 _WORDS = {
     "atom": "the value the atomic at line {line} returns",
     "ld": "the value loaded at line {line} (memory the kernel also writes)",
     "shfl": "a value another lane passes at line {line}",
     "shflp": "a value another lane passes at line {line}",
+    "mma": "the matrix product at line {line} (from other lanes' values)",
     "ballot": "the vote at line {line}",
     "vote": "the vote at line {line}",
 }

@@ -50,6 +50,11 @@ class Cut:
     cond: Any
 
 
+def is_product(dec: Decoded) -> bool:
+    """Whether ``dec`` is a warp-wide matrix multiply-accumulate (``mma.sync``, ``wmma.mma.sync``)."""
+    return dec.instr.kind == "warp" and dec.instr.opcode in ("mma", "wmma")
+
+
 def free_vars(term: Any, into: set[str] | None = None) -> set[str]:
     """Names of the uninterpreted constants in a z3 term."""
     out: set[str] = set() if into is None else into
@@ -75,6 +80,10 @@ class Explorer:
     # Interval bounds of the thread's variables: a guard they decide is followed as a constant
     # (an unrolled copy past the end of the data is never explored), no solver involved.
     bounds: IntTranslation | None = None
+    # Whether matrix products (``mma``, ``wmma.mma``) yield fresh abstract values instead of their
+    # symbolic sums: their multiplicands come from other lanes, which the two-thread encoding
+    # leaves free anyway, so a free result loses only the arithmetic, at a fraction of the cost.
+    opaque_products: bool = False
     cuts: list[Cut] = field(default_factory=list)
     abstracted: list[int] = field(default_factory=list)
     # (k, latch at the end of iteration k) of loops whose range condition only says "the
@@ -119,6 +128,11 @@ class Explorer:
 
     def _execute(self, dec: Decoded, fr: Frame, guard: Any) -> Gen:
         """Run one instruction's semantics, answering warp requests through the generator."""
+        if self.opaque_products and self.fresh is not None and is_product(dec):
+            self.x.set(dec, fr, guard)
+            fresh, name = self.fresh, f"mma{dec.line}"
+            self.x.havoc("d", lambda bits: fresh(name, z3.BitVecSort(bits), True))
+            return
         pending = None
         while True:
             self.x.set(dec, fr, guard)

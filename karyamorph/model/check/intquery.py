@@ -358,8 +358,12 @@ class QuerySolver:
             raise OutOfTime
         return max(1, min(self.timeout_ms, left))
 
-    def check(self, *constraints: Any) -> Outcome:
+    def check(self, *constraints: Any, effort: int = 0) -> Outcome:
         """Whether the conjunction of ``constraints`` (and the background) is satisfiable.
+
+        ``effort``: z3's resource limit (``rlimit``) for each solver call of the query, 0 for
+        none; a query it cuts short is unknown. Unlike the time budget it does not depend on
+        the machine's speed or load, so the same query gets the same answer everywhere.
 
         Raises
         ------
@@ -374,7 +378,7 @@ class QuerySolver:
         except NotLinear:
             translated = None
         if translated is not None and has_divmod(translated, self._divmod):
-            out = self._bitvector(goal, [], timeout)
+            out = self._bitvector(goal, [], timeout, effort)
             if out.result != z3.unknown:
                 return out
             timeout = self._timeout()
@@ -385,6 +389,7 @@ class QuerySolver:
             s.push()
             try:
                 s.set("timeout", timeout)
+                s.set("rlimit", effort)
                 r = s.check(translated)
                 pins = []
                 if r == z3.sat:
@@ -394,19 +399,21 @@ class QuerySolver:
                         for bv, iv in self.ints.variables.values()
                     ]
             finally:
+                s.set("rlimit", 0)
                 s.pop()
             if r == z3.unsat:
                 return Outcome(z3.unsat)
             if r == z3.sat:
-                out = self._bitvector(goal, pins, self._timeout())
+                out = self._bitvector(goal, pins, self._timeout(), effort)
                 if out.result == z3.sat:
                     return out
             timeout = self._timeout()
-        return self._bitvector(goal, [], timeout)
+        return self._bitvector(goal, [], timeout, effort)
 
-    def _bitvector(self, goal: Any, pins: list[Any], timeout: int) -> Outcome:
+    def _bitvector(self, goal: Any, pins: list[Any], timeout: int, effort: int = 0) -> Outcome:
         s = z3.Solver()
         s.set("timeout", timeout)
+        s.set("rlimit", effort)
         s.add(*self.background, *pins, goal)
         r = s.check()
         if r == z3.sat:

@@ -11,6 +11,7 @@ free values (:mod:`karyamorph.model.check.accesses`), the equivalence driver kee
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -241,6 +242,17 @@ class SymExec(DecodedOperands):
         if not isinstance(op, ast.Register) or self._reg_type(op.name).kind != "pred":
             raise Unsupported(f"{self.where()}: destination {slot} ({op}) is not a predicate register")
         self._assign(op.name, value)
+
+    def havoc(self, slot: str, fresh: Callable[[int], Any]) -> None:
+        """Give every register of ``slot`` a value of ``fresh(bits)`` (kept where the guard is false)."""
+        for j in range(self.count(slot)):
+            op = self._operand(slot, j)
+            if isinstance(op, ast.Symbol) and op.name == "_":
+                continue
+            if not isinstance(op, ast.Register) or op.name not in self.frame.regs:
+                raise Unsupported(f"{self.where()}: destination {slot} ({op}) is not a declared register")
+            t = self._reg_type(op.name)
+            self._assign(op.name, fresh(t.bits))
 
     # --- memory -----------------------------------------------------------------------------------
     def address(self, slot: str) -> tuple[Any, int]:
