@@ -39,9 +39,10 @@ def main() -> None:
     ap.add_argument("--min", type=float, default=1e7, help="thread-instructions per kernel at least")
     ap.add_argument("--scale", type=int, default=2, help="size multiplier per step")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs per kernel (the median counts)")
+    ap.add_argument("specs", nargs="*", type=Path, help="spec files (default: every corpus spec)")
     args = ap.parse_args()
     rows, total_ti, total_s = [], 0, 0.0
-    for path in sorted(CORPUS.glob("*.toml")):
+    for path in args.specs or sorted(CORPUS.glob("*.toml")):
         spec = load_spec(path)
         sizes = dict(spec.sizes)
         kernel = bind(spec, sizes=sizes)
