@@ -5,14 +5,16 @@ time / best time found, 0 when nothing it tried passed). A replay runs ``repeats
 seeds ``seed, seed + 1, ...`` and reports the mean fraction, the share of searches whose best is
 within 5% of the optimum, and the mean best-fraction after each evaluation (the curve).
 
-Which configurations a strategy can meet: the recording's valid set, which for a brute-forced
-Kernel Tuner cache is every configuration that passed the space's restrictions. A configuration
-recorded as failed (compile or runtime error) is in the space; proposing it costs one unique
-evaluation and answers with its failure, as in Kernel Tuner's simulation mode, where the budget
-(``max_fevals``) counts every unique configuration sent to the runner, failed or not. Product
-points missing from the cache are the constraint-invalid points: strategies only draw from the
-valid set and never propose them, and an evaluator asked for one answers ``constraint``, charged
-like any evaluation.
+Budget rule. The strategies meet the recording's valid set, which for a brute-forced Kernel
+Tuner cache is every configuration that passed the space's restrictions. A configuration recorded
+as failed (compile or runtime error) is in that set: proposing it costs one unique evaluation and
+answers with its failure. This is Kernel Tuner's rule in simulation mode: its cost function sends
+every restriction-passing configuration to the simulation runner, which answers from the cache
+(errors included), and its stop criterion ends the search when the number of unique configurations
+answered reaches ``max_fevals``. Product points missing from the cache are the space's
+constraint-invalid points. No strategy here proposes one (they draw from the valid set only); an
+evaluator asked for one answers ``constraint`` and the search charges it like any evaluation,
+where Kernel Tuner's cost function answers such a point as ``InvalidConfig`` without charging it.
 """
 
 from __future__ import annotations
