@@ -66,6 +66,15 @@ def test_importing_the_core_stays_light() -> None:
     )
 
 
+def test_search_runs_without_the_gpu_stack() -> None:
+    # Spaces, strategies and replay work on recorded data: no harness, torch, duckdb or z3. A GPU
+    # evaluator is a module of its own that the package face does not import.
+    assert _heavy_after("import karyamorph.search, karyamorph.search.replay") == []
+    code = "import sys, karyamorph.search; print(sorted(m for m in sys.modules if 'harness' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_no_import_of_our_own_modules_inside_a_function() -> None:
     # An import placed in a function to dodge a cycle hides a design problem; the CLI alone
     # imports lazily, so that `karyamorph --help` starts without z3 or duckdb.
