@@ -31,7 +31,7 @@ from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import SpecError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.kernel.test_fuzz import SPECS, _mutate
+from tests.kernel.test_fuzz import write_mutant
 
 
 class Hang(Exception):
@@ -56,14 +56,7 @@ def main() -> None:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="karyamorph-spec-fuzz-") as tmp:
         for k in range(args.count):
-            source = rng.choice(SPECS)
-            folder = Path(tmp) / f"m{k}"
-            folder.mkdir()
-            for ptx in source.parent.glob("*.ptx"):
-                if ptx.name in source.read_text():
-                    (folder / ptx.name).write_bytes(ptx.read_bytes())
-            path = folder / source.name
-            path.write_text(_mutate(source.read_text(), rng))
+            source, path = write_mutant(Path(tmp) / f"m{k}", rng)
             try:
                 prepare(load_spec(path))  # the door: the spec, then its .entry signature
                 loads = True

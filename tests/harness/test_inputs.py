@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-from typing import Any
 
 import pytest
 import torch
@@ -19,18 +18,8 @@ from karyamorph.harness.gpu.inputs import (
 )
 from karyamorph.kernel import inputs as arrays
 from karyamorph.kernel.bound import bind
-from karyamorph.kernel.loader import spec_from_dict
 from karyamorph.kernel.spec import DTYPES
-
-
-def spec_with(args: list[dict[str, Any]], n: int = 512) -> Any:
-    doc = {
-        "kernel": {"source": "// no PTX needed to make inputs", "entry": "k"},
-        "sizes": {"n": n},
-        "launch": {"grid": [1], "block": [1]},
-        "args": args,
-    }
-    return spec_from_dict(doc)
+from tests.kernel.test_inputs import spec_with
 
 
 def test_every_dtype_maps_to_a_torch_dtype_of_its_width() -> None:

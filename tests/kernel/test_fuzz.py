@@ -47,18 +47,24 @@ def _mutate(text: str, rng: random.Random) -> str:
     return text
 
 
+def write_mutant(folder: Path, rng: random.Random) -> tuple[Path, Path]:
+    """A mutant of a randomly chosen shipped spec in ``folder``, beside the PTX files it names:
+    (the original, the mutant)."""
+    source = rng.choice(SPECS)
+    folder.mkdir()
+    for ptx in source.parent.glob("*.ptx"):
+        if ptx.name in source.read_text():
+            (folder / ptx.name).write_bytes(ptx.read_bytes())
+    path = folder / source.name
+    path.write_text(_mutate(source.read_text(), rng))
+    return source, path
+
+
 def test_mutated_specs_load_or_fail_cleanly(tmp_path: Path) -> None:
     rng = random.Random(20261201)
     outcomes = {"loaded": 0, "rejected": 0}
     for k in range(600):
-        source = rng.choice(SPECS)
-        folder = tmp_path / f"m{k}"
-        folder.mkdir()
-        for ptx in source.parent.glob("*.ptx"):
-            if ptx.name in source.read_text():
-                (folder / ptx.name).write_bytes(ptx.read_bytes())
-        path = folder / source.name
-        path.write_text(_mutate(source.read_text(), rng))
+        source, path = write_mutant(tmp_path / f"m{k}", rng)
         try:
             spec = load_spec(path)
         except (SpecError, PtxError) as err:

@@ -8,19 +8,18 @@ milliseconds.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import z3
 from z3.z3 import _to_expr_ref
 
 
-def uninterpreted(term: Any, constants: bool = True, applications: bool = False) -> list[Any]:
-    """The distinct uninterpreted constants (and, with ``applications``, the applications of
-    uninterpreted functions) that occur in ``term``, as z3 expressions."""
-    ctx = term.ctx
-    ref = ctx.ref()
+def _nodes(term: Any) -> Iterator[tuple[Any, Any, Any, int]]:
+    """Each distinct application node of ``term`` once, as (ast, C context, app, argument count);
+    the caller may stop early."""
+    ref = term.ctx.ref()
     seen: set[int] = set()
-    out: list[Any] = []
     stack = [term.as_ast()]
     while stack:
         a = stack.pop()
@@ -32,11 +31,19 @@ def uninterpreted(term: Any, constants: bool = True, applications: bool = False)
             continue
         app = z3.Z3_to_app(ref, a)
         n = z3.Z3_get_app_num_args(ref, app)
-        kind = z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app))
-        if kind == z3.Z3_OP_UNINTERPRETED and ((n == 0 and constants) or (n > 0 and applications)):
-            out.append(_to_expr_ref(a, ctx))
+        yield a, ref, app, n
         for k in range(n):
             stack.append(z3.Z3_get_app_arg(ref, app, k))
+
+
+def uninterpreted(term: Any, constants: bool = True, applications: bool = False) -> list[Any]:
+    """The distinct uninterpreted constants (and, with ``applications``, the applications of
+    uninterpreted functions) that occur in ``term``, as z3 expressions."""
+    out: list[Any] = []
+    for a, ref, app, n in _nodes(term):
+        kind = z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app))
+        if kind == z3.Z3_OP_UNINTERPRETED and ((n == 0 and constants) or (n > 0 and applications)):
+            out.append(_to_expr_ref(a, term.ctx))
     return out
 
 
@@ -46,23 +53,11 @@ def constant_names(term: Any) -> dict[str, Any]:
 
 
 def dag_size(term: Any, limit: int | None = None) -> int:
-    """The number of distinct subterms of ``term`` (its size as a shared graph), counting stops
-    once it passes ``limit``."""
-    ctx = term.ctx
-    ref = ctx.ref()
-    seen: set[int] = set()
-    stack = [term.as_ast()]
-    while stack:
-        a = stack.pop()
-        i = z3.Z3_get_ast_id(ref, a)
-        if i in seen:
-            continue
-        seen.add(i)
-        if limit is not None and len(seen) > limit:
+    """The number of distinct application subterms of ``term`` (its size as a shared graph),
+    counting stops once it passes ``limit``."""
+    count = 0
+    for _ in _nodes(term):
+        count += 1
+        if limit is not None and count > limit:
             break
-        if z3.Z3_get_ast_kind(ref, a) != z3.Z3_APP_AST:
-            continue
-        app = z3.Z3_to_app(ref, a)
-        for k in range(z3.Z3_get_app_num_args(ref, app)):
-            stack.append(z3.Z3_get_app_arg(ref, app, k))
-    return len(seen)
+    return count
