@@ -57,7 +57,7 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def wait_gone(pid: int, seconds: float = 5.0) -> bool:
+def wait_gone(pid: int, seconds: float = 30.0) -> bool:
     deadline = time.monotonic() + seconds
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
