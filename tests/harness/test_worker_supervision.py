@@ -49,7 +49,15 @@ def worker() -> Iterator[GpuWorker]:
 
 
 def alive(pid: int) -> bool:
-    """Whether ``pid`` is a running process (a zombie counts as gone)."""
+    """Whether ``pid`` is a running process (a zombie counts as gone).
+
+    For a child of this process, gone means reapable: a killed process's leader thread shows
+    as a zombie while its other threads are still exiting (and still hold its pipes).
+    """
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        pass  # not our child: ask /proc
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (FileNotFoundError, ProcessLookupError):
