@@ -178,7 +178,10 @@ def test_a_pipeline_without_a_worker_starts_its_own_and_closes_it() -> None:
 
 
 def _is_worker(pid: str) -> bool:
+    """A GPU worker server started by this process (others may run their own meanwhile)."""
     try:
-        return "karyamorph.harness.gpu.server" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
-    except OSError:
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        command = Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except (OSError, ValueError, IndexError):
         return False
+    return parent == os.getpid() and "karyamorph.harness.gpu.server" in command
