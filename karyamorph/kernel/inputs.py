@@ -131,7 +131,7 @@ def make_array(kernel: BoundKernel, arg: ArgSpec, seed: int) -> np.ndarray:
     index = kernel.args.index(arg)
     where = f"{kernel.spec.where}: args[{index}].init"
     shape = tuple(kernel.shapes[arg.name])
-    numel = int(np.prod(shape, dtype=np.int64))
+    numel = kernel.elements(arg)
     target = numpy_dtype(arg.dtype)
     stream = arg_seed(seed, index)
     dtype, init = arg.dtype, arg.init

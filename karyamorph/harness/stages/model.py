@@ -58,7 +58,7 @@ def check_spec(
 
     entry = module.entry(kernel.entry)
     buffers, scalars = check_inputs(kernel, entry)
-    launch = (kernel.grid, kernel.block, kernel.shared_bytes)
+    launch = kernel.launch
     pairs = list(zip(kernel.args, entry.params, strict=True))
     names = UserTerms({p.name: a.name for a, p in pairs}, {p.name: a.dtype.bytes for a, p in pairs})
     return check(

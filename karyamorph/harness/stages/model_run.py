@@ -47,16 +47,8 @@ def check_budget(kernel: BoundKernel, module: ast.Module, budget: ModelBudget, m
     entry's registers and module variables, the bytes of the launch (the interpreter's, plus the
     inputs the harness keeps beside them) and the estimated work. Returns the launch's threads."""
     program = prepare(module, kernel.entry, machine or ptx_machine(), budget)
-    threads = 1
-    for d in (*kernel.grid, *kernel.block):
-        threads *= d
-    buffers = []
-    for arg in kernel.args:
-        if arg.is_pointer:
-            count = arg.dtype.bytes
-            for d in kernel.shapes[arg.name]:
-                count *= d
-            buffers.append(count)
+    threads = kernel.threads
+    buffers = [kernel.buffer_bytes(arg) for arg in kernel.args if arg.is_pointer]
     budget.check_work(threads, len(program.decoded))
     own = program.footprint(kernel.grid, kernel.block, kernel.shared_bytes, buffers)
     # The harness keeps each input as a torch tensor and a numpy copy besides the model's own.
@@ -113,10 +105,9 @@ def run_model(
     for arg in kernel.args:
         if not arg.is_pointer:
             arrays[by_param[arg.name]] = kernel.scalars[arg.name]
-    launch = (kernel.grid, kernel.block, kernel.shared_bytes)
     try:
         result = interpret(
-            module, kernel.entry, machine, launch, arrays,
+            module, kernel.entry, machine, kernel.launch, arrays,
             randomize_order=randomize_order, seed=seed, max_steps=budget.steps(threads), budget=budget,
         )  # fmt: skip
     except StepLimitError:

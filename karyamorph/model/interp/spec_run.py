@@ -39,12 +39,11 @@ def interpret_spec(
     name = str(getattr(kernel, "ptx_name", "<spec>.ptx"))
     module = parse(kernel.spec.ptx, name)
     args = inputs if inputs is not None else spec_inputs(kernel, seed)
-    launch = (kernel.grid, kernel.block, kernel.shared_bytes)
     result = interpret(
         module,
         kernel.entry,
         machine,
-        launch,
+        kernel.launch,
         dict(args),
         randomize_order=randomize_order,
         seed=seed,

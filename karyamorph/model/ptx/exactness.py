@@ -14,7 +14,7 @@ from __future__ import annotations
 from karyamorph.isa import ast
 
 _APPROXIMATE = ("approx", "full")
-_FLOAT_TYPES = ("f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "v2.f32", "v4.f32")
+_FLOAT_TYPES = ("f16", "f16x2", "bf16", "bf16x2", "f32", "f64")
 _INTEGER_MMA = ("s8", "u8", "s4", "u4", "b1", "s32")
 _HARDWARE_ONLY = ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi",
                   "%smid", "%nsmid", "%warpid", "%nwarpid", "%gridid")  # fmt: skip
