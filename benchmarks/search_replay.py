@@ -4,10 +4,10 @@ Tuner 1.5's own figures on the same files.
 The spaces (convolution and dedispersion on A100 and MI250X) are read from the benchmark_hub
 folder: ``--hub``, else ``$KARYAMORPH_BENCHMARK_HUB``, else ``../shared/data/benchmark_hub``
 beside the repository. Each figure is the mean fraction of the optimum (optimum time / best time
-found) over ``--repeats`` searches with seeds 0, 1, ...; in brackets the share of searches within
-5% of the optimum. A strategy whose proposals do not depend on the budget (``anytime``) is run
-once at the largest budget and read at the smaller ones: its search at budget b is exactly the
-first b evaluations of the longer one (a test checks this).
+found) over ``--repeats`` searches with seeds ``--seed``, ``--seed`` + 1, ...; in brackets the
+share of searches within 5% of the optimum. A strategy whose proposals do not depend on the
+budget (``anytime``) is run once at the largest budget and read at the smaller ones: its search
+at budget b is exactly the first b evaluations of the longer one (a test checks this).
 """
 
 from __future__ import annotations
@@ -50,18 +50,18 @@ def hub_path(given: str | None) -> Path:
 Figures = dict[int, tuple[float, float]]
 
 
-def figures(space: str, name: str, budgets: tuple[int, ...], repeats: int, hub: Path) -> Figures:
+def figures(space: str, name: str, budgets: tuple[int, ...], repeats: int, seed: int, hub: Path) -> Figures:
     """``{budget: (mean fraction, share within 5%)}`` for one strategy on one space."""
     recording = read_cache(hub / f"{space}.json.gz")
     strategy = make_strategy(name)
     out: Figures = {}
     longest = None
     if strategy.anytime:
-        longest = replay_curves(recording, strategy, budget=max(budgets), repeats=repeats)
+        longest = replay_curves(recording, strategy, budget=max(budgets), repeats=repeats, seed=seed)
     for b in budgets:
         curves = longest
         if curves is None:
-            curves = replay_curves(recording, strategy, budget=b, repeats=repeats)
+            curves = replay_curves(recording, strategy, budget=b, repeats=repeats, seed=seed)
         finals = curves[:, b - 1]
         out[b] = (float(finals.mean()), float(within_5pct(finals).mean()))
     return out
@@ -71,30 +71,38 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hub", default=None, help="The benchmark_hub folder.")
     ap.add_argument("--repeats", type=int, default=25)
+    ap.add_argument("--seed", type=int, default=0, help="Seed of the first repeat.")
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     args = ap.parse_args()
     hub = hub_path(args.hub)
     names = args.strategies.split(",")
+    budgets = tuple(int(b) for b in args.budgets.split(","))
     table: dict[str, list[Figures]] = {}
     for name in names:
         t0 = time.perf_counter()
-        table[name] = [figures(space, name, BUDGETS, args.repeats, hub) for space in SPACES]
+        table[name] = [figures(space, name, budgets, args.repeats, args.seed, hub) for space in SPACES]
         print(f"# {name}: {time.perf_counter() - t0:.0f} s", flush=True)
     header = "| strategy | " + " | ".join(s.replace("_milo", "") for s in SPACES) + " |"
     rule = "|---" * (len(SPACES) + 1) + "|"
-    print(f"\nMean fraction of the optimum at budgets {'/'.join(map(str, BUDGETS))} ({args.repeats} seeds);")
+    print(f"\nMean fraction of the optimum at budgets {'/'.join(map(str, budgets))} "
+          f"(seeds {args.seed}-{args.seed + args.repeats - 1});")
     print("in brackets the share of searches within 5% of the optimum at each budget.\n")
     print(header)
     print(rule)
     for name in names:
         cells = [
-            "/".join(f"{row[b][0]:.2f}" for b in BUDGETS) + " ("
-            + "/".join(f"{row[b][1]:.2f}" for b in BUDGETS) + ")"
+            "/".join(f"{row[b][0]:.2f}" for b in budgets) + " ("
+            + "/".join(f"{row[b][1]:.2f}" for b in budgets) + ")"
             for row in table[name]
         ]  # fmt: skip
         print(f"| {name}{' (default)' if name == DEFAULT_STRATEGY else ''} | " + " | ".join(cells) + " |")
+    kept = [BUDGETS.index(b) for b in budgets if b in BUDGETS]
     for name, rows in KERNEL_TUNER.items():
-        print(f"| Kernel Tuner {name} | " + " | ".join("/".join(f"{v:.2f}" for v in r) for r in rows) + " |")
+        cells = ["/".join(f"{r[k]:.2f}" for k in kept) for r in rows]
+        print(f"| Kernel Tuner {name} | " + " | ".join(cells) + " |")
+    if 200 not in budgets:
+        return
     print("\nAt budget 200: best of ours / Kernel Tuner's genetic algorithm; default / Kernel Tuner's")
     print("random sampling""")
     print("(each on figures rounded to two decimals, as Kernel Tuner's are).\n")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from karyamorph.search.outcome import Failure, Outcome
+from karyamorph.search.outcome import Outcome
 from karyamorph.search.space import Space
 
 
@@ -43,10 +43,8 @@ class History:
     def __init__(self, space: Space) -> None:
         self.space = space
         self.evaluations: list[Evaluation] = []
-        self._by_index: dict[int, Evaluation] = {}
         self._cost = np.full(space.size, np.nan)  # nan: not evaluated; inf: failed
         self._best: Evaluation | None = None
-        self._curve: list[float] = []
 
     def __len__(self) -> int:
         return len(self.evaluations)
@@ -59,12 +57,10 @@ class History:
         if evaluation.index in self:
             raise ValueError(f"configuration {evaluation.key} is already in the history")
         self.evaluations.append(evaluation)
-        self._by_index[evaluation.index] = evaluation
         self._cost[evaluation.index] = evaluation.outcome.cost
         best = self._best
         if evaluation.outcome.ok and (best is None or evaluation.outcome.cost < best.outcome.cost):
             self._best = evaluation
-        self._curve.append(math.inf if self._best is None else self._best.outcome.cost)
 
     def cost(self, index: int) -> float:
         """The time of an evaluated configuration, infinity when it failed."""
@@ -72,11 +68,6 @@ class History:
         if math.isnan(value):
             raise KeyError(f"configuration {self.space.key(index)} has not been evaluated")
         return value
-
-    def outcome(self, index: int) -> Outcome | None:
-        """The outcome of ``index``, or None when it has not been evaluated."""
-        found = self._by_index.get(index)
-        return None if found is None else found.outcome
 
     def known(self) -> np.ndarray:
         """A boolean mask over the space: True where the configuration has been evaluated."""
@@ -94,16 +85,3 @@ class History:
     def best(self) -> Evaluation | None:
         """The fastest configuration that passed, or None while none has."""
         return self._best
-
-    @property
-    def best_curve_ms(self) -> list[float]:
-        """The best time after each evaluation (infinity before the first that passed)."""
-        return list(self._curve)
-
-    def failures(self) -> dict[Failure, int]:
-        """How many evaluations failed, by reason."""
-        out: dict[Failure, int] = {}
-        for e in self.evaluations:
-            if e.outcome.failure is not None:
-                out[e.outcome.failure] = out.get(e.outcome.failure, 0) + 1
-        return out

@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from karyamorph.search.history import Evaluation
 from karyamorph.search.outcome import Failure, Outcome
 from karyamorph.search.recording import Recording, RecordingError
 from karyamorph.search.space import Parameter, Space, Value
@@ -140,13 +139,3 @@ def write_cache(
     with opener(path, "wt", encoding="utf-8") as f:
         json.dump(doc, f)
     return path
-
-
-def evaluations_as_outcomes(evaluations: Iterable[Evaluation]) -> list[tuple[int, Outcome]]:
-    """``(index, outcome)`` pairs of recorded evaluations, for :func:`write_cache`."""
-    return [(e.index, e.outcome) for e in evaluations]
-
-
-def recording_outcomes(recording: Recording) -> list[tuple[int, Outcome]]:
-    """Every ``(index, outcome)`` pair of a recording, for :func:`write_cache`."""
-    return list(enumerate(recording.outcomes))

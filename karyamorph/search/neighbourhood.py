@@ -69,10 +69,6 @@ class Neighbourhood:
             return np.zeros(0, dtype=np.int64)
         return np.sort(np.concatenate([self.along(index, p, kind) for p in range(self.width)]))
 
-    def random(self, index: int, rng: np.random.Generator, kind: Kind = "any") -> int | None:
-        """One neighbour drawn uniformly from :meth:`of`, or None when there is none."""
-        options = self.of(index, kind)
-        return int(options[rng.integers(len(options))]) if len(options) else None
 
 
 def _lines(indices: np.ndarray, parameter: int) -> _Lines:

@@ -91,6 +91,8 @@ class Constraint:
 
 
 def _expression(code: CodeType, names: tuple[str, ...]) -> Callable[..., bool]:
+    # The expression is the space author's own text (as in Kernel Tuner's restrictions); it sees
+    # the parameter values and a few pure builtins, nothing else.
     def holds(*values: Value) -> bool:
         return bool(eval(code, {"__builtins__": EXPRESSION_BUILTINS}, dict(zip(names, values, strict=True))))
 
@@ -121,6 +123,7 @@ class Space:
         if len(rows) != len(self.indices):
             raise SpaceError("the valid set repeats a configuration")
         object.__setattr__(self, "_rows", rows)
+        self.indices.flags.writeable = False  # indices name configurations for a whole search
 
     @classmethod
     def from_configurations(

@@ -17,7 +17,6 @@ from karyamorph.search import (
     run_search,
     write_cache,
 )
-from karyamorph.search.kerneltuner import recording_outcomes
 from karyamorph.search.recording import RecordedEvaluator
 
 TINY = Path(__file__).resolve().parent / "data" / "tiny.json"
@@ -51,7 +50,7 @@ def test_the_tiny_cache_reads_as_its_json_says() -> None:
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_export_then_import_round_trips(tmp_path: Path, suffix: str) -> None:
     rec = read_cache(TINY)
-    out = write_cache(tmp_path / f"copy{suffix}", rec.space, recording_outcomes(rec), rec.meta)
+    out = write_cache(tmp_path / f"copy{suffix}", rec.space, list(enumerate(rec.outcomes)), rec.meta)
     again = read_cache(out)
     assert again.space.size == rec.space.size
     assert all(again.space.key(i) == rec.space.key(i) for i in range(rec.space.size))

@@ -43,11 +43,3 @@ def test_a_gap_left_by_a_constraint_is_stepped_over() -> None:
     assert i is not None
     # by=2 is invalid at bx=48, so the adjacent value above by=1 is by=4.
     assert {SPACE.key(int(j)) for j in near.along(i, 1, "adjacent")} == {"48,4,1"}
-
-
-def test_random_neighbour_is_a_neighbour() -> None:
-    near = Neighbourhood(SPACE)
-    rng = np.random.default_rng(0)
-    for i in range(SPACE.size):
-        j = near.random(i, rng)
-        assert j is None or j in near.of(i).tolist()
