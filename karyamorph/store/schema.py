@@ -181,6 +181,25 @@ _INTEGRITY: tuple[str, ...] = (
     )""",
 )
 
+# Each configuration a search evaluated, in order: its outcome (a time or the gate that failed
+# it, with the gate's explanation), the run that holds its stages when it reached the pipeline,
+# and the seconds each gate took. A search resumes from these rows and replays from them.
+_SEARCH_EVALUATIONS: tuple[str, ...] = (
+    """CREATE TABLE search_evaluations (
+        search_id VARCHAR NOT NULL,
+        seq INTEGER NOT NULL,
+        config_key VARCHAR NOT NULL,
+        config JSON NOT NULL,
+        time_ms DOUBLE,
+        failure VARCHAR,
+        detail VARCHAR NOT NULL,
+        run_id VARCHAR,
+        gates JSON NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (search_id, seq)
+    )""",
+)
+
 # version -> migration. Append only: a released version's statements never change, a schema
 # change is a new entry with the next number.
 MIGRATIONS: dict[int, Migration] = {
@@ -188,6 +207,7 @@ MIGRATIONS: dict[int, Migration] = {
     2: Migration("GPU validation of instruction forms", _VALIDATION),
     3: Migration("runs remember their spec's path and a label", _RUN_ORIGIN),
     4: Migration("committed row counts, to find a damaged database", _INTEGRITY),
+    5: Migration("each evaluation of a search, in order", _SEARCH_EVALUATIONS),
 }
 
 # One line on each table, for `karyamorph tables`; a migration that adds a table adds its line.
@@ -211,6 +231,8 @@ TABLES: dict[str, str] = {
     "the worst ulp, the reason.",
     "validation_disagreements": "Each case where the GPU's bits and the model's differ: operands "
     "and both results.",
+    "search_evaluations": "Each configuration a search evaluated, in order: time or failure reason, "
+    "the gate's explanation, the run holding its stages, seconds per gate.",
     "store_integrity": "Each table's row count as of the last write, written in the write's own "
     "transaction; a table that holds another count is reported as damaged.",
 }
