@@ -96,7 +96,8 @@ class Template:
     def fits(self, config: Mapping[str, Value], arch: Arch | str) -> bool:
         """The model-derived constraint: at least one block of ``config`` fits on an SM of ``arch``."""
         foot = self.footprint(config)
-        occ = occupancy(Arch.parse(arch).canonical.base.name, foot.threads, foot.registers, dynamic_shared_bytes=foot.shared_bytes)
+        target = Arch.parse(arch).canonical.base.name
+        occ = occupancy(target, foot.threads, foot.registers, dynamic_shared_bytes=foot.shared_bytes)
         return occ.blocks_per_sm >= 1
 
     def space(self, arch: Arch | str) -> Space:
@@ -110,7 +111,9 @@ class Template:
 
         return enumerate_space(self.parameters, (*self.constraints, Constraint(fits, names)))
 
-    def spec(self, config: Mapping[str, Value], arch: Arch | str, sizes: Mapping[str, int] | None = None) -> KernelSpec:
+    def spec(
+        self, config: Mapping[str, Value], arch: Arch | str, sizes: Mapping[str, int] | None = None
+    ) -> KernelSpec:
         """The variant ``config`` as a kernel spec for ``arch`` at ``sizes`` (default: the
         template's benchmark sizes)."""
         return self.build(config, Arch.parse(arch), dict(self.sizes if sizes is None else sizes))
