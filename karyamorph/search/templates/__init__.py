@@ -13,7 +13,9 @@ class UnknownTemplate(KeyError):
         return f"no template named {self.args[0]!r} (known: {', '.join(sorted(TEMPLATES))})"
 
 
-TEMPLATES: dict[str, Template] = {t.name: t for t in ()}
+SHIPPED: tuple[Template, ...] = ()
+
+TEMPLATES: dict[str, Template] = {t.name: t for t in SHIPPED}
 
 
 def template(name: str) -> Template:
