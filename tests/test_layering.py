@@ -80,7 +80,7 @@ def test_no_import_of_our_own_modules_inside_a_function() -> None:
     # imports lazily, so that `karyamorph --help` starts without z3 or duckdb.
     problems = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name == "cli.py":
+        if path.parent.name == "cli":
             continue
         tree = ast.parse(path.read_text(), str(path))
         for fn in ast.walk(tree):

@@ -73,6 +73,11 @@ class Template:
         (``"a + b"``, ``"x.sum()"``), timed in the same process as the winner.
     min_sm : int
         The oldest arch (``80`` for sm_80) the template's instructions exist on; 0 for any.
+    equivalent_to_baseline : bool
+        Every variant computes the baseline's outputs bit for bit (the same float operations on
+        each element, only moved between threads or instructions): the model then proves each
+        variant equivalent to the baseline before it reaches the GPU. False where variants
+        reassociate float sums (reductions, GEMMs), which only tolerances compare.
     """
 
     name: str
@@ -86,6 +91,7 @@ class Template:
     torch_baseline: str
     constraints: tuple[Constraint, ...] = ()
     min_sm: int = 0
+    equivalent_to_baseline: bool = False
     notes: tuple[str, ...] = field(default=())
 
     def supports(self, arch: Arch | str) -> bool:

@@ -206,7 +206,8 @@ class Store:
         search_id = str(uuid.uuid4())
         with self._transaction(f"creating search {name!r}"):
             self._connection().execute(
-                "INSERT INTO searches VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO searches (search_id, campaign_id, name, created_at, params) "
+                "VALUES (?, ?, ?, ?, ?)",
                 [search_id, campaign_id, name, datetime.now(UTC),
                  canonical_json(dict(params or {}), "params")],
             )

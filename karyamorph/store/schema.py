@@ -183,7 +183,8 @@ _INTEGRITY: tuple[str, ...] = (
 
 # Each configuration a search evaluated, in order: its outcome (a time or the gate that failed
 # it, with the gate's explanation), the run that holds its stages when it reached the pipeline,
-# and the seconds each gate took. A search resumes from these rows and replays from them.
+# and the seconds each gate took. A search resumes from these rows and replays from them; its
+# summary (the winner re-checked and re-timed, the torch baseline) is written when it ends.
 _SEARCH_EVALUATIONS: tuple[str, ...] = (
     """CREATE TABLE search_evaluations (
         search_id VARCHAR NOT NULL,
@@ -198,6 +199,7 @@ _SEARCH_EVALUATIONS: tuple[str, ...] = (
         created_at TIMESTAMPTZ NOT NULL,
         PRIMARY KEY (search_id, seq)
     )""",
+    "ALTER TABLE searches ADD COLUMN summary JSON",
 )
 
 # version -> migration. Append only: a released version's statements never change, a schema

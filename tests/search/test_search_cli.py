@@ -7,7 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from karyamorph.cli import main, search_replay
+from karyamorph.cli import main
+from karyamorph.cli.search import search_replay
 from karyamorph.search import DEFAULT_STRATEGY, STRATEGIES
 
 TINY = str(Path(__file__).resolve().parent / "data" / "tiny.json")

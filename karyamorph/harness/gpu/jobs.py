@@ -67,6 +67,18 @@ class EvaluateJob:
 
 
 @dataclass(frozen=True, slots=True)
+class ReferenceTimingJob:
+    """A torch expression over the spec's names (``"a + b"``, ``"a @ b"``) timed on the inputs of
+    ``seed`` by the same method as a kernel: what a variant is raced against, in one process.
+    TF32 stays off for float32 matmuls (cuBLAS's true FP32 path)."""
+
+    kernel: BoundKernel
+    expression: str
+    seed: int = 0
+    options: TimingOptions = DEFAULT_TIMING
+
+
+@dataclass(frozen=True, slots=True)
 class CallJob:
     """Call ``function()`` in the worker and send back what it returns.
 
@@ -77,7 +89,7 @@ class CallJob:
     function: Callable[[], Any]
 
 
-Job = CorrectnessJob | TimingJob | EvaluateJob | CallJob
+Job = CorrectnessJob | TimingJob | EvaluateJob | ReferenceTimingJob | CallJob
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,10 +37,12 @@ from karyamorph.harness.gpu.jobs import (
     EvaluateJob,
     Hello,
     JobFailure,
+    ReferenceTimingJob,
     Reply,
     TimingJob,
 )
 from karyamorph.harness.gpu.launch import CudaError, cuda_core_errors
+from karyamorph.harness.gpu.reference_timing import run_reference_timing
 from karyamorph.kernel.spec import SpecError
 
 EXIT_DONE = 0
@@ -90,6 +92,8 @@ def answer(state: WorkerState | None, job: object) -> Reply:
             value = run_timing(state, job)
         elif isinstance(job, EvaluateJob):
             value = run_evaluate(state, job)
+        elif isinstance(job, ReferenceTimingJob):
+            value = run_reference_timing(state, job)
         else:
             raise TypeError(f"not a job: {type(job).__name__}")
     except PartialResult as partial:

@@ -38,6 +38,7 @@ from karyamorph.harness.gpu.jobs import (
     Hello,
     Job,
     JobFailure,
+    ReferenceTimingJob,
     Reply,
     TimingJob,
 )
@@ -302,6 +303,19 @@ class GpuWorker:
     ) -> Timing | JobFailure:
         """The NVBench-style timing of ``cubin``'s entry for ``kernel``."""
         reply = self.submit(TimingJob(kernel, cubin, seed, options), timeout_s)
+        return reply.failure if reply.failure is not None else reply.value
+
+    def reference_timing(
+        self,
+        kernel: BoundKernel,
+        expression: str,
+        seed: int = 0,
+        *,
+        options: TimingOptions = DEFAULT_TIMING,
+        timeout_s: float = 120.0,
+    ) -> Timing | JobFailure:
+        """The same timing of a torch expression over ``kernel``'s inputs (a search's baseline)."""
+        reply = self.submit(ReferenceTimingJob(kernel, expression, seed, options), timeout_s)
         return reply.failure if reply.failure is not None else reply.value
 
     def evaluate(

@@ -2,117 +2,33 @@
 
 from __future__ import annotations
 
-import functools
-import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from karyamorph.cli.search import search_group
+from karyamorph.cli.support import (
+    EXAMPLES,
+    _db_path,
+    _echo,
+    _fail,
+    _names,
+    _open_existing,
+    db_option,
+    format_option,
+    friendly_errors,
+    size_option,
+    spec_argument,
+    timeout_option,
+)
 from karyamorph.model.interp.budget import MAX_BYTES, MAX_REGISTERS, MAX_THREAD_INSTRUCTIONS
-from karyamorph.store import DEFAULT_FILE
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
 
     from karyamorph.isa.ast import Module
     from karyamorph.kernel.bound import BoundKernel
-    from karyamorph.store.database import Store
-
-F = TypeVar("F", bound=Callable[..., Any])
-EXAMPLES = Path(__file__).resolve().parent.parent / "datasets" / "kernels"
-
-
-def _known_errors() -> tuple[type[BaseException], ...]:
-    from karyamorph.harness.gpu.validate import GpuRunError
-    from karyamorph.harness.pipeline import ArchError, StageSelectionError
-    from karyamorph.harness.report import ReportError
-    from karyamorph.harness.tools.ptxas import PtxasError
-    from karyamorph.harness.tools.toolchain import ToolchainError
-    from karyamorph.isa.errors import PtxError
-    from karyamorph.kernel.expressions import ExpressionError
-    from karyamorph.kernel.spec import SpecError
-    from karyamorph.model.interp.errors import LaunchError
-    from karyamorph.store.database import StoreError
-
-    return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError,
-            StageSelectionError, ReportError, GpuRunError, PtxasError, LaunchError)  # fmt: skip
-
-
-def friendly_errors(fn: F) -> F:
-    """Print known errors as one paragraph on stderr and exit with status 2 (no traceback)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except _known_errors() as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _echo(out: RenderableType | dict[str, Any] | list[Any]) -> None:
-    """Text and JSON as they are (scripts read them); tables through rich (plain when piped)."""
-    from karyamorph.table import console, dumps, to_text
-
-    screen = console()
-    if isinstance(out, dict | list):
-        click.echo(dumps(out))
-    elif isinstance(out, str):
-        click.echo(out)
-    elif screen.is_terminal:
-        screen.print(out, soft_wrap=True)
-    else:
-        click.echo(to_text(out, screen.width))
-
-
-def _db_path(db: str | None) -> Path:
-    return Path(db or os.environ.get("KARYAMORPH_DB") or DEFAULT_FILE)
-
-
-def _open_existing(db: str | None) -> Store:
-    from karyamorph.store.database import Store, StoreError
-
-    path = _db_path(db)
-    if not path.exists():
-        raise StoreError(
-            f"database {path} does not exist yet: run `karyamorph demo` or `karyamorph run` first"
-        )
-    return Store.open_to_read(path)
-
-
-def _fail(exc: Exception, fmt: str) -> NoReturn:
-    """The model could not run the kernel: say why (as JSON when asked) and exit with status 1."""
-    if fmt == "json":
-        _echo({"status": "error", "match": False, "error": str(exc)})
-    else:
-        click.echo(f"error: {exc}", err=True)
-    sys.exit(1)
-
-
-def _names(value: str | None) -> list[str] | None:
-    return None if value is None else [n.strip() for n in value.split(",") if n.strip()]
-
-
-def format_option(*choices: str) -> Callable[[F], F]:
-    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0])
-
-
-db_option = click.option(
-    "--db", default=None, help=f"DuckDB file (default ${{KARYAMORPH_DB}} or ./{DEFAULT_FILE})."
-)
-timeout_option = click.option(
-    "--timeout", type=float, default=None,
-    help="Seconds a GPU launch may run before it is killed (default: each stage's own).",
-)  # fmt: skip
-size_option = click.option(
-    "--size", "sizes", multiple=True, metavar="NAME=N", help="Override a [sizes] entry (repeatable)."
-)
-spec_argument = click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
 
 
 @click.group()
@@ -506,46 +422,7 @@ def ptx_info(file: str, fmt: str) -> None:
     _echo(info if fmt == "json" else ptx_info_view(info))
 
 
-@main.group("search")
-def search_group() -> None:
-    """Search kernel variants; replay search strategies against recorded data."""
-
-
-@search_group.command("replay")
-@click.argument("cache", type=click.Path(dir_okay=False))
-@click.option("--strategy", default="model", show_default=True,
-              help="exhaustive, random, genetic, annealing, model, or all.")
-@click.option("--budget", type=click.IntRange(min=1), default=200, show_default=True,
-              help="Unique evaluations per search.")
-@click.option("--repeats", type=click.IntRange(min=1), default=25, show_default=True,
-              help="Searches per strategy (seeds SEED, SEED+1, ...).")
-@click.option("--seed", type=int, default=0, show_default=True)
-@format_option("table", "json")
-def search_replay(cache: str, strategy: str, budget: int, repeats: int, seed: int, fmt: str) -> None:
-    """Score a strategy against a Kernel Tuner cache file (.json or .json.gz): the fraction of the
-    optimum it reaches within the budget, over repeated searches."""
-    # The surrogate's matrices have a few hundred rows: BLAS threads only fight over the cores.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from karyamorph.search import STRATEGIES, RecordingError, UnknownStrategy, make_strategy, read_cache
-    from karyamorph.search.replay import replay
-    from karyamorph.table import table
-
-    try:
-        recording = read_cache(cache)
-        names = list(STRATEGIES) if strategy == "all" else [strategy]
-        chosen = [make_strategy(n) for n in names]
-    except (RecordingError, UnknownStrategy) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    out = [replay(recording, s, budget=budget, repeats=repeats, seed=seed) for s in chosen]
-    if fmt == "json":
-        _echo([s.as_dict() for s in out] if strategy == "all" else out[0].as_dict())
-        return
-    points = sorted({max(1, budget // 4), max(1, budget // 2), budget})
-    rows = [[s.strategy, s.repeats, *(s.at(p) for p in points), s.p_within_5pct] for s in out]
-    title = (f"{recording.name}: {recording.space.size} configurations, optimum {out[0].optimum:.4g} ms; "
-             f"mean fraction of the optimum after N evaluations")  # fmt: skip
-    _echo(table(["strategy", "repeats", *(f"N={p}" for p in points), "p within 5%"], rows, title=title))
+main.add_command(search_group)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,193 @@
+"""``karyamorph search run``: a template's space searched on the GPU, every evaluation stored as it
+happens, the winner re-checked on fresh inputs, re-timed beside the torch baseline, and exported
+as a spec that ``karyamorph run`` reproduces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from karyamorph.harness.gpu.device import DeviceInfo
+from karyamorph.harness.gpu.supervisor import GpuWorker
+from karyamorph.harness.gpu.timing import Timing
+from karyamorph.harness.pipeline import default_stages, run_pipeline, select_stages
+from karyamorph.harness.record import to_record
+from karyamorph.harness.tools.toolchain import discover
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.writer import write_spec
+from karyamorph.search import stored
+from karyamorph.search.history import Evaluation, History
+from karyamorph.search.loop import SearchRecord, run_search
+from karyamorph.search.strategies import make_strategy
+from karyamorph.search.template import Template
+from karyamorph.search.variants import VariantEvaluator
+from karyamorph.store.database import Store
+
+# The winner's re-check: a full pipeline run minus the slow tool-wrapped stages.
+WINNER_STAGES = ("compile", "sass", "static", "correctness", "timing")
+# The winner is re-checked on inputs no variant saw: the search's seeds are small integers.
+FRESH_SEED = 1_000_003
+
+
+class SearchSetupError(ValueError):
+    """A search that cannot start as asked (arch not the GPU's, template not for this arch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """What ``search run`` was asked, stored as the search's parameters."""
+
+    template: Template
+    arch: Arch
+    strategy: str
+    budget: int
+    seed: int = 0
+    label: str | None = None
+    sizes: Mapping[str, int] | None = None
+    check_model: bool = True
+
+    def params(self, device: DeviceInfo, space_size: int) -> dict[str, Any]:
+        return {
+            "template": self.template.name, "arch": self.arch.name, "strategy": self.strategy,
+            "budget": self.budget, "seed": self.seed, "label": self.label,
+            "sizes": dict(self.sizes or self.template.sizes), "check_model": self.check_model,
+            "device": device.name, "space_size": space_size,
+            "parameters": {p.name: list(p.values) for p in self.template.parameters},
+        }  # fmt: skip
+
+
+Progress = Callable[[Evaluation, History], None]
+
+
+def check_request(request: SearchRequest, device: DeviceInfo | None) -> DeviceInfo:
+    """The device the search times on, after checking that the request fits it."""
+    if device is None:
+        raise SearchSetupError("a search times variants on a GPU, and this machine has none "
+                               "(`karyamorph search replay` runs a strategy on recorded data)")  # fmt: skip
+    if not request.template.supports(request.arch):
+        raise SearchSetupError(f"template {request.template.name} needs sm_{request.template.min_sm} "
+                               f"or later, not {request.arch.name}")  # fmt: skip
+    if Arch.parse(device.arch).compute_capability != request.arch.compute_capability:
+        raise SearchSetupError(f"--arch {request.arch.name} is not this GPU's ({device.name} is "
+                               f"{device.arch}): the variants are timed on it")  # fmt: skip
+    return device
+
+
+def run_template_search(
+    request: SearchRequest,
+    *,
+    device: DeviceInfo | None,
+    db: Path,
+    out_dir: Path,
+    resume: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Search, store, re-check the winner, time the baseline; return the search's summary."""
+    device = check_request(request, device)
+    space = request.template.space(request.arch)
+    if space.size == 0:
+        raise SearchSetupError(
+            f"template {request.template.name} has no valid configuration for {request.arch.name}"
+        )
+    t0 = time.perf_counter()
+    with Store.open(db) as store, GpuWorker(device.ordinal) as worker:
+        search_id, cache, done = _start(store, request, device, space.size, resume)
+        evaluator = VariantEvaluator(request.template, request.arch, discover(), worker,
+                                     sizes=request.sizes, seed=request.seed,
+                                     check_model=request.check_model)  # fmt: skip
+
+        def on_evaluation(evaluation: Evaluation, history: History) -> None:
+            seq = len(history) - 1
+            if seq >= done:  # rows of a resumed search are in the store already
+                gates = evaluator.last if evaluation.measured else {"cached": True}
+                stored.record(
+                    store, search_id, seq, evaluation, history.space.config(evaluation.index), gates
+                )
+            if progress is not None:
+                progress(evaluation, history)
+
+        record = run_search(space, make_strategy(request.strategy), evaluator, budget=request.budget,
+                            seed=request.seed, cache=cache, on_evaluation=on_evaluation)  # fmt: skip
+        summary = _summarize(record, time.perf_counter() - t0)
+        if record.best is not None:
+            summary.update(_winner(request, record, space.config(record.best.index), worker, device, store,
+                                   search_id, out_dir))  # fmt: skip
+        stored.finish(store, search_id, summary)
+    return {"search_id": search_id, **summary}
+
+
+def _start(
+    store: Store, request: SearchRequest, device: DeviceInfo, space_size: int, resume: str | None
+) -> tuple[str, dict[str, Any], int]:
+    params = request.params(device, space_size)
+    if resume is None:
+        return stored.create(store, request.template.name, params), {}, 0
+    search = stored.load(store, stored.find(store, resume))
+    defining = ("template", "arch", "strategy", "seed", "sizes", "check_model")
+    changed = [k for k in defining if search.params.get(k) != params[k]]
+    if changed:
+        raise SearchSetupError(f"search {search.search_id[:8]} was run with other "
+                               f"{', '.join(changed)}: resume it with the same arguments")  # fmt: skip
+    return search.search_id, search.cache(), len(search.evaluations)
+
+
+def _summarize(record: SearchRecord, seconds: float) -> dict[str, Any]:
+    best = record.best
+    return {
+        "stopped": record.stopped, "evaluations": len(record.evaluations),
+        "measured": sum(e.measured for e in record.evaluations), "failures": record.failures(),
+        "best": None if best is None else {"key": best.key, "time_ms": best.outcome.time_ms},
+        "search_seconds": round(seconds, 2),
+    }  # fmt: skip
+
+
+def _winner(
+    request: SearchRequest, record: SearchRecord, config: Mapping[str, Any], worker: GpuWorker,
+    device: DeviceInfo, store: Store, search_id: str, out_dir: Path,
+) -> dict[str, Any]:  # fmt: skip
+    """Export the winner, re-run it through the pipeline on fresh inputs, time torch beside it."""
+    spec = request.template.spec(config, request.arch, request.sizes)
+    header = (f"winner of search {search_id} ({request.template.name}, {request.strategy}, budget "
+              f"{request.budget}, seed {request.seed})\nconfiguration: {dict(config)}")  # fmt: skip
+    toml, _ = write_spec(spec, out_dir / search_id[:8] / f"{spec.entry}.toml", header)
+    exported = dataclasses.replace(spec, sizes=dict(spec.sizes))
+    stages = select_stages(default_stages(), WINNER_STAGES, ())
+    result = run_pipeline(exported, arch=request.arch, device=device, stages=stages, worker=worker)
+    run_record = dataclasses.replace(to_record(result, label=request.label), search_id=search_id)
+    run_id = store.record_run(run_record)
+    timing_stage = result.result("timing")
+    winner_ns = timing_stage.data.get("median_ns") if timing_stage is not None else None
+    torch_timing = worker.reference_timing(
+        bind(spec, request.arch), request.template.torch_baseline, FRESH_SEED
+    )
+    torch_ns = (
+        torch_timing.stats.median_ns if isinstance(torch_timing, Timing) and torch_timing.stats else None
+    )
+    out: dict[str, Any] = {
+        "winner": {"config": dict(config), "run_id": run_id, "status": str(result.status),
+                   "correctness": _status(result, "correctness"), "median_ns": winner_ns,
+                   "spec": str(toml)},
+        "torch": {"expression": request.template.torch_baseline, "median_ns": torch_ns,
+                  "failure": None if isinstance(torch_timing, Timing) else str(torch_timing)},
+    }  # fmt: skip
+    if winner_ns and torch_ns:
+        kernel = bind(spec, request.arch)
+        out["ratio_vs_torch"] = torch_ns / winner_ns
+        if kernel.cost_bytes:
+            out["winner"]["tb_per_s"] = kernel.cost_bytes / winner_ns / 1e3
+            out["torch"]["tb_per_s"] = kernel.cost_bytes / torch_ns / 1e3
+        if kernel.cost_flops:
+            out["winner"]["tflop_per_s"] = kernel.cost_flops / winner_ns / 1e3
+            out["torch"]["tflop_per_s"] = kernel.cost_flops / torch_ns / 1e3
+    return out
+
+
+def _status(result: Any, stage: str) -> str | None:
+    r = result.result(stage)
+    return None if r is None else str(r.status)

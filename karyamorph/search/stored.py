@@ -1,0 +1,189 @@
+"""Searches in the DuckDB store: their parameters, each evaluation as it happens, their summary.
+
+A search's row (``searches``) is written when it starts, with everything that defines it
+(template, arch, sizes, strategy, seed, budget, label, device). Each evaluation is its own
+transaction (``search_evaluations``), so a search killed at any moment keeps everything it
+measured, and ``--resume ID`` answers those configurations from the store instead of the GPU.
+The summary (winner re-checked, torch baseline) is written at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from karyamorph.search.history import Evaluation
+from karyamorph.search.outcome import Failure, Outcome
+from karyamorph.search.recording import Recording, RecordingError
+from karyamorph.search.space import Parameter, Space, Value
+from karyamorph.store.database import Store, StoreError
+from karyamorph.store.records import canonical_json
+
+
+class SearchNotFoundError(StoreError):
+    """No search, or more than one, has the given id prefix."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvaluation:
+    """One row of ``search_evaluations``."""
+
+    seq: int
+    key: str
+    config: dict[str, Value]
+    outcome: Outcome
+    gates: dict[str, Any]
+    run_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSearch:
+    """A search and its evaluations, in order."""
+
+    search_id: str
+    name: str
+    created_at: datetime
+    params: dict[str, Any]
+    summary: dict[str, Any] | None
+    evaluations: tuple[StoredEvaluation, ...]
+
+    def cache(self) -> dict[str, Outcome]:
+        """Outcome by configuration key: what a resumed search need not measure again."""
+        return {e.key: e.outcome for e in self.evaluations}
+
+    @property
+    def best(self) -> StoredEvaluation | None:
+        timed = [e for e in self.evaluations if e.outcome.ok]
+        return min(timed, key=lambda e: e.outcome.cost) if timed else None
+
+    def curve_ms(self) -> list[float]:
+        """Best time after each evaluation (infinity before the first that passed)."""
+        out, best = [], float("inf")
+        for e in self.evaluations:
+            best = min(best, e.outcome.cost)
+            out.append(best)
+        return out
+
+
+def create(store: Store, name: str, params: Mapping[str, Any]) -> str:
+    """A new search row; returns its id."""
+    return store.create_search(name, params)
+
+
+def record(
+    store: Store, search_id: str, seq: int, evaluation: Evaluation, config: Mapping[str, Value],
+    gates: Mapping[str, Any], run_id: str | None = None,
+) -> None:  # fmt: skip
+    """Write one evaluation (its own transaction)."""
+    outcome = evaluation.outcome
+    store.query(
+        "INSERT INTO search_evaluations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [search_id, seq, evaluation.key, canonical_json(dict(config), "config"), outcome.time_ms,
+         None if outcome.failure is None else outcome.failure.value, outcome.detail, run_id,
+         canonical_json(dict(gates), "gates"), datetime.now(UTC)],
+    )  # fmt: skip
+
+
+def finish(store: Store, search_id: str, summary: Mapping[str, Any]) -> None:
+    """Write the search's summary."""
+    store.query("UPDATE searches SET summary = ? WHERE search_id = ?",
+                [canonical_json(dict(summary), "summary"), search_id])  # fmt: skip
+
+
+def find(store: Store, prefix: str) -> str:
+    """The one search id starting with ``prefix``.
+
+    Raises
+    ------
+    SearchNotFoundError
+    """
+    rows = store.query("SELECT search_id FROM searches WHERE search_id LIKE ? ORDER BY search_id",
+                       [prefix.replace("%", "") + "%"]).rows  # fmt: skip
+    if len(rows) != 1:
+        what = "no search" if not rows else f"{len(rows)} searches"
+        raise SearchNotFoundError(f"{what} with an id starting {prefix!r} in {store.path}")
+    return str(rows[0][0])
+
+
+def load(store: Store, search_id: str) -> StoredSearch:
+    """The search ``search_id`` (a full id) with its evaluations."""
+    row = store.query("SELECT name, created_at, params, summary FROM searches WHERE search_id = ?",
+                      [search_id]).rows  # fmt: skip
+    if not row:
+        raise SearchNotFoundError(f"no search {search_id} in {store.path}")
+    name, created_at, params, summary = row[0]
+    rows = store.query(
+        "SELECT seq, config_key, config, time_ms, failure, detail, gates, run_id "
+        "FROM search_evaluations WHERE search_id = ? ORDER BY seq", [search_id]
+    ).rows  # fmt: skip
+    evaluations = tuple(
+        StoredEvaluation(
+            int(seq),
+            str(key),
+            json.loads(config),
+            _outcome(time_ms, failure, detail),
+            json.loads(gates),
+            run_id,
+        )
+        for seq, key, config, time_ms, failure, detail, gates, run_id in rows
+    )
+    return StoredSearch(search_id, str(name), created_at, json.loads(params),
+                        json.loads(summary) if summary else None, evaluations)  # fmt: skip
+
+
+def listing(store: Store, limit: int = 50) -> list[dict[str, Any]]:
+    """The most recent searches, newest first, with their counts and best time."""
+    rows = store.query(
+        "SELECT s.search_id, s.created_at, s.name, s.params, count(e.seq), min(e.time_ms), "
+        "count(e.failure), s.summary IS NOT NULL "
+        "FROM searches s LEFT JOIN search_evaluations e USING (search_id) "
+        "GROUP BY ALL ORDER BY s.created_at DESC LIMIT ?", [limit]
+    ).rows  # fmt: skip
+    out = []
+    for search_id, created_at, name, params, count, best, failed, finished in rows:
+        p = json.loads(params)
+        out.append({"search_id": search_id, "created_at": created_at, "template": name,
+                    "arch": p.get("arch"), "strategy": p.get("strategy"), "budget": p.get("budget"),
+                    "label": p.get("label"), "evaluations": count, "failed": failed,
+                    "best_ms": best, "finished": bool(finished)})  # fmt: skip
+    return out
+
+
+def recording(search: StoredSearch) -> Recording:
+    """A recorded search as replay data: its evaluated configurations are the space.
+
+    Raises
+    ------
+    RecordingError
+        No evaluation passed.
+    """
+    if not search.evaluations:
+        raise RecordingError(f"search {search.search_id} has no evaluations")
+    names = list(search.evaluations[0].config)
+    values: dict[str, list[Value]] = {n: [] for n in names}
+    for e in search.evaluations:
+        for n in names:
+            if e.config[n] not in values[n]:
+                values[n].append(e.config[n])
+    parameters = [Parameter(n, tuple(sorted(v, key=_order))) for n, v in values.items()]
+    space = Space.from_configurations(parameters, [e.config for e in search.evaluations])
+    by_key = {e.key: e.outcome for e in search.evaluations}
+    outcomes = tuple(by_key[space.key(i)] for i in range(space.size))
+    if not any(o.ok for o in outcomes):
+        raise RecordingError(f"search {search.search_id}: no configuration passed")
+    meta = {"search_id": search.search_id, **search.params}
+    return Recording(f"search {search.search_id[:8]} ({search.name})", space, outcomes, meta)
+
+
+def _order(v: Value) -> tuple[int, Any]:
+    return (0, v) if isinstance(v, int | float) and not isinstance(v, bool) else (1, str(v))
+
+
+def _outcome(time_ms: float | None, failure: str | None, detail: str) -> Outcome:
+    if failure is not None:
+        return Outcome.failed(Failure(failure), detail)
+    assert time_ms is not None
+    return Outcome.timed(time_ms)
