@@ -254,6 +254,8 @@ class _Run:
                 )
             g.set(dec, eff, full)
             semantics(g)
+            if g.accesses:
+                g.flush_traffic()
             if full:
                 threads, warps = g.n, g.n_warps
             elif guard is None:

@@ -19,6 +19,7 @@ from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncHooks
 from karyamorph.model.interp.atomics import apply_atomics
 from karyamorph.model.interp.errors import ExecutionError, MemoryAccessError
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
+from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
 from karyamorph.model.interp.warp import WarpHooks
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands
@@ -39,6 +40,7 @@ class Stats:
     bytes_stored: dict[str, int] = field(default_factory=dict)
     barriers: int = 0
     atomics: int = 0
+    traffic: Traffic = field(default_factory=Traffic)
 
     @property
     def total_thread_instructions(self) -> int:
@@ -54,6 +56,7 @@ class Stats:
             "bytes_stored": dict(self.bytes_stored),
             "barriers": self.barriers,
             "atomics": self.atomics,
+            **self.traffic.as_dict(),
         }
 
 
@@ -126,6 +129,8 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self.ctl: tuple[str, ...] | None = None
         # Set by the interpreter: a memory observer, and the barriers this group has passed.
         self.observe: Callable[[GroupExec, np.ndarray, np.ndarray, np.ndarray, int], None] | None = None
+        self.accesses: list[Access] = []  # this instruction's global and shared accesses (traffic.py)
+        self._sample: np.ndarray | None = None  # the threads of the warps traffic counts
         self.phase = 0
         self.async_copies: AsyncCopies | None = None  # the launch's cp.async copies in flight
         self._views: dict[str, np.ndarray] = {}  # declared registers
@@ -331,6 +336,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         bufs, elems = self._resolve(space, addr, idx, nb)
         vals = self.memory.gather(bufs, elems, nb)
         self._count(self.stats.bytes_loaded, space, idx.size * nb)
+        self._note(space, "ld", addr, idx, nb)
         if idx.size == self.n:
             return vals
         out: np.ndarray = np.zeros(self.n, UINT[ty.bits])
@@ -348,6 +354,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         vals = self._pick(np.asarray(value, UINT[ty.bits]), idx)
         self.memory.scatter(bufs, elems, vals, nb)
         self._count(self.stats.bytes_stored, space, idx.size * nb)
+        self._note(space, "st", addr, idx, nb)
 
     def atomic(
         self,
@@ -378,6 +385,27 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self._count(self.stats.bytes_loaded, space, idx.size * nb)
         self._count(self.stats.bytes_stored, space, idx.size * nb)
         return old
+
+    def _note(self, space: str, kind: str, addr: Any, idx: np.ndarray, nbytes: int) -> None:
+        if space not in ("global", "shared") or not idx.size:
+            return
+        scale = 1
+        if self.n_warps > SAMPLED_WARPS:
+            # A fixed, evenly spread sample of the group's warps stands for all of them.
+            scale = -(-self.n_warps // SAMPLED_WARPS)
+            if idx is self._all:  # the common case, sampled once per group
+                if self._sample is None:
+                    self._sample = np.flatnonzero(self.warp_index % scale == 0)
+                idx = self._sample
+            else:
+                idx = idx[self.warp_index[idx] % scale == 0]
+        a = self._pick(np.asarray(addr), idx)
+        self.accesses.append(Access(space, kind, self.lo + self.warp_base[idx], a, nbytes, scale))
+
+    def flush_traffic(self) -> None:
+        """Count the finished instruction's accesses as requests, sectors and wavefronts."""
+        count(self.stats.traffic, self.accesses)
+        self.accesses.clear()
 
     @staticmethod
     def _count(table: dict[str, int], space: str, n: int) -> None:

@@ -1,0 +1,110 @@
+"""The interpreter's memory traffic: 32-byte sectors per warp request for global memory and
+wavefronts (the busiest bank's distinct words) for shared memory, checked against the counts
+the hardware's rules give, worked out by hand for each access pattern."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from karyamorph.isa.parser import parse
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.interp.traffic import SAMPLED_WARPS
+from karyamorph.model.ptx.machine import ptx_machine
+
+# Thread t reads x[t * stride] (4 bytes) or, with v4, x[4 t .. 4 t + 3]; writes y[t] once.
+GLOBAL = """.version 8.7
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 x, .param .u64 y, .param .u32 stride)
+{
+    .reg .u32 %t, %s, %i;
+    .reg .u64 %px, %py, %o;
+    .reg .f32 %a, %b, %c, %d;
+    ld.param.u64 %px, [x];
+    ld.param.u64 %py, [y];
+    ld.param.u32 %s, [stride];
+    cvta.to.global.u64 %px, %px;
+    cvta.to.global.u64 %py, %py;
+    mov.u32 %t, %tid.x;
+    mad.lo.u32 %i, %ctaid.x, %ntid.x, %t;
+    mul.lo.u32 %s, %i, %s;
+    mul.wide.u32 %o, %s, 4;
+    add.u64 %o, %px, %o;
+    LOAD
+    mul.wide.u32 %o, %i, 4;
+    add.u64 %o, %py, %o;
+    st.global.f32 [%o], %a;
+    ret;
+}
+"""
+SCALAR = "ld.global.f32 %a, [%o];"
+VECTOR = "ld.global.v4.f32 {%a, %b, %c, %d}, [%o];"
+
+# Thread t reads shared word (t * stride) % 1024 of a 4 KiB array.
+SHARED = """.version 8.7
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 y, .param .u32 stride)
+{
+    .shared .align 4 .b8 buf[4096];
+    .reg .u32 %t, %s, %w, %v;
+    .reg .u64 %py, %o;
+    ld.param.u64 %py, [y];
+    ld.param.u32 %s, [stride];
+    cvta.to.global.u64 %py, %py;
+    mov.u32 %t, %tid.x;
+    mul.lo.u32 %w, %t, %s;
+    and.b32 %w, %w, 1023;
+    shl.b32 %w, %w, 2;
+    mov.u32 %v, buf;
+    add.u32 %w, %w, %v;
+    ld.shared.u32 %v, [%w];
+    mul.wide.u32 %o, %t, 4;
+    add.u64 %o, %py, %o;
+    st.global.u32 [%o], %v;
+    ret;
+}
+"""
+
+
+def traffic(ptx: str, blocks: int, threads: int, **scalars: int) -> dict[str, dict[str, int]]:
+    module = parse(ptx)
+    n = blocks * threads
+    args: dict[str, object] = {"y": np.zeros(n, np.uint32), **scalars}
+    if any(p.name == "x" for p in module.entry("k").params):
+        args["x"] = np.arange(32 * n + 4 * n, dtype=np.float32)
+    stats = interpret(module, "k", ptx_machine(), (blocks, threads, 0), args).stats.as_dict()
+    return {k: stats[k] for k in ("requests", "sectors", "wavefronts")}
+
+
+@pytest.mark.parametrize(
+    ("stride", "sectors_per_warp"),
+    [(1, 4), (2, 8), (8, 32), (32, 32), (0, 1)],  # 128 B coalesced; every lane its own sector; broadcast
+)
+def test_global_sectors_per_warp_follow_the_stride(stride: int, sectors_per_warp: int) -> None:
+    t = traffic(GLOBAL.replace("LOAD", SCALAR), 2, 64, stride=stride)
+    assert t["requests"]["global.ld"] == 4  # 2 blocks x 2 warps
+    assert t["sectors"]["global.ld"] == 4 * sectors_per_warp
+    assert t["sectors"]["global.st"] == 4 * 4  # y[t]: coalesced
+
+
+def test_a_vector_load_is_one_request_over_its_elements() -> None:
+    t = traffic(GLOBAL.replace("LOAD", VECTOR), 1, 32, stride=4)
+    assert t["requests"]["global.ld"] == 1
+    assert t["sectors"]["global.ld"] == 32 * 16 // 32  # 512 bytes
+
+
+@pytest.mark.parametrize(("stride", "wavefronts"), [(1, 1), (2, 2), (4, 4), (32, 32), (33, 1), (0, 1)])
+def test_shared_wavefronts_are_the_busiest_banks_distinct_words(stride: int, wavefronts: int) -> None:
+    t = traffic(SHARED, 1, 64, stride=stride)
+    assert t["requests"]["shared.ld"] == 2
+    assert t["wavefronts"]["shared.ld"] == 2 * wavefronts
+
+
+def test_large_launches_are_counted_on_a_sample_of_their_warps() -> None:
+    blocks = 4 * SAMPLED_WARPS  # 8 warps each: well past the sample
+    t = traffic(GLOBAL.replace("LOAD", SCALAR), blocks, 256, stride=2)
+    warps = blocks * 8
+    assert t["requests"]["global.ld"] == warps
+    assert t["sectors"]["global.ld"] == 8 * warps
