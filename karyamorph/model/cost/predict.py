@@ -1,0 +1,113 @@
+"""Predicted time of one launch: the slowest of the per-SM bounds, wave by wave.
+
+Per wave of resident blocks, an SM must issue every warp-instruction (4 per clock), feed each
+unit at its rate, serve its shared-memory wavefronts and its share of L2 sectors, and wait for
+each round of dependent global loads (a loop trip of a warp) one DRAM latency. The launch also
+cannot beat DRAM bandwidth on its compulsory bytes. The slowest bound, plus the launch time, is
+the prediction; :attr:`Prediction.bound` names it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from karyamorph.model.cost.machine import CostMachine
+from karyamorph.model.cost.units import unit_of
+
+SECTOR_BYTES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCounts:
+    """What one launch does, in totals over the launch.
+
+    Attributes
+    ----------
+    warp_instructions : dict
+        By unit.
+    global_sectors, shared_wavefronts : float
+        Memory transactions (loads and stores together).
+    global_load_requests : float
+        Warp-level global load instructions.
+    loop_trips : float
+        Branches taken per warp: the rounds of dependent work a warp runs.
+    dram_bytes : float
+        Bytes that must come from or go to DRAM at least once (the spec's cost).
+    blocks, warps_per_block : int
+    """
+
+    warp_instructions: Mapping[str, float]
+    global_sectors: float
+    shared_wavefronts: float
+    global_load_requests: float
+    loop_trips: float
+    dram_bytes: float
+    blocks: int
+    warps_per_block: int
+
+
+def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_per_block: int,
+                  dram_bytes: float) -> KernelCounts:  # fmt: skip
+    """The interpreter's statistics of a small launch (:meth:`Stats.as_dict`) scaled by ``scale``
+    (the ratio of work, e.g. flops or bytes, between the timed size and the interpreted one) to
+    a launch of ``blocks`` blocks."""
+    threads = stats["thread_instructions"]
+    total_threads = max(1, stats["total_thread_instructions"])
+    per_warp = stats["warp_instructions"] * 32 / total_threads  # > 1/32 when warps run partly idle
+    by_unit: dict[str, float] = {}
+    for key, n in threads.items():
+        unit = unit_of(key)
+        by_unit[unit] = by_unit.get(unit, 0.0) + scale * n * per_warp / 32
+    warps = max(1, blocks * warps_per_block)
+    branches = scale * threads.get("bra", 0) * per_warp / 32
+    return KernelCounts(
+        warp_instructions=by_unit,
+        global_sectors=scale * sum(stats.get("sectors", {}).values()),
+        shared_wavefronts=scale * sum(stats.get("wavefronts", {}).values()),
+        global_load_requests=scale * stats.get("requests", {}).get("global.ld", 0),
+        loop_trips=branches / warps,
+        dram_bytes=dram_bytes,
+        blocks=blocks,
+        warps_per_block=warps_per_block,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A predicted time and the bounds it was the largest of (seconds each)."""
+
+    seconds: float
+    bound: str
+    terms: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "bound": self.bound, "terms": dict(self.terms)}
+
+
+def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int) -> Prediction:
+    """The time of the launch on ``machine`` with ``blocks_per_sm`` resident blocks per SM."""
+    if blocks_per_sm < 1:
+        raise ValueError("no block fits on an SM: nothing to predict")
+    resident = min(blocks_per_sm, math.ceil(counts.blocks / machine.sms))
+    waves = math.ceil(counts.blocks / (machine.sms * resident))
+    busy_blocks = waves * resident  # the busiest SM's blocks
+    per_block = {u: n / counts.blocks for u, n in counts.warp_instructions.items()}
+    hz = machine.clock_hz
+    terms: dict[str, float] = {
+        "issue": busy_blocks * sum(per_block.values()) / machine.issue_per_clock / hz,
+        "shared": busy_blocks * counts.shared_wavefronts / counts.blocks
+        / machine.shared_wavefronts_per_clock / hz,
+        "l2": busy_blocks * counts.global_sectors / counts.blocks * SECTOR_BYTES
+        / machine.l2_bytes_per_clock_per_sm / hz,
+        "dram": counts.dram_bytes / machine.dram_bytes_per_s,
+        "latency": waves * max(1.0, counts.loop_trips) * machine.dram_latency / hz
+        if counts.global_load_requests else 0.0,
+    }  # fmt: skip
+    for unit, n in per_block.items():
+        rate = machine.rates.get(unit, 1.0)
+        terms[f"unit.{unit}"] = busy_blocks * n / rate / hz if rate > 0 else math.inf
+    bound = max(terms, key=lambda k: terms[k])
+    return Prediction(terms[bound] + machine.launch_s, bound, terms)

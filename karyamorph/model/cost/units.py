@@ -1,0 +1,63 @@
+"""Which execution unit an instruction issues to, from its opcode and type.
+
+Rates (warp-instructions per clock per SM) differ by unit: the CUDA C++ Programming Guide's
+"Arithmetic Instructions" throughput table gives, per SM and clock, 128 results for 32-bit float
+add/multiply/FMA from compute capability 8.6 on (64 on 8.0), 64 for 32-bit integer
+add/shift/logic and multiply-add, 16 for conversions and the special functions (MUFU), 32 for
+warp shuffles; loads and stores issue to the load/store units, 32 lanes per clock.
+"""
+
+from __future__ import annotations
+
+UNITS = ("fp32", "int", "fp64", "half", "tensor", "sfu", "convert", "memory", "shuffle", "control", "other")
+
+_FLOAT_OPS = {
+    "add",
+    "sub",
+    "mul",
+    "fma",
+    "mad",
+    "min",
+    "max",
+    "neg",
+    "abs",
+    "setp",
+    "selp",
+    "testp",
+    "copysign",
+}
+_INT_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "min", "max", "neg", "abs", "and", "or",
+            "xor", "not", "shl", "shr", "shf", "lop3", "setp", "selp", "mov", "cvta", "bfe", "bfi",
+            "prmt", "popc", "clz", "brev", "bfind", "set", "slct", "dp4a", "dp2a", "mul.wide"}  # fmt: skip
+_SFU = {"ex2", "lg2", "rcp", "rsqrt", "sqrt", "sin", "cos", "tanh", "div"}
+_MEMORY = {"ld", "st", "ldu", "atom", "red", "cp", "ldmatrix", "stmatrix", "prefetch", "cvt.pack"}
+_CONTROL = {"bra", "ret", "exit", "bar", "barrier", "call", "membar", "fence", "trap"}
+
+
+def unit_of(key: str) -> str:
+    """The unit of an interpreter counter key such as ``"fma.rn.f32"`` or ``"ld.global.v4.f32"``."""
+    parts = key.split(".")
+    op, mods = parts[0], parts[1:]
+    types = [m for m in mods if (m[:1] in "fbus" and m[1:].isdigit()) or m in ("f16x2", "bf16x2")]
+    last = types[-1] if types else ""
+    if op in ("mma", "wmma", "wgmma"):
+        return "tensor"
+    if op in _MEMORY:
+        return "memory"
+    if op in ("shfl", "vote", "match", "redux", "activemask"):
+        return "shuffle"
+    if op in _CONTROL:
+        return "control"
+    if op in _SFU and ("approx" in mods or op in ("ex2", "lg2", "sin", "cos", "tanh", "rsqrt")):
+        return "sfu"
+    if op == "cvt":
+        return "convert"
+    if last == "f64":
+        return "fp64"
+    if last in ("f16", "bf16", "f16x2", "bf16x2"):
+        return "half"
+    if last == "f32" and op in _FLOAT_OPS | _SFU:
+        return "fp32"
+    if op in _INT_OPS:
+        return "int"
+    return "other"

@@ -1,0 +1,80 @@
+"""The cost model's stated behaviour: the slowest bound decides, work scales time, blocks come
+in waves, and the accuracy measures agree with their textbook definitions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from karyamorph.model.cost import KernelCounts, machine_for, predict, unit_of
+from karyamorph.model.cost.accuracy import median_relative_error, ranks, spearman
+
+H200 = machine_for("sm_90")
+
+
+def counts(fp32: float = 0.0, dram: float = 0.0, blocks: int = 132 * 8, sectors: float = 0.0) -> KernelCounts:
+    return KernelCounts({"fp32": fp32}, sectors, 0.0, 0.0, 0.0, dram, blocks, 8)
+
+
+def test_an_ffma_bound_launch_takes_its_instructions_over_the_fp32_rate() -> None:
+    n = 132 * 8 * 10_000.0  # warp-FFMAs: 10,000 per block, one wave of 8 blocks per SM
+    p = predict(counts(fp32=n), H200, blocks_per_sm=8)
+    # Hopper issues 4 warp-instructions a clock and has 128 FP32 lanes: both bounds are equal.
+    assert p.terms["unit.fp32"] == pytest.approx(p.terms["issue"])
+    assert p.seconds == pytest.approx(8 * 10_000 / 4 / H200.clock_hz + H200.launch_s)
+    half_rate = machine_for("sm_90", {"rate.fp32": 2.0})  # an A100's 64 lanes
+    slow = predict(counts(fp32=n), half_rate, blocks_per_sm=8)
+    assert slow.bound == "unit.fp32"
+    assert slow.seconds == pytest.approx(8 * 10_000 / 2 / H200.clock_hz + H200.launch_s)
+
+
+def test_a_copy_is_bound_by_dram_and_scales_with_its_bytes() -> None:
+    small = predict(counts(dram=1e9, sectors=1e9 / 32), H200, 8)
+    large = predict(counts(dram=2e9, sectors=2e9 / 32), H200, 8)
+    assert small.bound == large.bound == "dram"
+    assert large.seconds - H200.launch_s == pytest.approx(2 * (small.seconds - H200.launch_s))
+
+
+def test_one_block_more_than_a_wave_costs_a_whole_wave() -> None:
+    per_block = 10_000.0
+    full = predict(counts(fp32=132 * 8 * per_block, blocks=132 * 8), H200, 8)
+    over = predict(counts(fp32=(132 * 8 + 1) * per_block, blocks=132 * 8 + 1), H200, 8)
+    assert (over.seconds - H200.launch_s) == pytest.approx(2 * (full.seconds - H200.launch_s))
+
+
+def test_measured_figures_replace_the_defaults() -> None:
+    m = machine_for("sm_90a", {"rate.fp32": 2.0, "dram_bytes_per_s": 3e12}, sms=100)
+    assert (m.rates["fp32"], m.dram_bytes_per_s, m.sms) == (2.0, 3e12, 100)
+    assert m.measured == ("dram_bytes_per_s", "rate.fp32")
+
+
+UNIT_CASES = [
+    ("fma.rn.f32", "fp32"), ("add.s32", "int"), ("ld.shared.v4.f32", "memory"),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "tensor"), ("ex2.approx.ftz.f32", "sfu"),
+    ("cvt.rn.f16.f32", "convert"), ("fma.rn.f64", "fp64"), ("shfl.sync.down.b32", "shuffle"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("key", "unit"), UNIT_CASES)
+def test_units_of_instructions(key: str, unit: str) -> None:
+    assert unit_of(key) == unit
+
+
+def test_spearman_matches_its_definition_without_ties() -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=50), rng.normal(size=50)
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    d2 = float(((ra - rb) ** 2).sum())
+    assert spearman(a, b) == pytest.approx(1 - 6 * d2 / (50 * (50**2 - 1)))
+    assert spearman(a, 3 * a + 1) == pytest.approx(1.0)
+    assert spearman(a, -a) == pytest.approx(-1.0)
+
+
+def test_ties_share_their_mean_rank_and_errors_are_relative() -> None:
+    assert list(ranks([3.0, 1.0, 3.0, 2.0])) == [3.5, 1.0, 3.5, 2.0]
+    assert median_relative_error([1.1, 2.0, 2.4], [1.0, 2.0, 3.0]) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="constant"):
+        spearman([1, 1, 1], [1, 2, 3])
+    assert math.isclose(spearman([1, 2, 3, 4], [10, 20, 20, 40]), 0.9486832980505138)
