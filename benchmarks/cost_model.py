@@ -1,0 +1,105 @@
+"""The cost model's accuracy on measured search variants: for every timed evaluation of the
+searches in a database (recorded on a GPU by `karyamorph search run`), the variant is rebuilt,
+interpreted on the CPU at its template's check sizes, scaled to the timed size and predicted;
+the Spearman rank correlation and the median relative error against the measured times are
+printed per template and over all of them, as markdown and JSON.
+
+    python benchmarks/cost_model.py --db searches.duckdb [--limit 400] [--json out.json]
+
+The figures a prediction uses are the arch's defaults (karyamorph/model/cost/machine.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from karyamorph.harness.stages.model_run import run_model
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.bound import bind
+from karyamorph.model.cost import machine_for, predict, scaled_counts
+from karyamorph.model.cost.accuracy import median_relative_error, spearman
+from karyamorph.model.interp.budget import ModelBudget
+from karyamorph.search import stored
+from karyamorph.search.templates import template
+from karyamorph.store.database import Store
+
+
+def work(kernel: Any) -> float:
+    """What scales a variant's counts between sizes: its flops, else its bytes."""
+    return float(kernel.cost_flops or kernel.cost_bytes or 0.0)
+
+
+def predicted(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, int], blocks_per_sm: int,
+              machine: Any) -> tuple[float, str, float]:  # fmt: skip
+    t = template(name)
+    small = bind(t.spec(config, arch, t.check_sizes), arch)
+    big = bind(t.spec(config, arch, sizes), arch)
+    t0 = time.perf_counter()
+    stats = run_model(small, budget=ModelBudget(max_thread_instructions=5e8)).stats
+    seconds = time.perf_counter() - t0
+    blocks = big.grid[0] * big.grid[1] * big.grid[2]
+    warps = math.ceil(big.threads / blocks / 32)
+    counts = scaled_counts(stats, scale=work(big) / work(small), blocks=blocks, warps_per_block=warps,
+                           dram_bytes=float(big.cost_bytes or 0.0))  # fmt: skip
+    p = predict(counts, machine, blocks_per_sm)
+    return p.seconds * 1e3, p.bound, seconds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", required=True, type=Path)
+    ap.add_argument("--limit", type=int, default=400, help="Timed evaluations per template at most.")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    with Store.open_to_read(args.db) as store:
+        searches = [stored.load(store, row["search_id"]) for row in stored.listing(store, 1000)]
+    pairs: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    interp_s: list[float] = []
+    for search in searches:
+        p = search.params
+        arch = Arch.parse(p["arch"])
+        machine = machine_for(arch.base.name)
+        for e in search.evaluations:
+            if not e.outcome.ok or len(pairs[search.name]) >= args.limit:
+                continue
+            blocks_per_sm = e.gates["blocks_per_sm"]
+            ms, bound, seconds = predicted(search.name, arch, e.config, p["sizes"], blocks_per_sm, machine)
+            interp_s.append(seconds)
+            pairs[search.name].append((e.outcome.time_ms, ms, bound))
+    rows = []
+    everything: list[tuple[float, float, str]] = []
+    for name, got in [*sorted(pairs.items()), ("all", [])]:
+        got = got or everything
+        if name != "all":
+            everything += got
+        if len(got) < 3:
+            continue
+        measured, pred = [m for m, _, _ in got], [q for _, q, _ in got]
+        rows.append({
+            "template": name, "variants": len(got), "spearman": spearman(pred, measured),
+            "median_relative_error": median_relative_error(pred, measured),
+            "bounds": sorted({b for _, _, b in got}) if name != "all" else [],
+        })  # fmt: skip
+    print("| template | variants | Spearman | median relative error | binding bounds |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        error, bounds = r["median_relative_error"], ", ".join(r["bounds"])
+        print(f"| {r['template']} | {r['variants']} | {r['spearman']:.3f} | {error:.2f} | {bounds} |")
+    if rows[:-1]:
+        print(f"\nmean Spearman over templates: {statistics.mean(r['spearman'] for r in rows[:-1]):.3f}; "
+              f"CPU interpretation {sum(interp_s):.1f} s for {len(interp_s)} variants")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
