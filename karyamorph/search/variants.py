@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, DEFAULT_TIMING, START, TIMEOUT, JobFailure
+from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, START, TIMEOUT, JobFailure
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.gpu.timing import TimingOptions
 from karyamorph.harness.tools.toolchain import Toolchain
@@ -30,6 +30,10 @@ from karyamorph.search.gates import (
 from karyamorph.search.outcome import Failure, Outcome
 from karyamorph.search.space import Value
 from karyamorph.search.template import Template
+
+# A search ranks variants: 0.1 s of kernel time and 1 % noise tell them apart, and keep one
+# evaluation near a second; the winner is timed again with the full default method.
+SEARCH_TIMING = TimingOptions(min_gpu_seconds=0.1, max_noise=0.01, max_wall_seconds=3.0)
 
 
 class SearchAborted(RuntimeError):
@@ -56,8 +60,9 @@ class VariantEvaluator:
     check_model : bool
         Run the model gate (bounds, race, barrier; equivalence where the template promises it).
     trials, timing, timeout_s
-        Correctness trials per variant, the timing's stop criteria, and the limit of one GPU
-        round trip (a variant past it is a ``timeout`` failure).
+        Correctness trials per variant (2: a stale output is caught by the second), the timing's
+        stop criteria (:data:`SEARCH_TIMING`), and the limit of one GPU round trip (a variant
+        past it is a ``timeout`` failure).
     """
 
     template: Template
@@ -67,8 +72,8 @@ class VariantEvaluator:
     sizes: Mapping[str, int] | None = None
     seed: int = 0
     check_model: bool = True
-    trials: int = 3
-    timing: TimingOptions = DEFAULT_TIMING
+    trials: int = 2
+    timing: TimingOptions = SEARCH_TIMING
     timeout_s: float = 60.0
     model_deadline_s: float = 20.0
     last: dict[str, Any] = field(default_factory=dict)

@@ -56,6 +56,18 @@ class PartialResult(Exception):
         self.value = value
 
 
+# Input sets a worker keeps (a search's correctness trials and timing: 3 seeds, and room for the
+# winner's fresh ones).
+MAX_INPUT_SETS = 6
+
+
+def input_key(kernel: BoundKernel, seed: int) -> tuple[Any, ...]:
+    """Everything :func:`make_inputs` reads: two kernels with one key get the same inputs."""
+    args = tuple((a.name, a.role, a.dtype.name, tuple(kernel.shapes.get(a.name, ())), a.init)
+                 for a in kernel.args)  # fmt: skip
+    return (args, seed)
+
+
 @dataclass(slots=True)
 class WorkerState:
     """What a worker process holds between jobs (build it with :meth:`open`)."""
@@ -65,6 +77,7 @@ class WorkerState:
     stream: Any
     clock: ClockReader
     modules: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    input_sets: OrderedDict[tuple[Any, ...], dict[str, Any]] = field(default_factory=OrderedDict)
     params: dict[tuple[str, str], tuple[ast.Param, ...]] = field(default_factory=dict)
 
     @staticmethod
@@ -114,6 +127,19 @@ class WorkerState:
             self.modules.popitem(last=False)
         return KernelLaunch.from_code(code, kernel.entry, kernel, self.cuda_device, self.stream)
 
+    def inputs(self, kernel: BoundKernel, seed: int) -> dict[str, Any]:
+        """:func:`make_inputs` of ``kernel`` and ``seed`` (CPU tensors: read them, never write),
+        kept for the next jobs: a search's variants share their arguments, sizes and seeds, and
+        making 256 MiB of seeded floats costs more than launching the kernel that reads them."""
+        key = input_key(kernel, seed)
+        found = self.input_sets.pop(key, None)
+        if found is None:
+            found = make_inputs(kernel, seed)
+        self.input_sets[key] = found
+        while len(self.input_sets) > MAX_INPUT_SETS:
+            self.input_sets.popitem(last=False)
+        return found
+
     def entry_params(self, kernel: BoundKernel) -> tuple[ast.Param, ...]:
         """The entry's ``.param`` list (to pack scalars by their PTX type), parsed once per PTX."""
         key = (hashlib.sha256(kernel.spec.ptx.encode()).hexdigest(), kernel.entry)
@@ -160,7 +186,7 @@ def run_correctness(state: WorkerState, job: CorrectnessJob) -> CorrectnessRepor
     first: dict[str, Any] = {}
     previous: tuple[list[Any], tuple[Any, ...]] | None = None
     for seed in range(job.seed, job.seed + job.trials):
-        initial = make_inputs(kernel, seed)
+        initial = state.inputs(kernel, seed)
         # The reference gets its own copies: it may modify them, and so may the kernel.
         expected = evaluate_reference(kernel, {k: v.to(device) for k, v in initial.items()})
         buffers = upload(initial, device=device, guard_bytes=GUARD_BYTES, poison=poisoned)
@@ -194,7 +220,7 @@ def run_timing(state: WorkerState, job: TimingJob) -> Timing:
 
     kernel = job.kernel
     launch = state.kernel_launch(job.cubin, kernel)
-    buffers = upload(make_inputs(kernel, job.seed), device=state.torch_device)
+    buffers = upload(state.inputs(kernel, job.seed), device=state.torch_device)
     torch.cuda.synchronize(state.torch_device)
     launch.set_args(kernel_args(kernel, state.entry_params(kernel), buffers.pointers()))
     timing = measure(

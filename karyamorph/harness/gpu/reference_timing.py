@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from karyamorph.harness.gpu.execute import WorkerState
-from karyamorph.harness.gpu.inputs import make_inputs
 from karyamorph.harness.gpu.jobs import ReferenceTimingJob
 from karyamorph.harness.gpu.reference import reference_names
 from karyamorph.harness.gpu.timing import Timing, measure
@@ -29,7 +28,7 @@ def run_reference_timing(state: WorkerState, job: ReferenceTimingJob) -> Timing:
     import torch
 
     code = compile(job.expression, "<reference timing>", "eval")
-    tensors = {k: v.to(state.torch_device) for k, v in make_inputs(job.kernel, job.seed).items()}
+    tensors = {k: v.to(state.torch_device) for k, v in state.inputs(job.kernel, job.seed).items()}
     scope: dict[str, Any] = {"torch": torch, **reference_names(job.kernel, tensors)}
     stream = torch.cuda.ExternalStream(int(state.stream.handle), device=state.torch_device)
     tf32 = torch.backends.cuda.matmul.allow_tf32
