@@ -93,6 +93,7 @@ def run_search(
     cache: MutableMapping[str, Outcome] | None = None,
     on_evaluation: Callable[[Evaluation, History], None] | None = None,
     stall_limit: int | None = None,
+    prior: np.ndarray | None = None,
 ) -> SearchRecord:
     """Run ``strategy`` over ``space`` until ``budget`` unique evaluations are spent.
 
@@ -113,6 +114,8 @@ def run_search(
     stall_limit : int, optional
         Consecutive repeated proposals after which the search ends ("stalled"); by default ten
         times the space's size, at least 1000.
+    prior : numpy.ndarray, optional
+        A predicted cost per configuration index (see :class:`SearchContext`).
 
     Returns
     -------
@@ -121,7 +124,9 @@ def run_search(
     if budget < 0:
         raise ValueError(f"budget must be >= 0, not {budget}")
     history = History(space)
-    context = SearchContext(space, history, min(budget, space.size), np.random.default_rng(seed))
+    if prior is not None and prior.shape != (space.size,):
+        raise ValueError(f"a prior needs one cost per configuration ({space.size}), got {prior.shape}")
+    context = SearchContext(space, history, min(budget, space.size), np.random.default_rng(seed), prior)
     limit = stall_limit if stall_limit is not None else max(1000, 10 * space.size)
     stopped: Stop = "budget" if context.remaining <= 0 else "exhausted"
     proposals = strategy.propose(context)

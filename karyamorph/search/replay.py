@@ -90,7 +90,13 @@ def fraction_curve(record: SearchRecord, optimum_ms: float, length: int) -> np.n
 
 
 def replay(
-    recording: Recording, strategy: Strategy, *, budget: int, repeats: int, seed: int = 0
+    recording: Recording,
+    strategy: Strategy,
+    *,
+    budget: int,
+    repeats: int,
+    seed: int = 0,
+    prior: np.ndarray | None = None,
 ) -> ReplaySummary:
     """Run ``strategy`` ``repeats`` times over ``recording`` and score it.
 
@@ -103,12 +109,14 @@ def replay(
     repeats : int
         Searches (>= 1), with seeds ``seed .. seed + repeats - 1``.
     seed : int
+    prior : numpy.ndarray, optional
+        A predicted cost per configuration of the recording's space (see :func:`run_search`).
 
     Returns
     -------
     ReplaySummary
     """
-    curves = replay_curves(recording, strategy, budget=budget, repeats=repeats, seed=seed)
+    curves = replay_curves(recording, strategy, budget=budget, repeats=repeats, seed=seed, prior=prior)
     finals = curves[:, -1]
     return ReplaySummary(
         space=recording.name, strategy=strategy.name, budget=budget, repeats=repeats, seed=seed,
@@ -119,7 +127,13 @@ def replay(
 
 
 def replay_curves(
-    recording: Recording, strategy: Strategy, *, budget: int, repeats: int, seed: int = 0
+    recording: Recording,
+    strategy: Strategy,
+    *,
+    budget: int,
+    repeats: int,
+    seed: int = 0,
+    prior: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each repeat's best-fraction after each evaluation: ``(repeats, min(budget, size))``."""
     if budget < 1 or repeats < 1:
@@ -128,7 +142,7 @@ def replay_curves(
     length = min(budget, recording.space.size)
     curves = np.zeros((repeats, length))
     for r in range(repeats):
-        record = run_search(recording.space, strategy, evaluator, budget=budget, seed=seed + r)
+        record = run_search(recording.space, strategy, evaluator, budget=budget, seed=seed + r, prior=prior)
         curves[r] = fraction_curve(record, recording.optimum_ms, length)
     return curves
 

@@ -33,12 +33,16 @@ class SearchContext:
         Unique evaluations this search may spend (already capped at the space's size).
     rng : numpy.random.Generator
         The strategy's only source of randomness, seeded by the search, so a seed reproduces it.
+    prior : numpy.ndarray or None
+        A predicted cost of every configuration, before any is measured (the model's cost
+        estimate); strategies that can use one do, the others ignore it.
     """
 
     space: Space
     history: History
     budget: int
     rng: np.random.Generator
+    prior: np.ndarray | None = None
 
     @property
     def neighbourhood(self) -> Neighbourhood:

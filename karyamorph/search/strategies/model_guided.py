@@ -14,8 +14,13 @@ over the best so far. Each round measures:
   still a random sample of a quarter of the budget);
 
 then refits. A failed configuration enters the fit as the slowest, so the model learns to keep
-away from where configurations fail. The GPU search will plug a cost estimate from the model's
-static and interpreter figures into the same seam, in place of or in front of the surrogate.
+away from where configurations fail.
+
+With a prior (the cost model's predicted time of every configuration, from the interpreter's
+counts and the device's figures: :mod:`karyamorph.model.cost`), half of the random start is the
+best predicted configurations instead, and the prediction's normal score is one more input of
+the surrogate: where the prediction ranks well the surrogate learns to trust it, where it does
+not, its length scale grows and it is ignored.
 """
 
 from __future__ import annotations
@@ -72,6 +77,11 @@ class ModelGuided:
         varying = [j for j, p in enumerate(space.parameters) if len(p.values) > 1]
         x = space.positions()[:, varying]
         start = self.initial if self.initial is not None else 2 * (len(varying) + 1)
+        if context.prior is not None:
+            x = np.column_stack([x, normal_scores(np.asarray(context.prior, dtype=float))])
+            favoured = np.argsort(context.prior, kind="stable")[: start // 2]
+            yield from (int(i) for i in favoured)
+            start -= len(favoured)
         yield from (int(i) for i in context.random_unseen(start))
         hyper: Hyper | None = None
         while context.remaining > 0:
