@@ -4,7 +4,9 @@ whose variants the model checks and the GPU times against a torch baseline."""
 from __future__ import annotations
 
 from karyamorph.search.template import Template
-from karyamorph.search.templates import reduction, transpose, vadd
+from karyamorph.search.templates.reduction import TEMPLATE as REDUCTION
+from karyamorph.search.templates.transpose import TEMPLATE as TRANSPOSE
+from karyamorph.search.templates.vadd import TEMPLATE as VADD
 
 
 class UnknownTemplate(KeyError):
@@ -15,9 +17,9 @@ class UnknownTemplate(KeyError):
 
 
 SHIPPED: tuple[Template, ...] = (
-    vadd.TEMPLATE,
-    reduction.TEMPLATE,
-    transpose.TEMPLATE,
+    VADD,
+    REDUCTION,
+    TRANSPOSE,
 )
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in SHIPPED}
