@@ -4,6 +4,9 @@ whose variants the model checks and the GPU times against a torch baseline."""
 from __future__ import annotations
 
 from karyamorph.search.template import Template
+from karyamorph.search.templates.reduction import TEMPLATE as REDUCTION
+from karyamorph.search.templates.transpose import TEMPLATE as TRANSPOSE
+from karyamorph.search.templates.vadd import TEMPLATE as VADD
 
 
 class UnknownTemplate(KeyError):
@@ -13,7 +16,11 @@ class UnknownTemplate(KeyError):
         return f"no template named {self.args[0]!r} (known: {', '.join(sorted(TEMPLATES))})"
 
 
-SHIPPED: tuple[Template, ...] = ()
+SHIPPED: tuple[Template, ...] = (
+    VADD,
+    REDUCTION,
+    TRANSPOSE,
+)
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in SHIPPED}
 
