@@ -35,6 +35,8 @@ def search_group() -> None:
 @click.option("--label", default=None, help="Stored with the search and its winner's run.")
 @click.option("--resume", default=None, metavar="ID", help="Go on with a stored search (same arguments).")
 @click.option("--no-model", is_flag=True, help="Skip the model's checks (bounds, race, barrier).")
+@click.option("--equivalence", is_flag=True,
+              help="Prove every variant equivalent to the baseline (seconds each; the winner always is).")
 @click.option(
     "--out",
     "out_dir",
@@ -48,7 +50,7 @@ def search_group() -> None:
 @friendly_errors
 def search_run(
     template_name: str, arch: str, strategy: str, budget: int, seed: int, label: str | None,
-    resume: str | None, no_model: bool, out_dir: str, db: str | None, fmt: str,
+    resume: str | None, no_model: bool, equivalence: bool, out_dir: str, db: str | None, fmt: str,
 ) -> None:  # fmt: skip
     """Search TEMPLATE's variants on this GPU: each built, assembled, checked by the model, run
     for correctness and timed; every evaluation stored; the winner re-checked, re-timed beside
@@ -63,7 +65,7 @@ def search_run(
     try:
         make_strategy(strategy)
         request = SearchRequest(template(template_name), Arch.parse(arch), strategy, budget, seed, label,
-                                check_model=not no_model)  # fmt: skip
+                                check_model=not no_model, equivalence=equivalence)  # fmt: skip
         progress = _ProgressLine(budget) if fmt == "table" else None
         summary = run_template_search(request, device=current_device(), db=_db_path(db),
                                       out_dir=Path(out_dir), resume=resume, progress=progress)  # fmt: skip
@@ -115,6 +117,8 @@ def _summary_view(summary: dict[str, Any]) -> str:
     lines.append(f"  re-checked on fresh inputs: correctness {winner['correctness']}, "
                  f"median {_us(winner.get('median_ns'))}")  # fmt: skip
     torch = summary.get("torch") or {}
+    if winner.get("equivalence"):
+        lines.append(f"  against the baseline: {winner['equivalence']}")
     lines.append(f"  torch `{torch.get('expression')}`: median {_us(torch.get('median_ns'))}")
     if "ratio_vs_torch" in summary:
         rate = ("tb_per_s", "TB/s") if "tb_per_s" in winner else ("tflop_per_s", "TFLOP/s")

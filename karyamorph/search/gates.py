@@ -142,20 +142,20 @@ def equivalence_gate(
     """For a template whose variants must compute the baseline's outputs bit for bit: prove it
     at the check sizes (float operations as uninterpreted functions). Refuted rejects the
     variant with the differing output; otherwise the verdict's words are returned."""
+    sizes = template.equivalence_sizes or template.check_sizes
     sides = []
     for c in (config, template.baseline):
-        spec = build(template, c, arch, template.check_sizes)
+        spec = build(template, c, arch, sizes)
         if isinstance(spec, Outcome):
             return spec
         sides.append((spec, parse(spec.ptx, f"{spec.entry}.ptx"), bind(spec, arch)))
     (spec_a, mod_a, ka), (spec_b, mod_b, kb) = sides
     outputs = tuple(i for i, a in enumerate(ka.args) if a.role in ("out", "inout"))
-    sizes = tuple(sorted(template.check_sizes.items()))
-    instance = EquivInstance(sizes, _side(ka, mod_a), _side(kb, mod_b), outputs)
+    instance = EquivInstance(tuple(sorted(sizes.items())), _side(ka, mod_a), _side(kb, mod_b), outputs)
     verdict = check_equivalence((mod_a, spec_a.entry), (mod_b, spec_b.entry), ptx_machine(), [instance],
                                 timeout_ms=timeout_ms)  # fmt: skip
     if verdict.verdict == "refuted":
-        where = _sizes(template)
+        where = ", ".join(f"{k}={v}" for k, v in sizes.items())
         return Outcome.failed(Failure.MODEL, f"differs from the baseline at {where}: {verdict.witness}")
     return f"equiv {verdict.verdict}" + (f" ({verdict.reason})" if verdict.verdict == "unknown" else "")
 

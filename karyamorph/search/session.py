@@ -22,6 +22,7 @@ from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.writer import write_spec
 from karyamorph.search import stored
+from karyamorph.search.gates import equivalence_gate
 from karyamorph.search.history import Evaluation, History
 from karyamorph.search.loop import SearchRecord, run_search
 from karyamorph.search.strategies import make_strategy
@@ -51,12 +52,14 @@ class SearchRequest:
     label: str | None = None
     sizes: Mapping[str, int] | None = None
     check_model: bool = True
+    equivalence: bool = False
 
     def params(self, device: DeviceInfo, space_size: int) -> dict[str, Any]:
         return {
             "template": self.template.name, "arch": self.arch.name, "strategy": self.strategy,
             "budget": self.budget, "seed": self.seed, "label": self.label,
             "sizes": dict(self.sizes or self.template.sizes), "check_model": self.check_model,
+            "equivalence": self.equivalence,
             "device": device.name, "space_size": space_size,
             "parameters": {p.name: list(p.values) for p in self.template.parameters},
         }  # fmt: skip
@@ -99,8 +102,8 @@ def run_template_search(
     with Store.open(db) as store, GpuWorker(device.ordinal) as worker:
         search_id, cache, done = _start(store, request, device, space.size, resume)
         evaluator = VariantEvaluator(request.template, request.arch, discover(), worker,
-                                     sizes=request.sizes, seed=request.seed,
-                                     check_model=request.check_model)  # fmt: skip
+                                     sizes=request.sizes, seed=request.seed, check_model=request.check_model,
+                                     equivalence=request.equivalence)  # fmt: skip
 
         def on_evaluation(evaluation: Evaluation, history: History) -> None:
             seq = len(history) - 1
@@ -172,7 +175,7 @@ def _winner(
     out: dict[str, Any] = {
         "winner": {"config": dict(config), "run_id": run_id, "status": str(result.status),
                    "correctness": _status(result, "correctness"), "median_ns": winner_ns,
-                   "spec": str(toml)},
+                   "spec": str(toml), "equivalence": _equivalence(request, config)},
         "torch": {"expression": request.template.torch_baseline, "median_ns": torch_ns,
                   "failure": None if isinstance(torch_timing, Timing) else str(torch_timing)},
     }  # fmt: skip
@@ -186,6 +189,18 @@ def _winner(
             out["winner"]["tflop_per_s"] = kernel.cost_flops / winner_ns / 1e3
             out["torch"]["tflop_per_s"] = kernel.cost_flops / torch_ns / 1e3
     return out
+
+
+def _equivalence(request: SearchRequest, config: Mapping[str, Any]) -> str | None:
+    """The model's verdict on the winner against the baseline, where the template promises
+    equal outputs; None where it does not (float sums in another order)."""
+    template = request.template
+    if not template.equivalent_to_baseline:
+        return None
+    if dict(config) == dict(template.baseline):
+        return "the baseline itself"
+    verdict = equivalence_gate(template, config, request.arch)
+    return verdict if isinstance(verdict, str) else f"refuted: {verdict.detail}"
 
 
 def _status(result: Any, stage: str) -> str | None:

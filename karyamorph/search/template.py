@@ -75,9 +75,13 @@ class Template:
         The oldest arch (``80`` for sm_80) the template's instructions exist on; 0 for any.
     equivalent_to_baseline : bool
         Every variant computes the baseline's outputs bit for bit (the same float operations on
-        each element, only moved between threads or instructions): the model then proves each
-        variant equivalent to the baseline before it reaches the GPU. False where variants
-        reassociate float sums (reductions, GEMMs), which only tolerances compare.
+        each element, only moved between threads or instructions): the model can then prove a
+        variant equivalent to the baseline (the search's winner always; every variant with
+        ``search run --equivalence``). False where variants reassociate float sums
+        (reductions, GEMMs), which only tolerances compare.
+    equivalence_sizes : mapping or None
+        The sizes of that proof (default: ``check_sizes``); small, since it compares every
+        output element of both kernels symbolically.
     """
 
     name: str
@@ -92,6 +96,7 @@ class Template:
     constraints: tuple[Constraint, ...] = ()
     min_sm: int = 0
     equivalent_to_baseline: bool = False
+    equivalence_sizes: Mapping[str, int] | None = None
     notes: tuple[str, ...] = field(default=())
 
     def supports(self, arch: Arch | str) -> bool:

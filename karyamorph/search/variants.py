@@ -58,7 +58,10 @@ class VariantEvaluator:
         Correctness trials use ``seed + i``, timing uses ``seed``: the same inputs for every
         variant, so their times compare.
     check_model : bool
-        Run the model gate (bounds, race, barrier; equivalence where the template promises it).
+        Run the model gate (bounds, race, barrier).
+    equivalence : bool
+        Also prove each variant equivalent to the baseline, where the template promises it
+        (seconds to minutes a variant: off by default; the winner is proved anyway).
     trials, timing, timeout_s
         Correctness trials per variant (2: a stale output is caught by the second), the timing's
         stop criteria (:data:`SEARCH_TIMING`), and the limit of one GPU round trip (a variant
@@ -72,6 +75,7 @@ class VariantEvaluator:
     sizes: Mapping[str, int] | None = None
     seed: int = 0
     check_model: bool = True
+    equivalence: bool = False
     trials: int = 2
     timing: TimingOptions = SEARCH_TIMING
     timeout_s: float = 60.0
@@ -105,7 +109,8 @@ class VariantEvaluator:
             return verdicts
         assert isinstance(verdicts, ModelVerdicts)
         lines = list(verdicts.lines)
-        if self.template.equivalent_to_baseline and dict(config) != dict(self.template.baseline):
+        promised = self.template.equivalent_to_baseline and dict(config) != dict(self.template.baseline)
+        if self.equivalence and promised:
             equiv = equivalence_gate(self.template, config, self.arch)
             if isinstance(equiv, Outcome):
                 gates["model_s"] = round(time.perf_counter() - t0 - gates["compile_s"], 4)

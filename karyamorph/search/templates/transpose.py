@@ -172,6 +172,8 @@ TEMPLATE = Template(
     # No tile divides either size, so every edge guard runs; cols = 0 mod 4 takes the vector
     # read path, rows = 2 mod 4 the vector write path for vec 2 and the scalar one for vec 4.
     check_sizes={"rows": 70, "cols": 100},
+    equivalent_to_baseline=True,
+    equivalence_sizes={"rows": 19, "cols": 13},
     baseline={"tile": 32, "pad": 1, "vec": 1, "items": 4, "cache": "default"},
     torch_baseline="x.t().contiguous()",
 )

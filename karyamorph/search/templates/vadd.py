@@ -132,6 +132,8 @@ TEMPLATE = Template(
     # n = 3 mod 4, so every vector width leaves a scalar tail and the last chunk is partial; with
     # one SM the grid-stride grids of the smaller steps loop several times.
     check_sizes={"n": 4099, "sms": 1},
+    equivalent_to_baseline=True,
+    equivalence_sizes={"n": 259, "sms": 1},
     baseline={"vec": 1, "items": 1, "block": 256, "sm_threads": 0, "cache": "default"},
     torch_baseline="a + b",
 )
