@@ -14,6 +14,7 @@ from karyamorph.harness.gpu.execute import WorkerState
 from karyamorph.harness.gpu.jobs import ReferenceTimingJob
 from karyamorph.harness.gpu.reference import reference_names
 from karyamorph.harness.gpu.timing import Timing, measure
+from karyamorph.kernel.spec import SpecError
 
 
 def run_reference_timing(state: WorkerState, job: ReferenceTimingJob) -> Timing:
@@ -21,13 +22,16 @@ def run_reference_timing(state: WorkerState, job: ReferenceTimingJob) -> Timing:
 
     Raises
     ------
-    SyntaxError, NameError, RuntimeError
+    SpecError
         The expression does not compile, names something the spec does not have, or torch
-        refuses it; the worker answers with the error.
+        refuses it (the worker answers with the message and stays).
     """
     import torch
 
-    code = compile(job.expression, "<reference timing>", "eval")
+    try:
+        code = compile(job.expression, "<reference timing>", "eval")
+    except SyntaxError as exc:
+        raise SpecError("reference timing", f"{job.expression!r} is not an expression: {exc.msg}") from None
     tensors = {k: v.to(state.torch_device) for k, v in state.inputs(job.kernel, job.seed).items()}
     scope: dict[str, Any] = {"torch": torch, **reference_names(job.kernel, tensors)}
     stream = torch.cuda.ExternalStream(int(state.stream.handle), device=state.torch_device)
@@ -38,6 +42,14 @@ def run_reference_timing(state: WorkerState, job: ReferenceTimingJob) -> Timing:
         with torch.cuda.stream(stream):
             eval(code, scope)  # the spec's own reference language: a torch expression
 
+    try:
+        enqueue()  # once outside the measurement: a wrong expression fails here, in words
+    except (NameError, TypeError, AttributeError, ValueError, IndexError, RuntimeError) as exc:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        if "CUDA" in str(exc):
+            raise  # a device error: the worker's loop classifies it and the worker leaves
+        why = f"{type(exc).__name__}: {exc}"
+        raise SpecError("reference timing", f"{job.expression!r} fails: {why}") from None
     try:
         torch.cuda.synchronize(state.torch_device)
         return measure(

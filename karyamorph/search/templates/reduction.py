@@ -28,7 +28,14 @@ from karyamorph.isa.operands import Reg
 from karyamorph.kernel.spec import DTYPES, ArgSpec, Init, KernelSpec, Launch, Reference
 from karyamorph.search.space import Constraint, Parameter, Value
 from karyamorph.search.template import Footprint, Template
-from karyamorph.search.templates.streaming import builder, global_pointers, load, stride_grid, zeros
+from karyamorph.search.templates.streaming import (
+    CACHE_POLICIES,
+    builder,
+    global_pointers,
+    load,
+    stride_grid,
+    zeros,
+)
 
 F32 = DTYPES["f32"]
 UNIT_ROUNDOFF = 2.0**-24  # fp32, round to nearest
@@ -36,25 +43,26 @@ UNIT_ROUNDOFF = 2.0**-24  # fp32, round to nearest
 PARAMETERS = (
     Parameter("block", (128, 256, 512, 1024)),
     Parameter("vec", (1, 2, 4)),
-    Parameter("items", (1, 2, 4, 8)),
+    Parameter("items", (1, 2, 4, 8, 16)),
     Parameter("combine", ("shfl", "smem")),
     # Threads per SM of a grid-stride grid (0: one pass); sm_120 SMs hold 1536, sm_90 ones 2048.
     Parameter("sm_threads", (0, 1024, 1536, 2048)),
+    Parameter("cache", ("default", "nc", "nc256")),
 )
 
 CONSTRAINTS = (
-    Constraint("vec * items <= 16"),  # at most 64 bytes in flight per thread and step
+    Constraint("vec * items <= 32"),  # at most 128 bytes in flight per thread and step
     Constraint("sm_threads % block == 0"),
 )
 
 
 def _accumulate(k: KernelBuilder, x: Reg, v: Reg, nv: Reg, acc: tuple[Reg, ...], vec: int, items: int,
-                block: int) -> None:  # fmt: skip
+                block: int, space: str) -> None:  # fmt: skip
     """acc[e] += x[vec * (v + j * block) + e] for the j < items whose vector is below ``nv``."""
     base = k.add("u64", x, k.mul_wide("u32", v, 4 * vec))
     guards = [k.setp("lt", "u32", k.add("u32", v, j * block) if j else v, nv) for j in range(items)]
     step = 4 * vec * block
-    loaded = [load(k, "global", k.addr(base, j * step), vec, guard=g) for j, g in enumerate(guards)]
+    loaded = [load(k, space, k.addr(base, j * step), vec, guard=g) for j, g in enumerate(guards)]
     for g, values in zip(guards, loaded, strict=True):
         for a, value in zip(acc, values, strict=True):
             k.instr("add.f32", a, a, value, guard=g)
@@ -169,16 +177,17 @@ def build(config: Mapping[str, Value], arch: Arch, sizes: Mapping[str, int]) -> 
     x, out = global_pointers(k, "x", "out")
     n = k.ld_param(k.param("n", "u32"))
     tid = k.sreg("tid.x")
+    space = CACHE_POLICIES[str(config.get("cache", "default"))][0]
     acc = zeros(k, vec)
     nv = k.shr("u32", n, vec.bit_length() - 1) if vec > 1 else n
     chunk = block * items  # vectors per block and step
     first = k.mul("u32", k.sreg("ctaid.x"), chunk)
     if int(config["sm_threads"]) == 0:
-        _accumulate(k, x, k.add("u32", first, tid), nv, acc, vec, items, block)
+        _accumulate(k, x, k.add("u32", first, tid), nv, acc, vec, items, block, space)
     else:
         # The loop test is on the block's chunk, so a block's threads leave the loop together.
         with k.for_range(first, nv, k.mul("u32", k.sreg("nctaid.x"), chunk)) as c:
-            _accumulate(k, x, k.add("u32", c, tid), nv, acc, vec, items, block)
+            _accumulate(k, x, k.add("u32", c, tid), nv, acc, vec, items, block, space)
     if vec > 1:
         _tail(k, x, n, acc[0], vec, block)
     total = _pairwise(k, acc)
@@ -219,7 +228,7 @@ TEMPLATE = Template(
     # loop up to 20 times (fewer the more floats a step takes), and one-pass grids end in a
     # partial chunk.
     check_sizes={"n": 20003, "sms": 1},
-    baseline={"block": 256, "vec": 1, "items": 1, "combine": "smem", "sm_threads": 0},
+    baseline={"block": 256, "vec": 1, "items": 1, "combine": "smem", "sm_threads": 0, "cache": "default"},
     torch_baseline="x.sum()",
 )
 

@@ -16,10 +16,13 @@ PTX_VERSION = "8.7"
 # Load and store qualifiers per cache policy (PTX ISA, "Cache Operators" and ld's
 # ".level::eviction_priority"): plain loads and stores; read-only loads through the
 # non-coherent path that do not allocate in L1 (the inputs are read once and never written by
-# the kernel); streaming ("evict first") loads and stores for data touched once.
+# the kernel), also with a 256-byte L2 prefetch of each sector's neighbours
+# (".level::prefetch_size", sm_80 on); streaming ("evict first") loads and stores for data
+# touched once.
 CACHE_POLICIES: dict[str, tuple[str, str]] = {
     "default": ("global", "global"),
     "nc": ("global.nc.L1::no_allocate", "global"),
+    "nc256": ("global.nc.L1::no_allocate.L2::256B", "global"),
     "cs": ("global.cs", "global.cs"),
 }
 
