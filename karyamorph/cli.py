@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from karyamorph.campaign.cli import campaign_group, datasets_group
 from karyamorph.model.interp.budget import MAX_BYTES, MAX_REGISTERS, MAX_THREAD_INSTRUCTIONS
 from karyamorph.store import DEFAULT_FILE
 
@@ -547,6 +548,10 @@ def search_replay(cache: str, strategy: str, budget: int, repeats: int, seed: in
              f"mean fraction of the optimum after N evaluations")  # fmt: skip
     _echo(table(["strategy", "repeats", *(f"N={p}" for p in points), "p within 5%"], rows, title=title))
 
+
+# The campaign and datasets groups live with the campaign package (which only the CLI imports).
+main.add_command(campaign_group)
+main.add_command(datasets_group)
 
 if __name__ == "__main__":
     main()
