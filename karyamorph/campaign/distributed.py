@@ -90,8 +90,10 @@ class RayExecutor:
         message; a GPU actor is restarted once.
         """
         own = not ray.is_initialized()
-        if own:
-            ray.init(address=None if self.address == LOCAL else self.address)
+        if own and self.address == LOCAL:
+            ray.init(include_dashboard=False)  # the dashboard's processes would take CPU from items
+        elif own:
+            ray.init(address=self.address)
         try:
             yield from self._stream(deque(items), plan)
         finally:

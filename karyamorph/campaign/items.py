@@ -92,11 +92,10 @@ def expand(campaign: CampaignFile) -> tuple[Item, ...]:
         where = f"{sweep.where}.archs" if sweep.archs is not None else f"{campaign.path.name}: campaign.archs"
         for arch in archs:
             _check_arch(arch, where)
-        for path in _spec_files(sweep, base):
+        for path, name in _spec_files(sweep, base):
             if path not in specs:
                 specs[path] = _load(path, sweep.where)
             spec = specs[path]
-            name = Path(os.path.relpath(path, base)).as_posix()
             for combo in _combinations(sweep, spec, name):
                 sizes = tuple({**spec.sizes, **combo}.items())
                 for arch in archs or (None,):
@@ -110,15 +109,19 @@ def expand(campaign: CampaignFile) -> tuple[Item, ...]:
     return tuple(items)
 
 
-def _spec_files(sweep: Sweep, base: Path) -> list[Path]:
-    found: list[Path] = []
+def _spec_files(sweep: Sweep, base: Path) -> list[tuple[Path, str]]:
+    """Each spec file the sweep's globs match, once: its absolute path, and its name as the
+    campaign writes it (relative to the campaign file's folder, or absolute where the glob is)."""
+    found: dict[Path, str] = {}
     for i, pattern in enumerate(sweep.specs):
-        full = pattern if Path(pattern).is_absolute() else str(base / pattern)
-        hits = sorted(Path(p).resolve() for p in glob.glob(full, recursive=True) if Path(p).is_file())
+        absolute = Path(pattern).is_absolute()
+        hits = sorted(Path(p).resolve() for p in glob.glob(pattern if absolute else str(base / pattern),
+                                                            recursive=True) if Path(p).is_file())  # fmt: skip
         if not hits:
             raise CampaignError(f"{sweep.where}.specs[{i}]", f"{pattern!r} matches no file (relative to {base})")
-        found += [h for h in hits if h not in found]
-    return found
+        for hit in hits:
+            found.setdefault(hit, hit.as_posix() if absolute else Path(os.path.relpath(hit, base)).as_posix())
+    return list(found.items())
 
 
 def _load(path: Path, where: str) -> KernelSpec:
