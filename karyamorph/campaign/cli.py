@@ -32,7 +32,15 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.store.database import StoreError
     from karyamorph.store.exchange import DatasetError
 
-    return (CampaignError, StoreError, DatasetError, SpecError, ArchError, StageSelectionError, ToolchainError)
+    return (
+        CampaignError,
+        StoreError,
+        DatasetError,
+        SpecError,
+        ArchError,
+        StageSelectionError,
+        ToolchainError,
+    )
 
 
 def _friendly(fn: F) -> F:
@@ -107,8 +115,9 @@ def campaign_run(campaign_path: str, db: str | None, label: str | None, resume: 
             sys.exit(2)
         executor = RayExecutor(ray_address)
     path = _db_path(db)
+    screen = console() if fmt == "table" else None
     report = run_campaign(Path(campaign_path), db=path, executor=executor, label=label, resume=resume,
-                          retry_failed=retry_failed, console=console() if fmt == "table" else None)  # fmt: skip
+                          retry_failed=retry_failed, console=screen)  # fmt: skip
     if fmt == "json":
         _echo(report.as_dict())
     else:
@@ -179,7 +188,9 @@ def datasets_import(path: str, db: str | None) -> None:
     from karyamorph.store.pending import open_waiting
 
     root = Path(path)
-    folders = [root] if (root / PROVENANCE).exists() else sorted(p.parent for p in root.glob(f"*/{PROVENANCE}"))
+    folders = (
+        [root] if (root / PROVENANCE).exists() else sorted(p.parent for p in root.glob(f"*/{PROVENANCE}"))
+    )
     if not folders:
         click.echo(f"error: {root} holds no dataset (no {PROVENANCE} in it or in its folders)", err=True)
         sys.exit(2)
@@ -187,17 +198,29 @@ def datasets_import(path: str, db: str | None) -> None:
     with open_waiting(target) as store:
         for folder in folders:
             added = store.import_dataset(folder)
-            click.echo(f"{folder}: {added.get('runs', 0)} run(s), {sum(added.values())} row(s) added to {target}")
+            click.echo(
+                f"{folder}: {added.get('runs', 0)} run(s), {sum(added.values())} row(s) added to {target}"
+            )
 
 
 @datasets_group.command("export")
 @click.argument("folder", type=click.Path(file_okay=False))
 @db_option
-@click.option("--campaign", "campaigns", multiple=True, metavar="ID",
-              help="Only this campaign's rows and what they link to (repeatable; default: every table).")
+@click.option(
+    "--campaign",
+    "campaigns",
+    multiple=True,
+    metavar="ID",
+    help="Only this campaign's rows and what they link to (repeatable; default: every table).",
+)
 @click.option("--note", default="", help="A line of provenance (what was run, why).")
-@click.option("--relative-to", "relative_to", type=click.Path(file_okay=False), default=None,
-              help="Cut this folder (e.g. the repository) from the paths the rows hold.")
+@click.option(
+    "--relative-to",
+    "relative_to",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Cut this folder (e.g. the repository) from the paths the rows hold.",
+)
 @_friendly
 def datasets_export(folder: str, db: str | None, campaigns: tuple[str, ...], note: str,
                     relative_to: str | None) -> None:  # fmt: skip

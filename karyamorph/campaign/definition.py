@@ -106,7 +106,9 @@ def load_campaign(path: str | Path) -> CampaignFile:
     except OSError as exc:
         raise CampaignError(str(path), f"cannot read the campaign file: {exc.strerror}") from None
     if len(text) > MAX_FILE_CHARS:
-        raise CampaignError(p.name, f"campaign file is {len(text)} characters long (at most {MAX_FILE_CHARS})")
+        raise CampaignError(
+            p.name, f"campaign file is {len(text)} characters long (at most {MAX_FILE_CHARS})"
+        )
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -120,7 +122,7 @@ def campaign_from_dict(doc: dict[str, Any], path: Path, text: str = "") -> Campa
     _unknown(doc, {"campaign", "sweep"}, name)
     head = doc.get("campaign")
     if not isinstance(head, dict):
-        raise CampaignError(name, "missing [campaign] table (with at least name = \"...\")")
+        raise CampaignError(name, 'missing [campaign] table (with at least name = "...")')
     _unknown(head, _CAMPAIGN_KEYS, f"{name}: [campaign]")
     title = head.get("name")
     if not isinstance(title, str) or not title.strip():
@@ -131,15 +133,19 @@ def campaign_from_dict(doc: dict[str, Any], path: Path, text: str = "") -> Campa
     archs = _strings(head.get("archs", []), f"{name}: campaign.archs")
     stages = _strings(head["stages"], f"{name}: campaign.stages") if "stages" in head else None
     if stages == ():
-        raise CampaignError(f"{name}: campaign.stages", "an empty list runs nothing; leave it out for every stage")
+        raise CampaignError(
+            f"{name}: campaign.stages", "an empty list runs nothing; leave it out for every stage"
+        )
     skip = _strings(head.get("skip", []), f"{name}: campaign.skip")
     timeout_s = _seconds(head.get("timeout_s"), f"{name}: campaign.timeout_s")
     budget_s = _seconds(head.get("check_budget_s"), f"{name}: campaign.check_budget_s")
     raw = doc.get("sweep")
     if not isinstance(raw, list) or not raw:
-        raise CampaignError(name, "missing [[sweep]] tables (each with specs = [\"glob\", ...])")
+        raise CampaignError(name, 'missing [[sweep]] tables (each with specs = ["glob", ...])')
     sweeps = tuple(_sweep(s, f"{name}: sweep[{i}]") for i, s in enumerate(raw))
-    return CampaignFile(path, text, title.strip(), description, archs, stages, skip, timeout_s, budget_s, sweeps)
+    return CampaignFile(
+        path, text, title.strip(), description, archs, stages, skip, timeout_s, budget_s, sweeps
+    )
 
 
 def _sweep(table: Any, where: str) -> Sweep:
@@ -147,7 +153,9 @@ def _sweep(table: Any, where: str) -> Sweep:
         raise CampaignError(where, "expected a table")
     _unknown(table, _SWEEP_KEYS, where)
     if "specs" not in table:
-        raise CampaignError(where, 'missing specs = ["glob", ...] (spec files, relative to the campaign file)')
+        raise CampaignError(
+            where, 'missing specs = ["glob", ...] (spec files, relative to the campaign file)'
+        )
     specs = _strings(table["specs"], f"{where}.specs")
     if not specs:
         raise CampaignError(f"{where}.specs", "expected at least one glob")
@@ -181,7 +189,8 @@ def _values(value: Any, where: str) -> tuple[int, ...]:
 
 def _range(table: dict[str, Any], where: str) -> tuple[int, ...]:
     _unknown(table, {"from", "to", "times", "step"}, where)
-    start, stop = table.get("from"), table.get("to")
+    start: Any = table.get("from")
+    stop: Any = table.get("to")
     if not _is_int(start) or not _is_int(stop) or start > stop:
         raise CampaignError(where, f"a range needs integers from <= to, got from = {start!r}, to = {stop!r}")
     if ("times" in table) == ("step" in table):
@@ -190,7 +199,9 @@ def _range(table: dict[str, Any], where: str) -> tuple[int, ...]:
     if "times" in table:
         times = table["times"]
         if not _is_int(times) or times < 2 or start < 1:
-            raise CampaignError(where, f"a geometric range needs times >= 2 and from >= 1, got times = {times!r}")
+            raise CampaignError(
+                where, f"a geometric range needs times >= 2 and from >= 1, got times = {times!r}"
+            )
         v = start
         while v <= stop and len(out) <= MAX_VALUES:
             out.append(v)
@@ -231,4 +242,6 @@ def _is_int(value: Any) -> bool:
 def _unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:
     extra = sorted(set(table) - allowed)
     if extra:
-        raise CampaignError(where, f"unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})")
+        raise CampaignError(
+            where, f"unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})"
+        )

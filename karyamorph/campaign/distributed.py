@@ -10,6 +10,7 @@ the toolchain installed, not the campaign's files.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -105,7 +106,7 @@ class RayExecutor:
         gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
         actors: list[Any] = []
         if plan.needs_gpu and gpus:
-            actors = [_GpuActor.remote(plan) for _ in range(gpus)]  # type: ignore[attr-defined]
+            actors = [_GpuActor.remote(plan) for _ in range(gpus)]
             self.summary = f"ray: {gpus} GPU worker(s), one per GPU"
         else:
             note = " (the cluster has no GPU: the GPU stages skip)" if plan.needs_gpu else ""
@@ -139,10 +140,8 @@ def _close(actors: list[Any]) -> None:
     """Close each actor's GPU worker, then end the actor."""
     if not actors:
         return
-    try:
+    with contextlib.suppress(ray.exceptions.RayError):  # an actor that died has no worker to close
         ray.get([a.close.remote() for a in actors], timeout=60)
-    except ray.exceptions.RayError:
-        pass  # an actor that died has no worker left to close
     for a in actors:
         ray.kill(a)
 

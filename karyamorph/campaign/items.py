@@ -90,15 +90,16 @@ def expand(campaign: CampaignFile) -> tuple[Item, ...]:
     for sweep in campaign.sweeps:
         archs = sweep.archs if sweep.archs is not None else campaign.archs
         where = f"{sweep.where}.archs" if sweep.archs is not None else f"{campaign.path.name}: campaign.archs"
-        for arch in archs:
-            _check_arch(arch, where)
+        for name in archs:
+            _check_arch(name, where)
+        targets: tuple[str | None, ...] = archs or (None,)
         for path, name in _spec_files(sweep, base):
             if path not in specs:
                 specs[path] = _load(path, sweep.where)
             spec = specs[path]
             for combo in _combinations(sweep, spec, name):
                 sizes = tuple({**spec.sizes, **combo}.items())
-                for arch in archs or (None,):
+                for arch in targets:
                     key = item_key(name, sizes, arch)
                     if key in seen:
                         continue
@@ -118,7 +119,9 @@ def _spec_files(sweep: Sweep, base: Path) -> list[tuple[Path, str]]:
         hits = sorted(Path(p).resolve() for p in glob.glob(pattern if absolute else str(base / pattern),
                                                             recursive=True) if Path(p).is_file())  # fmt: skip
         if not hits:
-            raise CampaignError(f"{sweep.where}.specs[{i}]", f"{pattern!r} matches no file (relative to {base})")
+            raise CampaignError(
+                f"{sweep.where}.specs[{i}]", f"{pattern!r} matches no file (relative to {base})"
+            )
         for hit in hits:
             found.setdefault(hit, hit.as_posix() if absolute else Path(os.path.relpath(hit, base)).as_posix())
     return list(found.items())
@@ -135,7 +138,9 @@ def _combinations(sweep: Sweep, spec: KernelSpec, name: str) -> list[dict[str, i
     for size, _ in sweep.sizes:
         if size not in spec.sizes:
             known = ", ".join(spec.sizes) or "none"
-            raise CampaignError(f"{sweep.where}.sizes.{size}", f"{name} has no size {size!r} (its sizes: {known})")
+            raise CampaignError(
+                f"{sweep.where}.sizes.{size}", f"{name} has no size {size!r} (its sizes: {known})"
+            )
     names = [k for k, _ in sweep.sizes]
     values = [v for _, v in sweep.sizes]
     rows = zip(*values, strict=True) if sweep.zipped and values else itertools.product(*values)

@@ -5,8 +5,15 @@ from __future__ import annotations
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn
-from rich.progress import TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from karyamorph.campaign.execute import ItemOutcome
@@ -59,4 +66,6 @@ class CampaignProgress:
     def __call__(self, outcome: ItemOutcome) -> None:
         """Count one settled item (a failure in red) and show its key."""
         self._failed += outcome.failed
-        self._progress.update(self._task, advance=1, failed=self._failed, last=f"{outcome.status} {outcome.key}")
+        self._progress.update(
+            self._task, advance=1, failed=self._failed, last=f"{outcome.status} {outcome.key}"
+        )

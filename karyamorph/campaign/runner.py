@@ -23,7 +23,13 @@ from karyamorph.campaign.items import Item, expand
 from karyamorph.campaign.local import LocalExecutor
 from karyamorph.campaign.plan import Plan, definition_hash, plan_of
 from karyamorph.campaign.progress import CampaignProgress
-from karyamorph.store.campaigns import CampaignInfo, campaign_info, find_by_definition, find_campaign, item_states
+from karyamorph.store.campaigns import (
+    CampaignInfo,
+    campaign_info,
+    find_by_definition,
+    find_campaign,
+    item_states,
+)
 from karyamorph.store.database import Store
 from karyamorph.store.pending import open_waiting
 
@@ -157,7 +163,9 @@ def run_campaign(
         states = {s.item: s.state for s in item_states(store, campaign_id)}
         missing = [i.key for i in items if i.key not in states]
         if missing:
-            raise CampaignError(campaign.path.name, f"campaign {campaign_id} in {db} lacks item {missing[0]!r}")
+            raise CampaignError(
+                campaign.path.name, f"campaign {campaign_id} in {db} lacks item {missing[0]!r}"
+            )
         wanted = ("pending", "failed") if retry_failed else ("pending",)
         todo = [i for i in items if states[i.key] in wanted]
         settled = len(items) - len(todo)

@@ -33,14 +33,18 @@ def _failures(states: Sequence[ItemState]) -> RenderableType | None:
     return table(["failed item", "attempts", "reason"], rows, title=f"failed items{more}")
 
 
-def report_view(report: CampaignReport, states: Sequence[ItemState], db: Path | None = None) -> RenderableType:
+def report_view(
+    report: CampaignReport, states: Sequence[ItemState], db: Path | None = None
+) -> RenderableType:
     """The end of ``campaign run``: the campaign, this run's figures, failures, what to try next."""
     info = report.info
     verb = "resumed" if report.resumed else "started"
     rate = f" ({report.items_per_minute:.1f} items/min)" if report.ran else ""
     parts: list[RenderableType] = [
-        Text(f"{_head(info)}\n{verb}; this run settled {report.ran} item(s), {report.failed} failed, "
-             f"in {report.seconds:.1f} s{rate}; {report.executor}")  # fmt: skip
+        Text(
+            f"{_head(info)}\n{verb}; this run settled {report.ran} item(s), {report.failed} failed, "
+            f"in {report.seconds:.1f} s{rate}; {report.executor}"
+        )
     ]
     failures = _failures(states)
     if failures is not None:
@@ -50,7 +54,8 @@ def report_view(report: CampaignReport, states: Sequence[ItemState], db: Path | 
         "SELECT r.item, r.status, m.name, m.value, m.unit FROM runs r JOIN metrics m USING (run_id) "
         f"WHERE r.campaign_id = '{info.campaign_id}' AND m.stage = 'compile' ORDER BY r.item"
     )
-    tail = f"Try next:\n  karyamorph campaign status {info.campaign_id[:8]}{flag}\n  karyamorph query \"{query}\"{flag}"
+    tail = f"Try next:\n  karyamorph campaign status {info.campaign_id[:8]}{flag}"
+    tail += f'\n  karyamorph query "{query}"{flag}'
     if info.failed:
         tail += f"\n  karyamorph campaign run {info.params.get('file', 'CAMPAIGN.toml')} --retry-failed{flag}"
     parts.append(Text(tail))
@@ -73,8 +78,18 @@ def list_view(infos: Sequence[CampaignInfo]) -> RenderableType:
     if not infos:
         return Text("no campaigns in the database yet")
     rows = [
-        (i.campaign_id[:8], i.name, i.label or "", i.created_at, i.items, i.done,
-         Text(str(i.failed), style="bold red") if i.failed else i.failed, i.pending)  # fmt: skip
+        (
+            i.campaign_id[:8],
+            i.name,
+            i.label or "",
+            i.created_at,
+            i.items,
+            i.done,
+            Text(str(i.failed), style="bold red") if i.failed else i.failed,
+            i.pending,
+        )
         for i in infos
     ]
-    return table(["id", "name", "label", "created", "items", "done", "failed", "pending"], rows, no_wrap=["id"])
+    return table(
+        ["id", "name", "label", "created", "items", "done", "failed", "pending"], rows, no_wrap=["id"]
+    )

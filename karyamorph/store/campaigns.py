@@ -115,7 +115,9 @@ def find_campaign(store: Store, prefix: str) -> str:
     if not hits:
         raise CampaignNotFoundError(f"no campaign in {store.path} has an id starting with {prefix!r}")
     listed = "\n".join(f"  {cid}  {name}" for cid, name in hits[:10])
-    raise CampaignNotFoundError(f"campaign id {prefix!r} matches several campaigns; give more characters:\n{listed}")
+    raise CampaignNotFoundError(
+        f"campaign id {prefix!r} matches several campaigns; give more characters:\n{listed}"
+    )
 
 
 def find_by_definition(store: Store, definition: str, label: str | None) -> str | None:

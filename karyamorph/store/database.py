@@ -244,9 +244,9 @@ class Store:
             A campaign id is malformed.
         """
         try:
+            cut = Path(relative_to) if relative_to is not None else None
             return export_rows(self._connection(), Path(folder), campaign_ids=campaign_ids, note=note,
-                               source=self.path.name,
-                               relative_to=Path(relative_to) if relative_to is not None else None)  # fmt: skip
+                               source=self.path.name, relative_to=cut)  # fmt: skip
         except duckdb.Error as e:
             raise StoreError(f"exporting {self.path} to {folder} failed: {e}") from e
 

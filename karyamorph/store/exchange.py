@@ -119,8 +119,8 @@ def _provenance(
         "JOIN devices d USING (device_id) ORDER BY 1"
     ).fetchall()
     tools = con.execute(
-        f"SELECT DISTINCT t.ptxas_version, t.cuda_release FROM {runs} r JOIN toolchains t USING (toolchain_id) "
-        "ORDER BY 1"
+        f"SELECT DISTINCT t.ptxas_version, t.cuda_release FROM {runs} r "
+        "JOIN toolchains t USING (toolchain_id) ORDER BY 1"
     ).fetchall()
     hosts = [r[0] for r in con.execute(f"SELECT DISTINCT host FROM {runs} ORDER BY 1").fetchall()]
     span = con.execute(f"SELECT min(created_at), max(created_at) FROM {runs}").fetchone()
@@ -131,7 +131,9 @@ def _provenance(
         "source": source,
         "note": note,
         "campaigns": list(campaign_ids) if campaign_ids is not None else None,
-        "devices": [dict(zip(("name", "compute_capability", "driver", "sms"), d, strict=True)) for d in devices],
+        "devices": [
+            dict(zip(("name", "compute_capability", "driver", "sms"), d, strict=True)) for d in devices
+        ],
         "toolchains": [{"ptxas": p, "cuda_release": c} for p, c in tools],
         "hosts": hosts,
         "runs_between": [str(v) if v is not None else None for v in (span or (None, None))],
@@ -178,7 +180,9 @@ def import_rows(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, int]:
     files: dict[str, str] = {}
     for table, rows in provenance["tables"].items():
         if table not in TABLES_EXCHANGED:
-            raise DatasetError(f"{folder / PROVENANCE} lists table {table!r}, which this schema does not have")
+            raise DatasetError(
+                f"{folder / PROVENANCE} lists table {table!r}, which this schema does not have"
+            )
         path = folder / f"{table}.parquet"
         if not path.is_file():
             raise DatasetError(f"{path} is missing (its provenance lists {rows} rows)")

@@ -30,8 +30,8 @@ def check_campaign(db: Path, keys: list[str], stages: tuple[str, ...]) -> dict[s
             store.query(f"PRAGMA storage_info('{table}')")
         campaigns = [r[0] for r in store.query("SELECT campaign_id FROM campaigns").rows]
         if not campaigns:  # a kill before the campaign's first transaction: nothing of it exists
-            assert store.query("SELECT count(*) FROM campaign_items UNION ALL SELECT count(*) FROM runs").rows == [
-                (0,), (0,)]  # fmt: skip
+            left = store.query("SELECT count(*) FROM campaign_items UNION ALL SELECT count(*) FROM runs")
+            assert left.rows == [(0,), (0,)]
             return {}
         (campaign_id,) = campaigns
         items = {
@@ -53,11 +53,13 @@ def check_campaign(db: Path, keys: list[str], stages: tuple[str, ...]) -> dict[s
                 assert run_id is None and per_item.get(item, 0) == 0, item
         assert len(runs) == sum(1 for s, _ in items.values() if s == "done")
         for table in RUN_TABLES:
-            orphans = store.query(f"SELECT count(*) FROM {table} WHERE run_id NOT IN (SELECT run_id FROM runs)")
+            orphans = store.query(
+                f"SELECT count(*) FROM {table} WHERE run_id NOT IN (SELECT run_id FROM runs)"
+            )
             assert orphans.rows == [(0,)], table
         per_run = dict(store.query(
             "SELECT run_id, list(stage ORDER BY position) FROM stages GROUP BY run_id").rows)  # fmt: skip
-        assert per_run == dict.fromkeys(by_run, list(stages))
+        assert per_run == {run_id: list(stages) for run_id in by_run}
         if "sass" in stages:
             sass = dict(store.query("SELECT run_id, count(*) FROM run_sass GROUP BY run_id").rows)
             assert sass == dict.fromkeys(by_run, 1)

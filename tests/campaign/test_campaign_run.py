@@ -68,7 +68,9 @@ def test_each_item_is_stored_as_a_run_of_the_spec_would_be(tmp_path: Path) -> No
     run_spec_file(tmp_path / "vadd.toml", arch="sm_80", db=single, sizes={"n": 1000}, only=list(STAGES))
     with Store.open_to_read(db) as store:
         for n in (1000, 4096):
-            (launch,) = store.query("SELECT launch FROM runs WHERE item = ?", [f"vadd.toml n={n} sm_80"]).rows[0]
+            (launch,) = store.query(
+                "SELECT launch FROM runs WHERE item = ?", [f"vadd.toml n={n} sm_80"]
+            ).rows[0]
             assert json.loads(launch)["grid"][0] == -(-n // 256)  # ceildiv(n, 256), the spec's grid
         ours = compile_figures(store, "r.item = ?", ["vadd.toml n=1000 sm_80"])
         (cid,) = store.query("SELECT DISTINCT campaign_id FROM runs").rows[0]
@@ -104,7 +106,9 @@ def test_a_label_starts_another_campaign_and_resume_checks_the_definition(tmp_pa
     path = str(campaign_file(tmp_path))
     first = json.loads(cli("campaign", "run", path, "--db", db, "--format", "json")[1])
     labelled = json.loads(cli("campaign", "run", path, "--db", db, "--label", "b", "--format", "json")[1])
-    assert labelled["campaign_id"] != first["campaign_id"] and labelled["ran"] == 6 and labelled["label"] == "b"
+    assert (
+        labelled["campaign_id"] != first["campaign_id"] and labelled["ran"] == 6 and labelled["label"] == "b"
+    )
     resumed = json.loads(cli("campaign", "run", path, "--db", db, "--resume", first["campaign_id"][:6],
                              "--format", "json")[1])  # fmt: skip
     assert (resumed["campaign_id"], resumed["ran"]) == (first["campaign_id"], 0)

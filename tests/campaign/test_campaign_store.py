@@ -41,8 +41,12 @@ def test_an_item_run_is_stored_with_its_campaign_and_item(tmp_path: Path) -> Non
         assert states(store, cid)[ITEMS[1].item] == ("done", 1, None, run_id)
         info = campaign_info(store, cid)
         assert (info.items, info.done, info.failed, info.pending) == (3, 1, 0, 2)
-        stored = store.query("SELECT item, position, spec_path, arch, sizes FROM campaign_items ORDER BY position")
-        assert [(r[0], r[1], r[2], r[3]) for r in stored.rows] == [(i.item, i.position, "v.toml", "sm_90") for i in ITEMS]
+        stored = store.query(
+            "SELECT item, position, spec_path, arch, sizes FROM campaign_items ORDER BY position"
+        )
+        assert [(r[0], r[1], r[2], r[3]) for r in stored.rows] == [
+            (i.item, i.position, "v.toml", "sm_90") for i in ITEMS
+        ]
         assert [r[4] for r in stored.rows] == ['{"n":8}', '{"n":16}', '{"n":32}']
 
 
@@ -51,7 +55,7 @@ def test_a_done_item_takes_no_second_run(tmp_path: Path) -> None:
         cid = store.create_campaign("sweep", {}, ITEMS)
         first = store.record_item_run(cid, ITEMS[0].item, make_run())
         before = counts(store)
-        with pytest.raises(StoreError, match="is done already.*nothing was written"):
+        with pytest.raises(StoreError, match=r"is done already.*nothing was written"):
             store.record_item_run(cid, ITEMS[0].item, make_run())
         with pytest.raises(StoreError, match="is done already"):
             store.record_item_failure(cid, ITEMS[0].item, "late")
@@ -97,17 +101,22 @@ def test_campaigns_are_found_by_prefix_and_by_definition(tmp_path: Path) -> None
         assert campaign_info(store, b).label == "x"
 
 
-def test_a_schema_5_database_gains_the_item_column_and_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_schema_5_database_gains_the_item_column_and_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "k.duckdb"
     monkeypatch.setattr(schema, "MIGRATIONS", {v: m for v, m in schema.MIGRATIONS.items() if v <= 5})
     monkeypatch.setattr(schema, "TABLES", {k: v for k, v in schema.TABLES.items() if k != "campaign_items"})
     run_id = "r-from-version-5"
     with Store.open(path) as store:
         store.query(
-            "INSERT INTO runs (run_id, kernel_hash, entry, spec_hash, spec_text, arch, launch, host, created_at, "
-            "status) VALUES (?, 'k', 'e', 's', '', 'sm_90', '{}', 'h', now(), 'pass')", [run_id]
+            "INSERT INTO runs (run_id, kernel_hash, entry, spec_hash, spec_text, arch, launch, host, "
+            "created_at, status) VALUES (?, 'k', 'e', 's', '', 'sm_90', '{}', 'h', now(), 'pass')",
+            [run_id],
         )
-        assert "campaign_items" not in {r[0] for r in store.query("SELECT table_name FROM duckdb_tables()").rows}
+        assert "campaign_items" not in {
+            r[0] for r in store.query("SELECT table_name FROM duckdb_tables()").rows
+        }
     monkeypatch.undo()
     with Store.open(path) as store:
         assert store.schema_version == 6

@@ -22,7 +22,18 @@ TIMEOUT_S = 300
 
 
 def start(db: Path) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "karyamorph.cli", "campaign", "run", str(SWEEP), "--db", str(db), "--format", "json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "karyamorph.cli",
+        "campaign",
+        "run",
+        str(SWEEP),
+        "--db",
+        str(db),
+        "--format",
+        "json",
+    ]
     return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

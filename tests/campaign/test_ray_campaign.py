@@ -40,15 +40,16 @@ def rows(db: Path) -> dict[str, Any]:
     with Store.open_to_read(db) as store:
         runs = store.query(
             "SELECT r.item, r.status, r.arch, r.launch, r.kernel_hash, r.spec_hash, r.spec_path, "
-            "list((s.stage, s.status, s.data::VARCHAR) ORDER BY s.position) FROM runs r JOIN stages s USING (run_id) "
-            "GROUP BY ALL"
+            "list((s.stage, s.status, s.data::VARCHAR) ORDER BY s.position) "
+            "FROM runs r JOIN stages s USING (run_id) GROUP BY ALL"
         ).rows
         metrics = store.query(
             "SELECT r.item, list((m.stage, m.name, m.value, m.unit) ORDER BY m.stage, m.name) "
             "FROM runs r JOIN metrics m USING (run_id) WHERE m.unit NOT IN ('s', 'ms') GROUP BY r.item"
         ).rows
         sass = store.query(
-            "SELECT r.item, s.sass_hash FROM runs r JOIN run_sass l USING (run_id) JOIN sass s USING (sass_hash)"
+            "SELECT r.item, s.sass_hash FROM runs r JOIN run_sass l USING (run_id) "
+            "JOIN sass s USING (sass_hash)"
         ).rows
     by_item = {r[0]: {"run": r[1:], "metrics": None, "sass": None} for r in runs}
     for item, values in metrics:
