@@ -3,11 +3,15 @@ kept with their reason and retried on request, resumed rather than repeated."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
+from rich.console import Console
 
 from karyamorph.campaign.runner import run_campaign
 from karyamorph.cli import main
@@ -129,3 +133,17 @@ def test_status_of_a_missing_database_or_campaign_is_one_line(tmp_path: Path) ->
     assert "no campaigns" in cli("campaign", "list", "--db", str(tmp_path / "empty.duckdb"))[1]
     code, out = cli("campaign", "run", str(tmp_path / "none.toml"), "--db", str(tmp_path / "x.duckdb"))
     assert code == 2 and "campaign file not found" in out and "Traceback" not in out
+
+
+def test_on_a_terminal_a_bar_counts_items_and_their_rate(tmp_path: Path) -> None:
+    out = io.StringIO()
+    screen = Console(file=out, force_terminal=True, width=160)
+    run_campaign(campaign_file(tmp_path), db=tmp_path / "c.duckdb", console=screen)
+    text = out.getvalue()
+    assert "small" in text and "6/6" in text and "/min" in text and "0 failed" in text
+
+
+def test_the_command_line_starts_without_ray_or_the_harness() -> None:
+    code = "import sys, karyamorph.cli; print(sorted(m for m in ('ray', 'z3', 'duckdb') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
