@@ -25,6 +25,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.campaign.definition import CampaignError
+    from karyamorph.campaign.execute import ExecutorUnavailable
     from karyamorph.harness.pipeline import StageSelectionError
     from karyamorph.harness.tools.toolchain import ToolchainError
     from karyamorph.isa.arch import ArchError
@@ -32,15 +33,8 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.store.database import StoreError
     from karyamorph.store.exchange import DatasetError
 
-    return (
-        CampaignError,
-        StoreError,
-        DatasetError,
-        SpecError,
-        ArchError,
-        StageSelectionError,
-        ToolchainError,
-    )
+    return (CampaignError, ExecutorUnavailable, StoreError, DatasetError, SpecError, ArchError,
+            StageSelectionError, ToolchainError)  # fmt: skip
 
 
 def _friendly(fn: F) -> F:

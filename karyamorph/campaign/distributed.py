@@ -18,7 +18,7 @@ from typing import Any
 import ray
 import ray.exceptions
 
-from karyamorph.campaign.execute import ItemOutcome, failure, run_item
+from karyamorph.campaign.execute import ExecutorUnavailable, ItemOutcome, failure, run_item
 from karyamorph.campaign.items import Item
 from karyamorph.campaign.plan import Plan
 from karyamorph.harness.gpu.device import current_device
@@ -89,12 +89,23 @@ class RayExecutor:
 
         A task or actor that dies (a lost node, a killed worker) fails its item with Ray's
         message; a GPU actor is restarted once.
+
+        Raises
+        ------
+        ExecutorUnavailable
+            No cluster answers at :attr:`address`.
         """
         own = not ray.is_initialized()
         if own and self.address == LOCAL:
             ray.init(include_dashboard=False)  # the dashboard's processes would take CPU from items
         elif own:
-            ray.init(address=self.address)
+            try:
+                ray.init(address=self.address)
+            except ConnectionError as exc:
+                raise ExecutorUnavailable(
+                    f"no Ray cluster at {self.address!r}: {exc} (start one with `ray start --head`, "
+                    "or run with --ray local)"
+                ) from None
         try:
             yield from self._stream(deque(items), plan)
         finally:

@@ -44,6 +44,10 @@ class ItemOutcome:
         return self.run is None
 
 
+class ExecutorUnavailable(RuntimeError):
+    """The executor cannot start: no Ray cluster at the address given, for one."""
+
+
 class Executor(Protocol):
     """Where a campaign's items run. :meth:`run` yields each item's outcome as it finishes, in
     the process that called it (the one that writes the database). ``summary`` says, once
