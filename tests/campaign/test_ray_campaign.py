@@ -20,6 +20,7 @@ from karyamorph.campaign.plan import Plan  # noqa: E402
 from karyamorph.campaign.runner import run_campaign  # noqa: E402
 from karyamorph.store.database import Store  # noqa: E402
 from tests.campaign.consistency import check_campaign  # noqa: E402
+from tests.campaign.test_campaign_run import campaign_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "datasets" / "campaigns" / "compile_sweep.toml"
@@ -28,7 +29,9 @@ STAGES = ("compile", "sass", "static")
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024 * 1024,
+    # One GPU declared as a Ray resource (there is none): a campaign with GPU stages then goes to
+    # one GPU actor, whose worker finds no CUDA device, so those stages skip as they do locally.
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, object_store_memory=80 * 1024 * 1024,
              runtime_env={"env_vars": {"OPENBLAS_NUM_THREADS": "1"}})  # fmt: skip
     yield
     ray.shutdown()
@@ -89,3 +92,19 @@ def test_a_task_that_raises_fails_its_item_with_rays_reason(cluster: None) -> No
     assert sorted(by_key) == sorted(["broken", *(i.key for i in good)])
     assert by_key["broken"].failed and "AttributeError" in (by_key["broken"].reason or "")
     assert all(by_key[i.key].status == "pass" for i in good)
+
+
+def test_a_campaign_with_gpu_stages_goes_to_one_actor_per_gpu(cluster: None, tmp_path: Path) -> None:
+    path = campaign_file(tmp_path)
+    gpu_stages = 'stages = ["compile", "static", "correctness", "timing"]'
+    path.write_text(path.read_text().replace('stages = ["compile", "static"]', gpu_stages))
+    local, remote = tmp_path / "local.duckdb", tmp_path / "ray.duckdb"
+    run_campaign(path, db=local)
+    report = run_campaign(path, db=remote, executor=RayExecutor())
+    assert report.executor == "ray: 1 GPU worker(s), one per GPU" and report.info.done == 6
+    a, b = rows(local), rows(remote)
+    assert sorted(a) == sorted(b) and len(a) == 6
+    for key in a:
+        assert a[key]["run"][:-1] == b[key]["run"][:-1] and a[key]["metrics"] == b[key]["metrics"], key
+        expected = [("compile", "pass"), ("static", "pass"), ("correctness", "skip"), ("timing", "skip")]
+        assert strip_timing(b[key]["run"][-1]) == expected, key
