@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from karyamorph.cli.campaign import campaign_group, datasets_group
 from karyamorph.cli.search import search_group
 from karyamorph.cli.support import (
     EXAMPLES,
@@ -424,6 +425,10 @@ def ptx_info(file: str, fmt: str) -> None:
 
 main.add_command(search_group)
 
+
+# The campaign and datasets groups live with the campaign package (which only the CLI imports).
+main.add_command(campaign_group)
+main.add_command(datasets_group)
 
 if __name__ == "__main__":
     main()

@@ -25,6 +25,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    from karyamorph.campaign.definition import CampaignError
+    from karyamorph.campaign.execute import ExecutorUnavailable
     from karyamorph.harness.gpu.validate import GpuRunError
     from karyamorph.harness.pipeline import ArchError, StageSelectionError
     from karyamorph.harness.report import ReportError
@@ -35,9 +37,11 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.kernel.spec import SpecError
     from karyamorph.model.interp.errors import LaunchError
     from karyamorph.store.database import StoreError
+    from karyamorph.store.exchange import DatasetError
 
     return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError,
-            StageSelectionError, ReportError, GpuRunError, PtxasError, LaunchError)  # fmt: skip
+            StageSelectionError, ReportError, GpuRunError, PtxasError, LaunchError, CampaignError,
+            ExecutorUnavailable, DatasetError)  # fmt: skip
 
 
 def friendly_errors(fn: F) -> F:

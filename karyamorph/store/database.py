@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -14,6 +14,8 @@ from typing import Any
 import duckdb
 
 from karyamorph.store import DEFAULT_FILE, integrity, schema, writer
+from karyamorph.store.exchange import export_rows, import_rows
+from karyamorph.store.items import ItemRecord, ItemStateError, insert_campaign, settle_item
 from karyamorph.store.records import RunRecord, canonical_json
 from karyamorph.store.validation import ValidationRecord, write_validation
 
@@ -189,15 +191,84 @@ class Store:
             write_validation(self._connection(), rec, validation_id, created_at or datetime.now(UTC))
         return validation_id
 
-    def create_campaign(self, name: str, params: Mapping[str, Any] | None = None) -> str:
-        """Add a campaign row and return its new id."""
+    def create_campaign(
+        self, name: str, params: Mapping[str, Any] | None = None, items: Sequence[ItemRecord] = ()
+    ) -> str:
+        """Add a campaign row and its ``items`` (all pending) in one transaction; return its new id."""
         campaign_id = str(uuid.uuid4())
         with self._transaction(f"creating campaign {name!r}"):
-            self._connection().execute(
-                "INSERT INTO campaigns VALUES (?, ?, ?, ?)",
-                [campaign_id, name, datetime.now(UTC), canonical_json(dict(params or {}), "params")],
-            )
+            insert_campaign(self._connection(), campaign_id, name, params or {}, items, datetime.now(UTC))
         return campaign_id
+
+    def record_item_run(self, campaign_id: str, item: str, run: RunRecord) -> str:
+        """Write ``run`` as the run of campaign item ``item`` and mark the item done, in one
+        transaction; return the run id. The run is stored with the campaign's id and the item.
+
+        Raises
+        ------
+        StoreError
+            The item is not in the campaign or is done already (nothing is written), or the
+            run could not be written.
+        """
+        run = replace(run, campaign_id=campaign_id, item=item, run_id=run.run_id or str(uuid.uuid4()))
+        assert run.run_id is not None
+        with self._transaction(f"recording run {run.run_id} of campaign item {item!r}"):
+            self._settle(campaign_id, item, run_id=run.run_id)
+            writer.write_run(self._connection(), run, run.run_id, run.created_at or datetime.now(UTC))
+        return run.run_id
+
+    def record_item_failure(self, campaign_id: str, item: str, reason: str) -> None:
+        """Mark campaign item ``item`` failed with ``reason`` (no run), in one transaction.
+
+        Raises
+        ------
+        StoreError
+            The item is not in the campaign or is done already.
+        """
+        with self._transaction(f"recording the failure of campaign item {item!r}"):
+            self._settle(campaign_id, item, reason=reason)
+
+    def export_dataset(
+        self, folder: str | Path, *, campaign_ids: Sequence[str] | None = None, note: str = "",
+        relative_to: str | Path | None = None,
+    ) -> dict[str, int]:  # fmt: skip
+        """Write the store's tables (or those campaigns' rows) to ``folder`` as Parquet with a
+        ``provenance.json`` (:mod:`karyamorph.store.exchange`; ``relative_to`` is cut from the
+        paths the rows hold); return each table's row count.
+
+        Raises
+        ------
+        StoreError
+            DuckDB could not write the files.
+        DatasetError
+            A campaign id is malformed.
+        """
+        try:
+            cut = Path(relative_to) if relative_to is not None else None
+            return export_rows(self._connection(), Path(folder), campaign_ids=campaign_ids, note=note,
+                               source=self.path.name, relative_to=cut)  # fmt: skip
+        except duckdb.Error as e:
+            raise StoreError(f"exporting {self.path} to {folder} failed: {e}") from e
+
+    def import_dataset(self, folder: str | Path) -> dict[str, int]:
+        """Add the rows of the dataset ``folder`` that the store lacks, in one transaction; return
+        the rows added per table.
+
+        Raises
+        ------
+        DatasetError
+            The folder is not a whole dataset (nothing is written).
+        StoreError
+            DuckDB refused a row (nothing is written).
+        """
+        with self._transaction(f"importing the dataset {folder}"):
+            return import_rows(self._connection(), Path(folder))
+
+    def _settle(self, campaign_id: str, item: str, **outcome: str) -> None:
+        try:
+            settle_item(self._connection(), campaign_id, item, datetime.now(UTC), **outcome)
+        except ItemStateError as exc:
+            raise StoreError(f"{exc} (in {self.path}); nothing was written") from exc
 
     def create_search(
         self, name: str, params: Mapping[str, Any] | None = None, campaign_id: str | None = None

@@ -186,6 +186,8 @@ class RunRecord:
         Where the spec was read from (None for a spec built in Python).
     label : str or None
         The author's name for this run (``run --label``), e.g. ``"unrolled x4"``.
+    item : str or None
+        The campaign item this run is (its key in ``campaign_items``), for a campaign's runs.
     """
 
     kernel: KernelRecord
@@ -208,3 +210,4 @@ class RunRecord:
     search_id: str | None = None
     spec_path: str | None = None
     label: str | None = None
+    item: str | None = None

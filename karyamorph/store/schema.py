@@ -202,6 +202,28 @@ _SEARCH_EVALUATIONS: tuple[str, ...] = (
     "ALTER TABLE searches ADD COLUMN summary JSON",
 )
 
+# What a campaign sweeps, one row per item (a spec file at sizes for an arch), and which run each
+# item produced. ``state`` is pending, done (``run_id`` holds the run, whose ``item`` column
+# names the item back) or failed (no run; ``reason`` says why). The run and its item's new state
+# are written in one transaction, so an item is done exactly when its run is stored.
+_CAMPAIGN_ITEMS: tuple[str, ...] = (
+    "ALTER TABLE runs ADD COLUMN item VARCHAR",
+    """CREATE TABLE campaign_items (
+        campaign_id VARCHAR NOT NULL,
+        item VARCHAR NOT NULL,
+        position INTEGER NOT NULL,
+        spec_path VARCHAR NOT NULL,
+        arch VARCHAR,
+        sizes JSON NOT NULL,
+        state VARCHAR NOT NULL,
+        attempts INTEGER NOT NULL,
+        reason VARCHAR,
+        run_id VARCHAR,
+        updated_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (campaign_id, item)
+    )""",
+)
+
 # version -> migration. Append only: a released version's statements never change, a schema
 # change is a new entry with the next number.
 MIGRATIONS: dict[int, Migration] = {
@@ -210,6 +232,7 @@ MIGRATIONS: dict[int, Migration] = {
     3: Migration("runs remember their spec's path and a label", _RUN_ORIGIN),
     4: Migration("committed row counts, to find a damaged database", _INTEGRITY),
     5: Migration("each evaluation of a search, in order", _SEARCH_EVALUATIONS),
+    6: Migration("campaign items, and the item each run of a campaign was", _CAMPAIGN_ITEMS),
 }
 
 # One line on each table, for `karyamorph tables`; a migration that adds a table adds its line.
@@ -218,9 +241,13 @@ TABLES: dict[str, str] = {
     "devices": "GPUs that ran something, stored once per distinct content (name, capability, driver).",
     "toolchains": "ptxas, nvdisasm and cuobjdump versions and paths, stored once per distinct set.",
     "kernels": "PTX text by content hash and entry name.",
-    "campaigns": "Sweeps over specs, sizes and archs; runs link to them by campaign_id.",
+    "campaigns": "Sweeps over specs, sizes and archs (the campaign file, its label, its definition "
+    "hash); runs link to them by campaign_id.",
+    "campaign_items": "Each item of a campaign (spec file, sizes, arch): pending, done (with its "
+    "run) or failed (with the reason), and how many times it was tried.",
     "searches": "Searches over kernel variants; runs link to them by search_id.",
-    "runs": "One row per pipeline run: kernel, spec (text, path, label), arch, launch, status.",
+    "runs": "One row per pipeline run: kernel, spec (text, path, label), arch, launch, status; "
+    "a campaign's runs carry its campaign_id and their item.",
     "stages": "Each stage of a run: status, seconds, the tool's log and the stage's details (JSON).",
     "metrics": "Every number a stage reported: (run, stage, name, value, unit); NaN stays NaN.",
     "samples": "The timing stage's samples of a run, in nanoseconds, in the order taken.",

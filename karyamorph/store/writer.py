@@ -84,11 +84,11 @@ def _insert_run(
 ) -> None:
     con.execute(
         "INSERT INTO runs (run_id, kernel_hash, entry, spec_hash, spec_text, arch, launch, device_id, "
-        "toolchain_id, host, created_at, status, campaign_id, search_id, spec_path, label) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "toolchain_id, host, created_at, status, campaign_id, search_id, spec_path, label, item) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [run_id, run.kernel.ptx_hash, run.kernel.entry, run.spec_hash, run.spec_text, run.arch,
          canonical_json(run.launch, "RunRecord.launch"), device_id, toolchain_id, run.host,
-         created_at, run.status, run.campaign_id, run.search_id, run.spec_path, run.label],
+         created_at, run.status, run.campaign_id, run.search_id, run.spec_path, run.label, run.item],
     )
 
 

@@ -1,0 +1,171 @@
+"""The ``campaign`` and ``datasets`` commands: thin click commands over the campaign package.
+
+Like the rest of ``karyamorph.cli``, this module imports click alone at load time
+(``karyamorph --help`` stays free of z3, duckdb and Ray); each command imports what it needs
+when it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from karyamorph.cli.support import _db_path, _echo, db_option, friendly_errors
+
+
+@click.group("campaign")
+def campaign_group() -> None:
+    """Sweep kernel specs over sizes and archs; resumable; local or on a Ray cluster."""
+
+
+@campaign_group.command("run")
+@click.argument("campaign_path", metavar="CAMPAIGN.toml", type=click.Path(dir_okay=False))
+@db_option
+@click.option("--label", help="Stored with the campaign and its runs; another label is another campaign.")
+@click.option("--resume", "resume", metavar="ID", help="Resume this campaign (its id or first characters).")
+@click.option("--retry-failed", is_flag=True, help="Run the failed items again too.")
+@click.option("--ray", "ray_address", metavar="auto|local|ADDRESS", default=None,
+              help="Run on Ray: auto (the cluster `ray start --head` made here), local (a Ray instance "
+                   "for this campaign alone) or a cluster address. One worker per GPU; compile-side "
+                   "items as CPU tasks.")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@friendly_errors
+def campaign_run(campaign_path: str, db: str | None, label: str | None, resume: str | None,
+                 retry_failed: bool, ray_address: str | None, fmt: str) -> None:  # fmt: skip
+    """Run the items of CAMPAIGN.toml not done yet in the database; exit 1 if any item failed."""
+    from karyamorph.campaign.execute import Executor
+    from karyamorph.campaign.local import LocalExecutor
+    from karyamorph.campaign.runner import run_campaign
+    from karyamorph.campaign.views import report_view
+    from karyamorph.store.campaigns import item_states
+    from karyamorph.store.database import Store
+    from karyamorph.table import console
+
+    executor: Executor = LocalExecutor()
+    if ray_address is not None:
+        try:
+            from karyamorph.campaign.distributed import RayExecutor
+        except ImportError as exc:
+            click.echo(f"error: --ray needs Ray (pip install 'karyamorph[ray]'): {exc}", err=True)
+            sys.exit(2)
+        executor = RayExecutor(ray_address)
+    path = _db_path(db)
+    screen = console() if fmt == "table" else None
+    report = run_campaign(Path(campaign_path), db=path, executor=executor, label=label, resume=resume,
+                          retry_failed=retry_failed, console=screen)  # fmt: skip
+    if fmt == "json":
+        _echo(report.as_dict())
+    else:
+        with Store.open_to_read(path) as store:
+            states = item_states(store, report.info.campaign_id)
+        _echo(report_view(report, states, None if db is None else path))
+    if report.info.failed:
+        sys.exit(1)
+
+
+@campaign_group.command("status")
+@click.argument("campaign_id", metavar="ID")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@friendly_errors
+def campaign_status(campaign_id: str, db: str | None, fmt: str) -> None:
+    """Done, failed and pending items of a campaign (ID: its id or first characters)."""
+    from karyamorph.campaign.views import status_view
+    from karyamorph.store.campaigns import campaign_info, find_campaign, item_states
+
+    with _open_existing(db) as store:
+        info = campaign_info(store, find_campaign(store, campaign_id))
+        states = item_states(store, info.campaign_id)
+    if fmt == "json":
+        failures = [{"item": s.item, "attempts": s.attempts, "reason": s.reason}
+                    for s in states if s.state == "failed"]  # fmt: skip
+        _echo({**info.as_dict(), "failures": failures})
+    else:
+        _echo(status_view(info, states))
+
+
+@campaign_group.command("list")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@friendly_errors
+def campaign_list(db: str | None, fmt: str) -> None:
+    """Every campaign in the database with its item counts, newest first."""
+    from karyamorph.campaign.views import list_view
+    from karyamorph.store.campaigns import list_campaigns
+
+    with _open_existing(db) as store:
+        infos = list_campaigns(store)
+    _echo([i.as_dict() for i in infos] if fmt == "json" else list_view(infos))
+
+
+def _open_existing(db: str | None) -> Any:
+    from karyamorph.store.database import Store, StoreError
+
+    path = _db_path(db)
+    if not path.exists():
+        raise StoreError(f"database {path} does not exist yet: run `karyamorph campaign run` first")
+    return Store.open_to_read(path)
+
+
+@click.group("datasets")
+def datasets_group() -> None:
+    """Recorded results as Parquet with provenance: load them into a database, or write them."""
+
+
+@datasets_group.command("import")
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@db_option
+@friendly_errors
+def datasets_import(path: str, db: str | None) -> None:
+    """Add the rows of the dataset at PATH (a folder with provenance.json, or a folder of such
+    folders) that the database lacks."""
+    from karyamorph.store.exchange import PROVENANCE
+    from karyamorph.store.pending import open_waiting
+
+    root = Path(path)
+    folders = (
+        [root] if (root / PROVENANCE).exists() else sorted(p.parent for p in root.glob(f"*/{PROVENANCE}"))
+    )
+    if not folders:
+        click.echo(f"error: {root} holds no dataset (no {PROVENANCE} in it or in its folders)", err=True)
+        sys.exit(2)
+    target = _db_path(db)
+    with open_waiting(target) as store:
+        for folder in folders:
+            added = store.import_dataset(folder)
+            click.echo(
+                f"{folder}: {added.get('runs', 0)} run(s), {sum(added.values())} row(s) added to {target}"
+            )
+
+
+@datasets_group.command("export")
+@click.argument("folder", type=click.Path(file_okay=False))
+@db_option
+@click.option(
+    "--campaign",
+    "campaigns",
+    multiple=True,
+    metavar="ID",
+    help="Only this campaign's rows and what they link to (repeatable; default: every table).",
+)
+@click.option("--note", default="", help="A line of provenance (what was run, why).")
+@click.option(
+    "--relative-to",
+    "relative_to",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Cut this folder (e.g. the repository) from the paths the rows hold.",
+)
+@friendly_errors
+def datasets_export(folder: str, db: str | None, campaigns: tuple[str, ...], note: str,
+                    relative_to: str | None) -> None:  # fmt: skip
+    """Write the database's tables to FOLDER as Parquet files with a provenance.json."""
+    from karyamorph.store.campaigns import find_campaign
+
+    with _open_existing(db) as store:
+        ids = [find_campaign(store, c) for c in campaigns] or None
+        counts = store.export_dataset(folder, campaign_ids=ids, note=note, relative_to=relative_to)
+    click.echo(f"wrote {sum(counts.values())} row(s) of {len(counts)} table(s) to {folder}")

@@ -1,0 +1,144 @@
+"""Reading campaigns back: find one by id prefix or definition, its items' states, the list."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from karyamorph.store.database import Store, StoreError
+from karyamorph.store.items import STATES
+
+
+class CampaignNotFoundError(StoreError):
+    """No campaign, or more than one, has the id (or id prefix) asked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class ItemState:
+    """Where one item of a campaign stands: its state, attempts, failure reason and run."""
+
+    item: str
+    position: int
+    state: str
+    attempts: int
+    reason: str | None
+    run_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignInfo:
+    """One campaign: its row and how many of its items are pending, done and failed."""
+
+    campaign_id: str
+    name: str
+    created_at: datetime
+    params: dict[str, Any]
+    pending: int
+    done: int
+    failed: int
+
+    @property
+    def items(self) -> int:
+        """How many items the campaign has."""
+        return self.pending + self.done + self.failed
+
+    @property
+    def label(self) -> str | None:
+        """The label the campaign was started with (``--label``), if any."""
+        value = self.params.get("label")
+        return str(value) if value is not None else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The campaign as a JSON-ready dict (what ``campaign status --format json`` prints)."""
+        return {
+            "campaign_id": self.campaign_id, "name": self.name, "label": self.label,
+            "created_at": self.created_at.isoformat(), "file": self.params.get("file"),
+            "stages": self.params.get("stages"), "items": self.items, "done": self.done,
+            "failed": self.failed, "pending": self.pending,
+        }  # fmt: skip
+
+
+_INFO = (
+    "SELECT c.campaign_id, c.name, c.created_at, c.params, "
+    "count(i.item) FILTER (WHERE i.state = 'pending'), count(i.item) FILTER (WHERE i.state = 'done'), "
+    "count(i.item) FILTER (WHERE i.state = 'failed') "
+    "FROM campaigns c LEFT JOIN campaign_items i USING (campaign_id) "
+)
+_GROUP = "GROUP BY c.campaign_id, c.name, c.created_at, c.params ORDER BY c.created_at DESC, c.campaign_id"
+
+
+def _info(row: tuple[Any, ...]) -> CampaignInfo:
+    campaign_id, name, created_at, params, pending, done, failed = row
+    loaded = json.loads(params) if isinstance(params, str) else params
+    return CampaignInfo(campaign_id, name, created_at, loaded, int(pending), int(done), int(failed))
+
+
+def list_campaigns(store: Store) -> list[CampaignInfo]:
+    """Every campaign with its item counts, newest first."""
+    return [_info(r) for r in store.query(_INFO + _GROUP).rows]
+
+
+def campaign_info(store: Store, campaign_id: str) -> CampaignInfo:
+    """The campaign ``campaign_id`` (a full id) with its item counts.
+
+    Raises
+    ------
+    CampaignNotFoundError
+        No such campaign.
+    """
+    rows = store.query(_INFO + "WHERE c.campaign_id = ? " + _GROUP, [campaign_id]).rows
+    if not rows:
+        raise CampaignNotFoundError(f"no campaign {campaign_id} in {store.path}")
+    return _info(rows[0])
+
+
+def find_campaign(store: Store, prefix: str) -> str:
+    """The full id of the one campaign whose id is ``prefix`` or starts with it.
+
+    Raises
+    ------
+    CampaignNotFoundError
+        No campaign matches, or several do (the message lists them).
+    """
+    wanted = prefix.strip()
+    if not wanted:
+        raise CampaignNotFoundError("an empty campaign id matches every campaign; give its first characters")
+    hits = store.query(
+        "SELECT campaign_id, name FROM campaigns WHERE starts_with(campaign_id, ?) "
+        "ORDER BY created_at DESC LIMIT 11",
+        [wanted],
+    ).rows
+    if len(hits) == 1:
+        return str(hits[0][0])
+    if not hits:
+        raise CampaignNotFoundError(f"no campaign in {store.path} has an id starting with {prefix!r}")
+    listed = "\n".join(f"  {cid}  {name}" for cid, name in hits[:10])
+    raise CampaignNotFoundError(
+        f"campaign id {prefix!r} matches several campaigns; give more characters:\n{listed}"
+    )
+
+
+def find_by_definition(store: Store, definition: str, label: str | None) -> str | None:
+    """The newest campaign made from the definition hash ``definition`` with ``label``, or None."""
+    rows = store.query(
+        "SELECT campaign_id FROM campaigns WHERE params->>'definition' = ? "
+        "AND (params->>'label') IS NOT DISTINCT FROM ? ORDER BY created_at DESC LIMIT 1",
+        [definition, label],
+    ).rows
+    return str(rows[0][0]) if rows else None
+
+
+def item_states(store: Store, campaign_id: str) -> list[ItemState]:
+    """Every item of the campaign in its order, with its state."""
+    rows = store.query(
+        "SELECT item, position, state, attempts, reason, run_id FROM campaign_items "
+        "WHERE campaign_id = ? ORDER BY position",
+        [campaign_id],
+    ).rows
+    states = [ItemState(*r) for r in rows]
+    odd = {s.state for s in states} - set(STATES)
+    if odd:
+        raise StoreError(f"campaign {campaign_id} in {store.path} has items in unknown states {sorted(odd)}")
+    return states
