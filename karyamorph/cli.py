@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from karyamorph.dashboard.cli import COMMANDS as DASHBOARD_COMMANDS
 from karyamorph.model.interp.budget import MAX_BYTES, MAX_REGISTERS, MAX_THREAD_INSTRUCTIONS
 from karyamorph.store import DEFAULT_FILE
 
@@ -119,6 +120,10 @@ spec_argument = click.argument("spec_path", metavar="SPEC.toml", type=click.Path
 @click.version_option(package_name="karyamorph")
 def main() -> None:
     """KaryaMorph: test what PTX really does, and how fast; model it; search it."""
+
+
+for _command in DASHBOARD_COMMANDS:
+    main.add_command(_command)
 
 
 @main.command()

@@ -21,6 +21,8 @@ FORBIDDEN = {
               "karyamorph.search", "karyamorph.dashboard", "karyamorph.cli", "torch", "cuda"),
     "harness": ("karyamorph.search", "karyamorph.dashboard", "karyamorph.cli"),
     "search": ("karyamorph.dashboard", "karyamorph.cli", "cuda"),
+    # The page runs no GPU code itself: GPU work happens in the harness's worker processes.
+    "dashboard": ("karyamorph.search", "karyamorph.cli", "torch", "cuda", "cupy"),
 }  # fmt: skip
 
 
@@ -45,6 +47,16 @@ def test_no_module_imports_upward() -> None:
     assert problems == []
 
 
+def test_only_the_cli_imports_the_dashboard() -> None:
+    importers = sorted(
+        str(path.relative_to(PACKAGE.parent))
+        for path in PACKAGE.rglob("*.py")
+        if "dashboard" not in path.relative_to(PACKAGE).parts[:-1]
+        and any(n.split(".")[:2] == ["karyamorph", "dashboard"] for n in imported_modules(path))
+    )
+    assert importers == ["karyamorph/cli.py"]
+
+
 def _heavy_after(imports: str) -> list[str]:
     code = (
         f"import sys; {imports};"
@@ -64,6 +76,15 @@ def test_importing_the_core_stays_light() -> None:
     assert _heavy_after("import karyamorph.harness.pipeline, karyamorph.harness.session") in (
         ["z3"], ["duckdb", "z3"]
     )
+
+
+def test_the_command_line_starts_without_the_web_stack() -> None:
+    # `karyamorph --help` must not pay for starlette, uvicorn or jinja2: the dashboard's commands
+    # import them when they run.
+    web = "('starlette', 'uvicorn', 'jinja2')"
+    code = f"import sys, karyamorph.cli; print(sorted(m for m in {web} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_search_runs_without_the_gpu_stack() -> None:

@@ -1,0 +1,75 @@
+"""Occupancy as one input of a launch varies and the others stay the run's: registers per thread,
+threads per block, shared memory per block (the three curves of the CUDA occupancy calculator)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from karyamorph.kernel.limits import resources_for
+from karyamorph.model.resources.occupancy import occupancy
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """Occupancy (0..1) for each value of one input; ``at`` is the run's own value of it."""
+
+    name: str
+    unit: str
+    points: tuple[tuple[int, float], ...]
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """The run's launch as the occupancy calculator takes it."""
+
+    arch: str
+    block_threads: int
+    registers: int
+    static_shared_bytes: int
+    dynamic_shared_bytes: int
+
+    @classmethod
+    def from_stage(cls, arch: str, data: dict[str, Any]) -> Inputs | None:
+        """The inputs the static stage used (its ``occupancy`` data), or None when it has none."""
+        occ = data.get("occupancy")
+        if not isinstance(occ, dict):
+            return None
+        return cls(
+            arch, int(occ["block_threads"]), int(occ["registers_per_thread"]),
+            int(occ["static_shared_bytes"]), int(occ["dynamic_shared_bytes"]),
+        )  # fmt: skip
+
+
+def _fraction(inputs: Inputs, **changed: int) -> float:
+    values = {
+        "block_threads": inputs.block_threads,
+        "registers_per_thread": inputs.registers,
+        "static_shared_bytes": inputs.static_shared_bytes,
+        "dynamic_shared_bytes": inputs.dynamic_shared_bytes,
+    } | changed
+    return occupancy(inputs.arch, **values).occupancy
+
+
+def curves(inputs: Inputs) -> tuple[Curve, Curve, Curve]:
+    """Occupancy against registers (1..255), block size (warp multiples up to the block limit)
+    and shared memory per block (static + dynamic, in allocation units up to the opt-in limit)."""
+    res = resources_for(inputs.arch)
+    registers = tuple((r, _fraction(inputs, registers_per_thread=r))
+                      for r in range(1, res.max_registers_per_thread + 1))  # fmt: skip
+    block = tuple(
+        (t, _fraction(inputs, block_threads=t))
+        for t in range(res.warp_size, res.max_threads_per_block + 1, res.warp_size)
+    )
+    shared_now = inputs.static_shared_bytes + inputs.dynamic_shared_bytes
+    top = res.max_shared_memory_per_block_bytes
+    step = max(res.shared_memory_allocation_unit_bytes, top // 256)
+    shared = tuple(
+        (s, _fraction(inputs, static_shared_bytes=s, dynamic_shared_bytes=0)) for s in range(0, top + 1, step)
+    )
+    return (
+        Curve("registers per thread", "registers", registers, inputs.registers),
+        Curve("threads per block", "threads", block, inputs.block_threads),
+        Curve("shared memory per block", "bytes", shared, shared_now),
+    )

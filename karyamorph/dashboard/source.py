@@ -1,0 +1,142 @@
+"""The kernel's PTX lines as the page shows them: highlighted, each with its SASS, and marked with
+what the run found on that line (ptxas errors, sanitizer findings, model witnesses, executions)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+
+from karyamorph.harness.highlight import lexer_for
+from karyamorph.harness.report import source_map
+from karyamorph.store.reading import StoredRun
+
+CSS_SCOPE = ".code"
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Something the run says about one PTX line: ``kind`` is error, finding, witness or note."""
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One PTX line (``line`` None gathers SASS with no PTX line): highlighted PTX, its SASS
+    instructions ``(offset, highlighted text)``, its marks and its executed-instruction count."""
+
+    line: int | None
+    ptx: Markup
+    sass: tuple[tuple[int, Markup], ...] = ()
+    marks: tuple[Mark, ...] = ()
+    executed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """The rows, and whether any has SASS (else only the PTX column is shown)."""
+
+    rows: tuple[Row, ...]
+    has_sass: bool
+    marks: dict[int, tuple[Mark, ...]] = field(default_factory=dict)
+
+
+@functools.cache
+def _formatter() -> HtmlFormatter[str]:
+    return HtmlFormatter(nowrap=True)
+
+
+def code(text: str, language: str) -> Markup:
+    """``text`` as HTML spans coloured by pygments' classes (see :func:`stylesheet`)."""
+    html = highlight(text, lexer_for(language), _formatter())
+    return Markup(html.rstrip("\n"))
+
+
+@functools.cache
+def stylesheet() -> str:
+    """The colours of :func:`code`'s classes, scoped to ``.code``."""
+    return str(HtmlFormatter(style="friendly").get_style_defs(CSS_SCOPE))
+
+
+def finding_lines(detail: dict[str, Any]) -> list[int]:
+    """The PTX lines a finding names: its own, its program counters', its accesses' (racecheck
+    reports a race as two accesses), without repeats."""
+    lines = [detail.get("ptx_line"), *detail.get("ptx_lines", []),
+             *(a.get("ptx_line") for a in detail.get("accesses", []))]  # fmt: skip
+    return [line for line in dict.fromkeys(lines) if isinstance(line, int)]
+
+
+def line_marks(run: StoredRun) -> dict[int, tuple[Mark, ...]]:
+    """PTX line -> what the run says about it: ptxas errors and warnings, sanitizer and
+    correctness findings located on a line, and the lines of the model's witnesses."""
+    marks: dict[int, list[Mark]] = {}
+
+    def add(line: Any, kind: str, text: str) -> None:
+        if isinstance(line, int) and line > 0:
+            marks.setdefault(line, []).append(Mark(kind, text))
+
+    compiled = run.stage("compile")
+    if compiled is not None:
+        for d in compiled.data.get("diagnostics", []) + compiled.data.get("warnings", []):
+            add(d.get("line"), "error" if d.get("severity") in ("error", "fatal") else "note",
+                f"ptxas {d.get('severity')}: {d.get('message')}")  # fmt: skip
+    for f in run.findings:
+        detail = f.get("detail", {})
+        text = f"{f['tool']} {f['kind']}" + (f" at thread {detail['thread']}" if detail.get("thread") else "")
+        for line in finding_lines(detail):
+            add(line, "finding", text)
+    model = run.stage("model")
+    if model is not None:
+        for check in model.data.get("checks", []):
+            witness = check.get("witness") or {}
+            for line in dict.fromkeys(witness.get("lines", [])):
+                add(line, "witness", f"model: {check['property']} {check['verdict']}")
+    return {line: tuple(m) for line, m in marks.items()}
+
+
+def _executed(run: StoredRun) -> dict[int, int]:
+    metrics = run.stage("metrics")
+    lines = metrics.data.get("ptx_lines", {}) if metrics is not None else {}
+    return {int(k): int(v) for k, v in lines.items()}
+
+
+def source_view(run: StoredRun) -> SourceView:
+    """The run's PTX with its SASS beside it where the sass stage mapped lines (the whole PTX,
+    marked, when it did not: a kernel that failed to compile still shows its errors in place)."""
+    marks = line_marks(run)
+    executed = _executed(run)
+    mapped = source_map(run)
+    rows: list[Row] = []
+    if mapped:
+        for r in mapped:
+            sass = tuple((offset, code(text, "sass")) for offset, text in r.sass)
+            line = r.line
+            rows.append(Row(line, code(r.ptx, "ptx"), sass, marks.get(line, ()) if line else (),
+                            executed.get(line) if line else None))  # fmt: skip
+        shown = {r.line for r in rows}
+        # Marks outside the entry's body (a directive ptxas refused, say) still need a place.
+        rows += [Row(line, code(_line(run.ptx, line), "ptx"), (), m) for line, m in sorted(marks.items())
+                 if line not in shown]  # fmt: skip
+    else:
+        rows = [
+            Row(i, code(text, "ptx"), (), marks.get(i, ()), executed.get(i))
+            for i, text in enumerate(run.ptx.split("\n"), start=1)
+        ]
+    return SourceView(tuple(rows), bool(mapped), marks)
+
+
+def _line(text: str, number: int) -> str:
+    lines = text.split("\n")
+    return lines[number - 1] if 1 <= number <= len(lines) else ""
+
+
+def numbered(text: str, language: str) -> Iterable[tuple[int, Markup]]:
+    """``text`` line by line, highlighted, with 1-based line numbers."""
+    return ((i, code(line, language)) for i, line in enumerate(text.split("\n"), start=1))
