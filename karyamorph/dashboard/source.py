@@ -65,6 +65,14 @@ def stylesheet() -> str:
     return str(HtmlFormatter(style="friendly").get_style_defs(CSS_SCOPE))
 
 
+def finding_detail(finding: dict[str, Any]) -> dict[str, Any]:
+    """A stored finding's detail: the pipeline stores a stage's finding rows whole, so what the
+    stage called ``detail`` sits one level down."""
+    detail = finding.get("detail") or {}
+    inner = detail.get("detail")
+    return inner if isinstance(inner, dict) and len(detail) == 1 else detail
+
+
 def finding_lines(detail: dict[str, Any]) -> list[int]:
     """The PTX lines a finding names: its own, its program counters', its accesses' (racecheck
     reports a race as two accesses), without repeats."""
@@ -88,7 +96,7 @@ def line_marks(run: StoredRun) -> dict[int, tuple[Mark, ...]]:
             add(d.get("line"), "error" if d.get("severity") in ("error", "fatal") else "note",
                 f"ptxas {d.get('severity')}: {d.get('message')}")  # fmt: skip
     for f in run.findings:
-        detail = f.get("detail", {})
+        detail = finding_detail(f)
         text = f"{f['tool']} {f['kind']}" + (f" at thread {detail['thread']}" if detail.get("thread") else "")
         for line in finding_lines(detail):
             add(line, "finding", text)

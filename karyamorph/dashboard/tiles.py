@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from karyamorph.dashboard import plots
 from karyamorph.dashboard.occupancy_curves import Inputs, curves
-from karyamorph.dashboard.source import finding_lines
+from karyamorph.dashboard.source import finding_detail, finding_lines
 from karyamorph.harness.report import stage_result
 from karyamorph.harness.session import summarize
 from karyamorph.store.reading import StoredRun, StoredStage
@@ -220,7 +220,7 @@ def model_tile(run: StoredRun) -> ModelTile | Absent:
 
 
 def _finding(f: dict[str, Any]) -> Finding:
-    d = f.get("detail", {})
+    d = finding_detail(f)
     where = " ".join(f"{k} {d[k]}" for k in ("block", "thread") if d.get(k) is not None)
     if d.get("address"):
         where += f" address {d['address']}" + (f" ({d['size']} B)" if d.get("size") else "")

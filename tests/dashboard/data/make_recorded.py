@@ -160,7 +160,9 @@ def recorded_sanitizer(reports: dict[str, str]) -> Iterator[Tool]:
     worker run leaves the recorded XML report (``reports``: tool -> file in tests/golden)."""
     golden = GOLDEN / "compute-sanitizer"
 
-    def worker(job: Any, *, workdir: Path, timeout_s: float, wrapper: list[str], env: Any = None) -> WorkerOutcome:
+    def worker(
+        job: Any, *, workdir: Path, timeout_s: float, wrapper: list[str], env: Any = None
+    ) -> WorkerOutcome:
         tool = wrapper[wrapper.index("--tool") + 1]
         shutil.copy(golden / reports[tool], wrapper[wrapper.index("--save") + 1])
         return WorkerOutcome(0, False, 0.0, "", "", None)
@@ -170,7 +172,8 @@ def recorded_sanitizer(reports: dict[str, str]) -> Iterator[Tool]:
     try:
         with tempfile.TemporaryDirectory(prefix="karyamorph-recorded-") as tmp:
             help_text = golden / "compute-sanitizer.help.txt"
-            yield _tool("compute-sanitizer", "compute-sanitizer", f"#!/bin/sh\ncat '{help_text}'\n", Path(tmp))
+            script = f"#!/bin/sh\ncat '{help_text}'\n"
+            yield _tool("compute-sanitizer", "compute-sanitizer", script, Path(tmp))
     finally:
         sanitize.run_worker = saved  # type: ignore[assignment]
 
@@ -201,10 +204,12 @@ def golden_runs() -> list[RunRecord]:
     san = GOLDEN / "compute-sanitizer"
     ncu = GOLDEN / "ncu"
     return [
-        rebuilt_run("vadd", "datasets/kernels/vadd.toml", ncu / "vadd.sm_90.cubin", {"memcheck": "vadd.memcheck.xml"},
-                    start, (ncu / "vadd.ncu-rep", ncu / "vadd.ncu_report.json")),
-        rebuilt_run("san_oob_write", "tests/harness/data/san_oob_write.toml", san / "san_oob_write.sm_90.cubin",
-                    {"memcheck": "san_oob_write.memcheck.xml"}, start + timedelta(minutes=1)),
+        rebuilt_run("vadd", "datasets/kernels/vadd.toml", ncu / "vadd.sm_90.cubin",
+                    {"memcheck": "vadd.memcheck.xml"}, start,
+                    (ncu / "vadd.ncu-rep", ncu / "vadd.ncu_report.json")),
+        rebuilt_run("san_oob_write", "tests/harness/data/san_oob_write.toml",
+                    san / "san_oob_write.sm_90.cubin", {"memcheck": "san_oob_write.memcheck.xml"},
+                    start + timedelta(minutes=1)),
         rebuilt_run("san_racy_reduce", "tests/harness/data/san_racy_reduce.toml",
                     san / "san_racy_reduce.sm_90.cubin", {"racecheck": "san_racy_reduce.racecheck.xml"},
                     start + timedelta(minutes=2)),
@@ -225,15 +230,17 @@ def export_bundle(store: Store, run: str) -> dict[str, Any]:
     return {
         "format": BUNDLE_FORMAT,
         "run": row,
-        "device": _rows(store, "SELECT d.* FROM devices d JOIN runs r USING (device_id) WHERE r.run_id = ?", run),
-        "toolchain": _rows(store, "SELECT t.* FROM toolchains t JOIN runs r USING (toolchain_id) WHERE r.run_id = ?",
-                           run),
+        "device": _rows(store, "SELECT d.* FROM devices d JOIN runs r USING (device_id) "
+                        "WHERE r.run_id = ?", run),
+        "toolchain": _rows(store, "SELECT t.* FROM toolchains t JOIN runs r USING (toolchain_id) "
+                           "WHERE r.run_id = ?", run),
         "kernel": _rows(store, "SELECT k.* FROM kernels k JOIN runs r ON k.kernel_hash = r.kernel_hash "
                         "AND k.entry = r.entry WHERE r.run_id = ?", run),
         "stages": _rows(store, "SELECT * FROM stages WHERE run_id = ? ORDER BY position", run),
         "metrics": _rows(store, "SELECT * FROM metrics WHERE run_id = ? ORDER BY rowid", run),
         "samples": _rows(store, "SELECT * FROM samples WHERE run_id = ? ORDER BY i", run),
-        "sass": _rows(store, "SELECT s.* FROM sass s JOIN run_sass l USING (sass_hash) WHERE l.run_id = ?", run),
+        "sass": _rows(store, "SELECT s.* FROM sass s JOIN run_sass l USING (sass_hash) "
+                      "WHERE l.run_id = ?", run),
         "findings": _rows(store, "SELECT * FROM findings WHERE run_id = ? ORDER BY position", run),
     }  # fmt: skip
 
@@ -250,14 +257,15 @@ def bundle_record(bundle: dict[str, Any]) -> RunRecord:
     device = next((DeviceRecord(d["name"], d["compute_capability"], d["sm_count"], d["driver_version"],
                                 _json(d["properties"])) for d in bundle["device"]), None)  # fmt: skip
     toolchain = next((ToolchainRecord(t["ptxas_version"], t["nvdisasm_version"], t["cuobjdump_version"],
-                                      t["cuda_release"], _json(t["paths"])) for t in bundle["toolchain"]), None)  # fmt: skip
+                                      t["cuda_release"], _json(t["paths"]))
+                      for t in bundle["toolchain"]), None)  # fmt: skip
     (kernel,) = bundle["kernel"]
     return RunRecord(
         kernel=KernelRecord(kernel["kernel_hash"], kernel["entry"], kernel["ptx"]),
         spec_hash=run["spec_hash"], spec_text=run["spec_text"], arch=run["arch"], launch=_json(run["launch"]),
         host=run["host"], device=device, toolchain=toolchain,
-        stages=tuple(StageRecord(s["stage"], s["position"], s["status"], s["seconds"], s["log"], _json(s["data"]))
-                     for s in bundle["stages"]),
+        stages=tuple(StageRecord(s["stage"], s["position"], s["status"], s["seconds"], s["log"],
+                                 _json(s["data"])) for s in bundle["stages"]),
         metrics=tuple(MetricRecord(m["stage"], m["name"], m["value"], m["unit"]) for m in bundle["metrics"]),
         samples=tuple(SampleRecord(s["i"], s["ns"]) for s in bundle["samples"]),
         sass=tuple(SassRecord(s["arch"], s["text"]) for s in bundle["sass"]),
@@ -283,7 +291,8 @@ def tiny_search(store: Store) -> str:
     cache = json.loads((ROOT / "tests" / "search" / "data" / "tiny.json").read_text())
     keys = sorted(cache["cache"])
     random.Random(0).shuffle(keys)
-    search = store.create_search("random over tiny.json", {"strategy": "random", "seed": 0, "budget": len(keys)})
+    params = {"strategy": "random", "seed": 0, "budget": len(keys)}
+    search = store.create_search("random over tiny.json", params)
     start = datetime(2026, 12, 1, 13, 0, tzinfo=UTC)
     for seq, key in enumerate(keys):
         entry = cache["cache"][key]
