@@ -42,7 +42,8 @@ class Job:
     job_id: str
     label: str
     stages: list[StageState]
-    state: str = "running"  # running, done, failed
+    state: str = "running"  # running, done, failed (set once the runner has exited)
+    ending: str = ""  # what the runner said it ended as: done or failed
     run_id: str | None = None
     status: str = ""
     message: str = ""
@@ -74,10 +75,10 @@ class Job:
             self.status = str(event.get("status", ""))
             self.message = str(event.get("bad_input") or "")
             self.diagnostics = list(event.get("diagnostics", []))
-            self.state = "failed" if event.get("bad_input") else "done"
+            self.ending = "failed" if event.get("bad_input") else "done"
         elif kind == "error":
             self.message = str(event.get("message", ""))
-            self.state = "failed"
+            self.ending = "failed"
 
 
 def stage_names(only: Sequence[str] | None, skip: Sequence[str]) -> list[str]:
@@ -150,15 +151,16 @@ class Jobs:
         process.wait()
         drain.join()
         with self._lock:
-            if job.state == "running":
+            if not job.ending:
                 tail = "".join(errors)[-_STDERR_TAIL:].strip()
-                job.state = "failed"
+                job.ending = "failed"
                 job.message = f"the runner exited with status {process.returncode}"
                 job.message += f":\n{tail}" if tail else ""
             for s in job.stages:
-                if s.status in ("pending", "running") and job.state == "failed":
+                if s.status in ("pending", "running") and job.ending == "failed":
                     s.status = "not run"
             job.ended = time.monotonic()
+            job.state = job.ending
 
 
 __all__ = ["Job", "Jobs", "StageSelectionError", "StageState", "stage_names"]

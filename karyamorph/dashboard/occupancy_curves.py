@@ -56,18 +56,23 @@ def curves(inputs: Inputs) -> tuple[Curve, Curve, Curve]:
     """Occupancy against registers (1..255), block size (warp multiples up to the block limit)
     and shared memory per block (static + dynamic, in allocation units up to the opt-in limit)."""
     res = resources_for(inputs.arch)
-    registers = tuple((r, _fraction(inputs, registers_per_thread=r))
-                      for r in range(1, res.max_registers_per_thread + 1))  # fmt: skip
-    block = tuple(
-        (t, _fraction(inputs, block_threads=t))
-        for t in range(res.warp_size, res.max_threads_per_block + 1, res.warp_size)
-    )
     shared_now = inputs.static_shared_bytes + inputs.dynamic_shared_bytes
     top = res.max_shared_memory_per_block_bytes
-    step = max(res.shared_memory_allocation_unit_bytes, top // 256)
-    shared = tuple(
-        (s, _fraction(inputs, static_shared_bytes=s, dynamic_shared_bytes=0)) for s in range(0, top + 1, step)
+    unit = res.shared_memory_allocation_unit_bytes
+    step = unit * max(1, -(-top // (256 * unit)))  # about 256 points, on the allocation grid
+
+    def values(grid: range, own: int) -> list[int]:
+        # The run's own value is always a point, so the marked point lies on the line.
+        return sorted({*grid, own} if grid.start <= own <= grid.stop - 1 else set(grid))
+
+    register_grid = range(1, res.max_registers_per_thread + 1)
+    block_grid = range(res.warp_size, res.max_threads_per_block + 1, res.warp_size)
+    registers = tuple(
+        (r, _fraction(inputs, registers_per_thread=r)) for r in values(register_grid, inputs.registers)
     )
+    block = tuple((t, _fraction(inputs, block_threads=t)) for t in values(block_grid, inputs.block_threads))
+    shared = tuple((s, _fraction(inputs, static_shared_bytes=s, dynamic_shared_bytes=0))
+                   for s in values(range(0, top + 1, step), shared_now))  # fmt: skip
     return (
         Curve("registers per thread", "registers", registers, inputs.registers),
         Curve("threads per block", "threads", block, inputs.block_threads),

@@ -31,23 +31,20 @@ class Series:
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """About ``count`` round values (1, 2 or 5 times a power of ten apart) covering ``[lo, hi]``."""
+    """About ``count`` round values (1, 2 or 5 times a power of ten apart) covering ``[lo, hi]``;
+    a range too narrow to divide is first widened around its value."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return []
-    if hi <= lo:
-        hi = lo + (abs(lo) or 1.0)
+    lo, hi = min(lo, hi), max(lo, hi)
+    if hi - lo <= max(abs(lo), abs(hi)) * 1e-9 or hi - lo < 1e-300:
+        half = abs(lo) / 2 or 0.5
+        lo, hi = lo - half, hi + half
     raw = (hi - lo) / max(count - 1, 1)
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first = math.floor(lo / step) * step
-    ticks = []
-    value = first
-    while value <= hi + step * 1e-9:
-        ticks.append(round(value, 12))
-        value += step
-    if ticks[-1] < hi:
-        ticks.append(round(value, 12))
-    return ticks
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-12))
+    # Ticks as integer multiples of the step: adding the step up would drift.
+    first, last = math.floor(lo / step), math.ceil(hi / step)
+    return [k * step for k in range(first, last + 1)]
 
 
 def label(value: float) -> str:

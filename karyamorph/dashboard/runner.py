@@ -76,7 +76,8 @@ def run(job: RunJob) -> int:
         _say({"event": "error", "message": str(exc)})
         return 2
     compiled = outcome.result.result("compile")
-    diagnostics = compiled.data.get("diagnostics", []) if compiled is not None else []
+    found = compiled.data.get("diagnostics", []) if compiled is not None else []
+    diagnostics = [d for d in found if d.get("line")]  # the editor marks lines; the log has the rest
     _say({"event": "done", "run_id": outcome.run_id, "status": str(outcome.result.status),
           "bad_input": outcome.bad_input, "diagnostics": diagnostics,
           "arch": outcome.result.arch.name})  # fmt: skip

@@ -175,9 +175,10 @@ async def start_run(request: Request) -> Response:
         ptx_name = Path(kernel.get("ptx") or f"{kernel.get('entry') or 'kernel'}.ptx").name
         if "source" not in kernel:
             kernel["ptx"] = ptx_name
-        stages = [str(s) for s in body.get("stages", [])]
+        chosen = body.get("stages")
+        only = None if chosen is None else [str(s) for s in chosen]  # no list: every stage
         job = await run_in_threadpool(
-            state.jobs.start, toml_text(doc), ptx, ptx_name, arch=body.get("arch") or None, only=stages,
+            state.jobs.start, toml_text(doc), ptx, ptx_name, arch=body.get("arch") or None, only=only,
             skip=[], label=str(body.get("label") or "").strip() or None,
         )  # fmt: skip
     except (SpecError, StageSelectionError) as exc:

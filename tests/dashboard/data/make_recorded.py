@@ -276,9 +276,9 @@ def bundle_record(bundle: dict[str, Any]) -> RunRecord:
     )  # fmt: skip
 
 
-def bundles() -> list[dict[str, Any]]:
-    """The committed run bundles, by file name."""
-    return [json.loads(p.read_text()) for p in sorted(BUNDLES.glob("*.json"))]
+def bundles(folder: Path = BUNDLES) -> list[dict[str, Any]]:
+    """The run bundles in ``folder`` (the committed ones by default), by file name."""
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,17 +319,17 @@ def build(path: Path) -> Path:
     return path
 
 
-def export(db: Path, runs: list[str]) -> list[Path]:
-    """Write a bundle per run of ``db`` (every run when ``runs`` is empty) into ``recorded/``."""
-    BUNDLES.mkdir(exist_ok=True)
+def export(db: Path, runs: list[str], folder: Path = BUNDLES) -> list[Path]:
+    """Write a bundle per run of ``db`` (every run when ``runs`` is empty) into ``folder``."""
+    folder.mkdir(exist_ok=True)
     out = []
     with Store.open_to_read(db) as store:
         wanted = runs or [r[0] for r in store.query("SELECT run_id FROM runs ORDER BY created_at").rows]
         for run in wanted:
             bundle = export_bundle(store, run)
             name = f"{bundle['run']['entry']}-{bundle['run']['arch']}-{run[:8]}.json"
-            (BUNDLES / name).write_text(json.dumps(bundle, indent=1, default=str) + "\n")
-            out.append(BUNDLES / name)
+            (folder / name).write_text(json.dumps(bundle, indent=1, default=str) + "\n")
+            out.append(folder / name)
     return out
 
 
