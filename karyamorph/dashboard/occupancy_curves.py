@@ -3,6 +3,7 @@ threads per block, shared memory per block (the three curves of the CUDA occupan
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,20 +53,28 @@ def _fraction(inputs: Inputs, **changed: int) -> float:
     return occupancy(inputs.arch, **values).occupancy
 
 
+@functools.lru_cache(maxsize=256)
 def curves(inputs: Inputs) -> tuple[Curve, Curve, Curve]:
     """Occupancy against registers (1..255), block size (warp multiples up to the block limit)
-    and shared memory per block (static + dynamic, in allocation units up to the opt-in limit)."""
+    and shared memory per block (static + dynamic, up to the opt-in limit).
+
+    Each curve is a step function drawn from the start of each step: registers are given to a
+    warp in units (256 registers: every 8 per thread), so occupancy can change only at 1, 9,
+    17, ...; shared memory is sampled at about 128 multiples of its allocation unit. The run's
+    own value is always one of the points.
+    """
     res = resources_for(inputs.arch)
     shared_now = inputs.static_shared_bytes + inputs.dynamic_shared_bytes
     top = res.max_shared_memory_per_block_bytes
     unit = res.shared_memory_allocation_unit_bytes
-    step = unit * max(1, -(-top // (256 * unit)))  # about 256 points, on the allocation grid
+    step = unit * max(1, -(-top // (128 * unit)))
+    per_thread = max(1, res.register_allocation_unit // res.warp_size)
 
     def values(grid: range, own: int) -> list[int]:
         # The run's own value is always a point, so the marked point lies on the line.
         return sorted({*grid, own} if grid.start <= own <= grid.stop - 1 else set(grid))
 
-    register_grid = range(1, res.max_registers_per_thread + 1)
+    register_grid = range(1, res.max_registers_per_thread + 1, per_thread)
     block_grid = range(res.warp_size, res.max_threads_per_block + 1, res.warp_size)
     registers = tuple(
         (r, _fraction(inputs, registers_per_thread=r)) for r in values(register_grid, inputs.registers)

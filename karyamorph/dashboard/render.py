@@ -57,6 +57,7 @@ def environment() -> Environment:
     )
     env.filters.update(num=_number, when=_when, secs=_seconds, path=_path, short=lambda s: str(s)[:8])
     env.globals["pygments_css"] = stylesheet()
+    env.globals["css"] = static_text("dashboard.css")
     return env
 
 

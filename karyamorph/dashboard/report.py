@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from karyamorph.dashboard.access import Database
-from karyamorph.dashboard.render import render, static_text
+from karyamorph.dashboard.render import render
 from karyamorph.dashboard.run_view import load_view
 from karyamorph.store.reading import find_run
 
@@ -26,8 +26,7 @@ def report_html(db: Database, run_id: str, baseline: str | None = None) -> str:
         pinned = find_run(store, baseline) if baseline else None
         view = load_view(store, full, pinned)
     written = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return render("report.html", view=view, live=False, css=static_text("dashboard.css"), written=written,
-                  db_path=db.path.name, static="")  # fmt: skip
+    return render("report.html", view=view, live=False, written=written, db_path=db.path.name, static="")
 
 
 def write_report(db: Path, run_id: str, out: Path, baseline: str | None = None) -> Path:

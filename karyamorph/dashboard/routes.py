@@ -44,15 +44,18 @@ async def index(request: Request) -> Response:
     wanted = request.query_params.get("run")
 
     def read() -> dict[str, Any]:
-        page, view, error = None, None, ""
+        # One visit to the store for the whole page: each open reads every table once.
+        page, view, error, initial = None, None, "", None
         if state.db.exists:
             try:
                 with state.db.reading() as store:
                     page = run_page(store)
+                    initial = initial_workbench(state, store)
                     view = load_view(store, wanted, state.pinned) if wanted else None
-            except StoreError as exc:
+            except StoreError as exc:  # a busy or damaged store, or no run with the id asked for
                 error = str(exc)
-        return {"page": page, "view": view, "error": error, "initial": initial_workbench(state)}
+        initial = initial or initial_workbench(state, None)
+        return {"page": page, "view": view, "error": error, "initial": initial}
 
     context = await run_in_threadpool(read)
     initial = context.pop("initial")

@@ -22,8 +22,8 @@ from karyamorph.dashboard.spec_form import ArgRow, SpecForm, doc_from_fields, do
 from karyamorph.dashboard.state import State, form_fields, state_of
 from karyamorph.isa.parser import decode
 from karyamorph.kernel.spec import SpecError
-from karyamorph.store.database import StoreError
-from karyamorph.store.reading import load_run
+from karyamorph.store.database import Store, StoreError
+from karyamorph.store.reading import RunNotFoundError
 
 _SKELETON_PTX = """.version 8.7
 .target sm_80
@@ -85,7 +85,7 @@ def from_spec_file(path: Path) -> Workbench:
     return _bench(doc, ptx, f"spec {path}")
 
 
-def from_run(state: State, run_id: str) -> Workbench:
+def from_run(store: Store, run_id: str) -> Workbench:
     """The workbench for a stored run: its spec text and its PTX.
 
     Raises
@@ -95,25 +95,30 @@ def from_run(state: State, run_id: str) -> Workbench:
     SpecError
         The stored spec text is not TOML.
     """
-    with state.db.reading() as store:
-        run = load_run(store, run_id)
-    doc = doc_from_toml(run.spec_text, "the run's spec")
-    return _bench(doc, run.ptx, f"run {run.run_id[:8]}")
+    row = store.query(
+        "SELECT r.spec_text, k.ptx FROM runs r JOIN kernels k ON k.kernel_hash = r.kernel_hash "
+        "AND k.entry = r.entry WHERE r.run_id = ?",
+        [run_id],
+    ).rows
+    if not row:
+        raise RunNotFoundError(f"no run {run_id} in {store.path}")
+    spec_text, ptx = row[0]
+    return _bench(doc_from_toml(spec_text, "the run's spec"), ptx, f"run {run_id[:8]}")
 
 
-def initial_workbench(state: State) -> Workbench:
-    """What the page opens with (see the module's docstring)."""
+def initial_workbench(state: State, store: Store | None) -> Workbench:
+    """What the page opens with (see the module's docstring); ``store`` is the page's open
+    store (None when there is no database yet)."""
     if state.spec is not None:
         try:
             return from_spec_file(state.spec)
         except SpecError:
             pass  # the command checked the file; if it changed since, fall back to the rest
-    if state.db.exists:
+    if store is not None:
         try:
-            with state.db.reading() as store:
-                newest = store.query("SELECT run_id FROM runs ORDER BY created_at DESC, run_id LIMIT 1").rows
+            newest = store.query("SELECT run_id FROM runs ORDER BY created_at DESC, run_id LIMIT 1").rows
             if newest:
-                return from_run(state, str(newest[0][0]))
+                return from_run(store, str(newest[0][0]))
         except (StoreError, SpecError):
             pass  # an unreadable newest run must not keep the page from opening
     for name in state.example_names():
@@ -196,8 +201,14 @@ async def job(request: Request) -> Response:
 
 async def run_source(request: Request) -> Response:
     """A stored run's PTX and spec TOML, for "edit in the workbench"."""
+    state = state_of(request)
+
+    def read() -> Workbench:
+        with state.db.reading() as store:
+            return from_run(store, request.path_params["run_id"])
+
     try:
-        bench = await run_in_threadpool(from_run, state_of(request), request.path_params["run_id"])
+        bench = await run_in_threadpool(read)
     except (StoreError, SpecError) as exc:
         return JSONResponse({"error": str(exc)}, status_code=404)
     return JSONResponse(bench.as_json())

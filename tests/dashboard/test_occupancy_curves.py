@@ -1,6 +1,7 @@
 """The occupancy tile's curves: each passes through the run's own occupancy (as the static stage
 stored it), and obeys the calculator's laws: more registers or more shared memory per block never
-raise occupancy, and no block size exceeds 100%."""
+raise occupancy, no block size exceeds 100%, and the register curve drawn from the start of each
+step is the curve of every register count."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from karyamorph.dashboard.occupancy_curves import Inputs, curves
+from karyamorph.model.resources.occupancy import occupancy
 from karyamorph.store.database import Store
 from karyamorph.store.reading import load_run
 
@@ -46,5 +48,15 @@ def test_the_curves_obey_the_calculators_laws(arch: str, threads: int, regs: int
         assert all(b <= a for a, b in itertools.pairwise(values)), curve.name
     assert all(0 <= y <= 1 for _, y in block_curve.points)
     assert {x for x, _ in block_curve.points} == {*range(32, 1025, 32), threads}
-    assert [x for x, _ in regs_curve.points] == list(range(1, 256))
+    assert {x for x, _ in regs_curve.points} == {*range(1, 256, 8), regs}
     assert shared in dict(shared_curve.points)
+
+
+@pytest.mark.parametrize(("arch", "threads", "shared"),
+                         [("sm_80", 256, 0), ("sm_90", 128, 8192), ("sm_120", 96, 0)])  # fmt: skip
+def test_the_register_steps_hold_for_every_register_count(arch: str, threads: int, shared: int) -> None:
+    (regs_curve, _, _) = curves(Inputs(arch, threads, 32, shared, 0))
+    steps = sorted(regs_curve.points)
+    for r in range(1, 256):
+        drawn = next(y for x, y in reversed(steps) if x <= r)
+        assert occupancy(arch, threads, r, shared).occupancy == drawn, r
