@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from karyamorph.dashboard.source import stylesheet
 from karyamorph.table import number, relative
@@ -56,8 +57,9 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=_number, when=_when, secs=_seconds, path=_path, short=lambda s: str(s)[:8])
-    env.globals["pygments_css"] = stylesheet()
-    env.globals["css"] = static_text("dashboard.css")
+    # Our own stylesheets, inlined as they are (escaping would break their quotes).
+    env.globals["pygments_css"] = Markup(stylesheet())
+    env.globals["css"] = Markup(static_text("dashboard.css"))
     return env
 
 

@@ -141,11 +141,19 @@ def _absent(stage: StoredStage | None, name: str) -> Absent | None:
     return None
 
 
+def _summary(run: StoredRun, stage: StoredStage) -> str:
+    tools = stage.data.get("tools")
+    if stage.name == "sanitize" and stage.status == "fail" and isinstance(tools, dict):
+        # The stage's log starts with its sizes; what it found is the news.
+        found = [(name, t.get("findings")) for name, t in tools.items() if t.get("findings")]
+        return "; ".join(f"{name}: {n} finding(s)" for name, n in found)
+    return summarize(stage.name, stage_result(run, stage))
+
+
 def stage_lines(run: StoredRun) -> tuple[StageLine, ...]:
-    """Each stage: status, seconds and the stage's own summary (as ``karyamorph run`` prints it)."""
-    return tuple(
-        StageLine(s.name, s.status, s.seconds, summarize(s.name, stage_result(run, s))) for s in run.stages
-    )
+    """Each stage: status, seconds and the stage's own summary (as ``karyamorph run`` prints it;
+    a failing sanitize stage by its findings)."""
+    return tuple(StageLine(s.name, s.status, s.seconds, _summary(run, s)) for s in run.stages)
 
 
 def figures_of(run: StoredRun, stage: str, skip: tuple[str, ...] = ("seconds",)) -> Figures:
@@ -168,8 +176,7 @@ def compile_tile(run: StoredRun) -> Figures | Absent:
             ("constant memory", _value(d.get("const_bytes")), "bytes"),
             ("barriers", _value(d.get("barriers")), ""),
             ("cubin", _value(d.get("cubin_bytes")), "bytes"),
-            ("ptxas time", _value(d.get("compile_time_ms")), "ms"),
-            ("ptxas options", " ".join(d.get("args", [])), "")]  # fmt: skip
+            ("ptxas time", _value(d.get("compile_time_ms")), "ms")]  # fmt: skip
     rows += [(f"ptxas {w.get('severity')}", str(w.get("message")), f"line {w.get('line')}")
              for w in d.get("warnings", [])]  # fmt: skip
     return Figures(tuple(rows))
