@@ -4,7 +4,6 @@ what the run found on that line (ptxas errors, sanitizer findings, model witness
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +56,17 @@ def code(text: str, language: str) -> Markup:
     """``text`` as HTML spans coloured by pygments' classes (see :func:`stylesheet`)."""
     html = highlight(text, lexer_for(language), _formatter())
     return Markup(html.rstrip("\n"))
+
+
+def code_lines(text: str, language: str) -> list[Markup]:
+    """Each line of ``text`` highlighted, from one pass over the whole text (one pygments call
+    per line costs more than the rest of a run's page). pygments' HTML closes its spans at
+    every line end, so the lines stand alone."""
+    lexer = lexer_for(language)
+    lexer.stripnl = False  # keep leading blank lines: line numbers must not move
+    html = highlight(text, lexer, _formatter()).split("\n")
+    count = len(text.split("\n"))
+    return [Markup(line) for line in (html + [""] * count)[:count]]
 
 
 @functools.cache
@@ -121,30 +131,22 @@ def source_view(run: StoredRun) -> SourceView:
     marks = line_marks(run)
     executed = _executed(run)
     mapped = source_map(run)
+    ptx = code_lines(run.ptx, "ptx")
+
+    def ptx_line(number: int | None, text: str) -> Markup:
+        return ptx[number - 1] if number is not None and 1 <= number <= len(ptx) else Markup.escape(text)
+
     rows: list[Row] = []
     if mapped:
+        sass = iter(code_lines("\n".join(text for r in mapped for _, text in r.sass), "sass"))
         for r in mapped:
-            sass = tuple((offset, code(text, "sass")) for offset, text in r.sass)
             line = r.line
-            rows.append(Row(line, code(r.ptx, "ptx"), sass, marks.get(line, ()) if line else (),
+            listed = tuple((offset, next(sass)) for offset, _ in r.sass)
+            rows.append(Row(line, ptx_line(line, r.ptx), listed, marks.get(line, ()) if line else (),
                             executed.get(line) if line else None))  # fmt: skip
         shown = {r.line for r in rows}
         # Marks outside the entry's body (a directive ptxas refused, say) still need a place.
-        rows += [Row(line, code(_line(run.ptx, line), "ptx"), (), m) for line, m in sorted(marks.items())
-                 if line not in shown]  # fmt: skip
+        rows += [Row(n, ptx_line(n, ""), (), m) for n, m in sorted(marks.items()) if n not in shown]
     else:
-        rows = [
-            Row(i, code(text, "ptx"), (), marks.get(i, ()), executed.get(i))
-            for i, text in enumerate(run.ptx.split("\n"), start=1)
-        ]
+        rows = [Row(i, html, (), marks.get(i, ()), executed.get(i)) for i, html in enumerate(ptx, start=1)]
     return SourceView(tuple(rows), bool(mapped), marks)
-
-
-def _line(text: str, number: int) -> str:
-    lines = text.split("\n")
-    return lines[number - 1] if 1 <= number <= len(lines) else ""
-
-
-def numbered(text: str, language: str) -> Iterable[tuple[int, Markup]]:
-    """``text`` line by line, highlighted, with 1-based line numbers."""
-    return ((i, code(line, language)) for i, line in enumerate(text.split("\n"), start=1))
