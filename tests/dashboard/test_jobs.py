@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.dashboard.jobs import Job, Jobs, StageSelectionError, stage_names
+from karyamorph.dashboard.jobs import Job, Jobs, StageSelectionError, StageState, stage_names
 from karyamorph.harness.pipeline import STAGE_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,3 +104,18 @@ def test_a_run_started_from_the_page_runs_every_stage_outside_the_server(tmp_pat
     finally:
         con.close()
     assert stages == list(STAGE_TYPES)
+
+
+def test_a_runner_that_dies_mid_stage_leaves_a_failed_run_with_its_last_words(tmp_path: Path) -> None:
+    # What a killed runner (out of memory, a signal) looks like to the page: a stage started,
+    # then no "done"; the page must not wait for ever or call it a success.
+    jobs = Jobs(tmp_path / "work", tmp_path / "runs.duckdb")
+    job = Job("1", "", [StageState("compile"), StageState("sass")])
+    started = json.dumps({"event": "stage", "name": "compile", "status": None})
+    dying = (f"import os, sys; print({started!r}, flush=True); "
+             "print('last words', file=sys.stderr, flush=True); os.kill(os.getpid(), 9)")  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-c", dying], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    jobs._follow(job, process)
+    assert job.state == "failed" and "status -9" in job.message and "last words" in job.message
+    assert [(s.name, s.status) for s in job.stages] == [("compile", "not run"), ("sass", "not run")]
