@@ -27,6 +27,8 @@ FORBIDDEN = {
     # Campaigns sit beside search and the dashboard: they use the harness and the store, and only
     # the command line uses them.
     "campaign": ("karyamorph.search", "karyamorph.dashboard", "karyamorph.cli", "torch", "cuda"),
+    # The page runs no GPU code itself: GPU work happens in the harness's worker processes.
+    "dashboard": ("karyamorph.search", "karyamorph.campaign", "karyamorph.cli", "torch", "cuda", "cupy"),
 }  # fmt: skip
 
 # The command-line modules: they alone import lazily (inside a command), so `karyamorph --help`
@@ -54,6 +56,16 @@ def test_no_module_imports_upward() -> None:
     assert problems == []
 
 
+def test_only_the_cli_imports_the_dashboard() -> None:
+    importers = sorted(
+        str(path.relative_to(PACKAGE.parent))
+        for path in PACKAGE.rglob("*.py")
+        if "dashboard" not in path.relative_to(PACKAGE).parts[:-1]
+        and any(n.split(".")[:2] == ["karyamorph", "dashboard"] for n in imported_modules(path))
+    )
+    assert {Path(p).parent.name for p in importers} == {"cli"}
+
+
 def _heavy_after(imports: str) -> list[str]:
     code = (
         f"import sys; {imports};"
@@ -73,6 +85,15 @@ def test_importing_the_core_stays_light() -> None:
     assert _heavy_after("import karyamorph.harness.pipeline, karyamorph.harness.session") in (
         ["z3"], ["duckdb", "z3"]
     )
+
+
+def test_the_command_line_starts_without_the_web_stack() -> None:
+    # `karyamorph --help` must not pay for starlette, uvicorn or jinja2: the dashboard's commands
+    # import them when they run.
+    web = "('starlette', 'uvicorn', 'jinja2')"
+    code = f"import sys, karyamorph.cli; print(sorted(m for m in {web} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_search_runs_without_the_gpu_stack() -> None:

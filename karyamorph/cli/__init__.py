@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from karyamorph.cli.campaign import campaign_group, datasets_group
+from karyamorph.cli.dashboard import COMMANDS as DASHBOARD_COMMANDS
 from karyamorph.cli.search import search_group
 from karyamorph.cli.support import (
     EXAMPLES,
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
 @click.version_option(package_name="karyamorph")
 def main() -> None:
     """KaryaMorph: test what PTX really does, and how fast; model it; search it."""
+
+
+for _command in DASHBOARD_COMMANDS:
+    main.add_command(_command)
 
 
 @main.command()

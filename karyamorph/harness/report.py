@@ -39,7 +39,10 @@ class SourceLine:
 
 def stage_result(run: StoredRun, stage: StoredStage) -> StageResult:
     """A stored stage as the pipeline's StageResult again, so that its own summary can read it."""
-    figures = tuple(Figure(m.name, m.value, m.unit) for m in run.metrics_of(stage.name))
+    # "seconds" is the store's own row for every stage (the stage's wall time), not a figure the
+    # stage reported: a summary that lists figures (the sanitizer's tools) must not see it.
+    stored = run.metrics_of(stage.name)
+    figures = tuple(Figure(m.name, m.value, m.unit) for m in stored if m.name != "seconds")
     # A status this version does not know (written by another tool) is summarised by its log.
     status = Status(stage.status) if stage.status in set(Status) else Status.ERROR
     return StageResult(status, stage.data, stage.log, stage.seconds, figures)
