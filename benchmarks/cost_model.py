@@ -80,7 +80,8 @@ def main() -> int:
         got = got or everything
         if name != "all":
             everything += got
-        if len(got) < 3:
+        if len(got) < 3 or len({q for _, q, _ in got}) < 2:
+            print(f"{name}: {len(got)} variants, predictions all equal: no ranking", file=sys.stderr)
             continue
         measured, pred = [m for m, _, _ in got], [q for _, q, _ in got]
         rows.append({

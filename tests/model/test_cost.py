@@ -15,7 +15,7 @@ H200 = machine_for("sm_90")
 
 
 def counts(fp32: float = 0.0, dram: float = 0.0, blocks: int = 132 * 8, sectors: float = 0.0) -> KernelCounts:
-    return KernelCounts({"fp32": fp32}, sectors, 0.0, 0.0, 0.0, dram, blocks, 8)
+    return KernelCounts({"fp32": fp32}, sectors, 0.0, 0.0, 0.0, 0.0, dram, 0.0, blocks, 8)
 
 
 def test_an_ffma_bound_launch_takes_its_instructions_over_the_fp32_rate() -> None:

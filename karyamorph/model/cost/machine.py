@@ -46,7 +46,12 @@ class CostMachine:
     shared_wavefronts_per_clock : float
         Shared-memory wavefronts per clock per SM.
     dram_latency, l2_latency : float
-        Load-to-use latency in cycles.
+        Load-to-use latency in cycles, of an idle memory system (a pointer chase).
+    loaded_latency_factor : float
+        How much longer a load takes when the memory system streams near its bandwidth (the
+        queues fill): the latency Little's law needs for loads in flight.
+    atomics_per_clock : float
+        Atomic updates of one address the device completes per clock (they serialise in L2).
     launch_s : float
         Launch and drain time of an empty kernel.
     source : str
@@ -62,6 +67,8 @@ class CostMachine:
     dram_latency: float
     l2_latency: float
     issue_per_clock: float = 4.0
+    loaded_latency_factor: float = 3.0
+    atomics_per_clock: float = 0.5
     shared_wavefronts_per_clock: float = 1.0
     launch_s: float = 2.5e-6
     source: str = "defaults"

@@ -3,8 +3,9 @@
 Per wave of resident blocks, an SM must issue every warp-instruction (4 per clock), feed each
 unit at its rate, serve its shared-memory wavefronts and its share of L2 sectors, and wait for
 each round of dependent global loads (a loop trip of a warp) one DRAM latency. The launch also
-cannot beat DRAM bandwidth on its compulsory bytes. The slowest bound, plus the launch time, is
-the prediction; :attr:`Prediction.bound` names it.
+cannot move its compulsory bytes faster than DRAM allows, nor faster than its loads in flight
+allow (Little's law: the resident warps' bytes per round over the DRAM latency). The slowest
+bound, plus the launch time, is the prediction; :attr:`Prediction.bound` names it.
 """
 
 from __future__ import annotations
@@ -32,10 +33,14 @@ class KernelCounts:
         Memory transactions (loads and stores together).
     global_load_requests : float
         Warp-level global load instructions.
+    global_load_bytes : float
+        Bytes of the sectors those loads move.
     loop_trips : float
         Branches taken per warp: the rounds of dependent work a warp runs.
     dram_bytes : float
         Bytes that must come from or go to DRAM at least once (the spec's cost).
+    atomics : float
+        Atomic and reduction operations (thread-level), taken to update few addresses.
     blocks, warps_per_block : int
     """
 
@@ -43,8 +48,10 @@ class KernelCounts:
     global_sectors: float
     shared_wavefronts: float
     global_load_requests: float
+    global_load_bytes: float
     loop_trips: float
     dram_bytes: float
+    atomics: float
     blocks: int
     warps_per_block: int
 
@@ -68,8 +75,10 @@ def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_
         global_sectors=scale * sum(stats.get("sectors", {}).values()),
         shared_wavefronts=scale * sum(stats.get("wavefronts", {}).values()),
         global_load_requests=scale * stats.get("requests", {}).get("global.ld", 0),
+        global_load_bytes=scale * SECTOR_BYTES * stats.get("sectors", {}).get("global.ld", 0),
         loop_trips=branches / warps,
         dram_bytes=dram_bytes,
+        atomics=scale * stats.get("atomics", 0),
         blocks=blocks,
         warps_per_block=warps_per_block,
     )
@@ -96,18 +105,32 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int) -> P
     busy_blocks = waves * resident  # the busiest SM's blocks
     per_block = {u: n / counts.blocks for u, n in counts.warp_instructions.items()}
     hz = machine.clock_hz
+    in_flight = _in_flight_bandwidth(counts, machine, resident)
     terms: dict[str, float] = {
         "issue": busy_blocks * sum(per_block.values()) / machine.issue_per_clock / hz,
         "shared": busy_blocks * counts.shared_wavefronts / counts.blocks
         / machine.shared_wavefronts_per_clock / hz,
         "l2": busy_blocks * counts.global_sectors / counts.blocks * SECTOR_BYTES
         / machine.l2_bytes_per_clock_per_sm / hz,
-        "dram": counts.dram_bytes / machine.dram_bytes_per_s,
+        "dram": counts.dram_bytes / min(machine.dram_bytes_per_s, in_flight),
         "latency": waves * max(1.0, counts.loop_trips) * machine.dram_latency / hz
         if counts.global_load_requests else 0.0,
+        "atomics": counts.atomics / machine.atomics_per_clock / hz,
     }  # fmt: skip
+    terms = {k: v for k, v in terms.items() if v > 0}
     for unit, n in per_block.items():
         rate = machine.rates.get(unit, 1.0)
         terms[f"unit.{unit}"] = busy_blocks * n / rate / hz if rate > 0 else math.inf
     bound = max(terms, key=lambda k: terms[k])
     return Prediction(terms[bound] + machine.launch_s, bound, terms)
+
+
+def _in_flight_bandwidth(counts: KernelCounts, machine: CostMachine, resident: int) -> float:
+    """Bytes per second the resident warps' loads in flight sustain: per warp, its load bytes
+    over its rounds of dependent loads, for every resident warp, each round one DRAM latency."""
+    warps = counts.blocks * counts.warps_per_block
+    if not counts.global_load_bytes or not warps:
+        return math.inf
+    per_round = counts.global_load_bytes / warps / max(1.0, counts.loop_trips)
+    flying = machine.sms * resident * counts.warps_per_block * per_round
+    return flying / (machine.loaded_latency_factor * machine.dram_latency / machine.clock_hz)
