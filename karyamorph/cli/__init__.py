@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from karyamorph.cli.microbench import microbench_command
 from karyamorph.cli.search import search_group
 from karyamorph.cli.support import (
     EXAMPLES,
@@ -423,6 +424,7 @@ def ptx_info(file: str, fmt: str) -> None:
 
 
 main.add_command(search_group)
+main.add_command(microbench_command)
 
 
 if __name__ == "__main__":
