@@ -155,7 +155,7 @@ def microbench_command(
             quick=quick,
             warps=_warps(warps),
             stride=stride,
-            timeout_s=timeout or 600.0,
+            timeout_s=timeout or 120.0,
             jobs=jobs,
             dry_run=dry_run,
         )

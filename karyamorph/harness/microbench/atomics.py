@@ -200,7 +200,7 @@ class AtomicBench:
                 continue
             words = result.words("out")
             expect = fibonacci_chain(2 * HOPS)
-            ok = all((int(w[0]), int(w[1])) == expect for w in words)
+            ok = all((int(w[0]), int(w[1])) == expect and int(w[2]) > 0 for w in words)
             detail = {"hops": HOPS, "sass": c.regions.get(f"atom_lat_{s}", ({},))[0]}
             rows.append(
                 figure(

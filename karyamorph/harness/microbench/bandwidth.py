@@ -36,7 +36,7 @@ UNROLL = 8
 SHARED_BYTES = 16 * KIB
 VECTOR = 16
 SHARED_ITERATIONS = 256
-L2_PASSES = 64
+L2_PASSES = 256
 
 
 def _xor_into(k: KernelBuilder, acc: Reg, values: tuple[Reg, ...]) -> None:

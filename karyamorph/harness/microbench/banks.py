@@ -125,7 +125,10 @@ class BankBench:
                 )
                 continue
             words = result.words("out")
-            ok = all([int(x) for x in w[:32]] == [4 * s * lane for lane in range(32)] for w in words)
+            ok = all(
+                [int(x) for x in w[:32]] == [4 * s * lane for lane in range(32)] and int(w[32]) > 0
+                for w in words
+            )
             detail = {
                 "conflict_degree": conflict_degree(s),
                 "hops": HOPS,

@@ -23,6 +23,22 @@ from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.spec import KernelSpec, Launch
 
 
+class _Readings:
+    """The SM clock, read at most every ``interval_s`` of the reader (NVML: every time; the
+    ``nvidia-smi`` fallback costs tens of ms a call, so a launch may reuse a recent reading)."""
+
+    def __init__(self, reader: ClockReader) -> None:
+        self.reader = reader
+        self.max_mhz = reader.max_mhz()
+        self._last: tuple[float, float | None] | None = None
+
+    def read(self) -> float | None:
+        now = time.monotonic()
+        if self._last is None or now - self._last[0] >= self.reader.interval_s:
+            self._last = (now, self.reader.read_mhz())
+        return self._last[1]
+
+
 def _bound(spec: LaunchSpec) -> BoundKernel:
     # A launch configuration as the shared launcher takes it (the PTX is already a cubin).
     return bind(KernelSpec("", spec.entry, {}, Launch((spec.grid,), (spec.block,), spec.shared_bytes), ()))
@@ -50,7 +66,7 @@ def _read_back(spec: LaunchSpec, tensors: dict[str, Any]) -> dict[str, np.ndarra
 
 
 def run_launch(
-    spec: LaunchSpec, code: Any, device: Any, stream: Any, ordinal: int, clock: ClockReader
+    spec: LaunchSpec, code: Any, device: Any, stream: Any, ordinal: int, clock: _Readings
 ) -> LaunchResult:
     """Run one launch configuration ``warmup + repeats`` times on ``stream``.
 
@@ -68,11 +84,11 @@ def run_launch(
     tensors = _allocate(spec, f"cuda:{ordinal}")
     torch.cuda.synchronize(ordinal)  # the fills ran on torch's stream, the kernel runs on ours
     args = [
-        Scalar.as_numpy(a) if isinstance(a, Scalar) else np.uint64(int(tensors[a].data_ptr()))
+        a.as_numpy() if isinstance(a, Scalar) else np.uint64(int(tensors[a].data_ptr()))
         for a in spec.args
     ]
     launch.set_args(args)
-    before = clock.read_mhz()
+    before = clock.read()
     outputs: list[dict[str, np.ndarray]] = []
     event_ns: tuple[float, ...] = ()
     if spec.events:
@@ -86,7 +102,7 @@ def run_launch(
             max_wall_seconds=600.0,
             flush_l2=False,
         )
-        timing = measure(launch.enqueue, stream, ordinal=ordinal, options=options, clock=clock)
+        timing = measure(launch.enqueue, stream, ordinal=ordinal, options=options, clock=clock.reader)
         event_ns = tuple(timing.samples_ns)
         outputs = [_read_back(spec, tensors)] * spec.repeats
     else:
@@ -97,11 +113,11 @@ def run_launch(
             launch.enqueue()
             launch.sync()
             outputs.append(_read_back(spec, tensors))
-    after = clock.read_mhz()
+    after = clock.read()
     blocks = launch.driver_blocks_per_sm()
     del tensors
     return LaunchResult(
-        spec.key, tuple(outputs), event_ns, (before, after), clock.max_mhz(), blocks, time.perf_counter() - t0
+        spec.key, tuple(outputs), event_ns, (before, after), clock.max_mhz, blocks, time.perf_counter() - t0
     )
 
 
@@ -119,7 +135,7 @@ def run_batch(ordinal: int, batch: Batch) -> tuple[LaunchResult, ...]:
     device = Device(ordinal)
     device.set_current()
     stream = device.create_stream()
-    clock = open_clock(ordinal)
+    clock = _Readings(open_clock(ordinal))
     codes = {key: ObjectCode.from_cubin(cubin, name=f"{key}.cubin") for key, cubin in batch.cubins.items()}
     try:
         return tuple(run_launch(s, codes[s.module], device, stream, ordinal, clock) for s in batch.launches)

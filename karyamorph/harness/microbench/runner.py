@@ -47,10 +47,11 @@ def worker_call(worker: GpuWorker) -> BatchCall:
 
 
 def _describe(failure: JobFailure) -> str:
-    tail = failure.log.strip().splitlines()[-1:] if failure.log else []
-    return f"{failure.kind}: {failure.reason}" + (
-        f" ({tail[0]})" if tail and tail[0] not in failure.reason else ""
-    )
+    """The failure in one line; the last line of the worker's log too when it says more."""
+    tail = failure.log.strip().splitlines()[-1] if failure.log.strip() else ""
+    message = failure.reason.split(": ", 1)[-1]
+    more = f" ({tail})" if tail and message not in tail and tail not in failure.reason else ""
+    return f"{failure.kind}: {failure.reason}{more}"
 
 
 def run_batches(call: BatchCall, batches: list[Batch], timeout_s: float) -> BatchOutcome:

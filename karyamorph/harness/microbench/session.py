@@ -63,7 +63,7 @@ class MicrobenchOptions:
     quick: bool = False
     warps: tuple[int, ...] | None = None
     stride: int = 64
-    timeout_s: float = 600.0
+    timeout_s: float = 120.0
     jobs: int | None = None
     dry_run: bool = False
 
