@@ -84,8 +84,7 @@ def run_launch(
     tensors = _allocate(spec, f"cuda:{ordinal}")
     torch.cuda.synchronize(ordinal)  # the fills ran on torch's stream, the kernel runs on ours
     args = [
-        a.as_numpy() if isinstance(a, Scalar) else np.uint64(int(tensors[a].data_ptr()))
-        for a in spec.args
+        a.as_numpy() if isinstance(a, Scalar) else np.uint64(int(tensors[a].data_ptr())) for a in spec.args
     ]
     launch.set_args(args)
     before = clock.read()

@@ -59,10 +59,11 @@ HEADLINES: tuple[tuple[str, Pick, str], ...] = (
     ("shared-memory bandwidth", _is("bandwidth", "shared"), "min"),
     ("L2 bandwidth", _is("bandwidth", "l2"), "min"),
     ("DRAM bandwidth", _is("bandwidth", "dram"), "min"),
-    ("bank conflicts: stride 32 vs 1", _is("bank_conflict", "shared.ld.u32", 32), "min"),
+    ("shared load, 1-word stride (no conflict)", _is("bank_conflict", "shared.ld.u32", 1), "min"),
+    ("shared load, 32-word stride (32-way conflict)", _is("bank_conflict", "shared.ld.u32", 32), "min"),
     ("global atomic latency", _is("atomic_latency", "global.add.u32"), "min"),
     ("shared atomic latency", _is("atomic_latency", "shared.add.u32"), "min"),
-    ("bar.sync, 32 warps", _is("barrier", "bar.sync", 32), "min"),
+    ("bar.sync, 32 warps a block", _is("barrier", "bar.sync", 32), "min"),
 )
 
 

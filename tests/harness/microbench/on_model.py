@@ -35,9 +35,17 @@ def without_hardware_reads(module: ast.Module) -> ast.Module:
     return dataclasses.replace(module, items=tuple(items))
 
 
-def run(module: ast.Module, entry: str, grid: int, block: int, args: dict[str, Any], shared: int = 0,
-        max_steps: int = 5_000_000) -> dict[str, np.ndarray]:
+def run(
+    module: ast.Module,
+    entry: str,
+    grid: int,
+    block: int,
+    args: dict[str, Any],
+    shared: int = 0,
+    max_steps: int = 5_000_000,
+) -> dict[str, np.ndarray]:
     """The outputs of ``entry`` run for one launch on the model (clock and SM id reading 0)."""
-    result = interpret(without_hardware_reads(module), entry, ptx_machine(), (grid, block, shared), args,
-                       max_steps=max_steps)
+    result = interpret(
+        without_hardware_reads(module), entry, ptx_machine(), (grid, block, shared), args, max_steps=max_steps
+    )
     return result.outputs

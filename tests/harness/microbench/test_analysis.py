@@ -22,8 +22,16 @@ from karyamorph.harness.microbench.stats import loop_overhead, per_op, sm_spans,
 from karyamorph.model.check.validation_forms import enumerate_forms
 from karyamorph.model.ptx.machine import ptx_machine
 
-SHAPE = DeviceShape("sm_90", sm_count=4, l2_bytes=32 * MIB, max_warps_per_sm=64, max_shared_per_block=227 * 1024,
-                    clock_khz=1_980_000, memory_clock_khz=2_619_000, memory_bus_bits=5120)  # fmt: skip
+SHAPE = DeviceShape(
+    "sm_90",
+    sm_count=4,
+    l2_bytes=32 * MIB,
+    max_warps_per_sm=64,
+    max_shared_per_block=227 * 1024,
+    clock_khz=1_980_000,
+    memory_clock_khz=2_619_000,
+    memory_bus_bits=5120,
+)
 
 
 def test_per_op_cancels_what_both_loops_share() -> None:
@@ -47,14 +55,18 @@ def test_summary_is_median_and_relative_range() -> None:
 
 def test_sm_spans_group_warps_by_their_sm() -> None:
     # Three warps on SM 5 (loops at 100-400 / 1000-1700 and overlapping), one on SM 2.
-    clocks = np.array([[100, 300, 1000, 1600], [150, 400, 1010, 1700], [120, 350, 1005, 1650],
-                       [7, 9, 20, 30]], dtype=np.uint64)  # fmt: skip
+    clocks = np.array(
+        [[100, 300, 1000, 1600], [150, 400, 1010, 1700], [120, 350, 1005, 1650], [7, 9, 20, 30]],
+        dtype=np.uint64,
+    )
     spans = {s.sm: s for s in sm_spans(clocks.reshape(-1), np.array([5, 5, 5, 2], np.uint32), 2)}
     assert (spans[5].warps, spans[5].cycles) == (3, (300, 700))
     assert (spans[2].warps, spans[2].cycles) == (1, (2, 10))
 
 
-def curve(levels: list[tuple[float, float]], sizes: list[int], noise: float = 0.0, seed: int = 0) -> list[float]:
+def curve(
+    levels: list[tuple[float, float]], sizes: list[int], noise: float = 0.0, seed: int = 0
+) -> list[float]:
     """Latency of each size: the level of the first ``(limit, level)`` whose limit is not below it,
     with a geometric ramp over the two points after each limit (a gradual replacement), and noise."""
     rng = np.random.default_rng(seed)
@@ -63,7 +75,7 @@ def curve(levels: list[tuple[float, float]], sizes: list[int], noise: float = 0.
         for j, (limit, level) in enumerate(levels):
             if s <= limit:
                 prev = levels[j - 1] if j else None
-                if prev is not None and s <= prev[0] * 2 ** 0.5:  # the ramp just past the previous level
+                if prev is not None and s <= prev[0] * 2**0.5:  # the ramp just past the previous level
                     level = math.sqrt(level * prev[1])
                 out.append(level * (1 + noise * rng.uniform(-1, 1)))
                 break
@@ -93,8 +105,9 @@ def test_plateaus_keep_a_second_l2_level_and_drop_short_runs() -> None:
 
 
 def test_levels_are_named_from_the_l2_only_curve() -> None:
-    default = plateaus(SIZES, curve([(192 * 1024, 35.0), (16 * MIB, 250.0), (40 * MIB, 330.0),
-                                     (math.inf, 650.0)], SIZES))  # fmt: skip
+    default = plateaus(
+        SIZES, curve([(192 * 1024, 35.0), (16 * MIB, 250.0), (40 * MIB, 330.0), (math.inf, 650.0)], SIZES)
+    )
     l2_only = plateaus(SIZES, curve([(16 * MIB, 250.0), (40 * MIB, 330.0), (math.inf, 650.0)], SIZES))
     names = label_levels(default, l2_only, 40 * MIB)
     assert [names[("global.ca", j)] for j in range(4)] == ["L1", "L2", "L2 (2)", "DRAM"]
@@ -111,10 +124,15 @@ def test_warp_sweep_and_placement_follow_the_occupancy_model() -> None:
     assert sm_launch(SHAPE, 32, 64) == (4, 1024)
 
 
-def _result(key: str, outputs: list[dict[str, np.ndarray]], clock: float = 1980.0,
-            event_ns: tuple[float, ...] = ()) -> LaunchResult:  # fmt: skip
-    return LaunchResult(key, tuple({k: np.ascontiguousarray(v).view(np.uint8) for k, v in o.items()}
-                                   for o in outputs), event_ns, (clock, clock))  # fmt: skip
+def _result(
+    key: str, outputs: list[dict[str, np.ndarray]], clock: float = 1980.0, event_ns: tuple[float, ...] = ()
+) -> LaunchResult:
+    return LaunchResult(
+        key,
+        tuple({k: np.ascontiguousarray(v).view(np.uint8) for k, v in o.items()} for o in outputs),
+        event_ns,
+        (clock, clock),
+    )
 
 
 def _instruction_bench() -> tuple[instructions.InstructionBench, dict[str, Compiled]]:
@@ -122,8 +140,17 @@ def _instruction_bench() -> tuple[instructions.InstructionBench, dict[str, Compi
     bench = instructions.InstructionBench(forms)
     modules = bench.modules("sm_90")
     regions = ({"FFMA": 32, "BRA": 2, "ISETP": 2}, {"FFMA": 64, "BRA": 2, "ISETP": 1})
-    compiled = {k: Compiled(k, "", "sm_90", b"cubin", {e: 20 for e in ("lat_0_fma_rn_f32", "tput_0_fma_rn_f32")},
-                            {e: regions for e in ("lat_0_fma_rn_f32", "tput_0_fma_rn_f32")}) for k in modules}  # fmt: skip
+    compiled = {
+        k: Compiled(
+            k,
+            "",
+            "sm_90",
+            b"cubin",
+            {e: 20 for e in ("lat_0_fma_rn_f32", "tput_0_fma_rn_f32")},
+            {e: regions for e in ("lat_0_fma_rn_f32", "tput_0_fma_rn_f32")},
+        )
+        for k in modules
+    }
     return bench, compiled
 
 
@@ -146,7 +173,9 @@ def test_instruction_figures_recover_a_synthetic_device() -> None:
         smids[:w] = 3 if w == 1 else smids[:w]  # with one warp per SM, SM 3 got two blocks: left out
         span = w * 32 * m * (full - half) / rate
         clocks = np.tile(np.array([0, 1000, 2000, 3000 + span], np.uint64), warps)
-        results[spec.key] = _result(spec.key, [{"clocks": clocks, "smids": smids, "out": np.zeros(4, np.uint64)}] * 3)
+        results[spec.key] = _result(
+            spec.key, [{"clocks": clocks, "smids": smids, "out": np.zeros(4, np.uint64)}] * 3
+        )
     rows = bench.figures(compiled, BatchOutcome(results), SHAPE, options)
     latency = next(r for r in rows if r.kind == "latency")
     assert (latency.value, latency.status, latency.unit) == (4.0, "ok", "cycles")
@@ -172,7 +201,9 @@ def test_folded_and_failed_and_unfitting_forms_say_so() -> None:
     rows = bench.figures(compiled, BatchOutcome(results, {f"{key}/0/tput/1": "timeout: 5 s"}), SHAPE, options)
     by = {(r.kind, r.parameter_value): r for r in rows}
     assert by[("latency", 0.0)].status == "folded" and by[("latency", 0.0)].detail["sass_per_op"] == 0.0
-    assert by[("throughput", 1.0)].status == "failed" and "timeout" in by[("throughput", 1.0)].detail["reason"]
+    assert (
+        by[("throughput", 1.0)].status == "failed" and "timeout" in by[("throughput", 1.0)].detail["reason"]
+    )
     assert by[("throughput", 64.0)].status == "unmeasured"
     assert all(s.key != f"{key}/0/tput/64" for s in bench.launches(compiled, SHAPE, options))
 
@@ -199,8 +230,14 @@ def test_chase_figures_check_the_end_and_name_the_levels() -> None:
     astray = [r for r in rows if r.kind == "chase" and r.status == "failed"]
     assert len(astray) == 1 and astray[0].parameter_value == points["global.cg"][3]
     levels = {r.name: round(r.value) for r in rows if r.kind == "plateau"}
-    assert levels == {"global.ca:L1": 35, "global.ca:L2": 270, "global.ca:DRAM": 650, "global.cg:L2": 270,
-                      "global.cg:DRAM": 650, "shared:shared": 30}  # fmt: skip
+    assert levels == {
+        "global.ca:L1": 35,
+        "global.ca:L2": 270,
+        "global.ca:DRAM": 650,
+        "global.cg:L2": 270,
+        "global.cg:DRAM": 650,
+        "shared:shared": 30,
+    }
 
 
 def test_bank_and_bandwidth_figures() -> None:
@@ -208,11 +245,15 @@ def test_bank_and_bandwidth_figures() -> None:
     results = {}
     for s in BankBench.strides(options):
         ends = [4 * s * lane for lane in range(32)]
-        results[f"banks/{s}"] = _result("k", [{"out": np.array([*ends, 30 * 1024 * math.gcd(s, 32)], np.uint64)}])
+        results[f"banks/{s}"] = _result(
+            "k", [{"out": np.array([*ends, 30 * 1024 * math.gcd(s, 32)], np.uint64)}]
+        )
     rows = BankBench().figures({}, BatchOutcome(results), SHAPE, options)
     assert {r.parameter_value: (r.value, r.detail["conflict_degree"]) for r in rows}[32] == (960.0, 32)
     bench = BandwidthBench()
-    compiled = {"bandwidth/all": Compiled("bandwidth/all", "", "sm_90", b"x", {"bw_shared": 16, "bw_global": 24})}
+    compiled = {
+        "bandwidth/all": Compiled("bandwidth/all", "", "sm_90", b"x", {"bw_shared": 16, "bw_global": 24})
+    }
     specs = {s.key: s for s in bench.launches(compiled, SHAPE, options)}
     shared = specs["bandwidth/shared"]
     warps = shared.grid * shared.block // 32

@@ -19,7 +19,7 @@ from karyamorph.harness.microbench.chain_kernel import (
     input_words,
 )
 from karyamorph.harness.microbench.chains import ChainPlan, Unmeasured, chain_plan
-from karyamorph.harness.microbench.compiled import compile_modules, merge
+from karyamorph.harness.microbench.compiled import compile_modules
 from karyamorph.harness.microbench.instructions import DEFAULT_FORMS, InstructionBench, select_forms
 from karyamorph.harness.tools.toolchain import discover
 from karyamorph.model.check.validation_forms import Form, enumerate_forms
@@ -72,21 +72,38 @@ def test_default_set_selects_one_form_per_pattern() -> None:
     assert "fma.rn.f32 d,a,b,c" in {f.key for f in chosen}
 
 
-def _run_chain(key: str, ilp: int, sets: list[list[int]], iterations: int = 3, depth: int = 8,
-               warps: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def _run_chain(
+    key: str, ilp: int, sets: list[list[int]], iterations: int = 3, depth: int = 8, warps: int = 2
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``out`` (chain results), ``clocks`` and ``smids`` of the chain kernel run on the model."""
     p = plan(key)
     kernel = build_chain_kernel("e", p, ilp=ilp, depth=depth, arch="sm_90")
     words = np.array([w for s in sets for w in s], dtype=np.uint64)
     assert words.size == len(input_words(p)) == OPERAND_SETS * len(p.form.reads)
-    out = run(kernel.module, "e", 2, 32 * warps, {
-        "inp": words, "out": np.zeros(ilp, np.uint64), "clocks": np.full(2 * warps * CLOCK_WORDS, M64, np.uint64),
-        "smids": np.full(2 * warps, 99, np.uint32), "iterations": np.uint32(iterations)})  # fmt: skip
+    out = run(
+        kernel.module,
+        "e",
+        2,
+        32 * warps,
+        {
+            "inp": words,
+            "out": np.zeros(ilp, np.uint64),
+            "clocks": np.full(2 * warps * CLOCK_WORDS, M64, np.uint64),
+            "smids": np.full(2 * warps, 99, np.uint32),
+            "iterations": np.uint32(iterations),
+        },
+    )
     return out["out"], out["clocks"], out["smids"]
 
 
-def _expected(step: Callable[[int, list[int]], int | tuple[int, int]], start: int, sets: list[list[int]],
-              ilp: int, iterations: int = 3, depth: int = 8) -> list[int]:  # fmt: skip
+def _expected(
+    step: Callable[[int, list[int]], int | tuple[int, int]],
+    start: int,
+    sets: list[list[int]],
+    ilp: int,
+    iterations: int = 3,
+    depth: int = 8,
+) -> list[int]:
     """What each chain stores, computed step by step in Python (step ``s`` of a loop body uses set
     ``(s + c) % 4`` in chain ``c``). ``step`` maps the chained source to its next value, or to
     ``(next source, destination)`` where a link lies between them; the kernel stores the last
@@ -206,10 +223,14 @@ def test_timed_loops_hold_the_chain_after_ptxas(arch: str) -> None:
     bench = InstructionBench(chosen)
     compiled = compile_modules(bench.modules(arch), arch, discover())
     assert not bench.refine(compiled)
-    for (i, mode), kernel in bench.kernels.items():
+    for (i, _), kernel in bench.kernels.items():
         c = next(c for k, c in compiled.items() if i in bench.groups[k])
         half, full = c.regions[kernel.entry]
         opcode = CHECKED[kernel.plan.form.key]
         # Both loops survived and the second holds depth/2 more applications, one SASS each.
-        assert full.get(opcode, 0) - half.get(opcode, 0) == kernel.depth - kernel.half, (kernel.entry, half, full)
+        assert full.get(opcode, 0) - half.get(opcode, 0) == kernel.depth - kernel.half, (
+            kernel.entry,
+            half,
+            full,
+        )
         assert half.get(opcode, 0) >= kernel.half // 2  # ptxas may pair conversions, never drop them

@@ -18,15 +18,25 @@ from typing import Any
 
 import pytest
 
-from karyamorph.harness.microbench.export import FIGURE_COLUMNS, SESSION_COLUMNS, UNITS, read_dataset, write_dataset
+from karyamorph.harness.microbench.export import (
+    FIGURE_COLUMNS,
+    SESSION_COLUMNS,
+    UNITS,
+    read_dataset,
+    write_dataset,
+)
 from karyamorph.store.microbench import STATUSES
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(os.environ.get("KARYAMORPH_MICROBENCH_DATA", ROOT / "datasets" / "microbench" / "sm_90"))
 REPEAT_SPREAD = 0.10  # a figure's (max - min) / median over its repeats
 SESSION_SPREAD = 0.03  # a headline's (max - min) / median over sessions (the acceptance figure)
-HEADLINES = (("latency", "fma.rn.f32"), ("plateau", "global.ca:L1"), ("plateau", "global.cg:L2"),
-             ("plateau", "global.cg:DRAM"))  # fmt: skip
+HEADLINES = (
+    ("latency", "fma.rn.f32"),
+    ("plateau", "global.ca:L1"),
+    ("plateau", "global.cg:L2"),
+    ("plateau", "global.cg:DRAM"),
+)
 
 
 def check_dataset(folder: Path) -> list[str]:
@@ -94,7 +104,11 @@ def _figure_problems(f: dict[str, Any], sessions: set[str]) -> list[str]:
     if f["unit"] == "cycles" and f["clock_mhz"]:
         if f["value_ns"] != pytest.approx(value / f["clock_mhz"] * 1e3, rel=1e-9):
             out.append("value_ns does not match value and clock_mhz")
-        if not 0.3 * (f["sm_clock_max_mhz"] or math.inf) <= f["clock_mhz"] <= 1.05 * (f["sm_clock_max_mhz"] or 1e9):
+        if (
+            not 0.3 * (f["sm_clock_max_mhz"] or math.inf)
+            <= f["clock_mhz"]
+            <= 1.05 * (f["sm_clock_max_mhz"] or 1e9)
+        ):
             out.append(f"SM clock {f['clock_mhz']} MHz against a maximum of {f['sm_clock_max_mhz']}")
     if (f["kind"], f["name"]) == ("latency", "fma.rn.f32"):
         if not (2 <= value <= 10 and abs(value - round(value)) <= 0.1):
@@ -123,33 +137,66 @@ def _session_problems(ok: list[dict[str, Any]], sessions: list[dict[str, Any]]) 
     return out
 
 
-@pytest.mark.skipif(not (DATA / "figures.csv").exists(),
-                    reason=f"no dataset at {DATA}: it is measured on an sm_90 GPU by benchmarks/microbench_gpu.sh")
+@pytest.mark.skipif(
+    not (DATA / "figures.csv").exists(),
+    reason=f"no dataset at {DATA}: it is measured on an sm_90 GPU by benchmarks/microbench_gpu.sh",
+)
 def test_shipped_dataset_is_sound() -> None:
     assert check_dataset(DATA) == []
 
 
-def _session_items(session: str, ffma: float, levels: tuple[float, float, float], spread: float = 0.01
-                   ) -> list[dict[str, Any]]:  # fmt: skip
-    env = {"device_name": "NVIDIA H200", "cuda_driver": "13.0", "driver_release": "580.95", "ptxas": "13.5.37",
-           "cuda_release": "13.5", "shape": {"clock_khz": 1_980_000, "memory_clock_khz": 3_200_000,
-                                             "memory_bus_bits": 6144}}  # fmt: skip
-    base = {"microbench_id": session, "created_at": f"2026-12-01T10:0{session[-1]}:00+00:00", "arch": "sm_90",
-            "environment": env, "params": {"repeats": 3}, "device": "NVIDIA H200", "compute_capability": "9.0",
-            "cuda_driver": "13.0", "ptxas": "13.5.37"}  # fmt: skip
+def _session_items(
+    session: str, ffma: float, levels: tuple[float, float, float], spread: float = 0.01
+) -> list[dict[str, Any]]:
+    env = {
+        "device_name": "NVIDIA H200",
+        "cuda_driver": "13.0",
+        "driver_release": "580.95",
+        "ptxas": "13.5.37",
+        "cuda_release": "13.5",
+        "shape": {"clock_khz": 1_980_000, "memory_clock_khz": 3_200_000, "memory_bus_bits": 6144},
+    }
+    base = {
+        "microbench_id": session,
+        "created_at": f"2026-12-01T10:0{session[-1]}:00+00:00",
+        "arch": "sm_90",
+        "environment": env,
+        "params": {"repeats": 3},
+        "device": "NVIDIA H200",
+        "compute_capability": "9.0",
+        "cuda_driver": "13.0",
+        "ptxas": "13.5.37",
+    }
 
     def fig(kind: str, name: str, value: float, unit: str = "cycles", **detail: Any) -> dict[str, Any]:
         samples = (value * (1 - spread / 2), value, value * (1 + spread / 2))
-        return {**base, "kind": kind, "name": name, "parameter": "", "parameter_value": 0.0, "value": value,
-                "unit": unit, "spread": (samples[2] - samples[0]) / value, "repeats": 3, "samples": samples,
-                "value_ns": value / 1900.0 * 1e3 if unit == "cycles" else None,
-                "clock_mhz": 1900.0, "status": "ok", "detail": detail}  # fmt: skip
+        return {
+            **base,
+            "kind": kind,
+            "name": name,
+            "parameter": "",
+            "parameter_value": 0.0,
+            "value": value,
+            "unit": unit,
+            "spread": (samples[2] - samples[0]) / value,
+            "repeats": 3,
+            "samples": samples,
+            "value_ns": value / 1900.0 * 1e3 if unit == "cycles" else None,
+            "clock_mhz": 1900.0,
+            "status": "ok",
+            "detail": detail,
+        }
 
     l1, l2, dram = levels
-    return [fig("latency", "fma.rn.f32", ffma, sass_per_op=1.0), fig("plateau", "global.ca:L1", l1),
-            fig("plateau", "global.cg:L2", l2), fig("plateau", "global.cg:DRAM", dram),
-            fig("bandwidth", "dram", 4200.0, "GB/s"), fig("bandwidth", "l2", 9000.0, "GB/s"),
-            fig("bandwidth", "shared", 120.0, "bytes/cycle/SM")]  # fmt: skip
+    return [
+        fig("latency", "fma.rn.f32", ffma, sass_per_op=1.0),
+        fig("plateau", "global.ca:L1", l1),
+        fig("plateau", "global.cg:L2", l2),
+        fig("plateau", "global.cg:DRAM", dram),
+        fig("bandwidth", "dram", 4200.0, "GB/s"),
+        fig("bandwidth", "l2", 9000.0, "GB/s"),
+        fig("bandwidth", "shared", 120.0, "bytes/cycle/SM"),
+    ]
 
 
 def _write(folder: Path, items: list[dict[str, Any]]) -> Path:
@@ -170,12 +217,18 @@ def test_checks_pass_a_sound_dataset(tmp_path: Path) -> None:
         ([(4.0, (36.0, 270.0, 600.0))] * 2, "2 sessions"),
         ([(4.4, (36.0, 270.0, 600.0))] * 3, "not a whole number"),
         ([(4.0, (300.0, 270.0, 600.0))] * 3, "not ordered"),
-        ([(4.0, (36.0, 270.0, 600.0)), (4.0, (36.0, 270.0, 640.0)), (4.0, (36.0, 270.0, 600.0))], "over sessions"),
+        (
+            [(4.0, (36.0, 270.0, 600.0)), (4.0, (36.0, 270.0, 640.0)), (4.0, (36.0, 270.0, 600.0))],
+            "over sessions",
+        ),
     ],
 )
-def test_checks_catch_a_planted_fault(tmp_path: Path, sessions: list[tuple[float, tuple[float, float, float]]],
-                                      caught: str) -> None:  # fmt: skip
-    items = [i for n, (ffma, levels) in enumerate(sessions) for i in _session_items(f"s{n + 1}", ffma, levels)]
+def test_checks_catch_a_planted_fault(
+    tmp_path: Path, sessions: list[tuple[float, tuple[float, float, float]]], caught: str
+) -> None:
+    items = [
+        i for n, (ffma, levels) in enumerate(sessions) for i in _session_items(f"s{n + 1}", ffma, levels)
+    ]
     problems = check_dataset(_write(tmp_path, items))
     assert any(caught in p for p in problems), problems
 

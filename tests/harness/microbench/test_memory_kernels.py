@@ -44,9 +44,14 @@ def test_chase_ends_where_the_permutation_says(variant: str) -> None:
     ends = []
     for k in range(1, 14):
         hops = 16 * k
-        args = {"offsets": offsets, "chain": np.zeros(1 if shared else n * stride // 8, np.uint64),
-                "out": np.zeros(2, np.uint64), "entries": np.uint32(n), "stride": np.uint32(stride),
-                "hops": np.uint32(hops)}  # fmt: skip
+        args = {
+            "offsets": offsets,
+            "chain": np.zeros(1 if shared else n * stride // 8, np.uint64),
+            "out": np.zeros(2, np.uint64),
+            "entries": np.uint32(n),
+            "stride": np.uint32(stride),
+            "hops": np.uint32(hops),
+        }
         out = run(module, "e", 1, 64, args, shared=n * stride if shared else 0)
         assert int(out["out"][0]) == follow(offsets, stride, 2 * hops)  # a warm pass, then the timed one
         ends.append(int(out["out"][0]) // stride)
@@ -67,8 +72,13 @@ def test_working_sets_double_per_octave() -> None:
 @pytest.mark.parametrize("stride", [1, 2, 3, 32])
 def test_bank_conflict_lanes_stay_on_their_words(stride: int) -> None:
     module = banks.build_banks("sm_90")
-    out = run(module, "banks", 1, 32, {"out": np.zeros(33, np.uint64), "stride": np.uint32(stride),
-                                       "hops": np.uint32(32)})  # fmt: skip
+    out = run(
+        module,
+        "banks",
+        1,
+        32,
+        {"out": np.zeros(33, np.uint64), "stride": np.uint32(stride), "hops": np.uint32(32)},
+    )
     assert [int(x) for x in out["out"][:32]] == [4 * stride * lane for lane in range(32)]
 
 
@@ -91,8 +101,13 @@ def fibonacci(n: int) -> int:
 def test_atomic_latency_chain_runs_in_order(space: str) -> None:
     module = atomics.build_latency(space, "sm_90")
     hops = 16
-    out = run(module, f"atom_lat_{space}", 1, 32, {"buf": np.zeros(1, np.uint32), "out": np.zeros(3, np.uint64),
-                                                  "hops": np.uint32(hops)})  # fmt: skip
+    out = run(
+        module,
+        f"atom_lat_{space}",
+        1,
+        32,
+        {"buf": np.zeros(1, np.uint32), "out": np.zeros(3, np.uint64), "hops": np.uint32(hops)},
+    )
     # w = r = 1, then (w, r) <- (w + r, w): w is the Fibonacci number F(n + 2) after n atomics.
     n = 2 * hops
     assert (int(out["out"][0]), int(out["out"][1])) == (fibonacci(n + 1) & M32, fibonacci(n + 2) & M32)
@@ -105,9 +120,18 @@ def test_atomic_throughput_counts_every_update(space: str, mode: str) -> None:
     module = atomics.build_throughput(space, mode, "sm_90")
     grid, block, iterations = 2, 64, 3
     warps = grid * block // 32
-    out = run(module, f"atom_{space}_{mode}", grid, block, {
-        "buf": np.zeros(grid * block, np.uint32), "clocks": np.full(2 * warps, M32, np.uint64),
-        "smids": np.full(warps, 9, np.uint32), "iterations": np.uint32(iterations)})  # fmt: skip
+    out = run(
+        module,
+        f"atom_{space}_{mode}",
+        grid,
+        block,
+        {
+            "buf": np.zeros(grid * block, np.uint32),
+            "clocks": np.full(2 * warps, M32, np.uint64),
+            "smids": np.full(warps, 9, np.uint32),
+            "iterations": np.uint32(iterations),
+        },
+    )
     each = iterations * atomics.UNROLL
     got = out["buf"]
     if mode == "distinct":
@@ -120,17 +144,34 @@ def test_atomic_throughput_counts_every_update(space: str, mode: str) -> None:
 
 def test_barrier_kernel_passes_every_barrier() -> None:
     warps = 4
-    out = run(barriers.build_barrier("sm_90"), "bar_sync", 1, 32 * warps, {
-        "clocks": np.full(2 * warps, M32, np.uint64), "smids": np.full(warps, 9, np.uint32),
-        "iterations": np.uint32(2)})  # fmt: skip
+    out = run(
+        barriers.build_barrier("sm_90"),
+        "bar_sync",
+        1,
+        32 * warps,
+        {
+            "clocks": np.full(2 * warps, M32, np.uint64),
+            "smids": np.full(warps, 9, np.uint32),
+            "iterations": np.uint32(2),
+        },
+    )
     assert (out["clocks"] == 0).all() and (out["smids"] == 0).all()
 
 
 def test_shared_bandwidth_kernel_reads_its_vectors() -> None:
     block, iterations = 64, 3
-    out = run(bandwidth.build_shared("sm_90"), "bw_shared", 1, block, {
-        "out": np.zeros(block, np.uint32), "clocks": np.full(4, M32, np.uint64), "smids": np.zeros(2, np.uint32),
-        "iterations": np.uint32(iterations)})  # fmt: skip
+    out = run(
+        bandwidth.build_shared("sm_90"),
+        "bw_shared",
+        1,
+        block,
+        {
+            "out": np.zeros(block, np.uint32),
+            "clocks": np.full(4, M32, np.uint64),
+            "smids": np.zeros(2, np.uint32),
+            "iterations": np.uint32(iterations),
+        },
+    )
     slots = bandwidth.SHARED_BYTES // bandwidth.VECTOR
     for t in range(block):
         acc = 0
@@ -143,9 +184,19 @@ def test_shared_bandwidth_kernel_reads_its_vectors() -> None:
 def test_global_bandwidth_kernel_walks_the_grid_stride_and_wraps() -> None:
     grid, block, vectors, steps = 2, 32, 256, 2 * bandwidth.UNROLL
     data = np.arange(4 * vectors, dtype=np.uint32)
-    out = run(bandwidth.build_global("sm_90"), "bw_global", grid, block, {
-        "data": data, "out": np.zeros(grid * block, np.uint32), "cycles": np.zeros(1, np.uint64),
-        "mask": np.uint32(vectors - 1), "steps": np.uint32(steps)})  # fmt: skip
+    out = run(
+        bandwidth.build_global("sm_90"),
+        "bw_global",
+        grid,
+        block,
+        {
+            "data": data,
+            "out": np.zeros(grid * block, np.uint32),
+            "cycles": np.zeros(1, np.uint64),
+            "mask": np.uint32(vectors - 1),
+            "steps": np.uint32(steps),
+        },
+    )
     for g in range(grid * block):
         acc, idx = 0, g
         for _ in range(steps):
@@ -156,21 +207,32 @@ def test_global_bandwidth_kernel_walks_the_grid_stride_and_wraps() -> None:
 
 
 TIMED = {  # entry -> (SASS opcode, how many the timed loop must hold)
-    "chase_global_ca": ("LDG", chase.UNROLL), "chase_global_cg": ("LDG", chase.UNROLL),
-    "chase_shared": ("LDS", chase.UNROLL), "banks": ("LDS", banks.UNROLL),
-    "bw_shared": ("LDS", bandwidth.UNROLL), "bw_global": ("LDG", bandwidth.UNROLL),
-    "atom_lat_shared": ("ATOMS", atomics.UNROLL), "atom_lat_global": ("ATOMG", atomics.UNROLL),
-    "atom_shared_contended": ("ATOMS", atomics.UNROLL), "atom_shared_distinct": ("ATOMS", atomics.UNROLL),
-    "atom_global_distinct": ("REDG", atomics.UNROLL), "atom_global_contended": ("REDG", atomics.UNROLL),
+    "chase_global_ca": ("LDG", chase.UNROLL),
+    "chase_global_cg": ("LDG", chase.UNROLL),
+    "chase_shared": ("LDS", chase.UNROLL),
+    "banks": ("LDS", banks.UNROLL),
+    "bw_shared": ("LDS", bandwidth.UNROLL),
+    "bw_global": ("LDG", bandwidth.UNROLL),
+    "atom_lat_shared": ("ATOMS", atomics.UNROLL),
+    "atom_lat_global": ("ATOMG", atomics.UNROLL),
+    "atom_shared_contended": ("ATOMS", atomics.UNROLL),
+    "atom_shared_distinct": ("ATOMS", atomics.UNROLL),
+    "atom_global_distinct": ("REDG", atomics.UNROLL),
+    "atom_global_contended": ("REDG", atomics.UNROLL),
     "bar_sync": ("BAR", barriers.UNROLL),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
 def test_timed_loops_keep_every_access(arch: str) -> None:
     modules = {}
-    for bench in (chase.ChaseBench(), bandwidth.BandwidthBench(), banks.BankBench(), atomics.AtomicBench(),
-                  barriers.BarrierBench()):  # fmt: skip
+    for bench in (
+        chase.ChaseBench(),
+        bandwidth.BandwidthBench(),
+        banks.BankBench(),
+        atomics.AtomicBench(),
+        barriers.BarrierBench(),
+    ):
         modules.update(bench.modules(arch))
     compiled = compile_modules(modules, arch, discover())
     seen = set()

@@ -14,7 +14,9 @@ from karyamorph.harness.microbench.runner import run_batches, worker_call
 
 def spec(key: str) -> LaunchSpec:
     fill = functools.partial(chase_offsets, 16, 64, 0)
-    return LaunchSpec(key, "m", "e", 1, 32, ("a", Scalar("u32", 3)), (BufferSpec("a", 128, fill, read_back=True),))
+    return LaunchSpec(
+        key, "m", "e", 1, 32, ("a", Scalar("u32", 3)), (BufferSpec("a", 128, fill, read_back=True),)
+    )
 
 
 def test_a_worker_without_a_device_fails_every_launch_with_its_reason() -> None:

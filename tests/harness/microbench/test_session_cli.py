@@ -18,10 +18,22 @@ from karyamorph.harness.microbench.session import MicrobenchOptions, run_session
 from karyamorph.harness.microbench.shape import MIB
 from karyamorph.store.database import Store
 
-SMALL = DeviceInfo(0, "Stand-in GPU", (9, 0), 13000, 80 << 30, {
-    "multiprocessor_count": 2, "l2_cache_bytes": MIB, "max_threads_per_sm": 2048,
-    "max_shared_memory_per_block_optin_bytes": 48 * 1024, "clock_rate_khz": 1_980_000,
-    "memory_clock_rate_khz": 2_619_000, "memory_bus_width_bits": 5120})  # fmt: skip
+SMALL = DeviceInfo(
+    0,
+    "Stand-in GPU",
+    (9, 0),
+    13000,
+    80 << 30,
+    {
+        "multiprocessor_count": 2,
+        "l2_cache_bytes": MIB,
+        "max_threads_per_sm": 2048,
+        "max_shared_memory_per_block_optin_bytes": 48 * 1024,
+        "clock_rate_khz": 1_980_000,
+        "memory_clock_rate_khz": 2_619_000,
+        "memory_bus_width_bits": 5120,
+    },
+)
 
 
 class EmptyDevice:
@@ -38,9 +50,15 @@ class EmptyDevice:
         if self.poison in keys:
             return "cuda_error: CUDA_ERROR_ILLEGAL_ADDRESS (planted)"
         return tuple(
-            LaunchResult(s.key, tuple({b.name: np.zeros(b.nbytes, np.uint8) for b in s.buffers if b.read_back}
-                                      for _ in range(s.repeats)), (1000.0,) * s.repeats if s.events else (),
-                         (1500.0, 1510.0))  # fmt: skip
+            LaunchResult(
+                s.key,
+                tuple(
+                    {b.name: np.zeros(b.nbytes, np.uint8) for b in s.buffers if b.read_back}
+                    for _ in range(s.repeats)
+                ),
+                (1000.0,) * s.repeats if s.events else (),
+                (1500.0, 1510.0),
+            )
             for s in batch.launches
         )
 
@@ -58,7 +76,9 @@ def test_session_with_an_empty_device_reports_failures_not_figures(tmp_path: Pat
     planted = [f for f in report.figures if f.kind == "bank_conflict" and f.parameter_value == 3]
     assert "ILLEGAL_ADDRESS" in planted[0].detail["reason"]
     assert max(fake.calls) > 1 and 1 in fake.calls  # the failed batch was retried launch by launch
-    assert {"compile", "instr", "chase", "bandwidth", "banks", "atomics", "barriers", "total"} <= set(report.seconds)
+    assert {"compile", "instr", "chase", "bandwidth", "banks", "atomics", "barriers", "total"} <= set(
+        report.seconds
+    )
     session = store_report(report, tmp_path / "k.duckdb")
     with Store.open_to_read(tmp_path / "k.duckdb") as store:
         items = store.microbench_figures("sm_90")
@@ -88,12 +108,26 @@ def test_command_dry_run_and_export(tmp_path: Path) -> None:
     assert got.exit_code == 0, got.output
     assert "lat_0_fma_rn_f32" in got.output and "launches planned for sm_90" in got.output
     db = tmp_path / "k.duckdb"
-    report = run_session(MicrobenchOptions(instr="add.u32", memory=False, repeats=1, jobs=2), call=EmptyDevice(""),
-                         device=SMALL)  # fmt: skip
+    report = run_session(
+        MicrobenchOptions(instr="add.u32", memory=False, repeats=1, jobs=2),
+        call=EmptyDevice(""),
+        device=SMALL,
+    )
     store_report(report, db)
     out = tmp_path / "datasets"
-    got = CliRunner().invoke(main, ["microbench", "--export-only", "--db", str(db), "--out", str(out),
-                                    "--summary", str(tmp_path / "summary.md")])  # fmt: skip
+    got = CliRunner().invoke(
+        main,
+        [
+            "microbench",
+            "--export-only",
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+            "--summary",
+            str(tmp_path / "summary.md"),
+        ],
+    )
     assert got.exit_code == 0, got.output
     assert (out / "sm_90" / "figures.csv").exists() and (out / "sm_90" / "README.md").exists()
     assert "## Microbenchmarks on Stand-in GPU (1 sessions)" in (tmp_path / "summary.md").read_text()

@@ -18,35 +18,162 @@ from karyamorph.store.database import Store, StoreError
 from karyamorph.store.microbench import FigureRow, MicrobenchRecord
 from karyamorph.store.records import DeviceRecord, ToolchainRecord
 
-ENV = {"device_name": "NVIDIA H200", "cuda_driver": "13.0", "driver_release": "580.95.05", "ptxas": "13.5.37",
-       "cuda_release": "13.5", "shape": {"sm_count": 132, "l2_bytes": 62914560, "clock_khz": 1980000}}  # fmt: skip
+ENV = {
+    "device_name": "NVIDIA H200",
+    "cuda_driver": "13.0",
+    "driver_release": "580.95.05",
+    "ptxas": "13.5.37",
+    "cuda_release": "13.5",
+    "shape": {"sm_count": 132, "l2_bytes": 62914560, "clock_khz": 1980000},
+}
 DEVICE = DeviceRecord("NVIDIA H200", "9.0", 132, "13.0", {"l2_cache_bytes": 62914560})
 TOOLS = ToolchainRecord("13.5.37", "13.5.37", "13.5.37", "13.5", {})
 
 
 def figures(ffma: float, l2: float, dram: float) -> tuple[FigureRow, ...]:
     rows = [
-        FigureRow("latency", "fma.rn.f32", "", 0, ffma, "cycles", 0.004, (ffma, ffma * 1.002, ffma * 0.998),
-                  ffma / 1.98, 1980.0, "ok", {"sass_per_op": 1.0, "sass": {"FFMA": 32}}),
-        FigureRow("plateau", "global.ca:L1", "working_set_bytes", 1024, 38.0, "cycles", 0.01, (38.0, 38.2),
-                  19.2, 1980.0, "ok", {"label": "L1", "first_bytes": 1024, "last_bytes": 196608}),
-        FigureRow("plateau", "global.cg:L2", "working_set_bytes", 1024, l2, "cycles", 0.02, (l2,), l2 / 1.98,
-                  1980.0, "ok", {"label": "L2", "first_bytes": 1024, "last_bytes": 41943040}),
-        FigureRow("plateau", "global.cg:DRAM", "working_set_bytes", 8e7, dram, "cycles", 0.02, (dram,),
-                  dram / 1.98, 1980.0, "ok", {"label": "DRAM", "first_bytes": 8e7, "last_bytes": 2.5e8}),
-        FigureRow("bandwidth", "dram", "", 0, 4100.0, "GB/s", 0.003, (4100.0, 4090.0, 4101.0), None, 1980.0, "ok",
-                  {"peak_gbps": 4800.0}),
-        FigureRow("latency", "setp.lt.u64", "", 0, math.nan, "cycles", math.nan, (), None, None, "unmeasured",
-                  {"reason": "ptxas refused it: ..."}),
-    ]  # fmt: skip
-    rows += [FigureRow("chase", "global.ca", "working_set_bytes", ws, lat, "cycles", 0.01, (lat,), None, 1980.0, "ok",
-                       {}) for ws, lat in ((1024, 38.0), (4096, 38.5), (1 << 20, 280.0), (1 << 28, dram))]  # fmt: skip
-    rows += [FigureRow("throughput", "fma.rn.f32", "warps_per_sm", w, min(128.0, 8.0 * w), "results/cycle/SM", 0.0,
-                       (1.0,), None, 1980.0, "ok", {}) for w in (1, 4, 16, 64)]  # fmt: skip
-    rows += [FigureRow("bank_conflict", "shared.ld.u32", "stride_words", s, 30.0 * s, "cycles", 0.0, (1.0,),
-                       None, 1980.0, "ok", {"conflict_degree": s}) for s in (1, 2, 4)]  # fmt: skip
-    rows += [FigureRow("barrier", "bar.sync", "warps_per_block", w, 20.0 + w, "cycles", 0.0, (1.0,), None,
-                       1980.0, "ok", {}) for w in (1, 32)]  # fmt: skip
+        FigureRow(
+            "latency",
+            "fma.rn.f32",
+            "",
+            0,
+            ffma,
+            "cycles",
+            0.004,
+            (ffma, ffma * 1.002, ffma * 0.998),
+            ffma / 1.98,
+            1980.0,
+            "ok",
+            {"sass_per_op": 1.0, "sass": {"FFMA": 32}},
+        ),
+        FigureRow(
+            "plateau",
+            "global.ca:L1",
+            "working_set_bytes",
+            1024,
+            38.0,
+            "cycles",
+            0.01,
+            (38.0, 38.2),
+            19.2,
+            1980.0,
+            "ok",
+            {"label": "L1", "first_bytes": 1024, "last_bytes": 196608},
+        ),
+        FigureRow(
+            "plateau",
+            "global.cg:L2",
+            "working_set_bytes",
+            1024,
+            l2,
+            "cycles",
+            0.02,
+            (l2,),
+            l2 / 1.98,
+            1980.0,
+            "ok",
+            {"label": "L2", "first_bytes": 1024, "last_bytes": 41943040},
+        ),
+        FigureRow(
+            "plateau",
+            "global.cg:DRAM",
+            "working_set_bytes",
+            8e7,
+            dram,
+            "cycles",
+            0.02,
+            (dram,),
+            dram / 1.98,
+            1980.0,
+            "ok",
+            {"label": "DRAM", "first_bytes": 8e7, "last_bytes": 2.5e8},
+        ),
+        FigureRow(
+            "bandwidth",
+            "dram",
+            "",
+            0,
+            4100.0,
+            "GB/s",
+            0.003,
+            (4100.0, 4090.0, 4101.0),
+            None,
+            1980.0,
+            "ok",
+            {"peak_gbps": 4800.0},
+        ),
+        FigureRow(
+            "latency",
+            "setp.lt.u64",
+            "",
+            0,
+            math.nan,
+            "cycles",
+            math.nan,
+            (),
+            None,
+            None,
+            "unmeasured",
+            {"reason": "ptxas refused it: ..."},
+        ),
+    ]
+    rows += [
+        FigureRow(
+            "chase", "global.ca", "working_set_bytes", ws, lat, "cycles", 0.01, (lat,), None, 1980.0, "ok", {}
+        )
+        for ws, lat in ((1024, 38.0), (4096, 38.5), (1 << 20, 280.0), (1 << 28, dram))
+    ]
+    rows += [
+        FigureRow(
+            "throughput",
+            "fma.rn.f32",
+            "warps_per_sm",
+            w,
+            min(128.0, 8.0 * w),
+            "results/cycle/SM",
+            0.0,
+            (1.0,),
+            None,
+            1980.0,
+            "ok",
+            {},
+        )
+        for w in (1, 4, 16, 64)
+    ]
+    rows += [
+        FigureRow(
+            "bank_conflict",
+            "shared.ld.u32",
+            "stride_words",
+            s,
+            30.0 * s,
+            "cycles",
+            0.0,
+            (1.0,),
+            None,
+            1980.0,
+            "ok",
+            {"conflict_degree": s},
+        )
+        for s in (1, 2, 4)
+    ]
+    rows += [
+        FigureRow(
+            "barrier",
+            "bar.sync",
+            "warps_per_block",
+            w,
+            20.0 + w,
+            "cycles",
+            0.0,
+            (1.0,),
+            None,
+            1980.0,
+            "ok",
+            {},
+        )
+        for w in (1, 32)
+    ]
     return tuple(rows)
 
 
@@ -54,8 +181,15 @@ def stored(tmp_path: Path, sessions: list[tuple[float, float, float]]) -> Path:
     db = tmp_path / "k.duckdb"
     with Store.open(db) as store:
         for n, values in enumerate(sessions):
-            rec = MicrobenchRecord("sm_90", "host", {"repeats": 3, "seconds": {"total": 60.0}}, ENV, DEVICE, TOOLS,
-                                   figures(*values))  # fmt: skip
+            rec = MicrobenchRecord(
+                "sm_90",
+                "host",
+                {"repeats": 3, "seconds": {"total": 60.0}},
+                ENV,
+                DEVICE,
+                TOOLS,
+                figures(*values),
+            )
             store.record_microbench(rec, datetime(2026, 12, 1, 10, n, tzinfo=UTC))
     return db
 
@@ -72,10 +206,18 @@ def test_sessions_round_trip_with_provenance(tmp_path: Path) -> None:
         assert store.microbench_figures("sm_120") == []
     assert len(items) == 2 * len(figures(4, 1, 1)) and len({i["microbench_id"] for i in items}) == 2
     first = items[0]
-    assert (first["kind"], first["name"], first["value"], first["samples"]) == ("latency", "fma.rn.f32", 4.0,
-                                                                                (4.0, 4.008, 3.992))  # fmt: skip
-    assert (first["device"], first["cuda_driver"], first["ptxas"], first["environment"]["driver_release"]) == (
-        "NVIDIA H200", "13.0", "13.5.37", "580.95.05")  # fmt: skip
+    assert (first["kind"], first["name"], first["value"], first["samples"]) == (
+        "latency",
+        "fma.rn.f32",
+        4.0,
+        (4.0, 4.008, 3.992),
+    )
+    assert (
+        first["device"],
+        first["cuda_driver"],
+        first["ptxas"],
+        first["environment"]["driver_release"],
+    ) == ("NVIDIA H200", "13.0", "13.5.37", "580.95.05")
     missing = next(i for i in items if i["status"] == "unmeasured")
     assert math.isnan(missing["value"]) and missing["repeats"] == 0 and "ptxas" in missing["detail"]["reason"]
 
@@ -105,13 +247,21 @@ def test_dataset_csv_reads_back_what_was_stored(tmp_path: Path) -> None:
         assert (row["value"] == item["value"]) or (math.isnan(row["value"]) and math.isnan(item["value"]))
         assert row["samples"] == item["samples"] and row["detail"] == item["detail"]
         assert (row["device"], row["ptxas"], row["driver_release"], row["sm_clock_max_mhz"]) == (
-            "NVIDIA H200", "13.5.37", "580.95.05", 1980.0)  # fmt: skip
+            "NVIDIA H200",
+            "13.5.37",
+            "580.95.05",
+            1980.0,
+        )
     assert sessions[0]["l2_bytes"] == 62914560 and sessions[0]["seconds_total"] == 60.0
     readme = (folder / "README.md").read_text()
     assert "3 sessions" in readme and "atomic_throughput" in readme and "--out datasets/microbench" in readme
     plots = write_plots(rows, folder)
-    assert {p.name for p in plots} == {"latency_vs_working_set.png", "throughput_vs_warps.png",
-                                       "bank_conflicts.png", "barriers.png"}  # fmt: skip
+    assert {p.name for p in plots} == {
+        "latency_vs_working_set.png",
+        "throughput_vs_warps.png",
+        "bank_conflicts.png",
+        "barriers.png",
+    }
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000 for p in plots)
 
 
