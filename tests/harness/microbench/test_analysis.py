@@ -13,12 +13,13 @@ from karyamorph.harness.microbench import chase, instructions
 from karyamorph.harness.microbench.bandwidth import BandwidthBench
 from karyamorph.harness.microbench.banks import BankBench
 from karyamorph.harness.microbench.benchmark import PlanOptions, sm_launch, warp_counts
-from karyamorph.harness.microbench.compiled import Compiled
+from karyamorph.harness.microbench.compiled import Compiled, entry_lines
 from karyamorph.harness.microbench.launches import LaunchResult
 from karyamorph.harness.microbench.plateaus import label_levels, plateaus, segments
 from karyamorph.harness.microbench.runner import BatchOutcome
 from karyamorph.harness.microbench.shape import MIB, DeviceShape
 from karyamorph.harness.microbench.stats import loop_overhead, per_op, sm_spans, summarize, to_ns
+from karyamorph.isa.printer import format_module
 from karyamorph.model.check.validation_forms import enumerate_forms
 from karyamorph.model.ptx.machine import ptx_machine
 
@@ -271,3 +272,36 @@ def test_bank_and_bandwidth_figures() -> None:
     assert rows["l2"].value == pytest.approx(3000.0) and rows["dram"].value == pytest.approx(3000.0)
     assert rows["dram"].detail["array_bytes"] >= 8 * SHAPE.l2_bytes
     assert rows["dram"].detail["peak_gbps"] == pytest.approx(2 * 2.619e9 * 640 / 1e9)
+
+
+def test_refine_drops_what_ptxas_refused_and_shortens_long_loops() -> None:
+    keys = ("add.f32 d,a,b", "add.u32 d,a,b", "div.rn.f64 d,a,b")
+    chosen = [f for f in enumerate_forms(ptx_machine(), "sm_90").forms if f.key in keys]
+    bench = instructions.InstructionBench(chosen)
+    modules = bench.modules("sm_90")
+    add_key, div_key = sorted(modules)
+    add_text = format_module(modules[add_key])
+    where = entry_lines(add_text)
+    u32 = next(i for i, p in bench.plans.items() if p.form.key == "add.u32 d,a,b")
+    line = where[bench.kernels[(u32, "tput")].entry][0] + 3
+    refused = Compiled(
+        add_key, add_text, "sm_90", error="ptxas: line ...", diagnostics=((line, "bad operand"),)
+    )
+    long = ({"DFMA": 700}, {"DFMA": 1400})  # 1400 SASS in the longer loop: over the budget
+    div = Compiled(
+        div_key,
+        "",
+        "sm_90",
+        b"x",
+        {},
+        {k.entry: long for (i, _), k in bench.kernels.items() if k.plan.form.key == "div.rn.f64 d,a,b"},
+    )
+    again = bench.refine({add_key: refused, div_key: div})
+    assert set(again) == {add_key, div_key}
+    assert [bench.plans[i].form.key for i in bench.groups[add_key]] == ["add.f32 d,a,b"]
+    assert [(u.name, u.reason) for u in bench.left] == [("add.u32", "ptxas refused it: bad operand")]
+    depths = {
+        m: k.depth for (i, m), k in bench.kernels.items() if bench.plans[i].form.key == "div.rn.f64 d,a,b"
+    }
+    assert depths == {"lat": 32, "tput": 32}  # 1400 x 32 / 64 = 700 instructions fit in 1024
+    assert not bench.refine({add_key: Compiled(add_key, "", "sm_90", b"x"), div_key: div})  # once is enough
