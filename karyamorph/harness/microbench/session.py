@@ -28,7 +28,8 @@ from karyamorph.harness.microbench.barriers import BarrierBench
 from karyamorph.harness.microbench.benchmark import Benchmark, PlanOptions
 from karyamorph.harness.microbench.chase import ChaseBench
 from karyamorph.harness.microbench.compiled import Compiled, compile_modules
-from karyamorph.harness.microbench.instructions import InstructionBench, select_forms
+from karyamorph.harness.microbench.forms import select_forms
+from karyamorph.harness.microbench.instructions import InstructionBench
 from karyamorph.harness.microbench.launches import Batch, LaunchSpec
 from karyamorph.harness.microbench.runner import BatchCall, BatchOutcome, run_batches, worker_call
 from karyamorph.harness.microbench.shape import DeviceShape

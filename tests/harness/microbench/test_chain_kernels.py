@@ -20,7 +20,8 @@ from karyamorph.harness.microbench.chain_kernel import (
 )
 from karyamorph.harness.microbench.chains import ChainPlan, Unmeasured, chain_plan
 from karyamorph.harness.microbench.compiled import compile_modules
-from karyamorph.harness.microbench.instructions import DEFAULT_FORMS, InstructionBench, select_forms
+from karyamorph.harness.microbench.forms import DEFAULT_FORMS, select_forms
+from karyamorph.harness.microbench.instructions import InstructionBench
 from karyamorph.harness.tools.toolchain import discover
 from karyamorph.model.check.validation_forms import Form, enumerate_forms
 from karyamorph.model.ptx.machine import ptx_machine
