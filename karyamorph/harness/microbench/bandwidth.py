@@ -24,7 +24,7 @@ from karyamorph.harness.microbench.compiled import Compiled, merge
 from karyamorph.harness.microbench.launches import BufferSpec, LaunchSpec, Scalar
 from karyamorph.harness.microbench.loops import timed_loop
 from karyamorph.harness.microbench.runner import BatchOutcome
-from karyamorph.harness.microbench.shape import KIB, MIB, DeviceShape
+from karyamorph.harness.microbench.shape import KIB, DeviceShape
 from karyamorph.harness.microbench.stats import sm_spans, summarize
 from karyamorph.isa import ast
 from karyamorph.isa.builder import KernelBuilder, Reg
@@ -131,8 +131,8 @@ class BandwidthBench:
 
     def arrays(self, shape: DeviceShape, options: PlanOptions) -> dict[str, tuple[int, int]]:
         """``name -> (array bytes, reads of the array)`` for the L2 and DRAM figures."""
-        l2 = _power_of_two_at_most(max(shape.l2_bytes // 4, MIB))
-        dram = 1 << max(8 * shape.l2_bytes, 256 * MIB).bit_length() - 1
+        l2 = _power_of_two_at_most(max(shape.l2_bytes // 4, 4 * KIB))
+        dram = _power_of_two_at_most(max(8 * shape.l2_bytes, 64 * KIB))
         dram = dram if dram >= 8 * shape.l2_bytes else dram * 2
         return {"l2": (l2, L2_PASSES // (4 if options.quick else 1)), "dram": (dram, 1)}
 

@@ -244,7 +244,7 @@ class InstructionBench:
             "cycles",
             s,
             clock_mhz=result.mean_clock_mhz,
-            status=self._status(detail),
+            status=self._status(detail, s.median),
             detail=detail,
         )
 
@@ -261,7 +261,12 @@ class InstructionBench:
         }
 
     @staticmethod
-    def _status(detail: dict[str, object]) -> str:
+    def _status(detail: dict[str, object], value: float) -> str:
+        """``failed`` when the clock showed no time for the extra work (no figure is 0 cycles),
+        ``folded`` when ptxas shortened the chain, else ``ok``."""
+        if not value > 0:
+            detail["reason"] = "the longer loop took no more cycles than the shorter one"
+            return "failed"
         per = detail.get("sass_per_op")
         return "folded" if isinstance(per, float) and per < FOLDED else "ok"
 
@@ -280,15 +285,16 @@ class InstructionBench:
             values.append(float(np.median(rates)) if rates else float("nan"))
         detail = self._detail(c, kernel)
         detail.update(sms_used=min(used), driver_blocks_per_sm=result.driver_blocks_per_sm)
+        s = summarize(values)
         return figure(
             "throughput",
             kernel.plan.form.opcode,
             "results/cycle/SM",
-            summarize(values),
+            s,
             parameter="warps_per_sm",
             value=w,
             clock_mhz=result.mean_clock_mhz,
-            status=self._status(detail),
+            status=self._status(detail, s.median),
             detail=detail,
         )
 

@@ -49,3 +49,36 @@ def run(
         without_hardware_reads(module), entry, ptx_machine(), (grid, block, shared), args, max_steps=max_steps
     )
     return result.outputs
+
+
+TICK = "karyamorph_tick"
+
+
+def emulated(module: ast.Module, sm_shift: int) -> ast.Module:
+    """``module`` for a stand-in device on the model: each ``%clock64`` read takes a fresh value
+    from a module counter (``atom.global.add.u64``, 1000 a read, so every timed region has a
+    positive length), and ``%smid`` is ``%ctaid.x >> sm_shift`` (``2**sm_shift`` blocks an SM)."""
+
+    def swap(s: ast.Statement) -> ast.Statement:
+        if not isinstance(s, ast.Instruction) or s.opcode != "mov":
+            return s
+        dst, src = s.operands
+        if isinstance(src, ast.Register) and src.name == "%clock64":
+            return ast.Instruction(
+                "atom",
+                ("global", "add", "u64"),
+                (dst, ast.Address(ast.Symbol(TICK)), ast.Immediate("1000")),
+                s.guard,
+            )
+        if isinstance(src, ast.Register) and src.name == "%smid":
+            return ast.Instruction(
+                "shr", ("u32",), (dst, ast.Register("%ctaid.x"), ast.Immediate(str(sm_shift))), s.guard
+            )
+        return s
+
+    items: list[ast.TopLevel] = [ast.VarDecl("global", "u64", (TICK,), align=8)]
+    for item in module.items:
+        if isinstance(item, ast.Function) and item.body is not None:
+            item = dataclasses.replace(item, body=tuple(swap(s) for s in item.body))
+        items.append(item)
+    return dataclasses.replace(module, items=tuple(items))

@@ -197,11 +197,16 @@ def test_folded_and_failed_and_unfitting_forms_say_so() -> None:
         c.registers.update({e: 128 for e in c.registers})  # 128 registers: 16 warps per SM at most
     options = PlanOptions(warps=(1, 64))
     key = next(iter(bench.groups))
-    clocks = np.array([0, 100, 200, 300], np.uint64)
+    clocks = np.array([0, 100, 200, 500], np.uint64)
     results = {f"{key}/0/lat": _result("x", [{"clocks": clocks}])}
     rows = bench.figures(compiled, BatchOutcome(results, {f"{key}/0/tput/1": "timeout: 5 s"}), SHAPE, options)
     by = {(r.kind, r.parameter_value): r for r in rows}
     assert by[("latency", 0.0)].status == "folded" and by[("latency", 0.0)].detail["sass_per_op"] == 0.0
+    no_time = {f"{key}/0/lat": _result("x", [{"clocks": np.array([0, 100, 200, 300], np.uint64)}])}
+    (lat,) = [
+        r for r in bench.figures(compiled, BatchOutcome(no_time), SHAPE, options) if r.kind == "latency"
+    ]
+    assert lat.status == "failed" and "no more cycles" in lat.detail["reason"]
     assert (
         by[("throughput", 1.0)].status == "failed" and "timeout" in by[("throughput", 1.0)].detail["reason"]
     )
