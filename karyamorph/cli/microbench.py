@@ -21,6 +21,10 @@ def _warps(text: str | None) -> tuple[int, ...] | None:
         raise click.BadParameter(f"{text!r} is not a comma-separated list of warp counts") from None
 
 
+def _bad_stride(value: int) -> int:
+    raise click.BadParameter(f"{value} is not a multiple of 8 (each entry is an 8-byte address)")
+
+
 def _tables(items: list[dict[str, Any]]) -> str:
     from karyamorph.harness.microbench.summary import session_tables
     from karyamorph.table import render, to_text
@@ -31,13 +35,29 @@ def _tables(items: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def _export(items: list[dict[str, Any]], out_dir: Path, command: str) -> list[Path]:
+def _command(params: dict[str, Any]) -> str:
+    """The options a session ran with, as a command line (no paths: the dataset travels)."""
+    words = ["karyamorph microbench", f"--repeats {params.get('repeats', 3)}"]
+    if params.get("instr"):
+        words.append(f"--instr '{params['instr']}'")
+    if params.get("memory") and params.get("instr"):
+        words.append("--memory")
+    if not params.get("instructions", True):
+        words.append("--memory")
+    words += ["--quick"] if params.get("quick") else []
+    words += [f"--warps {','.join(map(str, params['warps']))}"] if params.get("warps") else []
+    words += [f"--stride {params['stride']}"] if params.get("stride", 64) != 64 else []
+    return " ".join(words)
+
+
+def _export(items: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     from karyamorph.harness.microbench import write_dataset, write_plots
 
     written: list[Path] = []
     for arch in dict.fromkeys(i["arch"] for i in items):
         mine = [i for i in items if i["arch"] == arch]
         folder = out_dir / arch
+        command = _command(mine[-1].get("params") or {})
         written += write_dataset(mine, folder, command=command) + write_plots(mine, folder)
     return written
 
@@ -91,7 +111,8 @@ def _stored(db: Path, arch: str | None) -> list[dict[str, Any]]:
     default=64,
     show_default=True,
     type=click.IntRange(min=8),
-    help="Pointer-chase entry stride in bytes.",
+    callback=lambda _ctx, _param, v: v if v % 8 == 0 else _bad_stride(v),
+    help="Pointer-chase entry stride in bytes (a multiple of 8: each entry is an 8-byte address).",
 )
 @click.option(
     "--jobs", default=None, type=click.IntRange(min=1), help="ptxas processes at a time (default: CPUs)."
@@ -136,7 +157,6 @@ def microbench_command(
     from karyamorph.harness.microbench.summary import summary_markdown
     from karyamorph.table import render
 
-    command = " ".join(["karyamorph", *sys.argv[1:]]) if sys.argv else ""
     path = _db_path(db)
     if export_only:
         items = _stored(path, arch)
@@ -183,7 +203,7 @@ def microbench_command(
         else:
             _echo(_tables(latest))
     if out_dir:
-        for p in _export(items, Path(out_dir), command):
+        for p in _export(items, Path(out_dir)):
             click.echo(f"wrote {p}", err=True)
     text = summary_markdown(items)
     if summary_path:

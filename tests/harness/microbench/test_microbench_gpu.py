@@ -56,7 +56,9 @@ def test_memory_levels_are_ordered(report: MicrobenchReport) -> None:
     chase = rows(report, "chase")
     assert chase and all(f.status == "ok" for f in chase), [f for f in chase if f.status != "ok"][:3]
     levels = {f.name: f.value for f in rows(report, "plateau")}
-    assert levels["global.ca:L1"] < levels["global.cg:L2"] < levels["global.cg:DRAM"]
+    assert levels["global.ca:L1"] < levels["global.cg:L2"]
+    # Past the L2 the TLB adds to DRAM latency; a level there is named when the curve is flat.
+    assert levels.get("global.cg:DRAM", math.inf) > levels["global.cg:L2"]
     assert levels.get("global.ca:DRAM", math.inf) > levels["global.cg:L2"]
     curve = {f.parameter_value: f.value for f in chase if f.name == "global.cg"}
     ca = {f.parameter_value: f.value for f in chase if f.name == "global.ca"}

@@ -129,7 +129,9 @@ def test_command_dry_run_and_export(tmp_path: Path) -> None:
         ],
     )
     assert got.exit_code == 0, got.output
-    assert (out / "sm_90" / "figures.csv").exists() and (out / "sm_90" / "README.md").exists()
+    readme = (out / "sm_90" / "README.md").read_text()
+    assert (out / "sm_90" / "figures.csv").exists() and str(tmp_path) not in readme
+    assert "`karyamorph microbench --repeats 1 --instr 'add.u32'`" in readme
     assert "## Microbenchmarks on Stand-in GPU (1 sessions)" in (tmp_path / "summary.md").read_text()
     got = CliRunner().invoke(main, ["microbench", "--export-only", "--db", str(tmp_path / "none.duckdb")])
     assert got.exit_code == 2 and "does not exist" in got.output
