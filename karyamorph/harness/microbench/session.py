@@ -31,7 +31,7 @@ from karyamorph.harness.microbench.compiled import Compiled, compile_modules
 from karyamorph.harness.microbench.forms import select_forms
 from karyamorph.harness.microbench.instructions import InstructionBench
 from karyamorph.harness.microbench.launches import Batch, LaunchSpec
-from karyamorph.harness.microbench.runner import BatchCall, BatchOutcome, run_batches, worker_call
+from karyamorph.harness.microbench.runner import BatchCall, run_batches, worker_call
 from karyamorph.harness.microbench.shape import DeviceShape
 from karyamorph.harness.record import device_record, toolchain_record
 from karyamorph.harness.tools.toolchain import Toolchain, discover
@@ -205,42 +205,35 @@ def run_session(
     """
     say = progress or (lambda _: None)
     t0 = time.perf_counter()
-    seconds: dict[str, float] = {}
-    if device is None and call is None and not options.dry_run:
-        problem = driver_problem()
-        device = current_device()
-        if problem is not None or device is None:
-            raise MicrobenchError(
-                f"{problem or NO_DEVICE}: microbenchmarks need a GPU "
-                "(--dry-run assembles every kernel without one)"
-            )
-    if device is None and options.dry_run:
-        device = current_device()
+    device = _device(options, device, call)
     arch = options.arch or (device.arch if device else "sm_90")
     shape = DeviceShape.of(device) if device is not None else DeviceShape.stand_in(arch)
     toolchain = toolchain or discover()
     plan = PlanOptions(options.repeats, options.quick, options.warps)
     benches = benchmarks(options, arch)
-    compiled = compile_all(benches, arch, toolchain, options.jobs)
-    seconds["compile"] = time.perf_counter() - t0
-    say(f"assembled {len(compiled)} modules for {arch} in {seconds['compile']:.1f} s")
-    specs = {b.name: b.launches(compiled, shape, plan) for b in benches}
-    total = sum(len(s) for s in specs.values())
-    env = environment(device, shape, toolchain)
-    if options.dry_run:
-        say(f"planned {total} launches for {'a stand-in' if shape.nominal else 'this'} {arch} device")
-        return MicrobenchReport(
-            arch, (), env, options.as_params(), seconds, total, True, _kernels(compiled), device
-        )
-    figures: list[FigureRow] = []
-    worker = GpuWorker(device.ordinal if device else 0) if call is None else None
+    worker = None
+    if call is None and not options.dry_run:
+        # The worker starts (torch, a CUDA context: seconds) while ptxas assembles.
+        worker = GpuWorker(device.ordinal if device else 0)
+        worker.start()
     try:
-        runner = call or worker_call(worker)  # type: ignore[arg-type]
+        seconds: dict[str, float] = {}
+        compiled = compile_all(benches, arch, toolchain, options.jobs)
+        seconds["compile"] = time.perf_counter() - t0
+        say(f"assembled {len(compiled)} modules for {arch} in {seconds['compile']:.1f} s")
+        specs = {b.name: b.launches(compiled, shape, plan) for b in benches}
+        total = sum(len(s) for s in specs.values())
+        env = environment(device, shape, toolchain)
+        if options.dry_run:
+            say(f"planned {total} launches for {'a stand-in' if shape.nominal else 'this'} {arch} device")
+            return MicrobenchReport(
+                arch, (), env, options.as_params(), seconds, total, True, _kernels(compiled), device
+            )
+        runner = call if call is not None else worker_call(worker)  # type: ignore[arg-type]
+        figures: list[FigureRow] = []
         for bench in benches:
             t = time.perf_counter()
-            outcome: BatchOutcome = run_batches(
-                runner, batches(specs[bench.name], compiled), options.timeout_s
-            )
+            outcome = run_batches(runner, batches(specs[bench.name], compiled), options.timeout_s)
             figures += bench.figures(compiled, outcome, shape, plan)
             seconds[bench.name] = time.perf_counter() - t
             failed = f", {len(outcome.failures)} failed" if outcome.failures else ""
@@ -250,6 +243,30 @@ def run_session(
             worker.close()
     seconds["total"] = time.perf_counter() - t0
     return MicrobenchReport(arch, tuple(figures), env, options.as_params(), seconds, total, device=device)
+
+
+def _device(
+    options: MicrobenchOptions, device: DeviceInfo | None, call: BatchCall | None
+) -> DeviceInfo | None:
+    """The device to plan for: the one given, else device 0 (required unless a dry run or a
+    stand-in ``call`` runs the launches).
+
+    Raises
+    ------
+    MicrobenchError
+        No CUDA device where one is needed.
+    """
+    if device is not None:
+        return device
+    found = current_device()
+    if call is None and not options.dry_run:
+        problem = driver_problem()
+        if problem is not None or found is None:
+            raise MicrobenchError(
+                f"{problem or NO_DEVICE}: microbenchmarks need a GPU "
+                "(--dry-run assembles every kernel without one)"
+            )
+    return found
 
 
 def session_params(report: MicrobenchReport) -> dict[str, Any]:
