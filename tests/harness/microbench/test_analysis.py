@@ -202,9 +202,11 @@ def test_folded_and_failed_and_unfitting_forms_say_so() -> None:
     rows = bench.figures(compiled, BatchOutcome(results, {f"{key}/0/tput/1": "timeout: 5 s"}), SHAPE, options)
     by = {(r.kind, r.parameter_value): r for r in rows}
     assert by[("latency", 0.0)].status == "folded" and by[("latency", 0.0)].detail["sass_per_op"] == 0.0
+    assert "0.00 SASS instructions per application" in by[("latency", 0.0)].detail["reason"]
+    kept, kept_compiled = _instruction_bench()  # a chain that kept its FFMAs, a clock that did not move
     no_time = {f"{key}/0/lat": _result("x", [{"clocks": np.array([0, 100, 200, 300], np.uint64)}])}
     (lat,) = [
-        r for r in bench.figures(compiled, BatchOutcome(no_time), SHAPE, options) if r.kind == "latency"
+        r for r in kept.figures(kept_compiled, BatchOutcome(no_time), SHAPE, options) if r.kind == "latency"
     ]
     assert lat.status == "failed" and "no more cycles" in lat.detail["reason"]
     assert (
