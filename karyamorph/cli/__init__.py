@@ -10,6 +10,7 @@ import click
 
 from karyamorph.cli.campaign import campaign_group, datasets_group
 from karyamorph.cli.dashboard import COMMANDS as DASHBOARD_COMMANDS
+from karyamorph.cli.microbench import microbench_command
 from karyamorph.cli.search import search_group
 from karyamorph.cli.support import (
     EXAMPLES,
@@ -429,6 +430,7 @@ def ptx_info(file: str, fmt: str) -> None:
 
 
 main.add_command(search_group)
+main.add_command(microbench_command)
 
 
 # The campaign and datasets groups live with the campaign package (which only the CLI imports).

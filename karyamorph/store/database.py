@@ -16,6 +16,7 @@ import duckdb
 from karyamorph.store import DEFAULT_FILE, integrity, schema, writer
 from karyamorph.store.exchange import export_rows, import_rows
 from karyamorph.store.items import ItemRecord, ItemStateError, insert_campaign, settle_item
+from karyamorph.store.microbench import MicrobenchRecord, read_figures, write_microbench
 from karyamorph.store.records import RunRecord, canonical_json
 from karyamorph.store.validation import ValidationRecord, write_validation
 
@@ -190,6 +191,31 @@ class Store:
         with self._transaction(f"recording validation {validation_id}"):
             write_validation(self._connection(), rec, validation_id, created_at or datetime.now(UTC))
         return validation_id
+
+    def record_microbench(self, rec: MicrobenchRecord, created_at: datetime | None = None) -> str:
+        """Write one microbenchmark session (its figures) in one transaction; return its new id.
+
+        Raises
+        ------
+        StoreError
+            The database rejected a row; nothing of the session is written.
+        ValueError
+            A figure's status is unknown.
+        """
+        microbench_id = str(uuid.uuid4())
+        with self._transaction(f"recording microbenchmarks {microbench_id}"):
+            write_microbench(self._connection(), rec, microbench_id, created_at or datetime.now(UTC))
+        return microbench_id
+
+    def microbench_figures(self, arch: str | None = None) -> list[dict[str, Any]]:
+        """Every stored microbenchmark figure (of ``arch``, or all) with its session's provenance
+        (see :func:`karyamorph.store.microbench.read_figures`)."""
+        try:
+            return read_figures(self._connection(), arch)
+        except duckdb.Error as e:
+            if integrity.is_damage(e):
+                raise _damaged(str(self.path), e) from e
+            raise StoreError(f"reading microbenchmarks from {self.path} failed: {e}") from e
 
     def create_campaign(
         self, name: str, params: Mapping[str, Any] | None = None, items: Sequence[ItemRecord] = ()

@@ -224,6 +224,42 @@ _CAMPAIGN_ITEMS: tuple[str, ...] = (
     )""",
 )
 
+# Microbenchmarks (``karyamorph microbench``): one row per session (device, toolchain, options,
+# the environment it ran in) and one per measured figure: its kind (latency, throughput, chase,
+# bandwidth, ...), what it measures (a form or a benchmark name), the parameter swept (working
+# set, warps per SM, stride), the median over repeats with its relative spread and the
+# per-repeat values, the SM clock during the measurement, and a status (ok, folded, unmeasured,
+# failed) with details as JSON. An unmeasured form is a row too, its value NaN and the reason in
+# detail.
+_MICROBENCH: tuple[str, ...] = (
+    """CREATE TABLE microbench_runs (
+        microbench_id VARCHAR PRIMARY KEY,
+        created_at TIMESTAMPTZ NOT NULL,
+        arch VARCHAR NOT NULL,
+        device_id VARCHAR,
+        toolchain_id VARCHAR,
+        host VARCHAR NOT NULL,
+        params JSON NOT NULL,
+        environment JSON NOT NULL
+    )""",
+    """CREATE TABLE microbench (
+        microbench_id VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        name VARCHAR NOT NULL,
+        parameter VARCHAR NOT NULL,
+        parameter_value DOUBLE NOT NULL,
+        value DOUBLE NOT NULL,
+        unit VARCHAR NOT NULL,
+        spread DOUBLE NOT NULL,
+        repeats INTEGER NOT NULL,
+        samples DOUBLE[] NOT NULL,
+        value_ns DOUBLE,
+        clock_mhz DOUBLE,
+        status VARCHAR NOT NULL,
+        detail JSON NOT NULL
+    )""",
+)
+
 # version -> migration. Append only: a released version's statements never change, a schema
 # change is a new entry with the next number.
 MIGRATIONS: dict[int, Migration] = {
@@ -233,6 +269,7 @@ MIGRATIONS: dict[int, Migration] = {
     4: Migration("committed row counts, to find a damaged database", _INTEGRITY),
     5: Migration("each evaluation of a search, in order", _SEARCH_EVALUATIONS),
     6: Migration("campaign items, and the item each run of a campaign was", _CAMPAIGN_ITEMS),
+    7: Migration("microbenchmarks: sessions and measured figures", _MICROBENCH),
 }
 
 # One line on each table, for `karyamorph tables`; a migration that adds a table adds its line.
@@ -262,6 +299,10 @@ TABLES: dict[str, str] = {
     "and both results.",
     "search_evaluations": "Each configuration a search evaluated, in order: time or failure reason, "
     "the gate's explanation, the run holding its stages, seconds per gate.",
+    "microbench_runs": "One row per `karyamorph microbench` session: arch, device, toolchain, options, "
+    "environment (driver, clocks).",
+    "microbench": "Each microbenchmark figure: kind, form or benchmark, swept parameter, median over "
+    "repeats, unit, relative spread, per-repeat values, SM clock, status and details.",
     "store_integrity": "Each table's row count as of the last write, written in the write's own "
     "transaction; a table that holds another count is reported as damaged.",
 }
