@@ -4,6 +4,7 @@ whose variants the model checks and the GPU times against a torch baseline."""
 from __future__ import annotations
 
 from karyamorph.search.template import Template
+from karyamorph.search.templates import hgemm, sgemm
 
 
 class UnknownTemplate(KeyError):
@@ -13,7 +14,10 @@ class UnknownTemplate(KeyError):
         return f"no template named {self.args[0]!r} (known: {', '.join(sorted(TEMPLATES))})"
 
 
-SHIPPED: tuple[Template, ...] = ()
+SHIPPED: tuple[Template, ...] = (
+    sgemm.TEMPLATE,
+    hgemm.TEMPLATE,
+)
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in SHIPPED}
 
