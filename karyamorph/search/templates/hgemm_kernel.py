@@ -8,11 +8,14 @@ A block of ``threads`` computes a ``bm x bn`` tile; each warp a ``wm x wn`` piec
 
 Slices of ``bk`` columns of a and rows of b travel to shared memory with
 ``cp.async.cg.shared.global`` (16 bytes a copy, one commit group per slice) through a ring of
-``stages`` buffers: a slice is requested ``stages - 1`` slices ahead of its use, and
-``cp.async.wait_group stages - 2`` plus one barrier per slice make it visible (the barrier also
-tells that every warp is done with the buffer the next request overwrites). Fragments come
-from shared memory with ``ldmatrix.sync.aligned.m8n8.x4``: a as it is (row-major, which is the
-mma's ``.row`` a fragment), b with ``.trans`` (b is stored k-major, the mma wants it ``.col``).
+``stages`` buffers. The warp's k steps of 16 load their fragments one step ahead (two register
+sets), and the slice boundary is where the one barrier per slice sits: once the last step's
+fragments are in registers, ``cp.async.wait_group stages - 2`` and ``bar.sync`` publish the next
+slice and free the current buffer, the copies of slice ``kt + stages`` go into it, and the next
+slice's first fragments load while the last step's products run (the prologue starts the first
+``stages`` slices). Fragments come from shared memory with ``ldmatrix.sync.aligned.m8n8.x4``: a
+as it is (row-major, the mma's ``.row`` a fragment), b with ``.trans`` (b is stored k-major and
+the mma wants it ``.col``). With two stages no copy is in flight at a barrier.
 
 Each ``ldmatrix`` phase reads eight 16-byte rows of one 8 x 8 matrix, at the same column of eight
 consecutive tile rows; they must lie in eight different 16-byte bank groups of a 128-byte
@@ -25,8 +28,7 @@ line to be conflict free. Two layouts do that:
   group apart.
 
 Both keep the 16-byte chunks whole, so the ``cp.async`` stores and the ldmatrix rows stay
-aligned, and the eight copies of one row segment by eight consecutive threads land in eight
-distinct bank groups as well.
+16-byte aligned.
 """
 
 from __future__ import annotations
@@ -149,7 +151,7 @@ def hgemm_ptx(shape: HgemmShape, arch: Arch) -> str:
     """The PTX of ``shape`` for ``arch``."""
     s = shape
     kb = KernelBuilder(s.entry, target=arch.name, version=PTX_VERSION)
-    kb.reqntid(s.threads)
+    kb.maxntid(s.threads)
     p = gemm_params(kb)
     smem = kb.mov("u32", kb.extern_shared("smem", align=128))
     tid, bx, by = kb.sreg("tid.x"), kb.sreg("ctaid.x"), kb.sreg("ctaid.y")
@@ -164,22 +166,73 @@ def hgemm_ptx(shape: HgemmShape, arch: Arch) -> str:
     a_lane, b_lane = _lane_offsets(kb, s, lane, warp_m, warp_n)
 
     acc = [zeros(kb, 4) for _ in range(s.wm // 16 * (s.wn // 8))]
+    frags = (_Fragments.make(kb, s), _Fragments.make(kb, s))  # even and odd k steps
     slices = kb.shr("u32", p.k, log2(s.bk))
     ahead = kb.reg("pred")
-    for stage in range(s.stages - 1):  # the prologue: the first stages - 1 slices in flight
+    for stage in range(s.stages):  # the prologue: the first `stages` slices in flight
         guard = None if stage == 0 else kb.setp("gt", "u32", slices, stage, out=ahead)
         _request(kb, s, a_copy, b_copy, b_slice, stage * s.stage_bytes, guard)
+    kb.instr("cp.async.wait_group", s.stages - 2)
+    kb.bar_sync(0)
+    frags[0].load(kb, s, smem, a_lane, b_lane, 0)
+    steps = s.bk // 16
     with kb.for_range(0, slices) as kt:
-        kb.instr("cp.async.wait_group", s.stages - 2)
-        kb.bar_sync(0)
-        following = kb.add("u32", kt, s.stages - 1)
-        kb.setp("lt", "u32", following, slices, out=ahead)
-        _request(kb, s, a_copy, b_copy, b_slice, _stage_offset(kb, s, following), ahead)
-        _compute(kb, s, kb.add("u32", smem, _stage_offset(kb, s, kt)), a_lane, b_lane, acc)
+        this_offset = _stage_offset(kb, s, kt)
+        this = kb.add("u32", smem, this_offset)
+        for step in range(steps):
+            if step + 1 < steps:
+                frags[(step + 1) % 2].load(kb, s, this, a_lane, b_lane, step + 1)
+            else:
+                # Every ldmatrix of this slice has been issued (the last step's fragments are in
+                # registers): one barrier both publishes slice kt + 1 and frees this slice's buffer
+                # for slice kt + stages, and the next slice's first fragments load while this
+                # step's products run.
+                kb.instr("cp.async.wait_group", s.stages - 2)
+                kb.bar_sync(0)
+                following = kb.add("u32", kt, s.stages)
+                kb.setp("lt", "u32", following, slices, out=ahead)
+                _request(kb, s, a_copy, b_copy, b_slice, this_offset, ahead)
+                after = kb.add("u32", kt, 1)
+                frags[0].load(kb, s, kb.add("u32", smem, _stage_offset(kb, s, after)), a_lane, b_lane, 0)
+            frags[step % 2].multiply(kb, s, acc)
     kb.instr("cp.async.wait_all")
     _store_c(kb, s, p.c, p.n, bx, by, warp_m, warp_n, lane, acc)
     kb.ret()
     return kb.ptx()
+
+
+@dataclass(frozen=True, slots=True)
+class _Fragments:
+    """One k step's a and b fragments of a warp: ``wm / 16`` x4 a fragments, ``wn / 8`` pairs of b."""
+
+    a: list[list[Reg]]
+    b: list[list[Reg]]
+
+    @classmethod
+    def make(cls, kb: KernelBuilder, s: HgemmShape) -> _Fragments:
+        a = [[kb.reg("b32") for _ in range(4)] for _ in range(s.wm // 16)]
+        b = [[kb.reg("b32") for _ in range(2)] for _ in range(s.wn // 8)]
+        return cls(a, b)
+
+    def load(self, kb: KernelBuilder, s: HgemmShape, stage: Reg, a_lane: list[Reg], b_lane: list[Reg],
+             step: int) -> None:  # fmt: skip
+        """ldmatrix the fragments of k step ``step`` of the slice in the buffer at ``stage``."""
+        a_at = kb.add("u32", stage, a_lane[step])
+        for i, regs in enumerate(self.a):
+            kb.instr(LDMATRIX, regs, kb.addr(a_at, 16 * i * s.a_pitch))
+        for pair in range(s.wn // 16):
+            regs = self.b[2 * pair] + self.b[2 * pair + 1]
+            kb.instr(LDMATRIX_T, regs, kb.addr(kb.add("u32", stage, b_lane[pair]), 16 * step * s.b_pitch))
+
+    def multiply(self, kb: KernelBuilder, s: HgemmShape, acc: list[list[Reg]]) -> None:
+        """The step's ``wm / 16 x wn / 8`` mma products into the accumulators."""
+        n_tiles = s.wn // 8
+        for i, a in enumerate(self.a):
+            # A serpentine over n reuses the b fragment of the previous product.
+            order = range(n_tiles) if i % 2 == 0 else range(n_tiles - 1, -1, -1)
+            for j in order:
+                d = acc[i * n_tiles + j]
+                kb.instr(MMA, d, a, self.b[j], d)
 
 
 def _stage_offset(kb: KernelBuilder, s: HgemmShape, slice_index: Reg) -> Reg:
@@ -226,40 +279,6 @@ def _lane_offsets(kb: KernelBuilder, s: HgemmShape, lane: Reg, warp_m: Reg, warp
                                                F16 * s.bn))
               for pair in range(s.wn // 16)]  # fmt: skip
     return a_lane, b_lane
-
-
-def _compute(kb: KernelBuilder, s: HgemmShape, stage: Reg, a_lane: list[Reg], b_lane: list[Reg],
-             acc: list[list[Reg]]) -> None:  # fmt: skip
-    """The slice's mma products into the warp's accumulators, one k step of 16 at a time; each
-    step's fragments are loaded before the previous step's products."""
-    m_tiles, n_tiles = s.wm // 16, s.wn // 8
-
-    def fragments(step: int) -> tuple[list[list[Reg]], list[list[Reg]]]:
-        a_at = kb.add("u32", stage, a_lane[step])
-        a = []
-        for i in range(m_tiles):
-            regs = [kb.reg("b32") for _ in range(4)]
-            kb.instr(LDMATRIX, regs, kb.addr(a_at, 16 * i * s.a_pitch))
-            a.append(regs)
-        b = []
-        for pair in range(s.wn // 16):
-            regs = [kb.reg("b32") for _ in range(4)]
-            kb.instr(LDMATRIX_T, regs, kb.addr(kb.add("u32", stage, b_lane[pair]), 16 * step * s.b_pitch))
-            b += [regs[0:2], regs[2:4]]
-        return a, b
-
-    current = fragments(0)
-    for step in range(s.bk // 16):
-        following = fragments(step + 1) if step + 1 < s.bk // 16 else None
-        a, b = current
-        for i in range(m_tiles):
-            # A serpentine over n reuses the b fragment of the previous product.
-            order = range(n_tiles) if i % 2 == 0 else range(n_tiles - 1, -1, -1)
-            for j in order:
-                d = acc[i * n_tiles + j]
-                kb.instr(MMA, d, a[i], b[j], d)
-        if following is not None:
-            current = following
 
 
 def _store_c(kb: KernelBuilder, s: HgemmShape, c: Reg, n: Reg, bx: Reg, by: Reg, warp_m: Reg,

@@ -103,7 +103,7 @@ def sgemm_ptx(shape: SgemmShape, arch: Arch) -> str:
     """The PTX of ``shape`` for ``arch``."""
     s = shape
     kb = KernelBuilder(s.entry, target=arch.name, version=PTX_VERSION)
-    kb.reqntid(s.threads)
+    kb.maxntid(s.threads)
     p = gemm_params(kb)
     smem = kb.mov("u32", kb.extern_shared("smem", align=16))
     tid, bx, by = kb.sreg("tid.x"), kb.sreg("ctaid.x"), kb.sreg("ctaid.y")
