@@ -16,7 +16,7 @@ import pytest
 
 from karyamorph.harness.stages.model import check_spec
 from karyamorph.harness.tools.ptxas import FunctionReport, assemble
-from karyamorph.harness.tools.toolchain import ToolchainError, Toolchain, discover
+from karyamorph.harness.tools.toolchain import Toolchain, ToolchainError, discover
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
@@ -39,7 +39,8 @@ def toolchain() -> Toolchain:
         pytest.skip(f"no ptxas: {exc}")
 
 
-def _report(t: Template, config: dict[str, Value], arch: str, chain: Toolchain) -> tuple[int, int, FunctionReport]:
+def _report(t: Template, config: dict[str, Value], arch: str, chain: Toolchain
+            ) -> tuple[int, int, FunctionReport]:  # fmt: skip
     spec = t.spec(config, arch)
     bound = bind(spec, Arch.parse(arch))
     fn = assemble(spec.ptx, arch, chain).functions[spec.entry]
@@ -121,7 +122,8 @@ def test_the_checker_refutes_an_sgemm_without_its_second_barrier() -> None:
     del lines[barriers[1]]
     racy = "\n".join(lines)
     kernel = bind(dataclasses.replace(spec, ptx=racy), Arch.parse("sm_90"))
-    (verdict,) = check_spec(kernel, parse(racy, "racy.ptx"), properties=("race",), machine=ptx_machine("sm_90"))
+    module = parse(racy, "racy.ptx")
+    (verdict,) = check_spec(kernel, module, properties=("race",), machine=ptx_machine("sm_90"))
     assert verdict.verdict == "refuted", verdict
 
 
