@@ -111,27 +111,7 @@ def sgemm_ptx(shape: SgemmShape, arch: Arch) -> str:
     warp_m, warp_n = kb.shr("u32", warp, log2(s.warps_n)), kb.and_("b32", warp, s.warps_n - 1)
     ly, lx = kb.shr("u32", lane, log2(s.ln)), kb.and_("b32", lane, s.ln - 1)
 
-    # a: thread t loads the float4 at row t / (bk / 4), k quad t % (bk / 4); passes step rows.
-    quads = s.bk // 4
-    row_a, quad = kb.shr("u32", tid, log2(quads)), kb.and_("b32", tid, quads - 1)
-    row = kb.mad("u32", by, s.bm, row_a)
-    elem = kb.mad("u32", row, p.k, kb.shl("b32", quad, 2))
-    a_load = _Loader(
-        kb.add("u64", p.a, kb.mul_wide("u32", elem, F32)),
-        kb.mul_wide("u32", p.k, F32 * (s.threads // quads)),
-        kb.add("u32", smem, kb.mul("u32", kb.mad("u32", quad, 4 * s.a_pitch, row_a), F32)),
-    )
-    # b: thread t loads the float4 at slice row t / (bn / 4), column quad t % (bn / 4).
-    quads_b = s.bn // 4
-    row_b, col_q = kb.shr("u32", tid, log2(quads_b)), kb.and_("b32", tid, quads_b - 1)
-    col = kb.mad("u32", bx, s.bn, kb.shl("b32", col_q, 2))
-    elem_b = kb.mad("u32", row_b, p.n, col)
-    b_smem = kb.mad("u32", row_b, F32 * s.bn, kb.shl("b32", col_q, 4))
-    b_load = _Loader(
-        kb.add("u64", p.b, kb.mul_wide("u32", elem_b, F32)),
-        kb.mul_wide("u32", p.n, F32 * (s.threads // quads_b)),
-        kb.add("u32", kb.add("u32", smem, F32 * s.bk * s.a_pitch), b_smem),
-    )
+    a_load, b_load = _a_loader(kb, s, p.a, p.k, tid, by, smem), _b_loader(kb, s, p.b, p.n, tid, bx, smem)
     b_slice = kb.mul_wide("u32", p.n, F32 * s.bk)
 
     # Where the lane reads its fragments, within a stage.
@@ -167,6 +147,33 @@ def sgemm_ptx(shape: SgemmShape, arch: Arch) -> str:
     _store_c(kb, s, p.c, p.n, bx, by, warp_m, warp_n, ly, lx, acc)
     kb.ret()
     return kb.ptx()
+
+
+def _a_loader(kb: KernelBuilder, s: SgemmShape, a: Reg, k: Reg, tid: Reg, by: Reg, smem: Reg) -> _Loader:
+    """Thread ``t`` loads the float4 at tile row ``t / (bk / 4)`` (plus ``threads / (bk / 4)`` rows a
+    pass), k quad ``t % (bk / 4)``, and stores it down that column of the transposed slice."""
+    quads = s.bk // 4
+    row, quad = kb.shr("u32", tid, log2(quads)), kb.and_("b32", tid, quads - 1)
+    elem = kb.mad("u32", kb.mad("u32", by, s.bm, row), k, kb.shl("b32", quad, 2))
+    return _Loader(
+        kb.add("u64", a, kb.mul_wide("u32", elem, F32)),
+        kb.mul_wide("u32", k, F32 * (s.threads // quads)),
+        kb.add("u32", smem, kb.mul("u32", kb.mad("u32", quad, 4 * s.a_pitch, row), F32)),
+    )
+
+
+def _b_loader(kb: KernelBuilder, s: SgemmShape, b: Reg, n: Reg, tid: Reg, bx: Reg, smem: Reg) -> _Loader:
+    """Thread ``t`` loads the float4 at slice row ``t / (bn / 4)`` (plus ``threads / (bn / 4)`` rows
+    a pass), column quad ``t % (bn / 4)``, and stores it at the same place of the slice."""
+    quads = s.bn // 4
+    row, quad = kb.shr("u32", tid, log2(quads)), kb.and_("b32", tid, quads - 1)
+    elem = kb.mad("u32", row, n, kb.mad("u32", bx, s.bn, kb.shl("b32", quad, 2)))
+    at = kb.mad("u32", row, F32 * s.bn, kb.shl("b32", quad, 4))
+    return _Loader(
+        kb.add("u64", b, kb.mul_wide("u32", elem, F32)),
+        kb.mul_wide("u32", n, F32 * (s.threads // quads)),
+        kb.add("u32", kb.add("u32", smem, F32 * s.bk * s.a_pitch), at),
+    )
 
 
 def _load_slice(kb: KernelBuilder, s: SgemmShape, a: _Loader, b: _Loader, b_slice: Reg,
