@@ -4,7 +4,8 @@ whose variants the model checks and the GPU times against a torch baseline."""
 from __future__ import annotations
 
 from karyamorph.search.template import Template
-from karyamorph.search.templates import hgemm, sgemm
+from karyamorph.search.templates.hgemm import TEMPLATE as HGEMM
+from karyamorph.search.templates.sgemm import TEMPLATE as SGEMM
 
 
 class UnknownTemplate(KeyError):
@@ -15,8 +16,8 @@ class UnknownTemplate(KeyError):
 
 
 SHIPPED: tuple[Template, ...] = (
-    sgemm.TEMPLATE,
-    hgemm.TEMPLATE,
+    SGEMM,
+    HGEMM,
 )
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in SHIPPED}
