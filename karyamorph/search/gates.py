@@ -119,7 +119,7 @@ def model_gate(
         kernel = bind(spec, arch)
     except (PtxError, SpecError) as exc:
         return Outcome.failed(Failure.COMPILE, f"at the check sizes: {exc}")
-    machine = ptx_machine()
+    machine = ptx_machine(arch.canonical.base.name)  # the arch's limits (shared memory per block)
     missing = unmodeled(module, machine, kernel.entry)
     if missing:
         forms = ", ".join(sorted({m.form for m in missing}))
@@ -152,7 +152,8 @@ def equivalence_gate(
     (spec_a, mod_a, ka), (spec_b, mod_b, kb) = sides
     outputs = tuple(i for i, a in enumerate(ka.args) if a.role in ("out", "inout"))
     instance = EquivInstance(tuple(sorted(sizes.items())), _side(ka, mod_a), _side(kb, mod_b), outputs)
-    verdict = check_equivalence((mod_a, spec_a.entry), (mod_b, spec_b.entry), ptx_machine(), [instance],
+    machine = ptx_machine(arch.canonical.base.name)
+    verdict = check_equivalence((mod_a, spec_a.entry), (mod_b, spec_b.entry), machine, [instance],
                                 timeout_ms=timeout_ms)  # fmt: skip
     if verdict.verdict == "refuted":
         where = ", ".join(f"{k}={v}" for k, v in sizes.items())

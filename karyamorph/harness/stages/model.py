@@ -116,7 +116,9 @@ class ModelStage:
         refused = _ptxas_refusal(context)
         if refused is not None:
             return StageResult.skip(refused)
-        machine = ptx_machine()
+        # The machine of the run's arch: its shared memory per block (227 KiB on sm_90, 99 KiB
+        # on sm_120) is what a launch is held to, not sm_80's.
+        machine = ptx_machine(context.arch.canonical.base.name)
         missing = unmodeled(module, machine, kernel.entry)
         if missing:
             names = sorted({m.form for m in missing})
@@ -135,7 +137,7 @@ class ModelStage:
             if v.witness is not None:
                 log.append(f"  witness: {v.witness}")
             figures.append(Figure(f"check_{v.property}_seconds", v.seconds, "s"))
-        data["interp"] = self._interpret(kernel, log)
+        data["interp"] = self._interpret(kernel, log, machine)
         context.model_interpreted = data["interp"].get("status") in ("pass", "fail")
         # A refutation is replayed before it is reported (a contradicted one is unknown), so it
         # is a finding; an undecided property is neither a pass nor a failure of the kernel.
@@ -147,12 +149,12 @@ class ModelStage:
             status = Status.UNKNOWN
         return StageResult(status, data, "\n".join(log), 0.0, tuple(figures))
 
-    def _interpret(self, kernel: BoundKernel, log: list[str]) -> dict[str, Any]:
+    def _interpret(self, kernel: BoundKernel, log: list[str], machine: Any) -> dict[str, Any]:
 
         # The budget is checked before any input is made: setting up a huge launch alone
         # costs seconds and gigabytes.
         try:
-            report = interpret_spec_file(kernel, budget=self.budget)
+            report = interpret_spec_file(kernel, budget=self.budget, machine=machine)
         except TooLargeError as exc:
             reason = f"{exc}; `karyamorph interp` with smaller --size values runs it"
             log.append(f"interpretation: not run ({reason})")

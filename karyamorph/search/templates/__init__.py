@@ -4,7 +4,9 @@ whose variants the model checks and the GPU times against a torch baseline."""
 from __future__ import annotations
 
 from karyamorph.search.template import Template
+from karyamorph.search.templates.hgemm import TEMPLATE as HGEMM
 from karyamorph.search.templates.reduction import TEMPLATE as REDUCTION
+from karyamorph.search.templates.sgemm import TEMPLATE as SGEMM
 from karyamorph.search.templates.transpose import TEMPLATE as TRANSPOSE
 from karyamorph.search.templates.vadd import TEMPLATE as VADD
 
@@ -20,6 +22,8 @@ SHIPPED: tuple[Template, ...] = (
     VADD,
     REDUCTION,
     TRANSPOSE,
+    SGEMM,
+    HGEMM,
 )
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in SHIPPED}

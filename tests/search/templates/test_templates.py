@@ -17,6 +17,7 @@ from karyamorph.harness.tools.toolchain import ToolchainError, discover
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
+from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.search.space import Value
 from karyamorph.search.template import Template
 from karyamorph.search.templates import TEMPLATES
@@ -43,7 +44,7 @@ def toolchain():  # type: ignore[no-untyped-def]
 
 def interpreter_agrees(t: Template, config: Mapping[str, Value], arch: str) -> None:
     kernel = bind(t.spec(config, arch, t.check_sizes), Arch.parse(arch))
-    run = run_model(kernel, seed=5)
+    run = run_model(kernel, seed=5, machine=ptx_machine(arch))
     expected = evaluate_reference(kernel, {k: v.clone() for k, v in run.inputs.items()})
     for arg, want in zip(output_args(kernel), expected, strict=True):
         tol = tolerance_for(arg.dtype, kernel.spec.atol, kernel.spec.rtol)
