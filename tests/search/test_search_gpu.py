@@ -50,8 +50,10 @@ def test_a_search_gates_measures_stores_and_exports_its_winner(tmp_path: Path) -
     assert len(search.evaluations) == 24 and search.summary is not None
     timed = [e for e in search.evaluations if e.outcome.ok]
     assert len(timed) == 12 and all(e.gates["gpu_s"] > 0 and e.gates["registers"] > 0 for e in timed)
-    rejected = [e for e in search.evaluations if not e.outcome.ok]
-    assert all("model_s" in e.gates and "gpu_s" not in e.gates for e in rejected)
+    refuted = [
+        e for e in search.evaluations if e.outcome.failure is not None and e.outcome.failure.value == "model"
+    ]
+    assert all("model_s" in e.gates and "gpu_s" not in e.gates for e in refuted)  # no GPU time
     assert runs == [("pass", summary["search_id"], "gpu test")]
     # The exported winner runs as any spec does.
     spec = load_spec(winner["spec"])
