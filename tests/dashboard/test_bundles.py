@@ -29,7 +29,8 @@ def rows(bundle: dict[str, Any]) -> dict[str, Any]:
 
 def test_a_bundle_writes_the_same_rows_again(recorded_db: Path, tmp_path: Path) -> None:
     written = export(recorded_db, [], tmp_path / "bundles")
-    assert len(written) == 3
+    with Store.open_to_read(recorded_db) as store:
+        assert len(written) == store.query("SELECT count(*) FROM runs").rows[0][0] >= 3
     again = tmp_path / "again.duckdb"
     with Store.open(again) as store:
         for bundle in bundles(tmp_path / "bundles"):
