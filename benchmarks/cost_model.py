@@ -27,6 +27,7 @@ from karyamorph.kernel.bound import bind
 from karyamorph.model.cost import machine_for, predict, scaled_counts
 from karyamorph.model.cost.accuracy import median_relative_error, spearman
 from karyamorph.model.interp.budget import ModelBudget
+from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.search import stored
 from karyamorph.search.templates import template
 from karyamorph.store.database import Store
@@ -43,7 +44,8 @@ def predicted(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, in
     small = bind(t.spec(config, arch, t.check_sizes), arch)
     big = bind(t.spec(config, arch, sizes), arch)
     t0 = time.perf_counter()
-    stats = run_model(small, budget=ModelBudget(max_thread_instructions=5e8)).stats
+    machine_model = ptx_machine(arch.canonical.base.name)  # the arch's limits (shared memory per block)
+    stats = run_model(small, budget=ModelBudget(max_thread_instructions=5e8), machine=machine_model).stats
     seconds = time.perf_counter() - t0
     blocks = big.grid[0] * big.grid[1] * big.grid[2]
     warps = math.ceil(big.threads / blocks / 32)
