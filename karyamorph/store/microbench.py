@@ -93,7 +93,7 @@ class MicrobenchRecord:
     figures: tuple[FigureRow, ...] = ()
 
 
-_COLUMNS = (
+FIGURE_FIELDS = (  # the columns of a figure row, in table order
     "kind",
     "name",
     "parameter",
@@ -198,7 +198,7 @@ def read_figures(con: duckdb.DuckDBPyConnection, arch: str | None = None) -> lis
     cursor = con.execute(
         "SELECT m.microbench_id, r.created_at, r.arch, r.host, d.name, d.compute_capability, "
         "d.driver_version, t.ptxas_version, r.environment, r.params, "
-        + ", ".join(f"m.{c}" for c in _COLUMNS)
+        + ", ".join(f"m.{c}" for c in FIGURE_FIELDS)
         + " FROM microbench m JOIN microbench_runs r USING (microbench_id) "
         "LEFT JOIN devices d USING (device_id) LEFT JOIN toolchains t USING (toolchain_id) "
         f"{where} ORDER BY r.created_at, m.microbench_id, m.rowid",
@@ -215,7 +215,7 @@ def read_figures(con: duckdb.DuckDBPyConnection, arch: str | None = None) -> lis
         "ptxas",
         "environment",
         "params",
-        *_COLUMNS,
+        *FIGURE_FIELDS,
     )
     out = []
     for row in cursor.fetchall():

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from karyamorph.store.microbench import FigureRow
+from karyamorph.store.microbench import FIGURE_FIELDS, FigureRow
 
 FIGURES = "figures.csv"
 SESSIONS = "sessions.csv"
@@ -34,22 +34,7 @@ PROVENANCE = (
     "cuda_release",
     "sm_clock_max_mhz",
 )
-FIGURE_COLUMNS = (
-    *PROVENANCE,
-    "kind",
-    "name",
-    "parameter",
-    "parameter_value",
-    "value",
-    "unit",
-    "spread",
-    "repeats",
-    "samples",
-    "value_ns",
-    "clock_mhz",
-    "status",
-    "detail",
-)
+FIGURE_COLUMNS = (*PROVENANCE, *FIGURE_FIELDS)
 SESSION_COLUMNS = (
     *PROVENANCE,
     "sm_count",
