@@ -6,7 +6,8 @@ printed per template and over all of them, as markdown and JSON.
 
     python benchmarks/cost_model.py --db searches.duckdb [--limit 400] [--json out.json]
 
-The figures a prediction uses are the arch's defaults (karyamorph/model/cost/machine.py).
+The figures a prediction uses are the arch's defaults (karyamorph/model/cost/machine.py), with
+the measured ones of datasets/microbench/<arch>/ where that folder exists.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from typing import Any
 from karyamorph.harness.stages.model_run import run_model
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
-from karyamorph.model.cost import machine_for, predict, scaled_counts
+from karyamorph.model.cost import machine_for, measured_figures, predict, scaled_counts
 from karyamorph.model.cost.accuracy import median_relative_error, spearman
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.search import stored
 from karyamorph.search.templates import template
 from karyamorph.store.database import Store
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def work(kernel: Any) -> float:
@@ -68,7 +71,8 @@ def main() -> int:
     for search in searches:
         p = search.params
         arch = Arch.parse(p["arch"])
-        machine = machine_for(arch.base.name)
+        tables = ROOT / "datasets" / "microbench" / arch.base.name
+        machine = machine_for(arch.base.name, measured_figures(tables))
         for e in search.evaluations:
             if not e.outcome.ok or len(pairs[search.name]) >= args.limit:
                 continue

@@ -4,11 +4,12 @@ in waves, and the accuracy measures agree with their textbook definitions."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from karyamorph.model.cost import KernelCounts, machine_for, predict, unit_of
+from karyamorph.model.cost import KernelCounts, machine_for, measured_figures, predict, unit_of
 from karyamorph.model.cost.accuracy import median_relative_error, ranks, spearman
 
 H200 = machine_for("sm_90")
@@ -78,3 +79,14 @@ def test_ties_share_their_mean_rank_and_errors_are_relative() -> None:
     with pytest.raises(ValueError, match="constant"):
         spearman([1, 1, 1], [1, 2, 3])
     assert math.isclose(spearman([1, 2, 3, 4], [10, 20, 20, 40]), 0.9486832980505138)
+
+
+def test_the_h200_tables_give_the_machine_its_measured_figures() -> None:
+    folder = Path(__file__).resolve().parents[2] / "datasets" / "microbench" / "sm_90"
+    figures = measured_figures(folder)
+    assert set(figures) == {"clock_hz", "dram_bytes_per_s", "dram_latency", "l2_latency"}
+    assert 3e12 < figures["dram_bytes_per_s"] < 4.8e12  # below the H200's 4.8 TB/s peak
+    assert figures["l2_latency"] < figures["dram_latency"]
+    machine = machine_for("sm_90", figures)
+    assert machine.dram_latency == figures["dram_latency"] and machine.measured == tuple(sorted(figures))
+    assert measured_figures(folder / "missing") == {}

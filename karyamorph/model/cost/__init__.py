@@ -8,7 +8,8 @@ defaults), the counts from the CPU interpreter at a small size scaled to the tim
 
 from karyamorph.model.cost.machine import CostMachine, machine_for
 from karyamorph.model.cost.predict import KernelCounts, Prediction, predict, scaled_counts
+from karyamorph.model.cost.tables import measured_figures
 from karyamorph.model.cost.units import UNITS, unit_of
 
-__all__ = ["UNITS", "CostMachine", "KernelCounts", "Prediction", "machine_for", "predict", "scaled_counts",
-           "unit_of"]  # fmt: skip
+__all__ = ["UNITS", "CostMachine", "KernelCounts", "Prediction", "machine_for", "measured_figures", "predict",
+           "scaled_counts", "unit_of"]  # fmt: skip
