@@ -162,24 +162,34 @@ def recording(search: StoredSearch) -> Recording:
     """
     if not search.evaluations:
         raise RecordingError(f"search {search.search_id} has no evaluations")
-    names = list(search.evaluations[0].config)
+    declared = search.params.get("parameters") or {}
+    # The template's parameter order when the search stored it (configs come back from JSON with
+    # their keys sorted), else the configs' own.
+    names = [n for n in declared if n in search.evaluations[0].config] or list(search.evaluations[0].config)
     values: dict[str, list[Value]] = {n: [] for n in names}
     for e in search.evaluations:
         for n in names:
             if e.config[n] not in values[n]:
                 values[n].append(e.config[n])
-    parameters = [Parameter(n, tuple(sorted(v, key=_order))) for n, v in values.items()]
+    parameters = [Parameter(n, _in_declared_order(v, list(declared.get(n, [])))) for n, v in values.items()]
     space = Space.from_configurations(parameters, [e.config for e in search.evaluations])
-    by_key = {e.key: e.outcome for e in search.evaluations}
-    outcomes = tuple(by_key[space.key(i)] for i in range(space.size))
+    by_index = {space.find(e.config): e.outcome for e in search.evaluations}
+    outcomes = tuple(by_index[i] for i in range(space.size))
     if not any(o.ok for o in outcomes):
         raise RecordingError(f"search {search.search_id}: no configuration passed")
     meta = {"search_id": search.search_id, **search.params}
     return Recording(f"search {search.search_id[:8]} ({search.name})", space, outcomes, meta)
 
 
-def _order(v: Value) -> tuple[int, Any]:
-    return (0, v) if isinstance(v, int | float) and not isinstance(v, bool) else (1, str(v))
+def _in_declared_order(values: list[Value], declared: list[Value]) -> tuple[Value, ...]:
+    """``values`` in the order the template declared them; undeclared ones after, numbers first."""
+
+    def position(v: Value) -> tuple[int, Any]:
+        if v in declared:
+            return (0, declared.index(v))
+        return (1, v) if isinstance(v, int | float) and not isinstance(v, bool) else (2, str(v))
+
+    return tuple(sorted(values, key=position))
 
 
 def _outcome(time_ms: float | None, failure: str | None, detail: str) -> Outcome:

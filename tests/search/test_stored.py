@@ -9,7 +9,16 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from karyamorph.cli import main
-from karyamorph.search import RecordedEvaluator, make_strategy, read_cache, run_search, stored
+from karyamorph.search import (
+    Outcome,
+    Parameter,
+    RecordedEvaluator,
+    Space,
+    make_strategy,
+    read_cache,
+    run_search,
+    stored,
+)
 from karyamorph.search.history import Evaluation, History
 from karyamorph.store.database import Store
 
@@ -97,3 +106,21 @@ def test_unknown_search_ids_are_one_line_errors(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no search with an id starting 'zzzz'" in result.output
     result = CliRunner().invoke(main, ["search", "replay", "zzzz", "--db", str(db)])
     assert result.exit_code == 2 and "zzzz is not a cache file" in result.output
+
+
+def test_a_stored_search_replays_whatever_order_its_parameters_had(tmp_path: Path) -> None:
+    # Configurations come back from JSON with sorted keys; a template declares "z" before "a".
+    space = Space.from_configurations([Parameter("z", (4, 1)), Parameter("a", ("y", "x"))],
+                                      [{"z": z, "a": a} for z in (4, 1) for a in ("y", "x")])  # fmt: skip
+    times = {(4, "y"): 3.0, (4, "x"): 1.0, (1, "y"): 2.0, (1, "x"): 4.0}
+    with Store.open(tmp_path / "s.duckdb") as store:
+        search_id = stored.create(store, "zig", {"parameters": {"z": [4, 1], "a": ["y", "x"]}})
+        for seq in range(space.size):
+            config = space.config(seq)
+            outcome = Outcome.timed(times[(config["z"], config["a"])])
+            stored.record(store, search_id, seq, Evaluation(seq, space.key(seq), outcome), config, {})
+        recording = stored.recording(stored.load(store, search_id))
+    for i in range(recording.space.size):
+        config = recording.space.config(i)
+        assert recording.outcomes[i].time_ms == times[(config["z"], config["a"])]
+    assert recording.optimum_ms == 1.0
