@@ -85,14 +85,12 @@ class _ProgressLine:
         self.tty = sys.stderr.isatty()
 
     def __call__(self, evaluation: Any, history: Any) -> None:
+        from karyamorph.search.outcome import failure_counts
+
         count = len(history)
-        best = min((e.outcome.cost for e in history.evaluations), default=float("inf"))
-        failed: dict[str, int] = {}
-        for e in history.evaluations:
-            if e.outcome.failure is not None:
-                failed[e.outcome.failure.value] = failed.get(e.outcome.failure.value, 0) + 1
+        failed = failure_counts(e.outcome for e in history.evaluations)
         rejected = ", ".join(f"{k} {v}" for k, v in sorted(failed.items())) or "none"
-        best_text = "-" if best == float("inf") else f"{best:.4g} ms"
+        best_text = "-" if history.best is None else f"{history.best.outcome.cost:.4g} ms"
         line = f"evaluations {count}/{self.budget}  best {best_text}  rejected: {rejected}"
         if self.tty:
             click.echo(f"\r\033[K{line}", err=True, nl=False)

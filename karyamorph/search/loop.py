@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from karyamorph.search.history import Evaluation, History
-from karyamorph.search.outcome import EvaluationFailed, Evaluator, Outcome
+from karyamorph.search.outcome import EvaluationFailed, Evaluator, Outcome, best_so_far, failure_counts
 from karyamorph.search.space import Space
 from karyamorph.search.strategies.base import SearchContext, Strategy
 
@@ -58,19 +58,11 @@ class SearchRecord:
     @property
     def best_curve_ms(self) -> list[float]:
         """The best time after each evaluation (infinity before the first that passed)."""
-        out, best = [], float("inf")
-        for e in self.evaluations:
-            best = min(best, e.outcome.cost)
-            out.append(best)
-        return out
+        return best_so_far(e.outcome for e in self.evaluations)
 
     def failures(self) -> dict[str, int]:
         """How many evaluations failed, by reason."""
-        out: dict[str, int] = {}
-        for e in self.evaluations:
-            if e.outcome.failure is not None:
-                out[e.outcome.failure.value] = out.get(e.outcome.failure.value, 0) + 1
-        return out
+        return failure_counts(e.outcome for e in self.evaluations)
 
     def as_dict(self) -> dict[str, Any]:
         best = self.best

@@ -8,8 +8,10 @@ search goes on.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -85,3 +87,13 @@ class Evaluator(Protocol):
     :class:`EvaluationFailed`) and never aborts the search for a bad configuration."""
 
     def evaluate(self, config: Mapping[str, Value]) -> Outcome: ...
+
+
+def best_so_far(outcomes: Iterable[Outcome]) -> list[float]:
+    """The best time after each outcome, in order (infinity before the first that passed)."""
+    return list(itertools.accumulate((o.cost for o in outcomes), min))
+
+
+def failure_counts(outcomes: Iterable[Outcome]) -> dict[str, int]:
+    """How many outcomes failed, by reason."""
+    return dict(Counter(o.failure.value for o in outcomes if o.failure is not None))

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from karyamorph.search.history import Evaluation
-from karyamorph.search.outcome import Failure, Outcome
+from karyamorph.search.outcome import Failure, Outcome, best_so_far
 from karyamorph.search.recording import Recording, RecordingError
 from karyamorph.search.space import Parameter, Space, Value
 from karyamorph.store.database import Store, StoreError
@@ -61,11 +61,7 @@ class StoredSearch:
 
     def curve_ms(self) -> list[float]:
         """Best time after each evaluation (infinity before the first that passed)."""
-        out, best = [], float("inf")
-        for e in self.evaluations:
-            best = min(best, e.outcome.cost)
-            out.append(best)
-        return out
+        return best_so_far(e.outcome for e in self.evaluations)
 
 
 def create(store: Store, name: str, params: Mapping[str, Any]) -> str:
