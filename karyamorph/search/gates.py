@@ -131,7 +131,9 @@ def model_gate(
     lines = []
     for v in verdicts:
         if v.verdict == "refuted":
-            return Outcome.failed(Failure.MODEL, f"{v.property} refuted at {_sizes(template)}: {v.witness}")
+            return Outcome.failed(
+                Failure.MODEL, f"{v.property} refuted at {_sizes(template.check_sizes)}: {v.witness}"
+            )
         lines.append(f"{v.property} {v.verdict}" + (f" ({v.reason})" if v.verdict == "unknown" else ""))
     return ModelVerdicts(tuple(lines), time.perf_counter() - t0)
 
@@ -156,8 +158,9 @@ def equivalence_gate(
     verdict = check_equivalence((mod_a, spec_a.entry), (mod_b, spec_b.entry), machine, [instance],
                                 timeout_ms=timeout_ms)  # fmt: skip
     if verdict.verdict == "refuted":
-        where = ", ".join(f"{k}={v}" for k, v in sizes.items())
-        return Outcome.failed(Failure.MODEL, f"differs from the baseline at {where}: {verdict.witness}")
+        return Outcome.failed(
+            Failure.MODEL, f"differs from the baseline at {_sizes(sizes)}: {verdict.witness}"
+        )
     return f"equiv {verdict.verdict}" + (f" ({verdict.reason})" if verdict.verdict == "unknown" else "")
 
 
@@ -173,5 +176,5 @@ def _side(kernel: BoundKernel, module: Module) -> Side:
     return Side(kernel.launch, buffers, scalars)
 
 
-def _sizes(template: Template) -> str:
-    return ", ".join(f"{k}={v}" for k, v in template.check_sizes.items())
+def _sizes(sizes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())

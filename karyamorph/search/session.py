@@ -159,16 +159,14 @@ def _winner(
     header = (f"winner of search {search_id} ({request.template.name}, {request.strategy}, budget "
               f"{request.budget}, seed {request.seed})\nconfiguration: {dict(config)}")  # fmt: skip
     toml, _ = write_spec(spec, out_dir / search_id[:8] / f"{spec.entry}.toml", header)
-    exported = dataclasses.replace(spec, sizes=dict(spec.sizes))
     stages = select_stages(default_stages(), WINNER_STAGES, ())
-    result = run_pipeline(exported, arch=request.arch, device=device, stages=stages, worker=worker)
+    result = run_pipeline(spec, arch=request.arch, device=device, stages=stages, worker=worker)
     run_record = dataclasses.replace(to_record(result, label=request.label), search_id=search_id)
     run_id = store.record_run(run_record)
     timing_stage = result.result("timing")
     winner_ns = timing_stage.data.get("median_ns") if timing_stage is not None else None
-    torch_timing = worker.reference_timing(
-        bind(spec, request.arch), request.template.torch_baseline, FRESH_SEED
-    )
+    kernel = bind(spec, request.arch)
+    torch_timing = worker.reference_timing(kernel, request.template.torch_baseline, FRESH_SEED)
     torch_ns = (
         torch_timing.stats.median_ns if isinstance(torch_timing, Timing) and torch_timing.stats else None
     )
@@ -180,7 +178,6 @@ def _winner(
                   "failure": None if isinstance(torch_timing, Timing) else str(torch_timing)},
     }  # fmt: skip
     if winner_ns and torch_ns:
-        kernel = bind(spec, request.arch)
         out["ratio_vs_torch"] = torch_ns / winner_ns
         if kernel.cost_bytes:
             out["winner"]["tb_per_s"] = kernel.cost_bytes / winner_ns / 1e3
