@@ -17,6 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 CELL_LIMIT_S = 120
 NOTEBOOK_LIMIT_S = 90  # each runs in well under a minute on two cores
+# What a notebook must print from the datasets shipped under datasets/.
+PRINTS = {
+    "02_campaign_analysis.ipynb": ("h200: 54 runs", "54 timed runs recorded", "NVIDIA H200: peak DRAM"),
+}
 
 
 def execute(name: str) -> str:
@@ -36,6 +40,8 @@ def execute(name: str) -> str:
 def test_notebook_runs(name: str) -> None:
     text = execute(name)
     assert text.strip()
+    for fragment in PRINTS.get(name, ()):
+        assert fragment in text, fragment
 
 
 def test_there_are_three_notebooks() -> None:
