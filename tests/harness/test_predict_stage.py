@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import statistics
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from karyamorph.harness.gpu.device import DeviceInfo
 from karyamorph.harness.pipeline import RunResult, default_stages, run_pipeline, select_stages
 from karyamorph.harness.prediction import beside
+from karyamorph.harness.session import Outcome
 from karyamorph.harness.stages.base import Figure, StageResult, Status
 from karyamorph.harness.stages.predict import PredictStage
 from karyamorph.isa.arch import Arch
@@ -129,6 +133,30 @@ def test_a_kernel_the_model_cannot_finish_gives_the_model_stage_reason() -> None
     assert r.data["reason"].startswith("the model could not run the kernel:")
     model = result.result("model")
     assert model is not None and model.data["interp"]["error"] in r.data["reason"]
+
+
+def test_on_a_gpu_the_prediction_takes_its_sm_count_and_sits_beside_the_median() -> None:
+    # A device described by numbers only: no stage here launches anything on it.
+    half = DeviceInfo(0, "H100 (numbers only)", (9, 0), 13000, 80 * 2**30, {"multiprocessor_count": 66})
+    spec = load_spec(EXAMPLES / "scale.toml")
+    chosen = select_stages(default_stages(), ["compile", "static", "predict"])
+    result = run_pipeline(spec, arch="sm_90", device=half, stages=chosen)
+    r = predicted(result)
+    assert r.status == Status.PASS and "66 SMs from the device" in r.data["figures"]
+    # The timing stage's result as a GPU run gives it: the median in nanoseconds.
+    median_ns = 123_456.0
+    timing = StageResult(Status.PASS, {}, figures=(Figure("median_ns", median_ns, "ns"),))
+    measured = dataclasses.replace(result, stages=(*result.stages, ("timing", timing)))
+    text = rendered(Outcome(measured, None).table())
+    ratio = median_ns * 1e-9 / r.data["predicted_seconds"]
+    assert "measured / predicted" in text and f"{ratio:.2f}" in text and "123.46 us" in text
+    assert Outcome(measured, None).as_json()["prediction"]["measured_over_predicted"] == pytest.approx(ratio)
+
+
+def rendered(renderable: object) -> str:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()  # type: ignore[attr-defined]
 
 
 def test_the_prediction_sits_beside_the_measured_median() -> None:

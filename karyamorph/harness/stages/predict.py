@@ -172,8 +172,9 @@ class PredictStage:
         except (OSError, ValueError, KeyError):
             measured = {}  # an unreadable table is as good as none: the figures say defaults
         device: dict[str, float | int] = {}
-        if context.device is not None and Arch.parse(context.device.arch).canonical.base.name == base:
-            device["sms"] = int(context.device.sm_count)
+        gpu = context.device
+        if gpu is not None and gpu.sm_count > 0 and Arch.parse(gpu.arch).canonical.base.name == base:
+            device["sms"] = int(gpu.sm_count)
         return machine_for(base, measured, **device), folder if measured else None, bool(device)
 
 
