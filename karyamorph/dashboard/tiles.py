@@ -112,6 +112,15 @@ class TimingTile:
 
 
 @dataclass(frozen=True, slots=True)
+class PredictionTile:
+    """The cost model's time beside the measured median: the times, the bound, the figures' source."""
+
+    times: Figures
+    bound: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunTiles:
     """Every per-run tile; a tile is its data class, or :class:`Absent`."""
 
@@ -124,7 +133,7 @@ class RunTiles:
     occupancy: OccupancyTile | Absent
     metrics: MetricsTile | Absent
     timing: TimingTile | Absent
-    prediction: Figures | Absent = Absent("absent", "")
+    prediction: PredictionTile | Absent = Absent("absent", "")
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -330,7 +339,7 @@ def timing_tile(run: StoredRun) -> TimingTile | Absent:
     return TimingTile(Figures(tuple(rows)), chart, len(us))
 
 
-def prediction_tile(run: StoredRun) -> Figures | Absent:
+def prediction_tile(run: StoredRun) -> PredictionTile | Absent:
     """The cost model's prediction beside the measured median (shown in the timing tile)."""
     shown = stored_prediction(run)
     if shown is None:
@@ -344,10 +353,8 @@ def prediction_tile(run: StoredRun) -> Figures | Absent:
         ("measured (median)", number(measured * 1e6) if measured is not None else "-",
          "us" if measured is not None else f"not measured: {shown.unmeasured}"),
         ("measured / predicted", number(ratio) if ratio is not None else "-", ""),
-        ("bound", shown.bound, ""),
-        ("figures", shown.figures, ""),
     )  # fmt: skip
-    return Figures(rows)
+    return PredictionTile(Figures(rows), shown.bound, shown.figures)
 
 
 def _status(run: StoredRun, name: str) -> str:

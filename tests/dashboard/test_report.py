@@ -71,6 +71,6 @@ def test_the_timing_tile_shows_the_prediction_of_a_compile_side_run(tmp_path: Pa
     html = out.read_text()
     tile = html[html.index('id="tile-timing"'):]
     tile = tile[: tile.index('<div class="tile"')] if '<div class="tile"' in tile else tile
-    assert "Cost model" in tile and f"<td>bound</td><td class=\"num\">{prediction['bound']}</td>" in tile
+    assert "Cost model" in tile and f'bound: <b class="bound">{prediction["bound"]}</b>' in tile
     assert f"<td>predicted</td><td class=\"num\">{number(prediction['predicted_seconds'] * 1e6)}</td>" in tile
     assert "not measured: the run has no timing stage" in tile
