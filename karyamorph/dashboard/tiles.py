@@ -15,7 +15,7 @@ from markupsafe import Markup
 from karyamorph.dashboard import plots
 from karyamorph.dashboard.occupancy_curves import Inputs, curves
 from karyamorph.dashboard.source import finding_detail, finding_lines
-from karyamorph.harness.report import stage_result
+from karyamorph.harness.report import stage_result, stored_prediction
 from karyamorph.harness.session import summarize
 from karyamorph.store.reading import StoredRun, StoredStage
 from karyamorph.table import number
@@ -112,6 +112,15 @@ class TimingTile:
 
 
 @dataclass(frozen=True, slots=True)
+class PredictionTile:
+    """The cost model's time beside the measured median: the times, the bound, the figures' source."""
+
+    times: Figures
+    bound: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunTiles:
     """Every per-run tile; a tile is its data class, or :class:`Absent`."""
 
@@ -124,6 +133,7 @@ class RunTiles:
     occupancy: OccupancyTile | Absent
     metrics: MetricsTile | Absent
     timing: TimingTile | Absent
+    prediction: PredictionTile | Absent = Absent("absent", "")
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -329,6 +339,29 @@ def timing_tile(run: StoredRun) -> TimingTile | Absent:
     return TimingTile(Figures(tuple(rows)), chart, len(us))
 
 
+def prediction_tile(run: StoredRun) -> PredictionTile | Absent:
+    """The cost model's prediction beside the measured median (shown in the timing tile)."""
+    shown = stored_prediction(run)
+    if shown is None:
+        return Absent("absent", "the run has no predict stage")
+    if shown.predicted_seconds is None:
+        return Absent(_status(run, "predict"), shown.reason)
+    ratio = shown.ratio
+    measured = shown.measured_seconds
+    rows = (
+        ("predicted", number(shown.predicted_seconds * 1e6), "us"),
+        ("measured (median)", number(measured * 1e6) if measured is not None else "-",
+         "us" if measured is not None else f"not measured: {shown.unmeasured}"),
+        ("measured / predicted", number(ratio) if ratio is not None else "-", ""),
+    )  # fmt: skip
+    return PredictionTile(Figures(rows), shown.bound, shown.figures)
+
+
+def _status(run: StoredRun, name: str) -> str:
+    stage = run.stage(name)
+    return stage.status if stage is not None else "absent"
+
+
 def run_tiles(run: StoredRun) -> RunTiles:
     """Every per-run tile of ``run``."""
     compiled = run.stage("compile")
@@ -342,4 +375,5 @@ def run_tiles(run: StoredRun) -> RunTiles:
         occupancy=occupancy_tile(run),
         metrics=metrics_tile(run),
         timing=timing_tile(run),
+        prediction=prediction_tile(run),
     )

@@ -21,6 +21,7 @@ from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.correctness import CorrectnessStage
 from karyamorph.harness.stages.metrics import MetricsStage
 from karyamorph.harness.stages.model import ModelStage
+from karyamorph.harness.stages.predict import PredictStage
 from karyamorph.harness.stages.sanitize import SanitizeStage
 from karyamorph.harness.stages.sass import SassStage
 from karyamorph.harness.stages.static import StaticStage
@@ -90,8 +91,8 @@ def check_arch(arch: Arch | str) -> Arch:
 
 STAGE_TYPES: dict[str, type[Stage]] = {
     stage.name: stage
-    for stage in (CompileStage, SassStage, StaticStage, ModelStage, SanitizeStage, CorrectnessStage,
-                  TimingStage, MetricsStage)
+    for stage in (CompileStage, SassStage, StaticStage, ModelStage, PredictStage, SanitizeStage,
+                  CorrectnessStage, TimingStage, MetricsStage)
 }  # fmt: skip
 """Every stage there is, by name, in pipeline order."""
 
@@ -147,7 +148,7 @@ def default_stages(timeout_s: float | None = None, check_budget_s: float | None 
             MetricsStage(timeout_s=timeout_s),
         ]
     model = ModelStage() if check_budget_s is None else ModelStage(check_deadline_s=check_budget_s)
-    return [CompileStage(), SassStage(), StaticStage(), model, *gpu]
+    return [CompileStage(), SassStage(), StaticStage(), model, PredictStage(), *gpu]
 
 
 def default_arch(module: ast.Module | None, device: Any) -> Arch:

@@ -14,6 +14,7 @@ from rich.rule import Rule
 from rich.text import Text
 
 from karyamorph.harness.highlight import highlighted
+from karyamorph.harness.prediction import Beside, beside
 from karyamorph.harness.session import summarize
 from karyamorph.harness.stages.base import Figure, StageResult, Status
 from karyamorph.harness.tools.sass import SassInstruction, parse_text
@@ -46,6 +47,13 @@ def stage_result(run: StoredRun, stage: StoredStage) -> StageResult:
     # A status this version does not know (written by another tool) is summarised by its log.
     status = Status(stage.status) if stage.status in set(Status) else Status.ERROR
     return StageResult(status, stage.data, stage.log, stage.seconds, figures)
+
+
+def stored_prediction(run: StoredRun) -> Beside | None:
+    """The run's prediction beside its measured time (None: the run has no predict stage)."""
+    predicted, timing = run.stage("predict"), run.stage("timing")
+    return beside(stage_result(run, predicted) if predicted is not None else None,
+                  stage_result(run, timing) if timing is not None else None)  # fmt: skip
 
 
 def run_facts(run: StoredRun) -> list[tuple[str, Any]]:
@@ -119,6 +127,7 @@ def source_view(rows: Sequence[SourceLine]) -> RenderableType:
 
 def run_json(run: StoredRun) -> dict[str, Any]:
     """Everything ``show`` knows about ``run`` as a JSON-ready dict."""
+    prediction = stored_prediction(run)
     return {
         "run": {k: v for k, v in asdict(run).items()
                 if k not in ("stages", "metrics", "samples_ns", "sass", "findings", "ptx")},
@@ -127,6 +136,7 @@ def run_json(run: StoredRun) -> dict[str, Any]:
              "figures": [asdict(m) for m in run.metrics_of(s.name)]}
             for s in run.stages
         ],
+        "prediction": prediction.as_dict() if prediction is not None else None,
         "findings": list(run.findings),
         "samples_ns": list(run.samples_ns),
         "ptx": run.ptx,
@@ -169,6 +179,9 @@ def show(run: StoredRun, stages: Sequence[str] = ()) -> RenderableType:
     if run.findings and (not stages or any(f["tool"] in stages for f in run.findings)):
         found = [(f["tool"], f["kind"], f["location"], cell(f["detail"])) for f in run.findings]
         parts += [Rule("findings", style="dim"), table(["tool", "kind", "location", "detail"], found)]
+    prediction = stored_prediction(run)
+    if prediction is not None and (not stages or {"predict", "timing"} & set(stages)):
+        parts += [Rule("prediction beside measurement", style="dim"), prediction.view()]
     if run.samples_ns and (not stages or "timing" in stages):
         us = [ns / 1e3 for ns in run.samples_ns]
         parts.append(Text(

@@ -24,6 +24,7 @@ from karyamorph.harness.pipeline import (
     run_pipeline,
     select_stages,
 )
+from karyamorph.harness.prediction import Beside, beside
 from karyamorph.harness.record import to_record
 from karyamorph.harness.stages.base import StageResult, Status
 from karyamorph.harness.tools.toolchain import discover
@@ -61,9 +62,16 @@ class Outcome:
     bad_input: str | None = None
     label: str | None = None
 
+    @property
+    def prediction(self) -> Beside | None:
+        """The cost model's prediction beside the measured time (None: no predict stage ran)."""
+        return beside(self.result.result("predict"), self.result.result("timing"))
+
     def as_json(self) -> dict[str, Any]:
-        """The run as a JSON-ready dict: id, label, spec path, arch, status and every stage."""
+        """The run as a JSON-ready dict: id, label, spec path, arch, status, every stage, and the
+        prediction beside the measurement (null without a predict stage)."""
         spec = self.result.spec
+        prediction = self.prediction
         return {
             "run_id": self.run_id,
             "label": self.label,
@@ -75,10 +83,12 @@ class Outcome:
                 {"name": n, "status": str(r.status), "seconds": r.seconds, "data": r.data}
                 for n, r in self.result.stages
             ],
+            "prediction": prediction.as_dict() if prediction is not None else None,
         }
 
     def table(self) -> RenderableType:
-        """A head line (kernel, label, spec file, arch, run id) over one row per stage."""
+        """A head line (kernel, label, spec file, arch, run id) over one row per stage, then the
+        prediction beside the measured time."""
         rows = [(n, status_text(str(r.status)), f"{r.seconds:.3f}", summarize(n, r))
                 for n, r in self.result.stages]  # fmt: skip
         spec = self.result.spec
@@ -86,7 +96,9 @@ class Outcome:
         if spec.source_path:
             head += f" from {relative(spec.source_path)}"
         head += f" for {self.result.arch}" + (f", run {self.run_id}" if self.run_id else ", not stored")
-        return Group(Text(head), table(["stage", "status", "seconds", "figures"], rows))
+        stages = table(["stage", "status", "seconds", "figures"], rows)
+        prediction = self.prediction
+        return Group(Text(head), stages, *([prediction.view()] if prediction is not None else []))
 
 
 def _bad_input(result: RunResult) -> str | None:

@@ -63,7 +63,7 @@ def test_stages_runs_only_the_stages_asked_for(tmp_path: Path) -> None:
     out = run_json(str(EXAMPLES / "scale.toml"), "--db", str(db), "--stages", "compile,sass")
     assert [s["name"] for s in out["stages"]] == ["compile", "sass"]
     assert sql(db, "SELECT stage FROM stages ORDER BY position") == [("compile",), ("sass",)]
-    gpu_side = "model,sanitize,correctness,timing,metrics"
+    gpu_side = "model,predict,sanitize,correctness,timing,metrics"
     skipped = run_json(str(EXAMPLES / "scale.toml"), "--no-store", "--skip", gpu_side)
     assert [s["name"] for s in skipped["stages"]] == ["compile", "sass", "static"]
 

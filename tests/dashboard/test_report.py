@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from html.parser import HTMLParser
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from karyamorph.cli import main
+from karyamorph.table import number
 from tests.dashboard.data.make_recorded import run_id
 
 
@@ -54,3 +56,21 @@ def test_an_unknown_run_is_an_error_without_a_traceback(recorded_db: Path, tmp_p
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "no run" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "x.html").exists()
+
+
+def test_the_timing_tile_shows_the_prediction_of_a_compile_side_run(tmp_path: Path) -> None:
+    db, out = tmp_path / "k.duckdb", tmp_path / "vadd.html"
+    spec = Path(__file__).resolve().parents[2] / "datasets" / "kernels" / "vadd.toml"
+    ran = CliRunner().invoke(main, ["run", str(spec), "--arch", "sm_90", "--db", str(db), "--format", "json",
+                                    "--stages", "compile,sass,static,predict"])  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    prediction = json.loads(ran.output)["prediction"]
+    result = CliRunner().invoke(main, ["report", json.loads(ran.output)["run_id"][:8], "--db", str(db),
+                                       "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    tile = html[html.index('id="tile-timing"'):]
+    tile = tile[: tile.index('<div class="tile"')] if '<div class="tile"' in tile else tile
+    assert "Cost model" in tile and f'bound: <b class="bound">{prediction["bound"]}</b>' in tile
+    assert f"<td>predicted</td><td class=\"num\">{number(prediction['predicted_seconds'] * 1e6)}</td>" in tile
+    assert "not measured: the run has no timing stage" in tile

@@ -43,7 +43,7 @@ def test_selection_keeps_pipeline_order_and_names_unknown_stages() -> None:
     every = default_stages()
     assert [s.name for s in select_stages(every, ["timing", "compile"])] == ["compile", "timing"]
     assert [s.name for s in select_stages(every, None, ["model", "metrics"])] == [
-        "compile", "sass", "static", "sanitize", "correctness", "timing",
+        "compile", "sass", "static", "predict", "sanitize", "correctness", "timing",
     ]  # fmt: skip
     with pytest.raises(StageSelectionError, match="unknown stage 'x', 'y'"):
         select_stages(every, ["x"], ["y"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -67,6 +67,28 @@ class StageResult:
         return StageResult(Status.SKIP, {"reason": reason}, reason)
 
 
+@dataclass(frozen=True, slots=True)
+class Interpretation:
+    """The model stage's CPU run of the launch, for the stages after it.
+
+    Attributes
+    ----------
+    kernel : BoundKernel
+        The kernel at the sizes the model ran.
+    stats : mapping or None
+        The interpreter's statistics (:meth:`Stats.as_dict`); None when the run failed.
+    seconds : float
+        Wall time of the interpretation.
+    failure : str
+        Why the interpreter stopped ("" when it ran to the end).
+    """
+
+    kernel: BoundKernel
+    stats: Mapping[str, Any] | None
+    seconds: float = 0.0
+    failure: str = ""
+
+
 @dataclass(slots=True)
 class Context:
     """What stages share during one run: the inputs, and each stage's product in its own field.
@@ -76,8 +98,9 @@ class Context:
     ``worker``, the command's persistent GPU worker (None: a GPU stage starts one for itself).
     Products, each written only by the stage that owns it: ``cubin`` and ``assembly``
     (compile), ``ptx_lines`` (sass: PTX line -> SASS offsets), ``blocks_per_sm`` (static),
-    ``model_interpreted`` (model), ``correct`` (correctness). A product left at its default
-    means that stage did not run or did not pass.
+    ``model_interpreted`` and ``interpretation`` (model: None when it did not interpret the
+    launch, for example because it was too large), ``correct`` (correctness). A product left at
+    its default means that stage did not run or did not pass.
     """
 
     kernel: BoundKernel
@@ -94,6 +117,7 @@ class Context:
     ptx_lines: dict[int, list[int]] = field(default_factory=dict)
     blocks_per_sm: int | None = None
     model_interpreted: bool = False
+    interpretation: Interpretation | None = None
     correct: bool | None = None
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from karyamorph.harness.stages.base import Context, Figure, StageResult, Status
+from karyamorph.harness.stages.base import Context, Figure, Interpretation, StageResult, Status
 from karyamorph.harness.stages.model_gate import rejection, require_ptxas
 from karyamorph.harness.stages.model_run import interpret_spec_file
 from karyamorph.harness.tools.ptxas import PtxasError
@@ -137,7 +137,7 @@ class ModelStage:
             if v.witness is not None:
                 log.append(f"  witness: {v.witness}")
             figures.append(Figure(f"check_{v.property}_seconds", v.seconds, "s"))
-        data["interp"] = self._interpret(kernel, log, machine)
+        data["interp"], context.interpretation = self._interpret(kernel, log, machine)
         context.model_interpreted = data["interp"].get("status") in ("pass", "fail")
         # A refutation is replayed before it is reported (a contradicted one is unknown), so it
         # is a finding; an undecided property is neither a pass nor a failure of the kernel.
@@ -149,7 +149,10 @@ class ModelStage:
             status = Status.UNKNOWN
         return StageResult(status, data, "\n".join(log), 0.0, tuple(figures))
 
-    def _interpret(self, kernel: BoundKernel, log: list[str], machine: Any) -> dict[str, Any]:
+    def _interpret(
+        self, kernel: BoundKernel, log: list[str], machine: Any
+    ) -> tuple[dict[str, Any], Interpretation | None]:
+        """The stage data of the CPU run, and what it leaves for later stages (None: not run)."""
 
         # The budget is checked before any input is made: setting up a huge launch alone
         # costs seconds and gigabytes.
@@ -158,12 +161,13 @@ class ModelStage:
         except TooLargeError as exc:
             reason = f"{exc}; `karyamorph interp` with smaller --size values runs it"
             log.append(f"interpretation: not run ({reason})")
-            return {"status": "not run", "reason": reason}
+            return {"status": "not run", "reason": reason}, None
         except ExecutionError as exc:
             log.append(f"interpretation: {exc}")
-            return {"status": "fail", "error": str(exc)}
+            return {"status": "fail", "error": str(exc)}, Interpretation(kernel, None, failure=str(exc))
         log.append(f"interpretation: {report.status} (max abs err {report.max_abs_error:.3g})")
-        return {"status": report.status, "max_abs_error": report.max_abs_error, "outputs": report.outputs}
+        data = {"status": report.status, "max_abs_error": report.max_abs_error, "outputs": report.outputs}
+        return data, Interpretation(kernel, report.stats, report.seconds)
 
 
 def _ptxas_refusal(context: Context) -> str | None:
