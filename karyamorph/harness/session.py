@@ -231,12 +231,13 @@ def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | Non
                                   stages=default_stages(timeout_s), worker=worker)  # fmt: skip
             results.append((spec, result, store_run(result, db)))
             stage_names += [n for n, _ in result.stages if n not in stage_names]
-    rows = []
+    rows, figures = [], []
     for spec, result, run_id in results:
         statuses = {n: str(r.status) for n, r in result.stages}
-        notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
         cells = [status_text(statuses[n]) if n in statuses else "" for n in stage_names]
-        rows.append((spec.name, *cells, notes, run_id[:8]))
+        rows.append((spec.name, *cells, run_id[:8]))
+        notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
+        figures.append((spec.name, notes, *time_cells(beside(result.result("predict"), result.result("timing")))))
     db_flag = "" if db == Path(DEFAULT_DB) else f" --db {db}"
     query = (
         "SELECT r.entry, m.name, m.value, m.unit FROM runs r JOIN metrics m USING (run_id) "
@@ -248,4 +249,21 @@ def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | Non
         f"  karyamorph show {results[0][2][:8]}{db_flag}\n"
         f"  karyamorph run {relative(specs[0])} --arch sm_90{db_flag}"
     )
-    return Group(Text(head), table(["kernel", *stage_names, "figures", "run"], rows), Text(tail))
+    return Group(
+        Text(head),
+        table(["kernel", *stage_names, "run"], rows, no_wrap=["run"]),
+        Text(""),
+        table(["kernel", "compile and occupancy", "predicted", "measured", "measured / predicted"], figures),
+        Text(tail),
+    )
+
+
+def time_cells(b: Beside | None) -> tuple[str, str, str]:
+    """A run's predicted time with its bound, its measured median and their ratio, as cells."""
+    if b is None or b.predicted_seconds is None:
+        predicted = "-" if b is None else f"none: {b.reason}"
+    else:
+        predicted = f"{b.predicted_seconds * 1e6:.1f} us ({b.bound})"
+    measured = "-" if b is None or b.measured_seconds is None else f"{b.measured_seconds * 1e6:.1f} us"
+    ratio = "-" if b is None or b.ratio is None else f"{b.ratio:.2f}"
+    return predicted, measured, ratio
