@@ -84,7 +84,8 @@ def test_ties_share_their_mean_rank_and_errors_are_relative() -> None:
 def test_the_h200_tables_give_the_machine_its_measured_figures() -> None:
     folder = Path(__file__).resolve().parents[2] / "datasets" / "microbench" / "sm_90"
     figures = measured_figures(folder)
-    assert set(figures) == {"clock_hz", "dram_bytes_per_s", "dram_latency", "l2_latency"}
+    assert set(figures) == {"clock_hz", "dram_bytes_per_s", "dram_latency", "l2_latency",
+                            "l2_bytes_per_clock_per_sm", "atomics_per_clock"}
     assert 3e12 < figures["dram_bytes_per_s"] < 4.8e12  # below the H200's 4.8 TB/s peak
     assert figures["l2_latency"] < figures["dram_latency"]
     machine = machine_for("sm_90", figures)

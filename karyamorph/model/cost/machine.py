@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 _RATES_SM90: dict[str, float] = {
     "fp32": 4.0, "int": 2.0, "fp64": 2.0, "half": 4.0, "sfu": 0.5, "convert": 0.5,
     "memory": 1.0, "shuffle": 1.0, "control": 1.0, "other": 1.0,
-    # mma.sync m16n8k16 (2,048 FMA): Hopper's tensor cores do 1,024 dense f16 FMA per clock per
-    # SM through wgmma; mma.sync reaches about half of that (Luo et al. 2024, section 5).
-    "tensor": 0.25,
+    # mma.sync m16n8k16 (2,048 FMA): the H100 SXM5's 989.4 dense FP16 TFLOP/s over 132 SMs at
+    # its 1,830 MHz boost (NVIDIA H100 Tensor Core GPU Architecture whitepaper) are 2,048 FMA per
+    # clock per SM, one m16n8k16 a clock, through wgmma; mma.sync reaches about half of that
+    # (Luo et al. 2024, section 5). The measured HGEMM searches reach 454 TFLOP/s with mma.sync,
+    # above the quarter rate once assumed here.
+    "tensor": 0.5,
 }  # fmt: skip
 
 
@@ -49,9 +52,12 @@ class CostMachine:
         Load-to-use latency in cycles, of an idle memory system (a pointer chase).
     loaded_latency_factor : float
         How much longer a load takes when the memory system streams near its bandwidth (the
-        queues fill): the latency Little's law needs for loads in flight.
+        queues fill): the latency Little's law needs for loads in flight. 3 is a stated
+        assumption, not a measurement (the microbenchmarks time an idle chase only); the cost
+        model's Spearman figures are reported for 2, 3 and 4 in benchmarks/RESULTS.md.
     atomics_per_clock : float
-        Atomic updates of one address the device completes per clock (they serialise in L2).
+        Atomic updates of one address the device completes per clock (they serialise in L2);
+        measured as ``global.contended`` in the microbenchmark tables.
     launch_s : float
         Launch and drain time of an empty kernel.
     source : str

@@ -2,10 +2,12 @@
 
 Per wave of resident blocks, an SM must issue every warp-instruction (4 per clock), feed each
 unit at its rate, serve its shared-memory wavefronts and its share of L2 sectors, and wait for
-each round of dependent global loads (a loop trip of a warp) one DRAM latency. The launch also
-cannot move its compulsory bytes faster than DRAM allows, nor faster than its loads in flight
-allow (Little's law: the resident warps' bytes per round over the DRAM latency). The slowest
-bound, plus the launch time, is the prediction; :attr:`Prediction.bound` names it.
+each round of dependent global loads one loaded DRAM latency: with the kernel's load batch known
+(the bytes a thread has in flight, read from its PTX), a warp's rounds are its load bytes over
+that batch (Little's law, :mod:`karyamorph.model.cost.memory`); otherwise its loop trips. The
+launch also cannot move its compulsory bytes faster than DRAM allows, and its same-address
+atomics run one after another in L2. The slowest bound, plus the launch time, is the
+prediction; :attr:`Prediction.bound` names it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from karyamorph.model.cost.machine import CostMachine
+from karyamorph.model.cost.memory import atomic_seconds, latency_seconds, rounds_per_warp
 from karyamorph.model.cost.units import unit_of
 
 SECTOR_BYTES = 32
@@ -42,6 +45,10 @@ class KernelCounts:
     atomics : float
         Atomic and reduction operations (thread-level), taken to update few addresses.
     blocks, warps_per_block : int
+    load_batch_bytes : float
+        Global-load bytes one thread has in flight at once
+        (:func:`karyamorph.model.cost.batches.load_batch_bytes`); 0 when unknown, and the loop
+        trips stand in for the rounds of loads.
     """
 
     warp_instructions: Mapping[str, float]
@@ -54,13 +61,14 @@ class KernelCounts:
     atomics: float
     blocks: int
     warps_per_block: int
+    load_batch_bytes: float = 0.0
 
 
 def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_per_block: int,
-                  dram_bytes: float) -> KernelCounts:  # fmt: skip
+                  dram_bytes: float, load_batch_bytes: float = 0.0) -> KernelCounts:  # fmt: skip
     """The interpreter's statistics of a small launch (:meth:`Stats.as_dict`) scaled by ``scale``
     (the ratio of work, e.g. flops or bytes, between the timed size and the interpreted one) to
-    a launch of ``blocks`` blocks."""
+    a launch of ``blocks`` blocks; ``load_batch_bytes`` is the kernel's, from its PTX."""
     threads = stats["thread_instructions"]
     total_threads = max(1, stats["total_thread_instructions"])
     per_warp = stats["warp_instructions"] * 32 / total_threads  # > 1/32 when warps run partly idle
@@ -81,6 +89,7 @@ def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_
         atomics=scale * stats.get("atomics", 0),
         blocks=blocks,
         warps_per_block=warps_per_block,
+        load_batch_bytes=load_batch_bytes,
     )
 
 
@@ -105,17 +114,14 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int) -> P
     busy_blocks = waves * resident  # the busiest SM's blocks
     per_block = {u: n / counts.blocks for u, n in counts.warp_instructions.items()}
     hz = machine.clock_hz
-    in_flight = _in_flight_bandwidth(counts, machine, resident)
     terms: dict[str, float] = {
         "issue": busy_blocks * sum(per_block.values()) / machine.issue_per_clock / hz,
         "shared": busy_blocks * counts.shared_wavefronts / counts.blocks
         / machine.shared_wavefronts_per_clock / hz,
         "l2": busy_blocks * counts.global_sectors / counts.blocks * SECTOR_BYTES
         / machine.l2_bytes_per_clock_per_sm / hz,
-        "dram": counts.dram_bytes / min(machine.dram_bytes_per_s, in_flight),
-        "latency": waves * max(1.0, counts.loop_trips) * machine.dram_latency / hz
-        if counts.global_load_requests else 0.0,
-        "atomics": counts.atomics / machine.atomics_per_clock / hz,
+        "atomics": atomic_seconds(counts.atomics, machine.atomics_per_clock, hz),
+        **_memory_terms(counts, machine, resident, waves),
     }  # fmt: skip
     terms = {k: v for k, v in terms.items() if v > 0}
     for unit, n in per_block.items():
@@ -123,6 +129,24 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int) -> P
         terms[f"unit.{unit}"] = busy_blocks * n / rate / hz if rate > 0 else math.inf
     bound = max(terms, key=lambda k: terms[k])
     return Prediction(terms[bound] + machine.launch_s, bound, terms)
+
+
+def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, waves: int) -> dict[str, float]:
+    """DRAM bandwidth and load latency. With the kernel's load batch known, each warp runs its
+    rounds of loads one loaded latency each, wave after wave (:mod:`karyamorph.model.cost.memory`);
+    without it, the loop trips stand in for the rounds and Little's law caps the bandwidth."""
+    if not counts.global_load_requests:
+        return {"dram": counts.dram_bytes / machine.dram_bytes_per_s}
+    loaded = machine.loaded_latency_factor * machine.dram_latency
+    warps = counts.blocks * counts.warps_per_block
+    if counts.load_batch_bytes > 0:
+        rounds = rounds_per_warp(counts.global_load_bytes, warps, counts.load_batch_bytes)
+        return {"dram": counts.dram_bytes / machine.dram_bytes_per_s,
+                "latency": latency_seconds(waves, rounds, loaded, machine.clock_hz)}  # fmt: skip
+    in_flight = _in_flight_bandwidth(counts, machine, resident)
+    return {"dram": counts.dram_bytes / min(machine.dram_bytes_per_s, in_flight),
+            "latency": waves * max(1.0, counts.loop_trips) * machine.dram_latency / machine.clock_hz,
+            }  # fmt: skip
 
 
 def _in_flight_bandwidth(counts: KernelCounts, machine: CostMachine, resident: int) -> float:

@@ -2,10 +2,14 @@
 arch's microbenchmark tables (``datasets/microbench/<arch>/figures.csv``, written by
 ``karyamorph microbench``): medians over every session of the figures that were measured ``ok``.
 
-Read: the SM clock during the measurements, DRAM bandwidth, and the DRAM and L2 plateaus of the
-``ld.global.cg`` pointer chase. Not read: the FFMA throughput, whose four chains per thread reach
-83 of the 128 results per clock an SM has (an SGEMM reached 96 in the same session), so it would
-understate the FP32 rate.
+Read: the SM clock during the measurements, DRAM bandwidth, the DRAM and L2 plateaus of the
+``ld.global.cg`` pointer chase, the L2 bandwidth (per SM: over ``sm_count`` of
+``sessions.csv``), and the rate of same-address global atomics (``global.contended``:
+``red.global.add.u32 [w], 1`` from every thread of a full GPU, in thread atomics per ns; ptxas
+folds a warp's 32 into one ``REDG`` of their count, its SASS shows the ``VOTEU``/``POPC``, so L2
+serves a 32nd of that in operations, the figure a block's one ``red`` meets). Not read: the
+FFMA throughput, whose four chains per thread reach 83 of the 128 results per clock an SM has
+(an SGEMM reached 96 in the same session), so it would understate the FP32 rate.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import csv
 import statistics
 from collections import defaultdict
 from pathlib import Path
+
+WARP_LANES = 32
 
 
 def measured_figures(folder: Path) -> dict[str, float]:
@@ -45,4 +51,21 @@ def measured_figures(folder: Path) -> dict[str, float]:
         out["dram_latency"] = statistics.median(values[("plateau", "global.cg:DRAM")])
     if ("plateau", "global.cg:L2") in values:
         out["l2_latency"] = statistics.median(values[("plateau", "global.cg:L2")])
+    sms = _sm_count(folder / "sessions.csv")
+    if ("bandwidth", "l2") in values and "clock_hz" in out and sms:
+        gbps = statistics.median(values[("bandwidth", "l2")])
+        out["l2_bytes_per_clock_per_sm"] = gbps * 1e9 / sms / out["clock_hz"]
+    if ("atomic_throughput", "global.contended") in values and "clock_hz" in out:
+        per_ns = statistics.median(values[("atomic_throughput", "global.contended")]) / WARP_LANES
+        out["atomics_per_clock"] = per_ns * 1e9 / out["clock_hz"]
     return out
+
+
+def _sm_count(path: Path) -> int:
+    """The SM count the sessions ran on (0 when the file or the column is missing): the L2
+    bandwidth is measured for the whole device and shared out per SM."""
+    if not path.exists():
+        return 0
+    with path.open(newline="") as f:
+        counts = {int(row["sm_count"]) for row in csv.DictReader(f) if row.get("sm_count")}
+    return max(counts) if counts else 0
