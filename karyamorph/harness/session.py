@@ -237,7 +237,8 @@ def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | Non
         cells = [status_text(statuses[n]) if n in statuses else "" for n in stage_names]
         rows.append((spec.name, *cells, run_id[:8]))
         notes = "; ".join(summarize(n, r) for n, r in result.stages if n in ("compile", "static"))
-        figures.append((spec.name, notes, *time_cells(beside(result.result("predict"), result.result("timing")))))
+        times = time_cells(beside(result.result("predict"), result.result("timing")))
+        figures.append((spec.name, notes, *times))
     db_flag = "" if db == Path(DEFAULT_DB) else f" --db {db}"
     query = (
         "SELECT r.entry, m.name, m.value, m.unit FROM runs r JOIN metrics m USING (run_id) "

@@ -26,6 +26,7 @@ from karyamorph.harness.stages.scaled_launch import scale_to_budget, static_inst
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.model.cost import CostMachine, machine_for, measured_figures, predict, scaled_counts
+from karyamorph.model.cost.batches import load_batch_bytes
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.errors import ExecutionError, LaunchError
 from karyamorph.model.ptx.machine import ptx_machine
@@ -109,8 +110,12 @@ class PredictStage:
         machine, tables, device_sms = self._machine(context)
         blocks = math.prod(kernel.grid)
         warps_per_block = math.ceil(math.prod(kernel.block) / 32)
+        assert context.module is not None
+        entry = next(f for f in context.module.functions if f.name == kernel.entry)
+        batch = float(load_batch_bytes(entry))
         counts = scaled_counts(ran.stats, scale=scale, blocks=blocks, warps_per_block=warps_per_block,
-                               dram_bytes=float(kernel.cost_bytes or 0.0))  # fmt: skip
+                               dram_bytes=float(kernel.cost_bytes or 0.0),
+                               load_batch_bytes=batch)  # fmt: skip
         p = predict(counts, machine, context.blocks_per_sm)
         measured = list(machine.measured)
         data: dict[str, Any] = {
@@ -127,6 +132,7 @@ class PredictStage:
             "scale": scale,
             "blocks": blocks,
             "warps_per_block": warps_per_block,
+            "load_batch_bytes": batch,
             "blocks_per_sm": context.blocks_per_sm,
         }
         figures = [Figure("predicted_seconds", p.seconds, "s")]
