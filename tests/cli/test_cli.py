@@ -188,7 +188,9 @@ def test_demo_on_a_folder(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert "Try next:" in result.output
     rows = [line for line in result.output.splitlines() if line.startswith(("scale", "transpose"))]
-    assert len(rows) == 2 and all(line.split()[1:4] == ["pass", "pass", "pass"] for line in rows)
+    statuses, figures = rows[:2], rows[2:]  # the stage table, then the figures table
+    assert len(rows) == 4 and all(line.split()[1:6] == ["pass"] * 5 for line in statuses)
+    assert all(" us (" in line and "regs" in line for line in figures)  # predicted time, bound
     assert count_runs(db) == 2
 
 
