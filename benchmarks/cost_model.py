@@ -68,7 +68,8 @@ def predicted(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, in
     warps = math.ceil(big.threads / blocks / 32)
     counts = scaled_counts(stats, scale=work(big) / work(small), blocks=blocks, warps_per_block=warps,
                            dram_bytes=float(big.cost_bytes or 0.0),
-                           load_batch_bytes=batch_bytes(big))  # fmt: skip
+                           load_batch_bytes=batch_bytes(big),
+                           interpreted_blocks=small.grid[0] * small.grid[1] * small.grid[2])  # fmt: skip
     p = predict(counts, machine, blocks_per_sm)
     return p.seconds * 1e3, p.bound, seconds
 

@@ -69,9 +69,14 @@ def test_a_streaming_kernel_is_predicted_at_bytes_over_the_measured_dram_bandwid
     r = predicted(run(spec, ["compile", "static", "predict"]))
     assert r.status == Status.PASS, r.log
     launch_s = machine_for("sm_90").launch_s  # the stated launch and drain time of an empty kernel
-    by_hand = 3 * 4 * n / dram_bandwidth_from_table() + launch_s  # read a and b, write c
-    assert r.data["bound"] == "dram"
+    dram = 3 * 4 * n / dram_bandwidth_from_table()  # read a and b, write c
+    assert r.data["bound"] == "dram" and r.data["terms"]["dram"] == pytest.approx(dram, rel=1e-9)
+    # The other bounds add to it as their 4-norm: less than 2% here, where DRAM dominates.
+    others = {k: v for k, v in r.data["terms"].items() if k != "dram"}
+    assert max(others.values()) < dram
+    by_hand = (dram**4 + sum(v**4 for v in others.values())) ** 0.25 + launch_s
     assert r.data["predicted_seconds"] == pytest.approx(by_hand, rel=1e-9)
+    assert dram + launch_s <= r.data["predicted_seconds"] < 1.02 * dram + launch_s
     assert "datasets/microbench/sm_90" in r.data["figures"] and r.data["figures_from"] == "tables"
     stored = {f.name: f for f in r.figures}
     assert stored["predicted_seconds"] == Figure("predicted_seconds", r.data["predicted_seconds"], "s")

@@ -22,13 +22,22 @@ def counts(fp32: float = 0.0, dram: float = 0.0, blocks: int = 132 * 8, sectors:
 def test_an_ffma_bound_launch_takes_its_instructions_over_the_fp32_rate() -> None:
     n = 132 * 8 * 10_000.0  # warp-FFMAs: 10,000 per block, one wave of 8 blocks per SM
     p = predict(counts(fp32=n), H200, blocks_per_sm=8)
-    # Hopper issues 4 warp-instructions a clock and has 128 FP32 lanes: both bounds are equal.
-    assert p.terms["unit.fp32"] == pytest.approx(p.terms["issue"])
-    assert p.seconds == pytest.approx(8 * 10_000 / 4 / H200.clock_hz + H200.launch_s)
+    # Hopper issues 4 warp-instructions a clock and has 128 FP32 lanes: both bounds are equal,
+    # and two equal bounds overlap imperfectly: their 4-norm, 2 ** (1/4) times either.
+    t = 8 * 10_000 / 4 / H200.clock_hz
+    assert p.terms["unit.fp32"] == pytest.approx(t) and p.terms["issue"] == pytest.approx(t)
+    assert p.seconds == pytest.approx(2**0.25 * t + H200.launch_s)
     half_rate = machine_for("sm_90", {"rate.fp32": 2.0})  # an A100's 64 lanes
     slow = predict(counts(fp32=n), half_rate, blocks_per_sm=8)
-    assert slow.bound == "unit.fp32"
-    assert slow.seconds == pytest.approx(8 * 10_000 / 2 / H200.clock_hz + H200.launch_s)
+    assert slow.bound == "unit.fp32" and slow.terms["unit.fp32"] == pytest.approx(2 * t)
+    assert slow.seconds == pytest.approx(((2 * t) ** 4 + t**4) ** 0.25 + H200.launch_s)
+
+
+def test_the_bounds_combine_between_the_slowest_and_their_sum() -> None:
+    p = predict(counts(fp32=132 * 8 * 1e4, dram=4e9, sectors=4e9 / 32), H200, blocks_per_sm=8)
+    spent = p.seconds - H200.launch_s
+    assert max(p.terms.values()) < spent < sum(p.terms.values())
+    assert spent == pytest.approx(sum(v**4 for v in p.terms.values()) ** 0.25)
 
 
 def test_a_copy_is_bound_by_dram_and_scales_with_its_bytes() -> None:

@@ -8,7 +8,11 @@ returned, so it cannot start before that one is back. With the word and ``r`` bo
 atomic happened in order. Throughput: ``red.space.add.u32 [w], 1`` (no result), :data:`UNROLL`
 an iteration, ``w`` shared by the block (shared) or the grid (global) when contended. Shared
 figures are atomics per cycle per SM (clocks per warp, spans per SM); global ones atomics per
-nanosecond for the whole device (CUDA events).
+nanosecond for the whole device (CUDA events). The contended global word is also measured with
+``red.global.add.f32 [w], 1.0`` (:data:`FLOAT_FORMS`): ptxas folds a warp's 32 integer adds to
+one address into one ``REDG`` of their count, which it cannot do for floats (their sum depends
+on the order), so L2 sees 32 times the operations: what a reduction's per-block float partial
+sums meet.
 """
 
 from __future__ import annotations
@@ -36,6 +40,19 @@ ITERATIONS = 16
 SPACES = ("shared", "global")
 MODES = ("contended", "distinct")
 MAX_WORDS = 1024  # shared words of the distinct-address kernel: one per thread of a block
+FLOAT_FORMS = (("global", "contended"),)
+"""The ``(space, mode)`` throughputs measured with ``f32`` adds as well as ``u32``."""
+
+
+def throughput_forms() -> list[tuple[str, str, str]]:
+    """Every measured ``(space, mode, type)`` of the throughput kernels."""
+    forms = [(s, m, "u32") for s in SPACES for m in MODES]
+    return forms + [(s, m, "f32") for s, m in FLOAT_FORMS]
+
+
+def throughput_entry(space: str, mode: str, type_: str = "u32") -> str:
+    """The kernel name of a throughput form (``u32`` keeps the plain name)."""
+    return f"atom_{space}_{mode}" + ("" if type_ == "u32" else f"_{type_}")
 
 
 def fibonacci_chain(steps: int, bits: int = 32) -> tuple[int, int]:
@@ -81,11 +98,11 @@ def build_latency(space: str, arch: str) -> ast.Module:
     return k.build()
 
 
-def build_throughput(space: str, mode: str, arch: str) -> ast.Module:
-    """``atom_<space>_<mode>(buf, clocks, smids, iterations)``: every thread ``iterations x``
-    :data:`UNROLL` ``red.add 1`` on the contended word 0 or on its own word; a shared kernel then
-    copies its words to ``buf`` (block 0's, for the check)."""
-    k = KernelBuilder(f"atom_{space}_{mode}", target=arch, version=min_ptx_for_target(arch))
+def build_throughput(space: str, mode: str, arch: str, type_: str = "u32") -> ast.Module:
+    """``atom_<space>_<mode>[_f32](buf, clocks, smids, iterations)``: every thread ``iterations x``
+    :data:`UNROLL` ``red.add 1`` (``type_``: ``u32`` or ``f32``) on the contended word 0 or on its
+    own word; a shared kernel then copies its words to ``buf`` (block 0's, for the check)."""
+    k = KernelBuilder(throughput_entry(space, mode, type_), target=arch, version=min_ptx_for_target(arch))
     buf, clocks, smids = (k.param_ptr(n) for n in ("buf", "clocks", "smids"))
     iterations = k.param("iterations", "u32")
     tid = k.sreg("tid.x")
@@ -98,7 +115,7 @@ def build_throughput(space: str, mode: str, arch: str) -> ast.Module:
     k.bar_sync(0)
     with timed_loop(k, k.ld_param(iterations)) as (_, times):
         for _ in range(UNROLL):
-            k.red(space, "add", "u32", k.addr(at), 1)
+            k.red(space, "add", type_, k.addr(at), 1.0 if type_ == "f32" else 1)
     lane0 = k.setp("eq", "u32", k.and_("b32", tid, 31), 0)
     warp = k.mad("u32", k.sreg("ctaid.x"), k.shr("u32", k.sreg("ntid.x"), 5), k.shr("u32", tid, 5))
     pclk = k.add("u64", k.to_global(k.ld_param(clocks)), k.mul_wide("u32", warp, 16))
@@ -127,7 +144,7 @@ class AtomicBench:
 
     def modules(self, arch: str) -> dict[str, ast.Module]:
         parts = [build_latency(s, arch) for s in SPACES]
-        parts += [build_throughput(s, m, arch) for s in SPACES for m in MODES]
+        parts += [build_throughput(s, m, arch, t) for s, m, t in throughput_forms()]
         return {f"{NAME}/all": merge(parts)}
 
     def refine(self, compiled: Mapping[str, Compiled]) -> dict[str, ast.Module]:
@@ -153,32 +170,31 @@ class AtomicBench:
             )
             for s in SPACES
         ]
-        for s in SPACES:
-            for m in MODES:
-                entry = f"atom_{s}_{m}"
-                where = self._where(shape, c, entry)
-                if where is None:
-                    continue
-                grid, block = where
-                warps = grid * block // 32
-                buffers = (
-                    BufferSpec("buf", 4 * grid * block),
-                    BufferSpec("clocks", 16 * warps, read_back=True),
-                    BufferSpec("smids", 4 * warps, read_back=True),
+        for s, m, t in throughput_forms():
+            entry = throughput_entry(s, m, t)
+            where = self._where(shape, c, entry)
+            if where is None:
+                continue
+            grid, block = where
+            warps = grid * block // 32
+            buffers = (
+                BufferSpec("buf", 4 * grid * block),
+                BufferSpec("clocks", 16 * warps, read_back=True),
+                BufferSpec("smids", 4 * warps, read_back=True),
+            )
+            specs.append(
+                LaunchSpec(
+                    _key(s, m, t),
+                    f"{NAME}/all",
+                    entry,
+                    grid,
+                    block,
+                    ("buf", "clocks", "smids", Scalar("u32", ITERATIONS)),
+                    buffers,
+                    repeats=options.repeats,
+                    events=s == "global",
                 )
-                specs.append(
-                    LaunchSpec(
-                        f"{NAME}/{s}/{m}",
-                        f"{NAME}/all",
-                        entry,
-                        grid,
-                        block,
-                        ("buf", "clocks", "smids", Scalar("u32", ITERATIONS)),
-                        buffers,
-                        repeats=options.repeats,
-                        events=s == "global",
-                    )
-                )
+            )
         return specs
 
     def figures(
@@ -213,18 +229,17 @@ class AtomicBench:
                     detail=detail,
                 )
             )
-        for s in SPACES:
-            for m in MODES:
-                rows.append(self._throughput(s, m, c, outcome, shape))
+        rows += [self._throughput(s, m, t, c, outcome, shape) for s, m, t in throughput_forms()]
         return rows
 
     def _throughput(
-        self, space: str, mode: str, c: Compiled, outcome: BatchOutcome, shape: DeviceShape
+        self, space: str, mode: str, type_: str, c: Compiled, outcome: BatchOutcome, shape: DeviceShape
     ) -> FigureRow:
-        key, name = f"{NAME}/{space}/{mode}", f"{space}.{mode}"
+        key, entry = _key(space, mode, type_), throughput_entry(space, mode, type_)
+        name = f"{space}.{mode}" + ("" if type_ == "u32" else f".{type_}")
         unit = "atomics/cycle/SM" if space == "shared" else "atomics/ns"
         result = outcome.results.get(key)
-        where = self._where(shape, c, f"atom_{space}_{mode}")
+        where = self._where(shape, c, entry)
         if result is None or where is None:
             reason = outcome.failures.get(key, "no launch fits a full SM")
             return missing("atomic_throughput", name, unit, "failed", reason)
@@ -241,7 +256,7 @@ class AtomicBench:
         detail = {
             "warps_per_sm": shape.max_warps_per_sm,
             "per_thread": per_thread,
-            "sass": c.regions.get(f"atom_{space}_{mode}", ({},))[0],
+            "sass": c.regions.get(entry, ({},))[0],
         }
         return figure(
             "atomic_throughput",
@@ -253,3 +268,8 @@ class AtomicBench:
             clock_mhz=result.mean_clock_mhz,
             detail=detail,
         )
+
+
+def _key(space: str, mode: str, type_: str) -> str:
+    """The launch key of a throughput form (``u32`` keeps the plain key)."""
+    return f"{NAME}/{space}/{mode}" + ("" if type_ == "u32" else f"/{type_}")

@@ -115,7 +115,8 @@ class PredictStage:
         batch = float(load_batch_bytes(entry))
         counts = scaled_counts(ran.stats, scale=scale, blocks=blocks, warps_per_block=warps_per_block,
                                dram_bytes=float(kernel.cost_bytes or 0.0),
-                               load_batch_bytes=batch)  # fmt: skip
+                               load_batch_bytes=batch,
+                               interpreted_blocks=math.prod(ran.kernel.grid))  # fmt: skip
         p = predict(counts, machine, context.blocks_per_sm)
         measured = list(machine.measured)
         data: dict[str, Any] = {

@@ -58,6 +58,9 @@ class CostMachine:
     atomics_per_clock : float
         Atomic updates of one address the device completes per clock (they serialise in L2);
         measured as ``global.contended`` in the microbenchmark tables.
+    float_atomics_per_clock : float
+        The same for floating-point adds, which no warp folds into one operation
+        (``global.contended.f32``); 0: not measured, the integer rate stands in.
     launch_s : float
         Launch and drain time of an empty kernel.
     source : str
@@ -75,6 +78,7 @@ class CostMachine:
     issue_per_clock: float = 4.0
     loaded_latency_factor: float = 3.0
     atomics_per_clock: float = 0.5
+    float_atomics_per_clock: float = 0.0
     shared_wavefronts_per_clock: float = 1.0
     launch_s: float = 2.5e-6
     source: str = "defaults"

@@ -6,14 +6,21 @@ each round of dependent global loads one loaded DRAM latency: with the kernel's 
 (the bytes a thread has in flight, read from its PTX), a warp's rounds are its load bytes over
 that batch (Little's law, :mod:`karyamorph.model.cost.memory`); otherwise its loop trips. The
 launch also cannot move its compulsory bytes faster than DRAM allows, and its same-address
-atomics run one after another in L2. The slowest bound, plus the launch time, is the
-prediction; :attr:`Prediction.bound` names it.
+atomics run one after another in L2. A load waits the DRAM latency for the share of the bytes
+that must come from DRAM, and the L2 latency for the rest (tiles that other blocks read too).
+
+The bounds overlap, but not perfectly: a kernel close to two of them at once runs slower than
+either alone. The prediction combines them as a p-norm (:data:`OVERLAP_NORM`), which equals the
+slowest bound when one dominates and adds at most ``n ** (1/p) - 1`` (19% for two equal bounds
+at p = 4) when ``n`` of them tie; plus the launch time. :attr:`Prediction.bound` names the
+slowest bound. p = 4 is a stated assumption, not a fit: the Spearman figures are reported for
+p = 2, 4, 8 and the hard maximum in benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +29,9 @@ from karyamorph.model.cost.memory import atomic_seconds, latency_seconds, rounds
 from karyamorph.model.cost.units import unit_of
 
 SECTOR_BYTES = 32
+_FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f64"})
+OVERLAP_NORM = 4.0
+"""The p of the p-norm that combines the bounds (see the module's docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,8 @@ class KernelCounts:
     atomics : float
         Atomic and reduction operations (thread-level), taken to update few addresses.
     blocks, warps_per_block : int
+    float_atomics : float
+        The floating-point ones among ``atomics`` (no warp folds them into one operation).
     load_batch_bytes : float
         Global-load bytes one thread has in flight at once
         (:func:`karyamorph.model.cost.batches.load_batch_bytes`); 0 when unknown, and the loop
@@ -62,13 +74,21 @@ class KernelCounts:
     blocks: int
     warps_per_block: int
     load_batch_bytes: float = 0.0
+    float_atomics: float = 0.0
 
 
 def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_per_block: int,
-                  dram_bytes: float, load_batch_bytes: float = 0.0) -> KernelCounts:  # fmt: skip
+                  dram_bytes: float, load_batch_bytes: float = 0.0,
+                  interpreted_blocks: int = 0) -> KernelCounts:  # fmt: skip
     """The interpreter's statistics of a small launch (:meth:`Stats.as_dict`) scaled by ``scale``
     (the ratio of work, e.g. flops or bytes, between the timed size and the interpreted one) to
-    a launch of ``blocks`` blocks; ``load_batch_bytes`` is the kernel's, from its PTX."""
+    a launch of ``blocks`` blocks; ``load_batch_bytes`` is the kernel's, from its PTX.
+
+    Atomics are the exception when ``interpreted_blocks`` (the small launch's blocks) is given
+    and the small launch ran at most one atomic per warp: a block's or warp's partial result
+    sent to one address, once per block, so their number follows the blocks, not the work (a
+    grid-stride reduction runs the same grid at every size). More atomics than warps are taken
+    per element (a histogram) and scale with the work."""
     threads = stats["thread_instructions"]
     total_threads = max(1, stats["total_thread_instructions"])
     per_warp = stats["warp_instructions"] * 32 / total_threads  # > 1/32 when warps run partly idle
@@ -78,6 +98,9 @@ def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_
         by_unit[unit] = by_unit.get(unit, 0.0) + scale * n * per_warp / 32
     warps = max(1, blocks * warps_per_block)
     branches = scale * threads.get("bra", 0) * per_warp / 32
+    atomics = float(stats.get("atomics", 0))
+    floats = float(sum(n for key, n in threads.items() if _float_atomic(key)))
+    atomic_scale = _atomic_scale(atomics, scale, blocks, warps_per_block, interpreted_blocks)
     return KernelCounts(
         warp_instructions=by_unit,
         global_sectors=scale * sum(stats.get("sectors", {}).values()),
@@ -86,11 +109,26 @@ def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_
         global_load_bytes=scale * SECTOR_BYTES * stats.get("sectors", {}).get("global.ld", 0),
         loop_trips=branches / warps,
         dram_bytes=dram_bytes,
-        atomics=scale * stats.get("atomics", 0),
+        atomics=atomics * atomic_scale,
         blocks=blocks,
         warps_per_block=warps_per_block,
         load_batch_bytes=load_batch_bytes,
+        float_atomics=min(floats, atomics) * atomic_scale,
     )
+
+
+def _float_atomic(form: str) -> bool:
+    """Whether an instruction form (``red.global.add.f32``) is an atomic on floating-point data."""
+    parts = form.split(".")
+    return parts[0] in ("atom", "red") and not _FLOAT_TYPES.isdisjoint(parts[1:])
+
+
+def _atomic_scale(atomics: float, scale: float, blocks: int, warps_per_block: int,
+                  small_blocks: int) -> float:  # fmt: skip
+    """What the small launch's atomics are multiplied by (see :func:`scaled_counts`)."""
+    if small_blocks > 0 and atomics <= small_blocks * warps_per_block:
+        return blocks / small_blocks
+    return scale
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +158,7 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int) -> P
         / machine.shared_wavefronts_per_clock / hz,
         "l2": busy_blocks * counts.global_sectors / counts.blocks * SECTOR_BYTES
         / machine.l2_bytes_per_clock_per_sm / hz,
-        "atomics": atomic_seconds(counts.atomics, machine.atomics_per_clock, hz),
+        "atomics": _atomics_seconds(counts, machine),
         **_memory_terms(counts, machine, resident, waves),
     }  # fmt: skip
     terms = {k: v for k, v in terms.items() if v > 0}
@@ -128,7 +166,24 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int) -> P
         rate = machine.rates.get(unit, 1.0)
         terms[f"unit.{unit}"] = busy_blocks * n / rate / hz if rate > 0 else math.inf
     bound = max(terms, key=lambda k: terms[k])
-    return Prediction(terms[bound] + machine.launch_s, bound, terms)
+    return Prediction(combined(terms.values()) + machine.launch_s, bound, terms)
+
+
+def combined(seconds: Iterable[float], p: float = OVERLAP_NORM) -> float:
+    """The p-norm of the bounds: the largest when it dominates, more when others come close.
+
+    Examples
+    --------
+    >>> round(combined([1.0, 0.0]), 6), round(combined([1.0, 1.0], p=4), 4)
+    (1.0, 1.1892)
+    """
+    values = [v for v in seconds if v > 0]
+    if not values:
+        return 0.0
+    if any(math.isinf(v) for v in values):
+        return math.inf
+    top = max(values)  # scaled by the largest: no overflow for any p
+    return top * sum((v / top) ** p for v in values) ** (1.0 / p)
 
 
 def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, waves: int) -> dict[str, float]:
@@ -137,9 +192,9 @@ def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, wav
     without it, the loop trips stand in for the rounds and Little's law caps the bandwidth."""
     if not counts.global_load_requests:
         return {"dram": counts.dram_bytes / machine.dram_bytes_per_s}
-    loaded = machine.loaded_latency_factor * machine.dram_latency
     warps = counts.blocks * counts.warps_per_block
     if counts.load_batch_bytes > 0:
+        loaded = machine.loaded_latency_factor * load_latency(counts, machine)
         rounds = rounds_per_warp(counts.global_load_bytes, warps, counts.load_batch_bytes)
         return {"dram": counts.dram_bytes / machine.dram_bytes_per_s,
                 "latency": latency_seconds(waves, rounds, loaded, machine.clock_hz)}  # fmt: skip
@@ -147,6 +202,24 @@ def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, wav
     return {"dram": counts.dram_bytes / min(machine.dram_bytes_per_s, in_flight),
             "latency": waves * max(1.0, counts.loop_trips) * machine.dram_latency / machine.clock_hz,
             }  # fmt: skip
+
+
+def _atomics_seconds(counts: KernelCounts, machine: CostMachine) -> float:
+    """Same-address atomics, integer and floating-point each at its own measured rate."""
+    floats = machine.float_atomics_per_clock or machine.atomics_per_clock
+    hz = machine.clock_hz
+    return (atomic_seconds(counts.atomics - counts.float_atomics, machine.atomics_per_clock, hz)
+            + atomic_seconds(counts.float_atomics, floats, hz))  # fmt: skip
+
+
+def load_latency(counts: KernelCounts, machine: CostMachine) -> float:
+    """Cycles a global load waits on average: the DRAM latency for the share of the loaded bytes
+    that must come from DRAM (the compulsory bytes, at most all of them), the L2 latency for
+    the rest, which other blocks have brought into L2 already (a GEMM's tiles)."""
+    if counts.global_load_bytes <= 0:
+        return machine.dram_latency
+    share = min(1.0, counts.dram_bytes / counts.global_load_bytes)
+    return share * machine.dram_latency + (1.0 - share) * machine.l2_latency
 
 
 def _in_flight_bandwidth(counts: KernelCounts, machine: CostMachine, resident: int) -> float:

@@ -7,7 +7,8 @@ Read: the SM clock during the measurements, DRAM bandwidth, the DRAM and L2 plat
 ``sessions.csv``), and the rate of same-address global atomics (``global.contended``:
 ``red.global.add.u32 [w], 1`` from every thread of a full GPU, in thread atomics per ns; ptxas
 folds a warp's 32 into one ``REDG`` of their count, its SASS shows the ``VOTEU``/``POPC``, so L2
-serves a 32nd of that in operations, the figure a block's one ``red`` meets). Not read: the
+serves a 32nd of that in operations, the figure a block's one ``red`` meets), and the same for
+``red.global.add.f32`` (``global.contended.f32``), which ptxas cannot fold: one operation each. Not read: the
 FFMA throughput, whose four chains per thread reach 83 of the 128 results per clock an SM has
 (an SGEMM reached 96 in the same session), so it would understate the FP32 rate.
 """
@@ -58,6 +59,9 @@ def measured_figures(folder: Path) -> dict[str, float]:
     if ("atomic_throughput", "global.contended") in values and "clock_hz" in out:
         per_ns = statistics.median(values[("atomic_throughput", "global.contended")]) / WARP_LANES
         out["atomics_per_clock"] = per_ns * 1e9 / out["clock_hz"]
+    if ("atomic_throughput", "global.contended.f32") in values and "clock_hz" in out:
+        per_ns = statistics.median(values[("atomic_throughput", "global.contended.f32")])  # not folded
+        out["float_atomics_per_clock"] = per_ns * 1e9 / out["clock_hz"]
     return out
 
 

@@ -142,6 +142,26 @@ def test_atomic_throughput_counts_every_update(space: str, mode: str) -> None:
     assert (out["clocks"] == 0).all() and (out["smids"] == 0).all()
 
 
+def test_float_atomic_throughput_counts_every_update() -> None:
+    module = atomics.build_throughput("global", "contended", "sm_90", "f32")
+    grid, block, iterations = 2, 64, 3
+    warps = grid * block // 32
+    out = run(
+        module,
+        "atom_global_contended_f32",
+        grid,
+        block,
+        {
+            "buf": np.zeros(grid * block, np.float32),
+            "clocks": np.full(2 * warps, M32, np.uint64),
+            "smids": np.full(warps, 9, np.uint32),
+            "iterations": np.uint32(iterations),
+        },
+    )
+    # Every thread adds 1.0 iterations x UNROLL times; the sum is exact in f32 (< 2^24).
+    assert float(out["buf"][0]) == iterations * atomics.UNROLL * grid * block
+
+
 def test_barrier_kernel_passes_every_barrier() -> None:
     warps = 4
     out = run(
@@ -219,6 +239,7 @@ TIMED = {  # entry -> (SASS opcode, how many the timed loop must hold)
     "atom_shared_distinct": ("ATOMS", atomics.UNROLL),
     "atom_global_distinct": ("REDG", atomics.UNROLL),
     "atom_global_contended": ("REDG", atomics.UNROLL),
+    "atom_global_contended_f32": ("REDG", atomics.UNROLL),
     "bar_sync": ("BAR", barriers.UNROLL),
 }
 
@@ -243,3 +264,7 @@ def test_timed_loops_keep_every_access(arch: str) -> None:
             assert len(regions) == 1 and regions[0].get(opcode) == count, (arch, entry, regions)
             seen.add(entry)
     assert seen == set(TIMED)
+    # ptxas folds a warp's integer adds to one word into one REDG of their count (VOTEU, POPC);
+    # float adds it cannot fold, so the f32 kernel sends every thread's add to L2.
+    folded = {e: r[0] for c in compiled.values() for e, r in c.regions.items() if e.startswith("atom_global_cont")}
+    assert "POPC" in folded["atom_global_contended"] and "POPC" not in folded["atom_global_contended_f32"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from karyamorph.isa.parser import parse
-from karyamorph.model.cost import KernelCounts, machine_for, measured_figures, predict
+from karyamorph.model.cost import KernelCounts, machine_for, measured_figures, predict, scaled_counts
 from karyamorph.model.cost.batches import load_batch_bytes
 from karyamorph.model.cost.memory import atomic_seconds, flight_bandwidth, latency_seconds, rounds_per_warp
 
@@ -39,11 +39,12 @@ def test_same_address_atomics_take_their_count_over_the_rate() -> None:
     assert atomic_seconds(0, 0.5, 1e9) == 0.0
 
 
-def _streaming(blocks: int, batch: float) -> KernelCounts:
+def _streaming(blocks: int, batch: float, from_dram: float = 1.0) -> KernelCounts:
+    """One round of loads a warp; ``from_dram`` of the loaded bytes must come from DRAM."""
     warps = blocks * 8
-    load = warps * 32 * batch  # one round a warp
-    return KernelCounts({"memory": 2.0 * warps}, load / 32, 0.0, float(warps), load, 0.0, 1e3, 0.0,
-                        blocks, 8, load_batch_bytes=batch)  # fmt: skip
+    load = warps * 32 * batch
+    return KernelCounts({"memory": 2.0 * warps}, load / 32, 0.0, float(warps), load, 0.0, from_dram * load,
+                        0.0, blocks, 8, load_batch_bytes=batch)  # fmt: skip
 
 
 def test_a_latency_bound_launch_pays_a_loaded_latency_per_wave() -> None:
@@ -52,6 +53,16 @@ def test_a_latency_bound_launch_pays_a_loaded_latency_per_wave() -> None:
     loaded = H200.loaded_latency_factor * H200.dram_latency / H200.clock_hz
     assert one.bound == "latency" and one.terms["latency"] == pytest.approx(loaded)
     assert two.terms["latency"] == pytest.approx(2 * loaded)
+
+
+def test_loads_served_by_l2_wait_the_l2_latency() -> None:
+    # A GEMM's tiles: an eighth of the loaded bytes come from DRAM, the rest were brought into
+    # L2 by other blocks; a load waits the latencies in that proportion.
+    mostly_l2 = predict(_streaming(132 * 8, 4.0, from_dram=1 / 8), H200, blocks_per_sm=8)
+    cycles = (H200.dram_latency + 7 * H200.l2_latency) / 8
+    expected = H200.loaded_latency_factor * cycles / H200.clock_hz
+    assert mostly_l2.terms["latency"] == pytest.approx(expected)
+    assert H200.l2_latency < cycles < H200.dram_latency
 
 
 def test_an_unknown_batch_keeps_the_loop_trip_estimate() -> None:
@@ -103,3 +114,31 @@ def test_the_tables_give_the_l2_bandwidth_and_the_atomic_rate() -> None:
     assert figures["l2_bytes_per_clock_per_sm"] == pytest.approx(l2 * 1e9 / 132 / clock)
     assert figures["atomics_per_clock"] == pytest.approx(atomics / 32 * 1e9 / clock)
     assert 20 < figures["l2_bytes_per_clock_per_sm"] < 64  # an H100's L2 is 5.5-12 TB/s
+
+
+def _stats(atomics: int, form: str) -> dict[str, object]:
+    total = 1000 + atomics
+    return {"thread_instructions": {form: atomics, "add.f32": 1000}, "total_thread_instructions": total,
+            "warp_instructions": total / 32, "atomics": atomics}  # fmt: skip
+
+
+def test_one_atomic_per_block_follows_the_blocks_not_the_work() -> None:
+    # A grid-stride reduction: 16 blocks of 4 warps ran 16 atomics (one per block) on a small
+    # input; at the timed size the grid is 2,112 blocks, the work 3,000 times larger.
+    c = scaled_counts(_stats(16, "red.global.add.f32"), scale=3000.0, blocks=2112, warps_per_block=4,
+                      dram_bytes=1.0, interpreted_blocks=16)  # fmt: skip
+    assert c.atomics == pytest.approx(2112) and c.float_atomics == pytest.approx(2112)
+
+
+def test_atomics_per_element_follow_the_work() -> None:
+    # A histogram: 5,000 atomics from 16 blocks of 4 warps is more than one a warp.
+    c = scaled_counts(_stats(5000, "red.global.add.u32"), scale=3000.0, blocks=2112, warps_per_block=4,
+                      dram_bytes=1.0, interpreted_blocks=16)  # fmt: skip
+    assert c.atomics == pytest.approx(5000 * 3000.0) and c.float_atomics == 0.0
+
+
+def test_float_atomics_take_their_own_rate() -> None:
+    machine = machine_for("sm_90", {"atomics_per_clock": 1.0, "float_atomics_per_clock": 0.25})
+    c = KernelCounts({"memory": 1.0}, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3000.0, 132, 8, float_atomics=1000.0)
+    expected = (2000 / 1.0 + 1000 / 0.25) / machine.clock_hz
+    assert predict(c, machine, 8).terms["atomics"] == pytest.approx(expected)
