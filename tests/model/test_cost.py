@@ -94,7 +94,10 @@ def test_the_h200_tables_give_the_machine_its_measured_figures() -> None:
     folder = Path(__file__).resolve().parents[2] / "datasets" / "microbench" / "sm_90"
     figures = measured_figures(folder)
     assert set(figures) == {"clock_hz", "dram_bytes_per_s", "dram_latency", "l2_latency",
-                            "l2_bytes_per_clock_per_sm", "atomics_per_clock"}
+                            "l2_bytes_per_clock_per_sm", "atomics_per_clock", "float_atomics_per_clock"}
+    # Float adds to one word are not folded per warp: each is an operation in L2, slower than
+    # the folded integer ones.
+    assert 0 < figures["float_atomics_per_clock"] < figures["atomics_per_clock"]
     assert 3e12 < figures["dram_bytes_per_s"] < 4.8e12  # below the H200's 4.8 TB/s peak
     assert figures["l2_latency"] < figures["dram_latency"]
     machine = machine_for("sm_90", figures)
