@@ -143,8 +143,10 @@ class Prediction:
         return {"seconds": self.seconds, "bound": self.bound, "terms": dict(self.terms)}
 
 
-def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int) -> Prediction:
-    """The time of the launch on ``machine`` with ``blocks_per_sm`` resident blocks per SM."""
+def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int, *,
+            norm: float = OVERLAP_NORM) -> Prediction:  # fmt: skip
+    """The time of the launch on ``machine`` with ``blocks_per_sm`` resident blocks per SM
+    (``norm``: the p of the bounds' p-norm; ``math.inf`` takes the slowest bound alone)."""
     if blocks_per_sm < 1:
         raise ValueError("no block fits on an SM: nothing to predict")
     resident = min(blocks_per_sm, math.ceil(counts.blocks / machine.sms))
@@ -166,7 +168,8 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int) -> P
         rate = machine.rates.get(unit, 1.0)
         terms[f"unit.{unit}"] = busy_blocks * n / rate / hz if rate > 0 else math.inf
     bound = max(terms, key=lambda k: terms[k])
-    return Prediction(combined(terms.values()) + machine.launch_s, bound, terms)
+    spent = terms[bound] if math.isinf(norm) else combined(terms.values(), norm)
+    return Prediction(spent + machine.launch_s, bound, terms)
 
 
 def combined(seconds: Iterable[float], p: float = OVERLAP_NORM) -> float:
