@@ -41,12 +41,6 @@ from karyamorph.store.database import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Sizes to interpret at where a template's check sizes take other paths than its timed size:
-# the transpose's check sizes (70 x 100) send vec-4 stores down the scalar edge path, which the
-# 8192 x 8192 timed launch never takes; 128 x 128 is a multiple of every tile and vector width.
-COST_SIZES: dict[str, dict[str, int]] = {"transpose": {"rows": 128, "cols": 128}}
-
-
 def work(kernel: Any) -> float:
     """What scales a variant's counts between sizes: its flops, else its bytes."""
     return float(kernel.cost_flops or kernel.cost_bytes or 0.0)
@@ -62,7 +56,7 @@ def batch_bytes(kernel: Any) -> float:
 def variant_counts(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, int]) -> tuple[Any, float]:
     """A variant's counts at the timed ``sizes`` (interpreted small, scaled) and the CPU seconds."""
     t = template(name)
-    small = bind(t.spec(config, arch, COST_SIZES.get(name, t.check_sizes)), arch)
+    small = bind(t.spec(config, arch, t.cost_sizes or t.check_sizes), arch)
     big = bind(t.spec(config, arch, sizes), arch)
     t0 = time.perf_counter()
     machine_model = ptx_machine(arch.canonical.base.name)  # the arch's limits (shared memory per block)

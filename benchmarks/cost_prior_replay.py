@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,11 @@ from karyamorph.store.database import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cost_model import ROOT, predicted
+
+
+def config_id(config: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A configuration's identity whatever the order of its parameters."""
+    return tuple(sorted((k, str(v)) for k, v in config.items()))
 
 
 def evaluations_to_best(curves: np.ndarray) -> float:
@@ -48,13 +54,17 @@ def main() -> int:
         arch = Arch.parse(search.params["arch"])
         tables = ROOT / "datasets" / "microbench" / arch.base.name
         machine = machine_for(arch.base.name, measured_figures(tables))
-        gates = {e.key: e.gates for e in search.evaluations}
+        # By configuration, not by key: a stored key lists the parameters in the template's order,
+        # the replay space's key in its own.
+        gates = {config_id(e.config): e.gates for e in search.evaluations}
         prior = np.full(recording.space.size, np.inf)
         for i in range(recording.space.size):
-            key, config = recording.space.key(i), recording.space.config(i)
-            if "blocks_per_sm" in gates.get(key, {}):
+            config = recording.space.config(i)
+            if "blocks_per_sm" in gates.get(config_id(config), {}):
                 prior[i] = predicted(search.name, arch, config, search.params["sizes"],
-                                     gates[key]["blocks_per_sm"], machine)[0]  # fmt: skip
+                                     gates[config_id(config)]["blocks_per_sm"], machine)[0]  # fmt: skip
+        if not np.isfinite(prior).any():
+            raise SystemExit(f"{search.name} {search.search_id[:8]}: no configuration has a prediction")
         size = recording.space.size
         row = []
         for name, with_prior in (("random", False), ("model", False), ("model", True)):

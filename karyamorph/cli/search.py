@@ -37,6 +37,9 @@ def search_group() -> None:
 @click.option("--no-model", is_flag=True, help="Skip the model's checks (bounds, race, barrier).")
 @click.option("--equivalence", is_flag=True,
               help="Prove every variant equivalent to the baseline (seconds each; the winner always is).")
+@click.option("--cost-prior", "cost_prior_s", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              help="Seconds of CPU the cost model may spend predicting configurations before a model-"
+                   "guided search starts (0: none).")  # fmt: skip
 @click.option(
     "--out",
     "out_dir",
@@ -50,7 +53,8 @@ def search_group() -> None:
 @friendly_errors
 def search_run(
     template_name: str, arch: str, strategy: str, budget: int, seed: int, label: str | None,
-    resume: str | None, no_model: bool, equivalence: bool, out_dir: str, db: str | None, fmt: str,
+    resume: str | None, no_model: bool, equivalence: bool, cost_prior_s: float, out_dir: str, db: str | None,
+    fmt: str,
 ) -> None:  # fmt: skip
     """Search TEMPLATE's variants on this GPU: each built, assembled, checked by the model, run
     for correctness and timed; every evaluation stored; the winner re-checked, re-timed beside
@@ -65,7 +69,8 @@ def search_run(
     try:
         make_strategy(strategy)
         request = SearchRequest(template(template_name), Arch.parse(arch), strategy, budget, seed, label,
-                                check_model=not no_model, equivalence=equivalence)  # fmt: skip
+                                check_model=not no_model, equivalence=equivalence,
+                                cost_prior_s=cost_prior_s)  # fmt: skip
         progress = _ProgressLine(budget) if fmt == "table" else None
         summary = run_template_search(request, device=current_device(), db=_db_path(db),
                                       out_dir=Path(out_dir), resume=resume, progress=progress)  # fmt: skip
@@ -107,6 +112,10 @@ def _summary_view(summary: dict[str, Any]) -> str:
              f"({summary['measured']} measured), stopped: {summary['stopped']}"]  # fmt: skip
     failures = summary.get("failures") or {}
     lines.append("rejected: " + (", ".join(f"{k} {v}" for k, v in sorted(failures.items())) or "none"))
+    prior = summary.get("cost_prior")
+    if prior:
+        lines.append(f"cost prior: {prior['predicted']} of {prior['configurations']} configurations "
+                     f"predicted in {prior['seconds']:.1f} s ({prior['refused']} refused)")  # fmt: skip
     winner = summary.get("winner")
     if winner is None:
         lines.append("no variant passed every gate")

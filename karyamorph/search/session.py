@@ -25,6 +25,7 @@ from karyamorph.search import stored
 from karyamorph.search.gates import equivalence_gate
 from karyamorph.search.history import Evaluation, History
 from karyamorph.search.loop import SearchRecord, run_search
+from karyamorph.search.prior import cost_prior
 from karyamorph.search.strategies import make_strategy
 from karyamorph.search.template import Template
 from karyamorph.search.variants import VariantEvaluator
@@ -53,13 +54,14 @@ class SearchRequest:
     sizes: Mapping[str, int] | None = None
     check_model: bool = True
     equivalence: bool = False
+    cost_prior_s: float = 60.0
 
     def params(self, device: DeviceInfo, space_size: int) -> dict[str, Any]:
         return {
             "template": self.template.name, "arch": self.arch.name, "strategy": self.strategy,
             "budget": self.budget, "seed": self.seed, "label": self.label,
             "sizes": dict(self.sizes or self.template.sizes), "check_model": self.check_model,
-            "equivalence": self.equivalence,
+            "equivalence": self.equivalence, "cost_prior_s": self.cost_prior_s,
             "device": device.name, "space_size": space_size,
             "parameters": {p.name: list(p.values) for p in self.template.parameters},
         }  # fmt: skip
@@ -115,9 +117,17 @@ def run_template_search(
             if progress is not None:
                 progress(evaluation, history)
 
+        prior = None
+        if request.strategy == "model" and request.cost_prior_s > 0:
+            sizes = request.sizes or request.template.sizes
+            prior = cost_prior(request.template, request.arch, space, sizes, evaluator.toolchain,
+                               seconds=request.cost_prior_s, seed=request.seed)  # fmt: skip
         record = run_search(space, make_strategy(request.strategy), evaluator, budget=request.budget,
-                            seed=request.seed, cache=cache, on_evaluation=on_evaluation)  # fmt: skip
+                            seed=request.seed, cache=cache, on_evaluation=on_evaluation,
+                            prior=prior.costs if prior is not None else None)  # fmt: skip
         summary = _summarize(record, time.perf_counter() - t0)
+        if prior is not None:
+            summary["cost_prior"] = prior.as_dict()
         if record.best is not None:
             summary.update(_winner(request, record, space.config(record.best.index), worker, device, store,
                                    search_id, out_dir))  # fmt: skip

@@ -82,6 +82,10 @@ class Template:
     equivalence_sizes : mapping or None
         The sizes of that proof (default: ``check_sizes``); small, since it compares every
         output element of both kernels symbolically.
+    cost_sizes : mapping or None
+        The sizes the cost model's counts are interpreted at and scaled from (default:
+        ``check_sizes``): a small problem that takes the same paths as the timed one (check
+        sizes are chosen to take every edge path instead).
     """
 
     name: str
@@ -97,6 +101,7 @@ class Template:
     min_sm: int = 0
     equivalent_to_baseline: bool = False
     equivalence_sizes: Mapping[str, int] | None = None
+    cost_sizes: Mapping[str, int] | None = None
     notes: tuple[str, ...] = field(default=())
 
     def supports(self, arch: Arch | str) -> bool:

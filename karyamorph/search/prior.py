@@ -1,0 +1,129 @@
+"""The cost model's prior for the model-guided search: a predicted time for configurations of the
+space before any of them is measured.
+
+Each configuration is built twice: at the timed sizes, which ptxas assembles for the registers
+and so the blocks per SM, and at the template's cost sizes, which the CPU model interprets. The
+interpreter's counts are scaled to the timed sizes by the ratio of the spec's ``[cost]`` work and
+predicted with the arch's measured figures (:mod:`karyamorph.model.cost`). The strategy uses the
+prior's ranks only (normal scores), so its order matters more than its sizes.
+
+A configuration the template or ptxas refuses, or with no block per SM, costs +inf (it would
+fail); one left unpredicted (beyond ``limit``, or one the model cannot run) gets the median of
+the predicted ones: no opinion either way.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.stages.predict import TABLES, spec_work
+from karyamorph.harness.tools.toolchain import Toolchain
+from karyamorph.isa.arch import Arch
+from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.spec import SpecError
+from karyamorph.model.cost import CostMachine, machine_for, measured_figures, predict, scaled_counts
+from karyamorph.model.cost.batches import load_batch_bytes
+from karyamorph.model.interp.budget import ModelBudget
+from karyamorph.model.interp.errors import ExecutionError, LaunchError
+from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.semantics.decode import UnmodeledError
+from karyamorph.search.gates import build, compile_variant
+from karyamorph.search.outcome import Outcome
+from karyamorph.search.space import Space, Value
+from karyamorph.search.template import Template
+
+INTERPRET_BUDGET = ModelBudget(max_thread_instructions=5e8)
+"""What one configuration's CPU run may take on (a GEMM's cost sizes run ~1e8)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CostPrior:
+    """Predicted seconds per configuration index (:class:`~karyamorph.search.space.Space` order).
+
+    Attributes
+    ----------
+    costs : numpy.ndarray
+        One cost per configuration: predicted, +inf where refused, the median where unknown.
+    predicted, refused, unknown : int
+        How many configurations got each.
+    seconds : float
+        CPU time spent predicting.
+    """
+
+    costs: np.ndarray
+    predicted: int
+    refused: int
+    unknown: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"configurations": len(self.costs), "predicted": self.predicted, "refused": self.refused,
+                "unknown": self.unknown, "seconds": round(self.seconds, 2)}  # fmt: skip
+
+
+def arch_machine(arch: Arch) -> CostMachine:
+    """The cost machine of ``arch``: its measured tables where they exist, else its defaults."""
+    base = arch.canonical.base.name
+    return machine_for(base, measured_figures(TABLES / base))
+
+
+def predicted_seconds(
+    template: Template, config: Mapping[str, Value], arch: Arch, sizes: Mapping[str, int],
+    toolchain: Toolchain, machine: CostMachine,
+) -> float | None:  # fmt: skip
+    """The cost model's time for ``config`` at ``sizes``; inf when it cannot run at all (the
+    template, ptxas or occupancy refuses it); None when the model cannot predict it."""
+    spec = build(template, config, arch, sizes)
+    compiled = spec if isinstance(spec, Outcome) else compile_variant(spec, arch, toolchain)
+    if isinstance(compiled, Outcome):
+        return math.inf
+    small_spec = build(template, config, arch, template.cost_sizes or template.check_sizes)
+    if isinstance(small_spec, Outcome):
+        return None
+    try:
+        small = bind(small_spec, arch)
+        stats = run_model(small, budget=INTERPRET_BUDGET, machine=ptx_machine(arch.canonical.base.name)).stats
+    except (SpecError, LaunchError, ExecutionError, UnmodeledError):
+        return None
+    big = compiled.kernel
+    if spec_work(small) <= 0:
+        return None
+    entry = next(f for f in parse(big.spec.ptx).functions if f.name == big.entry)
+    blocks = math.prod(big.grid)
+    counts = scaled_counts(stats, scale=spec_work(big) / spec_work(small), blocks=blocks,
+                           warps_per_block=math.ceil(math.prod(big.block) / 32),
+                           dram_bytes=float(big.cost_bytes or 0.0),
+                           load_batch_bytes=float(load_batch_bytes(entry)),
+                           interpreted_blocks=math.prod(small.grid))  # fmt: skip
+    return predict(counts, machine, compiled.blocks_per_sm).seconds
+
+
+def cost_prior(
+    template: Template, arch: Arch, space: Space, sizes: Mapping[str, int], toolchain: Toolchain,
+    *, limit: int | None = None, seconds: float = math.inf, seed: int = 0,
+) -> CostPrior:  # fmt: skip
+    """Predict configurations of ``space`` in a random order (``seed``) until ``limit`` of them
+    or ``seconds`` of CPU time, and give the others no opinion (see the module's description)."""
+    t0 = time.perf_counter()
+    machine = arch_machine(arch)
+    costs = np.full(space.size, np.nan)
+    order = np.random.default_rng(seed).permutation(space.size)
+    for i in order[: space.size if limit is None else max(0, limit)]:
+        if time.perf_counter() - t0 >= seconds:
+            break
+        got = predicted_seconds(template, space.config(int(i)), arch, sizes, toolchain, machine)
+        if got is not None:
+            costs[i] = got
+    refused = int(np.isinf(costs).sum())
+    finite = costs[np.isfinite(costs)]
+    predicted = len(finite)
+    costs[np.isnan(costs)] = float(np.median(finite)) if predicted else 0.0
+    return CostPrior(costs, predicted, refused, space.size - predicted - refused, time.perf_counter() - t0)
