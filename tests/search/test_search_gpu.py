@@ -19,6 +19,7 @@ from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.search import stored
 from karyamorph.search.session import SearchRequest, run_template_search
+from karyamorph.search.templates import template
 from karyamorph.store.database import Store
 from tests.search.scale_template import TEMPLATE
 
@@ -94,3 +95,14 @@ def test_the_torch_baseline_is_timed_in_the_worker() -> None:
     assert 3 * 4 * kernel.sizes["n"] / seconds > 4.8e11
     assert not isinstance(broken, Timing) and "no_such_name" in broken.reason
     assert isinstance(again, Timing) and starts == 1
+
+
+def test_a_model_guided_search_starts_from_the_cost_prior(tmp_path: Path) -> None:
+    assert DEVICE is not None
+    vadd = template("vadd")
+    request = SearchRequest(vadd, Arch.parse(DEVICE.arch), "model", budget=6, seed=2,
+                            sizes={"n": 1 << 24, "sms": DEVICE.sm_count}, cost_prior_s=5.0)  # fmt: skip
+    summary = run_template_search(request, device=DEVICE, db=tmp_path / "s.duckdb", out_dir=tmp_path)
+    prior = summary["cost_prior"]
+    assert prior["configurations"] == vadd.space(request.arch).size and prior["predicted"] > 0
+    assert summary["evaluations"] == 6 and summary["winner"]["correctness"] == "pass"
