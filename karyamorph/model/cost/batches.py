@@ -14,6 +14,7 @@ branch target: what follows may run after other code) and at a barrier or a ``cp
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 
 from karyamorph.isa import ast
@@ -29,7 +30,8 @@ def _bytes(ins: ast.Instruction) -> int:
     for m in ins.modifiers:
         if m.startswith("v") and m[1:].isdigit():
             vector = int(m[1:])
-        elif m in ast._TYPE_BYTES:
+            continue
+        with contextlib.suppress(ValueError):  # a state space, cache operator or qualifier: no type
             size = ast.type_bytes(m)
     if ins.opcode == "cp":  # cp.async.cg.shared.global [dst], [src], 16: the size is an operand
         last = ins.operands[2] if len(ins.operands) > 2 else None
