@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.stages.predict import arch_machine, launch_counts
 from karyamorph.isa.arch import Arch
-from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
-from karyamorph.model.cost import machine_for, measured_figures, predict, scaled_counts
+from karyamorph.model.cost import predict
 from karyamorph.model.cost.accuracy import median_relative_error, spearman
-from karyamorph.model.cost.batches import load_batch_bytes
 from karyamorph.model.cost.predict import OVERLAP_NORM
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.ptx.machine import ptx_machine
@@ -40,18 +39,6 @@ from karyamorph.search.templates import template
 from karyamorph.store.database import Store
 
 ROOT = Path(__file__).resolve().parents[1]
-
-def work(kernel: Any) -> float:
-    """What scales a variant's counts between sizes: its flops, else its bytes."""
-    return float(kernel.cost_flops or kernel.cost_bytes or 0.0)
-
-
-def batch_bytes(kernel: Any) -> float:
-    """Global-load bytes a thread of the kernel's entry keeps in flight at once."""
-    module = parse(kernel.spec.ptx)
-    entry = next(f for f in module.functions if f.name == kernel.entry)
-    return float(load_batch_bytes(entry))
-
 
 def variant_counts(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, int]) -> tuple[Any, float]:
     """A variant's counts at the timed ``sizes`` (interpreted small, scaled) and the CPU seconds."""
@@ -62,12 +49,9 @@ def variant_counts(name: str, arch: Arch, config: dict[str, Any], sizes: dict[st
     machine_model = ptx_machine(arch.canonical.base.name)  # the arch's limits (shared memory per block)
     stats = run_model(small, budget=ModelBudget(max_thread_instructions=5e8), machine=machine_model).stats
     seconds = time.perf_counter() - t0
-    blocks = big.grid[0] * big.grid[1] * big.grid[2]
-    warps = math.ceil(big.threads / blocks / 32)
-    counts = scaled_counts(stats, scale=work(big) / work(small), blocks=blocks, warps_per_block=warps,
-                           dram_bytes=float(big.cost_bytes or 0.0),
-                           load_batch_bytes=batch_bytes(big),
-                           interpreted_blocks=small.grid[0] * small.grid[1] * small.grid[2])  # fmt: skip
+    counts = launch_counts(stats, small, big)
+    if isinstance(counts, str):
+        raise ValueError(f"{name} {config}: {counts}")
     return counts, seconds
 
 
@@ -115,8 +99,7 @@ def main() -> int:
     for search in searches:
         p = search.params
         arch = Arch.parse(p["arch"])
-        tables = ROOT / "datasets" / "microbench" / arch.base.name
-        machine = machine_for(arch.base.name, measured_figures(tables))
+        machine = arch_machine(arch)
         for e in search.evaluations:
             if not e.outcome.ok or len(pairs[norms[0]][search.name]) >= args.limit:
                 continue

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from karyamorph.harness.stages.predict import arch_machine
 from karyamorph.isa.arch import Arch
-from karyamorph.model.cost import machine_for, measured_figures
 from karyamorph.search import make_strategy, stored
 from karyamorph.search.replay import replay_curves
 from karyamorph.store.database import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cost_model import ROOT, predicted
+from cost_model import predicted
 
 
 def config_id(config: dict[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -52,8 +52,7 @@ def main() -> int:
     for search in searches:
         recording = stored.recording(search)
         arch = Arch.parse(search.params["arch"])
-        tables = ROOT / "datasets" / "microbench" / arch.base.name
-        machine = machine_for(arch.base.name, measured_figures(tables))
+        machine = arch_machine(arch)
         # By configuration, not by key: a stored key lists the parameters in the template's order,
         # the replay space's key in its own.
         gates = {config_id(e.config): e.gates for e in search.evaluations}

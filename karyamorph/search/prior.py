@@ -23,14 +23,12 @@ from typing import Any
 import numpy as np
 
 from karyamorph.harness.stages.model_run import run_model
-from karyamorph.harness.stages.predict import TABLES, spec_work
+from karyamorph.harness.stages.predict import arch_machine, launch_counts
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.arch import Arch
-from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.spec import SpecError
-from karyamorph.model.cost import CostMachine, machine_for, measured_figures, predict, scaled_counts
-from karyamorph.model.cost.batches import load_batch_bytes
+from karyamorph.model.cost import CostMachine, predict
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.errors import ExecutionError, LaunchError
 from karyamorph.model.ptx.machine import ptx_machine
@@ -69,12 +67,6 @@ class CostPrior:
                 "unknown": self.unknown, "seconds": round(self.seconds, 2)}  # fmt: skip
 
 
-def arch_machine(arch: Arch) -> CostMachine:
-    """The cost machine of ``arch``: its measured tables where they exist, else its defaults."""
-    base = arch.canonical.base.name
-    return machine_for(base, measured_figures(TABLES / base))
-
-
 def predicted_seconds(
     template: Template, config: Mapping[str, Value], arch: Arch, sizes: Mapping[str, int],
     toolchain: Toolchain, machine: CostMachine,
@@ -93,16 +85,9 @@ def predicted_seconds(
         stats = run_model(small, budget=INTERPRET_BUDGET, machine=ptx_machine(arch.canonical.base.name)).stats
     except (SpecError, LaunchError, ExecutionError, UnmodeledError):
         return None
-    big = compiled.kernel
-    if spec_work(small) <= 0:
+    counts = launch_counts(stats, small, compiled.kernel)
+    if isinstance(counts, str):
         return None
-    entry = next(f for f in parse(big.spec.ptx).functions if f.name == big.entry)
-    blocks = math.prod(big.grid)
-    counts = scaled_counts(stats, scale=spec_work(big) / spec_work(small), blocks=blocks,
-                           warps_per_block=math.ceil(math.prod(big.block) / 32),
-                           dram_bytes=float(big.cost_bytes or 0.0),
-                           load_batch_bytes=float(load_batch_bytes(entry)),
-                           interpreted_blocks=math.prod(small.grid))  # fmt: skip
     return predict(counts, machine, compiled.blocks_per_sm).seconds
 
 

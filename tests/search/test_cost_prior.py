@@ -9,9 +9,10 @@ import math
 import numpy as np
 import pytest
 
+from karyamorph.harness.stages.predict import arch_machine
 from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa.arch import Arch
-from karyamorph.search.prior import arch_machine, cost_prior, predicted_seconds
+from karyamorph.search.prior import cost_prior, predicted_seconds
 from karyamorph.search.templates import template
 
 SM90 = Arch.parse("sm_90")

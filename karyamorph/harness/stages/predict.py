@@ -23,9 +23,18 @@ from typing import Any
 from karyamorph.harness.stages.base import Context, Figure, Interpretation, StageResult, Status
 from karyamorph.harness.stages.model_run import run_model
 from karyamorph.harness.stages.scaled_launch import scale_to_budget, static_instructions
+from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch
+from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
-from karyamorph.model.cost import CostMachine, machine_for, measured_figures, predict, scaled_counts
+from karyamorph.model.cost import (
+    CostMachine,
+    KernelCounts,
+    machine_for,
+    measured_figures,
+    predict,
+    scaled_counts,
+)
 from karyamorph.model.cost.batches import load_batch_bytes
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.errors import ExecutionError, LaunchError
@@ -41,9 +50,39 @@ not run the launch: a second or less on the CPU model, and still hundreds of blo
 streaming kernel (the example vadd at n = 130819), so that the counts per block are those of a full grid."""
 
 
+def arch_machine(arch: Arch) -> CostMachine:
+    """The cost machine of ``arch``: its measured tables (:data:`TABLES`) where they exist, else
+    its defaults."""
+    base = arch.canonical.base.name
+    return machine_for(base, measured_figures(TABLES / base))
+
+
 def spec_work(kernel: BoundKernel) -> float:
     """What a launch's counts scale with between sizes: the spec's flops, else its bytes (0: none)."""
     return float(kernel.cost_flops or kernel.cost_bytes or 0.0)
+
+
+def launch_counts(
+    stats: Mapping[str, Any], interpreted: BoundKernel, kernel: BoundKernel, module: ast.Module | None = None
+) -> KernelCounts | str:  # fmt: skip
+    """What ``kernel``'s launch does, from the interpreter's ``stats`` of ``interpreted`` (the same
+    kernel, at its sizes or smaller ones: the counts are then scaled by the ratio of the spec's
+    ``[cost]`` work), with the load batch read from the PTX (``module``, parsed from the spec
+    when not given); or why the counts cannot be scaled."""
+    scale = 1.0
+    if interpreted.sizes != kernel.sizes:
+        small = spec_work(interpreted)
+        if small <= 0:
+            return (f"no [cost] flops or bytes at {sizes_text(interpreted.sizes)} "
+                    "to scale the model's counts to the run's sizes by")  # fmt: skip
+        scale = spec_work(kernel) / small
+    functions = (module or parse(kernel.spec.ptx)).functions
+    entry = next(f for f in functions if f.name == kernel.entry)
+    return scaled_counts(stats, scale=scale, blocks=math.prod(kernel.grid),
+                         warps_per_block=math.ceil(math.prod(kernel.block) / 32),
+                         dram_bytes=float(kernel.cost_bytes or 0.0),
+                         load_batch_bytes=float(load_batch_bytes(entry)),
+                         interpreted_blocks=math.prod(interpreted.grid))  # fmt: skip
 
 
 def sizes_text(sizes: Mapping[str, int]) -> str:
@@ -100,23 +139,12 @@ class PredictStage:
         else:
             reused = True
         assert ran.stats is not None
-        scale = 1.0
-        if ran.kernel.sizes != kernel.sizes:
-            small, big = spec_work(ran.kernel), spec_work(kernel)
-            if small <= 0:
-                return StageResult.skip(f"no [cost] flops or bytes at {sizes_text(ran.kernel.sizes)} "
-                                        "to scale the model's counts to the run's sizes by")  # fmt: skip
-            scale = big / small
+        counts = launch_counts(ran.stats, ran.kernel, kernel, context.module)
+        if isinstance(counts, str):
+            return StageResult.skip(counts)
+        scale = 1.0 if ran.kernel.sizes == kernel.sizes else spec_work(kernel) / spec_work(ran.kernel)
         machine, tables, device_sms = self._machine(context)
-        blocks = math.prod(kernel.grid)
-        warps_per_block = math.ceil(math.prod(kernel.block) / 32)
-        assert context.module is not None
-        entry = next(f for f in context.module.functions if f.name == kernel.entry)
-        batch = float(load_batch_bytes(entry))
-        counts = scaled_counts(ran.stats, scale=scale, blocks=blocks, warps_per_block=warps_per_block,
-                               dram_bytes=float(kernel.cost_bytes or 0.0),
-                               load_batch_bytes=batch,
-                               interpreted_blocks=math.prod(ran.kernel.grid))  # fmt: skip
+        blocks, warps_per_block, batch = counts.blocks, counts.warps_per_block, counts.load_batch_bytes
         p = predict(counts, machine, context.blocks_per_sm)
         measured = list(machine.measured)
         data: dict[str, Any] = {
