@@ -5,9 +5,14 @@ the Spearman rank correlation and the median relative error against the measured
 printed per template and over all of them, as markdown and JSON.
 
     python benchmarks/cost_model.py --db searches.duckdb [--limit 400] [--norms 2,4,8,inf] [--json out.json]
+        [--without 'no turnover=turnover.' ...] [--grids]
 
 ``--norms`` reports the figures for other ways of combining the bounds (the p of their p-norm;
-``inf`` is the slowest bound alone) from the same interpretations.
+``inf`` is the slowest bound alone) from the same interpretations; each ``--without
+LABEL=PREFIX[,PREFIX...]`` also reports them (at the default norm) for a machine without the
+measured figures whose names start so (``turnover.``: the blocks' start and retirement);
+``--grids`` also reports them for a machine whose loads wait the latency the measured
+bandwidth grids give (``use_flight_grids``), with and without the cache policies' grids.
 
 The figures a prediction uses are the arch's defaults (karyamorph/model/cost/machine.py), with
 the measured ones of datasets/microbench/<arch>/ where that folder exists.
@@ -16,6 +21,7 @@ the measured ones of datasets/microbench/<arch>/ where that folder exists.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import statistics
@@ -26,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.stages.model_run import run_model
-from karyamorph.harness.stages.predict import arch_machine, launch_counts
+from karyamorph.harness.stages.predict import TABLES, arch_machine, launch_counts
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
-from karyamorph.model.cost import predict
+from karyamorph.model.cost import machine_for, measured_figures, predict
 from karyamorph.model.cost.accuracy import median_relative_error, spearman
 from karyamorph.model.cost.predict import OVERLAP_NORM
 from karyamorph.model.interp.budget import ModelBudget
@@ -39,6 +45,7 @@ from karyamorph.search.templates import template
 from karyamorph.store.database import Store
 
 ROOT = Path(__file__).resolve().parents[1]
+POLICY_GRIDS = "flight.dram.nc,flight.dram.cs,flight.dram.cg"
 
 def variant_counts(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, int]) -> tuple[Any, float]:
     """A variant's counts at the timed ``sizes`` (interpreted small, scaled) and the CPU seconds."""
@@ -61,6 +68,12 @@ def predicted(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, in
     counts, seconds = variant_counts(name, arch, config, sizes)
     p = predict(counts, machine, blocks_per_sm)
     return p.seconds * 1e3, p.bound, seconds
+
+
+def kept(figures: dict[str, float], prefixes: str) -> dict[str, float]:
+    """``figures`` without those whose names start with one of the comma-separated ``prefixes``."""
+    drop = tuple(p for p in prefixes.split(",") if p)
+    return {k: v for k, v in figures.items() if not (drop and k.startswith(drop))}
 
 
 def summary(pairs: dict[str, list[tuple[float, float, str]]]) -> list[dict[str, Any]]:
@@ -90,16 +103,30 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--norms", default=str(OVERLAP_NORM),
                     help="Comma-separated p of the bounds' p-norm, e.g. 2,4,8,inf (inf: the slowest).")
+    ap.add_argument("--without", action="append", default=[], metavar="LABEL=PREFIX[,PREFIX]",
+                    help="Also report a machine without the measured figures named so (repeatable).")
+    ap.add_argument("--grids", action="store_true",
+                    help="Also report machines that use the measured bandwidth grids for the loads' latency.")
     args = ap.parse_args()
+    ablations = dict(spec.split("=", 1) for spec in args.without)
+    if args.grids:
+        ablations |= {"measured grids": "", "measured grids, no cache-policy grids": POLICY_GRIDS}
     with Store.open_to_read(args.db) as store:
         searches = [stored.load(store, row["search_id"]) for row in stored.listing(store, 1000)]
     norms = [math.inf if n.strip() == "inf" else float(n) for n in args.norms.split(",")]
-    pairs: dict[float, dict[str, list[tuple[float, float, str]]]] = {n: defaultdict(list) for n in norms}
+    pairs: dict[Any, dict[str, list[tuple[float, float, str]]]] = {n: defaultdict(list) for n in norms}
+    pairs.update({label: defaultdict(list) for label in ablations})
     interp_s: list[float] = []
     for search in searches:
         p = search.params
         arch = Arch.parse(p["arch"])
         machine = arch_machine(arch)
+        measured = measured_figures(TABLES / arch.canonical.base.name)
+        without = {
+            label: dataclasses.replace(machine_for(arch.canonical.base.name, kept(measured, prefixes)),
+                                       use_flight_grids=label.startswith("measured grids"))
+            for label, prefixes in ablations.items()
+        }  # fmt: skip
         for e in search.evaluations:
             if not e.outcome.ok or len(pairs[norms[0]][search.name]) >= args.limit:
                 continue
@@ -108,11 +135,18 @@ def main() -> int:
             for n in norms:
                 q = predict(counts, machine, e.gates["blocks_per_sm"], norm=n)
                 pairs[n][search.name].append((e.outcome.time_ms, q.seconds * 1e3, q.bound))
+            for label, other in without.items():
+                q = predict(counts, other, e.gates["blocks_per_sm"])
+                pairs[label][search.name].append((e.outcome.time_ms, q.seconds * 1e3, q.bound))
     tables_out = {}
-    for n in norms:
+    for n in [*norms, *ablations]:
         rows = tables_out[str(n)] = summary(pairs[n])
-        alone = " (the slowest alone)" if math.isinf(n) else ""
-        print(f"\nbounds combined as their {n}-norm{alone}:\n")
+        if isinstance(n, str):
+            what = f"with {n}" if n.startswith("measured grids") else f"without {n} ({ablations[n]})"
+            print(f"\n{what}, bounds combined as their {OVERLAP_NORM}-norm:\n")
+        else:
+            alone = " (the slowest alone)" if math.isinf(n) else ""
+            print(f"\nbounds combined as their {n}-norm{alone}:\n")
         print("| template | variants | Spearman | median relative error | binding bounds |")
         print("|---|---|---|---|---|")
         for r in rows:

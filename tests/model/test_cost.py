@@ -93,13 +93,22 @@ def test_ties_share_their_mean_rank_and_errors_are_relative() -> None:
 def test_the_h200_tables_give_the_machine_its_measured_figures() -> None:
     folder = Path(__file__).resolve().parents[2] / "datasets" / "microbench" / "sm_90"
     figures = measured_figures(folder)
-    assert set(figures) == {"clock_hz", "dram_bytes_per_s", "dram_latency", "l2_latency",
-                            "l2_bytes_per_clock_per_sm", "atomics_per_clock", "float_atomics_per_clock"}
+    scalars = {k for k in figures if not k.startswith(("flight.", "turnover."))}
+    assert scalars == {"clock_hz", "dram_bytes_per_s", "dram_latency", "l2_latency",
+                       "l2_bytes_per_clock_per_sm", "atomics_per_clock", "float_atomics_per_clock"}
+    # the bandwidth grids: 8 of them (plain, 4 policies and cp.async for DRAM; plain, cp.async for L2)
+    assert len({k.rsplit(".", 2)[0] for k in figures if k.startswith("flight.")}) == 8
     # Float adds to one word are not folded per warp: each is an operation in L2, slower than
     # the folded integer ones.
     assert 0 < figures["float_atomics_per_clock"] < figures["atomics_per_clock"]
     assert 3e12 < figures["dram_bytes_per_s"] < 4.8e12  # below the H200's 4.8 TB/s peak
     assert figures["l2_latency"] < figures["dram_latency"]
     machine = machine_for("sm_90", figures)
-    assert machine.dram_latency == figures["dram_latency"] and machine.measured == tuple(sorted(figures))
+    assert machine.dram_latency == figures["dram_latency"]
+    grids = {"flight.dram", "flight.l2", "flight.dram.cp", "flight.l2.cp", "flight.dram.cg", "flight.dram.cs",
+             "flight.dram.nc", "flight.dram.nc256"}  # fmt: skip
+    assert set(machine.measured) == scalars | grids | {"turnover"}
+    # an SM starts and retires a block of 32 to 512 threads in about 80 ns (157 cycles)
+    assert set(machine.block_s) == {32, 64, 128, 256, 512, 1024}
+    assert all(50e-9 < machine.block_s[t] < 150e-9 for t in machine.block_s)
     assert measured_figures(folder / "missing") == {}

@@ -108,3 +108,99 @@ def test_large_launches_are_counted_on_a_sample_of_their_warps() -> None:
     warps = blocks * 8
     assert t["requests"]["global.ld"] == warps
     assert t["sectors"]["global.ld"] == 8 * warps
+
+
+# Thread t reads the 16-byte vector (or 8-byte pair) PICK of a 4 KiB shared array, then writes y[t].
+SHARED_WIDE = """.version 8.7
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 y)
+{
+    .shared .align 16 .b8 buf[4096];
+    .reg .u32 %t, %w, %v, %a, %b, %c, %d;
+    .reg .u64 %py, %o;
+    ld.param.u64 %py, [y];
+    cvta.to.global.u64 %py, %py;
+    mov.u32 %t, %tid.x;
+    PICK
+    mov.u32 %v, buf;
+    add.u32 %w, %w, %v;
+    LOAD
+    mul.wide.u32 %o, %t, 4;
+    add.u64 %o, %py, %o;
+    st.global.u32 [%o], %a;
+    ret;
+}
+"""
+V4 = "ld.shared.v4.u32 {%a, %b, %c, %d}, [%w];"
+V2 = "ld.shared.v2.u32 {%a, %b}, [%w];"
+
+
+def picking(expr: str, width: int) -> str:
+    """PTX setting %w to ``expr`` of the lane (``// 4``: lane // 4, ``% 8``: lane % 8, ``* 1``:
+    the lane) times the access width in bytes."""
+    op, n = expr.split()
+    if op == "//":
+        pick = f"shr.u32 %w, %t, {int(n).bit_length() - 1};"
+    elif op == "%":
+        pick = f"and.b32 %w, %t, {int(n) - 1};"
+    else:  # "*": every lane its own vector
+        pick = "mov.u32 %w, %t;"
+    return pick + f"\n    shl.b32 %w, %w, {width.bit_length() - 1};"
+
+
+@pytest.mark.parametrize(
+    ("lanes", "wavefronts"),
+    [
+        ("* 1", 4),  # 32 distinct vectors, 512 bytes: each half-warp's quarters fill every bank twice
+        ("// 8", 2),  # a vector per quarter-warp, 4 in all: a half-warp's two in one wavefront
+        ("// 4", 2),  # 8 vectors, two a quarter: again one wavefront a half-warp
+        ("% 8", 4),  # the same 8 vectors in every quarter: read again by each, no broadcast across
+        ("% 4", 4),  # the same 4 vectors in every quarter
+    ],
+)
+def test_sixteen_byte_shared_loads_go_by_quarter_warps_two_a_wavefront(lanes: str, wavefronts: int) -> None:
+    """Measured on the H200 (tests/model/test_traffic_ncu.py): the SGEMM fragments' loads are the
+    ``// 4``, ``// 8``, ``% 4`` and ``% 8`` patterns, and ncu counts 2, 2, 4, 4 wavefronts."""
+    ptx = SHARED_WIDE.replace("PICK", picking(lanes, 16)).replace("LOAD", V4)
+    t = traffic(ptx, 1, 32)
+    assert t["requests"]["shared.ld"] == 1
+    assert t["wavefronts"]["shared.ld"] == wavefronts
+
+
+@pytest.mark.parametrize(("lanes", "wavefronts"), [("* 1", 2), ("% 16", 2), ("// 16", 1), ("// 2", 1)])
+def test_eight_byte_shared_loads_go_by_half_warps(lanes: str, wavefronts: int) -> None:
+    ptx = SHARED_WIDE.replace("PICK", picking(lanes, 8)).replace("LOAD", V2)
+    assert traffic(ptx, 1, 32)["wavefronts"]["shared.ld"] == wavefronts
+
+
+def test_async_copies_count_as_global_loads() -> None:
+    ptx = """.version 8.7
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 x, .param .u64 y)
+{
+    .shared .align 16 .b8 buf[512];
+    .reg .u32 %t, %s, %v;
+    .reg .u64 %px, %py, %o;
+    ld.param.u64 %px, [x];
+    ld.param.u64 %py, [y];
+    cvta.to.global.u64 %px, %px;
+    cvta.to.global.u64 %py, %py;
+    mov.u32 %t, %tid.x;
+    mul.wide.u32 %o, %t, 16;
+    add.u64 %o, %px, %o;
+    mov.u32 %s, buf;
+    mad.lo.u32 %s, %t, 16, %s;
+    cp.async.cg.shared.global [%s], [%o], 16;
+    cp.async.wait_all;
+    ld.shared.u32 %v, [%s];
+    mul.wide.u32 %o, %t, 4;
+    add.u64 %o, %py, %o;
+    st.global.u32 [%o], %v;
+    ret;
+}
+"""
+    t = traffic(ptx, 1, 32)
+    assert t["requests"]["global.ld"] == 1 and t["sectors"]["global.ld"] == 16  # 512 contiguous bytes
+    assert "shared.st" not in t["wavefronts"]  # ncu shows no shared-store wavefronts for LDGSTS

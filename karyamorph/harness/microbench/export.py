@@ -75,6 +75,8 @@ UNITS = {
     "atomic_latency": ("cycles",),
     "atomic_throughput": ("atomics/cycle/SM", "atomics/ns"),
     "barrier": ("cycles",),
+    "flight": ("GB/s",),
+    "turnover": ("ns",),
 }
 """The units each kind of figure may have."""
 
@@ -227,7 +229,8 @@ over those repeats, `samples` the per-repeat values. Cycles are SM cycles read w
   is missing.
 - `sessions.csv`: one row per session (device shape, options, launches, seconds).
 - `*.png`: latency against working set with the plateaus found, throughput against warps per
-  SM, bank conflicts by stride, `bar.sync` against warps per block.
+  SM, bank conflicts by stride, `bar.sync` against warps per block, bandwidth and loaded
+  latency against bytes in flight.
 
 `status`: `ok`; `folded` (ptxas shortened the timed code: fewer than 0.25 SASS instructions
 per PTX instruction); `unmeasured` (with the reason: no chain can be built, ptxas refused the
@@ -243,5 +246,11 @@ Kinds: `latency` (dependent chain, one warp, loop overhead cancelled by two loop
 (pointer chase, `parameter_value` working set in bytes; names `global.ca`, `global.cg`,
 `shared`), `plateau` (a level found on a chase curve, named `curve:label`, `parameter_value` its
 first working set), `bandwidth` (`shared`, `l2`, `dram`), `bank_conflict` (one warp, stride in
-words), `atomic_latency`, `atomic_throughput`, `barrier` (`bar.sync`, warps per block).
+words), `atomic_latency`, `atomic_throughput`, `barrier` (`bar.sync`, warps per block),
+`flight` (bandwidth of a whole device, `parameter_value` warps per SM, named `level.batch` or
+`level.policy.batch`: `dram.16B` is plain loads with 16 bytes a thread in flight, `dram.nc.64B`
+`ld.global.nc` with 64, `l2.cp.32B` `cp.async` copies of 32 bytes from an L2-resident array;
+`detail` has `bytes_in_flight` and `loaded_latency_cycles`, their quotient in SM cycles),
+`turnover` (ns a wave of resident blocks takes to retire and be replaced, by block size in
+threads: the difference of two launches of short blocks, 64 and 256 waves).
 """

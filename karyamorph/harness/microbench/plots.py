@@ -1,5 +1,6 @@
 """Plots of the microbenchmark figures (matplotlib, PNG): latency against working set with the
-plateaus found, throughput against warps per SM, bank conflicts by stride, barriers by block size."""
+plateaus found, throughput against warps per SM, bank conflicts by stride, barriers by block size,
+bandwidth by warps per SM and bytes in flight."""
 
 from __future__ import annotations
 
@@ -159,6 +160,44 @@ def _simple(
     return path
 
 
+def plot_flight(items: Sequence[dict[str, Any]], path: Path) -> Path | None:
+    """Bandwidth against warps per SM, one panel per grid (level, policy), one line per bytes in
+    flight a thread (the last session)."""
+    rows = _ok(items, "flight")
+    if not rows:
+        return None
+    last = _sessions(rows)[-1]
+    grids: dict[str, dict[int, list[tuple[float, float]]]] = {}
+    for r in rows:
+        if _session(r) == last and r["detail"].get("batch_bytes"):
+            lines = grids.setdefault(r["name"].rsplit(".", 1)[0], {})
+            lines.setdefault(int(r["detail"]["batch_bytes"]), []).append((r["parameter_value"], r["value"]))
+    names = sorted(grids, key=lambda n: (n.count("."), n))
+    plt = _pyplot()
+    cols = min(4, len(names))
+    lines_n = -(-len(names) // cols)
+    fig, axes = plt.subplots(lines_n, cols, figsize=(3.6 * cols, 3 * lines_n), squeeze=False, sharey=True)
+    for ax, name in zip(axes.flat, names, strict=False):
+        for batch, pts in sorted(grids[name].items()):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=f"{batch} B")
+        ax.set_xscale("log", base=2)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("warps per SM", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6, title="in flight a thread", title_fontsize=6)
+    for ax in list(axes.flat)[len(names) :]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("GB/s")
+    fig.suptitle("Bandwidth by warps per SM and bytes a thread has in flight "
+                 "(loaded latency = in flight / bandwidth)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_plots(items: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
     """Every plot the figures allow, as PNG files in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -174,5 +213,6 @@ def write_plots(items: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
             note="conflict_degree",
         ),
         _simple(items, "barrier", folder / "barriers.png", "warps per block", "bar.sync cycles per barrier"),
+        plot_flight(items, folder / "bandwidth_vs_bytes_in_flight.png"),
     ]
     return [p for p in made if p is not None]

@@ -28,11 +28,13 @@ from karyamorph.harness.microbench.barriers import BarrierBench
 from karyamorph.harness.microbench.benchmark import Benchmark, PlanOptions
 from karyamorph.harness.microbench.chase import ChaseBench
 from karyamorph.harness.microbench.compiled import Compiled, compile_modules
+from karyamorph.harness.microbench.flight import FlightBench
 from karyamorph.harness.microbench.forms import select_forms
 from karyamorph.harness.microbench.instructions import InstructionBench
 from karyamorph.harness.microbench.launches import Batch, LaunchSpec
 from karyamorph.harness.microbench.runner import BatchCall, run_batches, worker_call
 from karyamorph.harness.microbench.shape import DeviceShape
+from karyamorph.harness.microbench.turnover import TurnoverBench
 from karyamorph.harness.record import device_record, toolchain_record
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.model.ptx.machine import ptx_machine
@@ -107,7 +109,8 @@ def benchmarks(options: MicrobenchOptions, arch: str) -> list[Benchmark]:
             raise MicrobenchError(f"--instr {options.instr!r} matches no modeled form")
         out.append(InstructionBench(forms, left))
     if options.memory:
-        out += [ChaseBench(options.stride), BandwidthBench(), BankBench(), AtomicBench(), BarrierBench()]
+        out += [ChaseBench(options.stride), BandwidthBench(), BankBench(), AtomicBench(), BarrierBench(),
+                FlightBench(), TurnoverBench()]
     return out
 
 

@@ -47,6 +47,20 @@ CURATED = {
     "shared_dynamic_bytes": "launch__shared_mem_per_block_dynamic",
 }
 
+#: The interpreter's memory-transaction counters (:mod:`karyamorph.model.interp.traffic`, as
+#: ``(group, key)``) and the ncu metric that counts the same (Metrics Reference: l1tex requests
+#: and sectors, shared-memory data-pipe wavefronts, by operation; ``cp.async`` copies are among
+#: the global loads, an ``ldmatrix`` is an LDSM, not among the shared loads' instructions).
+TRAFFIC = {
+    ("requests", "global.ld"): "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    ("sectors", "global.ld"): "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    ("sectors", "global.st"): "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    ("wavefronts", "shared.ld"): "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    ("wavefronts", "shared.st"): "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    ("requests", "shared.ld"): "smsp__sass_inst_executed_op_shared_ld.sum",
+}
+LDSM = "smsp__sass_inst_executed_op_ldsm.sum"
+
 # Warp stall reasons of the WarpStateStats section: average cycles a warp spent stalled for
 # the reason, per issued instruction.
 _STALL = re.compile(r"^smsp__average_warps_issue_stalled_(?P<reason>\w+)_per_issue_active\.ratio$")

@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from karyamorph.model.cost.flight import Grid, grid_of
+
 # Warp-instructions per clock per SM by unit (CUDA C++ Programming Guide, "Arithmetic
 # Instructions" table, lanes per SM / 32), for compute capability 9.0; 8.0 differs in fp32 (64
 # lanes) and 8.6+ consumer parts in fp64 (2 lanes).
@@ -52,9 +54,9 @@ class CostMachine:
         Load-to-use latency in cycles, of an idle memory system (a pointer chase).
     loaded_latency_factor : float
         How much longer a load takes when the memory system streams near its bandwidth (the
-        queues fill): the latency Little's law needs for loads in flight. 3 is a stated
-        assumption, not a measurement (the microbenchmarks time an idle chase only); the cost
-        model's Spearman figures are reported for 2, 3 and 4 in benchmarks/RESULTS.md.
+        queues fill): 3 is a stated assumption. The H200's :attr:`flight` grids measure it: with
+        16 bytes a thread in flight, a DRAM round waits 3.3x the idle chase's latency at 64 warps
+        an SM, 1.3x at 1 to 8 warps.
     atomics_per_clock : float
         Atomic updates of one address the device completes per clock (they serialise in L2);
         measured as ``global.contended`` in the microbenchmark tables.
@@ -65,6 +67,23 @@ class CostMachine:
         Launch and drain time of an empty kernel.
     source : str
         Where the figures come from.
+    measured : tuple of str
+        The names of the measured figures among them.
+    flight : dict
+        Measured bandwidth by warps per SM and bytes in flight per thread
+        (:mod:`karyamorph.model.cost.flight`), by grid: ``l2``, ``dram`` (plain loads),
+        ``dram.<policy>`` (``nc``, ``cs``, ...: the search templates' cache policies) and the
+        ``cp`` (``cp.async``) grid of both levels.
+    use_flight_grids : bool
+        Whether a round of loads waits the latency the :attr:`flight` grids give the kernel's
+        resident warps, load batch and policy (and DRAM runs at its policy's peak) instead of
+        ``loaded_latency_factor`` times the idle latencies. Off by default: over the 700
+        measured H200 search variants the grids give a lower median error but rank the
+        reduction and transpose variants worse, and they under-predict one-pass kernels of one
+        element a thread (benchmarks/RESULTS.md).
+    block_s : dict
+        Seconds an SM takes to start and retire one block, by threads a block (the measured
+        ``turnover`` of a wave of resident blocks over their number; empty: taken as 0).
     """
 
     name: str
@@ -83,6 +102,9 @@ class CostMachine:
     launch_s: float = 2.5e-6
     source: str = "defaults"
     measured: tuple[str, ...] = field(default=())
+    flight: Mapping[str, Grid] = field(default_factory=dict)
+    use_flight_grids: bool = False
+    block_s: Mapping[int, float] = field(default_factory=dict)
 
 
 # H200 (GH100, 132 SMs, 1,980 MHz boost, HBM3e 4.8 TB/s of which ~90% is reachable by a copy
@@ -114,11 +136,29 @@ def machine_for(
     values = {**figures, **(measured or {})}
     rates = dict(machine.rates)
     plain: dict[str, float | int] = {}
+    points: dict[str, list[tuple[float, float, float]]] = {}
+    turnover: dict[int, float] = {}
     for key, value in values.items():
         if key.startswith("rate."):
             rates[key[5:]] = float(value)
+        elif key.startswith("flight."):  # flight.<grid>.<warps per SM>.<bytes per thread>
+            grid, warps, batch = key[len("flight.") :].rsplit(".", 2)
+            points.setdefault(grid, []).append((float(warps), float(batch), float(value)))
+        elif key.startswith("turnover."):  # turnover.<threads a block>: seconds a block
+            turnover[int(key.split(".", 1)[1])] = float(value)
         elif key in CostMachine.__dataclass_fields__:
             plain[key] = value
-    source = "defaults" if not values else f"defaults + {', '.join(sorted(values))}"
-    return dataclasses.replace(machine, rates=rates, source=source, measured=tuple(sorted(measured or ())),
-                               **plain)  # type: ignore[arg-type]  # fmt: skip
+    source = "defaults" if not values else f"defaults + {', '.join(_names(values))}"
+    return dataclasses.replace(machine, rates=rates, source=source, measured=_names(measured or {}),
+                               flight={k: grid_of(v) for k, v in points.items()},
+                               block_s=dict(sorted(turnover.items())), **plain)  # type: ignore[arg-type]  # fmt: skip
+
+
+def _names(figures: Mapping[str, float | int]) -> tuple[str, ...]:
+    """The figures' names, sorted, a grid's points under one name (``flight.dram.nc``)."""
+    def name(key: str) -> str:
+        if key.startswith("flight."):
+            return key.rsplit(".", 2)[0]
+        return "turnover" if key.startswith("turnover.") else key
+
+    return tuple(sorted({name(k) for k in figures}))

@@ -2,12 +2,20 @@
 
 Per wave of resident blocks, an SM must issue every warp-instruction (4 per clock), feed each
 unit at its rate, serve its shared-memory wavefronts and its share of L2 sectors, and wait for
-each round of dependent global loads one loaded DRAM latency: with the kernel's load batch known
-(the bytes a thread has in flight, read from its PTX), a warp's rounds are its load bytes over
-that batch (Little's law, :mod:`karyamorph.model.cost.memory`); otherwise its loop trips. The
-launch also cannot move its compulsory bytes faster than DRAM allows, and its same-address
-atomics run one after another in L2. A load waits the DRAM latency for the share of the bytes
-that must come from DRAM, and the L2 latency for the rest (tiles that other blocks read too).
+each round of dependent global loads: with the kernel's load batch known (the bytes a thread has
+in flight, read from its PTX), a warp's rounds are its load bytes over that batch (Little's law,
+:mod:`karyamorph.model.cost.memory`); otherwise its loop trips. A round waits the latency the
+memory system has under load: the idle DRAM latency for the share of the bytes that must come
+from DRAM and the L2 latency for the rest (tiles that other blocks read too), times a stated
+factor (3). The measured grids of bandwidth by warps per SM and bytes per thread can stand in
+for the factor (:attr:`CostMachine.use_flight_grids`: bytes in flight over the bandwidth they
+reach, per load policy); they are measured and read, but not used by default (they rank the
+search variants worse and under-predict one-pass kernels: benchmarks/RESULTS.md). An SM also
+starts and retires its blocks one after another, each in the measured time for its size (a
+one-pass kernel of many short blocks meets this bound; a grid-stride one hardly). The launch
+also cannot move
+its compulsory bytes faster than DRAM allows (the peak of its policy's grid), and its
+same-address atomics run one after another in L2.
 
 The bounds overlap, but not perfectly: a kernel close to two of them at once runs slower than
 either alone. The prediction combines them as a p-norm (:data:`OVERLAP_NORM`), which equals the
@@ -24,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from karyamorph.model.cost.flight import Grid, loaded_latency_s, peak
 from karyamorph.model.cost.machine import CostMachine
 from karyamorph.model.cost.memory import atomic_seconds, latency_seconds, rounds_per_warp
 from karyamorph.model.cost.units import unit_of
@@ -61,6 +70,10 @@ class KernelCounts:
         Global-load bytes one thread has in flight at once
         (:func:`karyamorph.model.cost.batches.load_batch_bytes`); 0 when unknown, and the loop
         trips stand in for the rounds of loads.
+    load_policy : str
+        The cache policy of most of its global loads (:func:`load_policy`): ``default``, ``cg``,
+        ``cs``, ``nc``, ``nc256`` or ``cp`` (``cp.async``); empty when it loads nothing from
+        global memory.
     """
 
     warp_instructions: Mapping[str, float]
@@ -75,6 +88,7 @@ class KernelCounts:
     warps_per_block: int
     load_batch_bytes: float = 0.0
     float_atomics: float = 0.0
+    load_policy: str = ""
 
 
 def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_per_block: int,
@@ -114,7 +128,36 @@ def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_
         warps_per_block=warps_per_block,
         load_batch_bytes=load_batch_bytes,
         float_atomics=min(floats, atomics) * atomic_scale,
+        load_policy=load_policy(threads),
     )
+
+
+def load_policy(thread_instructions: Mapping[str, float]) -> str:
+    """The cache policy of most global loads among executed forms (``ld.global.nc.v4.f32``: ``nc``;
+    with ``.L2::256B``: ``nc256``; ``.cs``, ``.cg``; ``cp.async`` copies from global: ``cp``;
+    anything else ``default``), by executions; empty when no global load ran.
+
+    Examples
+    --------
+    >>> load_policy({"ld.global.nc.L1::no_allocate.L2::256B.v4.f32": 8, "ld.global.f32": 2})
+    'nc256'
+    >>> load_policy({"cp.async.cg.shared.global": 64, "ld.global.u32": 2})
+    'cp'
+    """
+    votes: dict[str, float] = {}
+    for form, n in thread_instructions.items():
+        parts = form.split(".")
+        if parts[:2] == ["cp", "async"] and "global" in parts:
+            votes["cp"] = votes.get("cp", 0.0) + n
+            continue
+        if parts[:2] != ["ld", "global"]:
+            continue
+        if "nc" in parts:
+            policy = "nc256" if "L2::256B" in parts else "nc"
+        else:
+            policy = next((p for p in ("cs", "cg") if p in parts), "default")
+        votes[policy] = votes.get(policy, 0.0) + n
+    return max(votes, key=lambda p: votes[p]) if votes else ""
 
 
 def _float_atomic(form: str) -> bool:
@@ -161,6 +204,7 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int, *,
         "l2": busy_blocks * counts.global_sectors / counts.blocks * SECTOR_BYTES
         / machine.l2_bytes_per_clock_per_sm / hz,
         "atomics": _atomics_seconds(counts, machine),
+        "blocks": busy_blocks * block_seconds(machine, counts.warps_per_block * 32),
         **_memory_terms(counts, machine, resident, waves),
     }  # fmt: skip
     terms = {k: v for k, v in terms.items() if v > 0}
@@ -193,16 +237,17 @@ def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, wav
     """DRAM bandwidth and load latency. With the kernel's load batch known, each warp runs its
     rounds of loads one loaded latency each, wave after wave (:mod:`karyamorph.model.cost.memory`);
     without it, the loop trips stand in for the rounds and Little's law caps the bandwidth."""
+    dram_rate = dram_bytes_per_s(counts, machine)
     if not counts.global_load_requests:
-        return {"dram": counts.dram_bytes / machine.dram_bytes_per_s}
+        return {"dram": counts.dram_bytes / dram_rate}
     warps = counts.blocks * counts.warps_per_block
     if counts.load_batch_bytes > 0:
-        loaded = machine.loaded_latency_factor * load_latency(counts, machine)
         rounds = rounds_per_warp(counts.global_load_bytes, warps, counts.load_batch_bytes)
-        return {"dram": counts.dram_bytes / machine.dram_bytes_per_s,
-                "latency": latency_seconds(waves, rounds, loaded, machine.clock_hz)}  # fmt: skip
-    in_flight = _in_flight_bandwidth(counts, machine, resident)
-    return {"dram": counts.dram_bytes / min(machine.dram_bytes_per_s, in_flight),
+        warps = resident * counts.warps_per_block
+        return {"dram": counts.dram_bytes / dram_rate,
+                "latency": waves * rounds * round_seconds(counts, machine, warps)}  # fmt: skip
+    in_flight_rate = _in_flight_bandwidth(counts, machine, resident)
+    return {"dram": counts.dram_bytes / min(dram_rate, in_flight_rate),
             "latency": waves * max(1.0, counts.loop_trips) * machine.dram_latency / machine.clock_hz,
             }  # fmt: skip
 
@@ -215,13 +260,77 @@ def _atomics_seconds(counts: KernelCounts, machine: CostMachine) -> float:
             + atomic_seconds(counts.float_atomics, floats, hz))  # fmt: skip
 
 
+def round_seconds(counts: KernelCounts, machine: CostMachine, warps: float) -> float:
+    """Seconds one round of loads waits with ``warps`` resident warps per SM, each thread with
+    the kernel's load batch in flight: the idle latencies times the stated
+    ``loaded_latency_factor``, mixed by where the bytes come from (:func:`dram_share`); or, on a
+    machine that uses its measured grids (:mod:`karyamorph.model.cost.flight`), the DRAM and L2
+    latencies at that load, mixed the same way."""
+    dram, l2 = level_grid(counts, machine, "dram"), level_grid(counts, machine, "l2")
+    if not dram or not l2:
+        return latency_seconds(1, 1.0, machine.loaded_latency_factor * load_latency(counts, machine),
+                               machine.clock_hz)  # fmt: skip
+    share, batch, sms = dram_share(counts), counts.load_batch_bytes, machine.sms
+    return (share * loaded_latency_s(dram, sms, warps, batch)
+            + (1.0 - share) * loaded_latency_s(l2, sms, warps, batch))  # fmt: skip
+
+
+def block_seconds(machine: CostMachine, threads: int) -> float:
+    """Seconds an SM takes to start and retire one block of ``threads`` threads (its blocks one
+    after another): the machine's measured turnover, interpolated in log2 of the threads between
+    the block sizes measured (the nearest one outside them); 0 when not measured.
+
+    Examples
+    --------
+    >>> from karyamorph.model.cost.machine import machine_for
+    >>> m = machine_for("sm_90", {"turnover.64": 8e-8, "turnover.256": 1e-7})
+    >>> [round(block_seconds(m, t) * 1e9) for t in (32, 128, 1024)]
+    [80, 90, 100]
+    """
+    table = machine.block_s
+    if not table:
+        return 0.0
+    sizes = sorted(table)
+    if threads <= sizes[0]:
+        return table[sizes[0]]
+    if threads >= sizes[-1]:
+        return table[sizes[-1]]
+    hi = next(s for s in sizes if s >= threads)
+    lo = max(s for s in sizes if s <= threads)
+    if hi == lo:
+        return table[lo]
+    t = math.log2(threads / lo) / math.log2(hi / lo)
+    return table[lo] + t * (table[hi] - table[lo])
+
+
+def level_grid(counts: KernelCounts, machine: CostMachine, level: str) -> Grid | None:
+    """The measured grid of a memory level (``dram``, ``l2``) for the kernel's load policy, else
+    for plain loads; None when not measured or when the machine does not use its grids
+    (:attr:`~karyamorph.model.cost.machine.CostMachine.use_flight_grids`)."""
+    if not machine.use_flight_grids:
+        return None
+    return machine.flight.get(f"{level}.{counts.load_policy}") or machine.flight.get(level)
+
+
+def dram_bytes_per_s(counts: KernelCounts, machine: CostMachine) -> float:
+    """DRAM bandwidth for the kernel: the peak of its load policy's measured grid, else the
+    machine's figure."""
+    grid = level_grid(counts, machine, "dram")
+    return peak(grid) if grid else machine.dram_bytes_per_s
+
+
+def dram_share(counts: KernelCounts) -> float:
+    """The share of the loaded bytes that must come from DRAM (the compulsory bytes, at most all)."""
+    if counts.global_load_bytes <= 0:
+        return 1.0
+    return min(1.0, counts.dram_bytes / counts.global_load_bytes)
+
+
 def load_latency(counts: KernelCounts, machine: CostMachine) -> float:
     """Cycles a global load waits on average: the DRAM latency for the share of the loaded bytes
     that must come from DRAM (the compulsory bytes, at most all of them), the L2 latency for
     the rest, which other blocks have brought into L2 already (a GEMM's tiles)."""
-    if counts.global_load_bytes <= 0:
-        return machine.dram_latency
-    share = min(1.0, counts.dram_bytes / counts.global_load_bytes)
+    share = dram_share(counts)
     return share * machine.dram_latency + (1.0 - share) * machine.l2_latency
 
 

@@ -8,7 +8,12 @@ Read: the SM clock during the measurements, DRAM bandwidth, the DRAM and L2 plat
 ``red.global.add.u32 [w], 1`` from every thread of a full GPU, in thread atomics per ns; ptxas
 folds a warp's 32 into one ``REDG`` of their count, its SASS shows the ``VOTEU``/``POPC``, so L2
 serves a 32nd of that in operations, the figure a block's one ``red`` meets), and the same for
-``red.global.add.f32`` (``global.contended.f32``), which ptxas cannot fold: one operation each. Not read: the
+``red.global.add.f32`` (``global.contended.f32``), which ptxas cannot fold: one operation each;
+the L2 and DRAM bandwidth by warps per SM and bytes in flight per thread, DRAM's per load
+qualifier (``flight``: ``flight.<grid>.<warps>.<bytes>`` in bytes per second, the grid ``l2``,
+``dram`` or ``dram.<policy>``; :mod:`karyamorph.model.cost.flight`), and the seconds an SM takes to
+start and retire one block (``turnover``: a wave's time over its resident blocks,
+``turnover.<threads>``). Not read: the
 FFMA throughput, whose four chains per thread reach 83 of the 128 results per clock an SM has
 (an SGEMM reached 96 in the same session), so it would understate the FP32 rate.
 """
@@ -16,6 +21,7 @@ FFMA throughput, whose four chains per thread reach 83 of the 128 results per cl
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -35,12 +41,24 @@ def measured_figures(folder: Path) -> dict[str, float]:
     if not path.exists():
         return {}
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    points: dict[str, list[float]] = defaultdict(list)
     clocks: list[float] = []
     with path.open(newline="") as f:
         for row in csv.DictReader(f):
             if row["status"] != "ok":
                 continue
             values[(row["kind"], row["name"])].append(float(row["value"]))
+            if row["kind"] == "flight":  # one point of a level's curve, by its bytes in flight
+                grid = row["name"].rsplit(".", 1)[0]  # dram.16B -> dram, dram.nc.16B -> dram.nc
+                batch = json.loads(row["detail"] or "{}").get("batch_bytes")
+                warps = float(row["parameter_value"] or 0)
+                if batch and warps:
+                    points[f"flight.{grid}.{int(warps)}.{int(batch)}"].append(float(row["value"]) * 1e9)
+            if row["kind"] == "turnover":  # ns a wave of resident blocks: over their number, a block's
+                resident = json.loads(row["detail"] or "{}").get("blocks_per_sm") or 0
+                if resident:
+                    per_block = float(row["value"]) * 1e-9 / resident
+                    points[f"turnover.{int(float(row['parameter_value']))}"].append(per_block)
             if row["clock_mhz"]:
                 clocks.append(float(row["clock_mhz"]))
     out: dict[str, float] = {}
@@ -62,6 +80,7 @@ def measured_figures(folder: Path) -> dict[str, float]:
     if ("atomic_throughput", "global.contended.f32") in values and "clock_hz" in out:
         per_ns = statistics.median(values[("atomic_throughput", "global.contended.f32")])  # not folded
         out["float_atomics_per_clock"] = per_ns * 1e9 / out["clock_hz"]
+    out.update({key: statistics.median(got) for key, got in points.items()})
     return out
 
 

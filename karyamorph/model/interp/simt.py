@@ -400,7 +400,8 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             else:
                 idx = idx[self.warp_index[idx] % scale == 0]
         a = self._pick(np.asarray(addr), idx)
-        self.accesses.append(Access(space, kind, self.lo + self.warp_base[idx], a, nbytes, scale))
+        self.accesses.append(Access(space, kind, self.lo + self.warp_base[idx], a, nbytes, scale,
+                                    self.lane_ids[idx]))  # fmt: skip
 
     def flush_traffic(self) -> None:
         """Count the finished instruction's accesses as requests, sectors and wavefronts."""

@@ -2,11 +2,21 @@
 
 A warp's global access moves whole 32-byte sectors: the sectors of a request are the distinct
 ``address // 32`` of its active lanes (a fully coalesced 4-byte access of 32 lanes is 4 sectors,
-a scattered one up to 32). Shared memory has 32 banks of 4-byte words; a request takes as many
-wavefronts as the most distinct words any one bank must deliver (lanes reading one word share
-it), and at least one per 128 bytes moved. A vector access (``ld.v4``) is one request over all
-its elements. These are the counts ncu reports as ``sectors`` and ``wavefronts``; the cost model
-reads them (the interpreter's bytes alone cannot tell a coalesced kernel from a scattered one).
+a scattered one up to 32). A vector access (``ld.v4``) is one request over all its elements.
+
+Shared memory has 32 banks of 4-byte words and delivers 128 bytes a wavefront. A request whose
+lanes access ``w`` bytes each is served in phases of ``128 / w`` lanes (the whole warp for 4
+bytes, half-warps for 8, quarter-warps for 16: ``ld.shared.v4``, ``ldmatrix``), two phases at a
+time: per pair, as many wavefronts as the most distinct ``(phase, word)`` any one bank delivers
+(lanes of one phase reading one word share it; the same word read by the other phase is read
+again), and at least one per 128 distinct bytes of its phases. A conflict-free ``ld.shared.v4``
+of 32 distinct vectors is 4 wavefronts; one whose quarter-warps each read one vector, 2.
+Nsight Compute's ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` on the H200 agrees for
+the SGEMM and HGEMM templates' loads (benchmarks/traffic_counts.py, tests/model/test_traffic_ncu.py);
+that 8-byte accesses pair their half-warps the same way is this rule's reading, not measured.
+
+These are the counts ncu reports as ``sectors`` and ``wavefronts``; the cost model reads them
+(the interpreter's bytes alone cannot tell a coalesced kernel from a scattered one).
 
 Counting every warp of a million-thread launch would cost more than running it: a group of
 more than :data:`SAMPLED_WARPS` warps is counted on an evenly spread sample of its warps (every
@@ -51,6 +61,7 @@ class Access:
     addresses: np.ndarray
     nbytes: int
     scale: int = 1  # warps each counted warp stands for
+    lanes: np.ndarray | None = None  # each address's lane in its warp (None: in order from 0)
 
 
 def count(traffic: Traffic, accesses: Sequence[Access]) -> None:
@@ -71,8 +82,10 @@ def count(traffic: Traffic, accesses: Sequence[Access]) -> None:
             sectors = _distinct_pairs(warps, addrs // SECTOR_BYTES).shape[0]
             traffic.sectors[key] = traffic.sectors.get(key, 0) + scale * sectors
         else:
-            moved = sum(a.warps.size * a.nbytes for a in group)
-            waves = _wavefronts(warps, addrs // WORD_BYTES, moved, requests)
+            width = sum(a.nbytes * a.warps.size for a in group) // max(1, group[0].warps.size)  # per lane
+            lanes = np.concatenate([_lanes(a) for a in group])
+            phase = lanes // max(1, WAVEFRONT_BYTES // max(width, 1))  # 0 for 4-byte accesses
+            waves = _wavefronts(warps * 16 + phase // 2, phase % 2, addrs // WORD_BYTES)
             traffic.wavefronts[key] = traffic.wavefronts.get(key, 0) + scale * waves
 
 
@@ -86,12 +99,24 @@ def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.unique(np.stack((a, b), 1), axis=0)
 
 
-def _wavefronts(warps: np.ndarray, words: np.ndarray, moved: int, requests: int) -> int:
-    """Wavefronts of the requests: per warp, the most distinct words one bank delivers."""
-    distinct = _distinct_pairs(warps, words)
-    w = distinct[:, 0] - distinct[:, 0].min()
-    per_bank, counts = np.unique(w * BANKS + distinct[:, 1] % BANKS, return_counts=True)
+def _lanes(a: Access) -> np.ndarray:
+    if a.lanes is not None:
+        return a.lanes.astype(np.int64, copy=False)
+    return np.arange(a.warps.size, dtype=np.int64) % 32
+
+
+def _wavefronts(units: np.ndarray, phases: np.ndarray, words: np.ndarray) -> int:
+    """Wavefronts of the requests' ``units`` (pairs of phases): per unit, the most distinct
+    ``(phase, word)`` one bank delivers, and at least one per 128 distinct bytes."""
+    tagged = words * 2 + phases  # a word read by each phase of a unit counts once per phase
+    distinct = _distinct_pairs(units, tagged)
+    u = distinct[:, 0] - distinct[:, 0].min()
+    word = distinct[:, 1] // 2
+    per_bank, counts = np.unique(u * BANKS + word % BANKS, return_counts=True)
     owner = per_bank // BANKS
     starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-    busiest = int(np.maximum.reduceat(counts, starts).sum())
-    return max(busiest, -(-moved // WAVEFRONT_BYTES), requests)
+    busiest = np.maximum.reduceat(counts, starts)
+    # distinct (phase, word) per unit, 32 a wavefront
+    _, per_unit = np.unique(u, return_counts=True)
+    floor = -(-per_unit // (WAVEFRONT_BYTES // WORD_BYTES))
+    return int(np.maximum(busiest, floor).sum())

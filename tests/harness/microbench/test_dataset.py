@@ -132,6 +132,15 @@ def _session_problems(ok: list[dict[str, Any]], sessions: list[dict[str, Any]]) 
             out.append(f"DRAM bandwidth {bw['dram']:.0f} GB/s above the peak {peak:.0f}")
     if "dram" in bw and "l2" in bw and not bw["l2"] > bw["dram"]:
         out.append("L2 bandwidth not above DRAM bandwidth")
+    dram_latency = level.get("global.cg:DRAM")
+    for f in ok:
+        if f["kind"] == "flight" and mine and mine["memory_clock_khz"]:
+            peak = 2 * mine["memory_clock_khz"] * 1e3 * mine["memory_bus_bits"] / 8 / 1e9
+            if f["name"].startswith("dram.") and f["value"] > peak:
+                out.append(f"flight {f['name']}: {f['value']:.0f} GB/s above the DRAM peak {peak:.0f}")
+            waited = f["detail"].get("loaded_latency_cycles") or 0
+            if f["name"].startswith("dram.") and dram_latency and waited < 0.8 * dram_latency:
+                out.append(f"flight {f['name']}: loads waited {waited:.0f} cycles, under DRAM's idle latency")
     if bw.get("shared", 0) > 128 * 1.02:
         out.append(f"shared memory {bw['shared']} bytes/cycle/SM: more than 32 banks x 4 bytes")
     return out

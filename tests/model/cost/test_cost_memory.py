@@ -4,13 +4,21 @@ flight over latency), wave arithmetic, serialised atomics, and load batches read
 from __future__ import annotations
 
 import csv
+import dataclasses
 import statistics
 from pathlib import Path
 
 import pytest
 
 from karyamorph.isa.parser import parse
-from karyamorph.model.cost import KernelCounts, machine_for, measured_figures, predict, scaled_counts
+from karyamorph.model.cost import (
+    CostMachine,
+    KernelCounts,
+    machine_for,
+    measured_figures,
+    predict,
+    scaled_counts,
+)
 from karyamorph.model.cost.batches import load_batch_bytes
 from karyamorph.model.cost.memory import atomic_seconds, flight_bandwidth, latency_seconds, rounds_per_warp
 
@@ -142,3 +150,80 @@ def test_float_atomics_take_their_own_rate() -> None:
     c = KernelCounts({"memory": 1.0}, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3000.0, 132, 8, float_atomics=1000.0)
     expected = (2000 / 1.0 + 1000 / 0.25) / machine.clock_hz
     assert predict(c, machine, 8).terms["atomics"] == pytest.approx(expected)
+
+
+GRIDS = {  # (warps per SM, bytes per thread) -> bytes per second, the shape the H200's tables have
+    "flight.dram.8.4": 375e9, "flight.dram.8.16": 1.3e12,
+    "flight.dram.64.4": 2.6e12, "flight.dram.64.16": 4.2e12,
+    "flight.l2.8.4": 790e9, "flight.l2.8.16": 2.9e12,
+    "flight.l2.64.4": 5.6e12, "flight.l2.64.16": 7.9e12,
+    "flight.dram.cp.8.16": 1.27e12, "flight.dram.cp.64.16": 4.24e12,
+    "flight.l2.cp.8.16": 2.7e12, "flight.l2.cp.64.16": 7.9e12,
+    "flight.dram.nc.8.16": 1.34e12, "flight.dram.nc.64.16": 3.98e12,
+}  # fmt: skip
+
+
+def gridded() -> CostMachine:
+    """A machine that uses its measured grids for the loads' latency (off by default)."""
+    machine = dataclasses.replace(machine_for("sm_90", GRIDS), use_flight_grids=True)
+    assert not machine_for("sm_90", GRIDS).use_flight_grids
+    return machine
+
+
+def test_with_measured_grids_a_round_waits_what_littles_law_gives_at_the_kernels_load() -> None:
+    machine = gridded()
+    counts = _streaming(132 * 8, 4.0)  # 8 blocks of 8 warps an SM: 64 warps, 4 bytes a thread
+    p = predict(counts, machine, blocks_per_sm=8)
+    in_flight = 132 * 64 * 32 * 4.0
+    assert p.terms["latency"] == pytest.approx(in_flight / 2.6e12)  # one round, one wave
+    assert p.terms["dram"] == pytest.approx(counts.dram_bytes / 4.2e12)  # the grid's peak
+    # a quarter of the blocks resident: 16 warps an SM, between the measured 8 and 64 (log2)
+    few = predict(_streaming(132 * 2, 4.0), machine, blocks_per_sm=8)
+    bw = 375e9 * (2.6e12 / 375e9) ** (1 / 3)
+    assert few.terms["latency"] == pytest.approx(132 * 16 * 32 * 4.0 / bw)
+
+
+def test_the_load_policy_picks_its_own_grid() -> None:
+    machine = gridded()
+    plain = dataclasses.replace(_streaming(132 * 8, 16.0), load_policy="default")
+    nc = dataclasses.replace(plain, load_policy="nc")
+    cp = dataclasses.replace(plain, load_policy="cp", dram_bytes=plain.global_load_bytes / 8)
+    in_flight = 132 * 64 * 32 * 16.0
+    assert predict(plain, machine, 8).terms["latency"] == pytest.approx(in_flight / 4.2e12)
+    assert predict(nc, machine, 8).terms["latency"] == pytest.approx(in_flight / 3.98e12)
+    assert predict(nc, machine, 8).terms["dram"] == pytest.approx(nc.dram_bytes / 3.98e12)
+    # cp.async copies, an eighth from DRAM: the cp grids of both levels, mixed 1:7
+    expected = in_flight / 4.24e12 / 8 + in_flight / 7.9e12 * 7 / 8
+    assert predict(cp, machine, 8).terms["latency"] == pytest.approx(expected)
+
+
+def test_the_h200_tables_hold_grids_for_every_policy_the_templates_use() -> None:
+    machine = machine_for("sm_90", measured_figures(TABLES))
+    grids = {"dram", "l2", "dram.cp", "l2.cp", "dram.nc", "dram.nc256", "dram.cs", "dram.cg"}
+    assert grids <= set(machine.flight)
+    dram = machine.flight["dram"]
+    # more in flight never loses much bandwidth, and the peak is the DRAM bandwidth figure's
+    assert max(dram.values()) == pytest.approx(machine.dram_bytes_per_s, rel=0.05)
+    assert dram[(64.0, 64.0)] > dram[(8.0, 64.0)] > dram[(1.0, 64.0)]
+    # an LDG warp's fifth to eighth 16-byte load adds little; cp.async copies keep adding
+    assert dram[(1.0, 128.0)] < 1.1 * dram[(1.0, 64.0)]
+    assert machine.flight["dram.cp"][(1.0, 128.0)] > 1.5 * machine.flight["dram.cp"][(1.0, 64.0)]
+
+
+def test_by_default_the_grids_are_read_but_the_stated_factor_is_used() -> None:
+    machine = machine_for("sm_90", GRIDS)
+    counts = _streaming(132 * 8, 4.0)
+    p = predict(counts, machine, blocks_per_sm=8)
+    loaded = machine.loaded_latency_factor * machine.dram_latency / machine.clock_hz
+    assert machine.flight and p.terms["latency"] == pytest.approx(loaded)
+    assert p.terms["dram"] == pytest.approx(counts.dram_bytes / machine.dram_bytes_per_s)
+
+
+def test_an_sm_starts_its_blocks_one_after_another() -> None:
+    # 80 ns a block of 256 threads: 132 x 40 blocks of 8 warps, 8 resident, are 5 waves of 8 on
+    # the busiest SM (40 blocks), 3.2 us of block starts and retirements
+    machine = machine_for("sm_90", {"turnover.256": 80e-9, "turnover.1024": 100e-9})
+    p = predict(_streaming(132 * 40, 4.0), machine, blocks_per_sm=8)
+    assert p.terms["blocks"] == pytest.approx(40 * 80e-9)
+    assert machine_for("sm_90").block_s == {}
+    assert "blocks" not in predict(_streaming(132 * 40, 4.0), H200, blocks_per_sm=8).terms
