@@ -13,9 +13,9 @@ reach, per load policy); they are measured and read, but not used by default (th
 search variants worse and under-predict one-pass kernels: benchmarks/RESULTS.md). An SM also
 starts and retires its blocks one after another, each in the measured time for its size (a
 one-pass kernel of many short blocks meets this bound; a grid-stride one hardly). The launch
-also cannot move
-its compulsory bytes faster than DRAM allows (the peak of its policy's grid), and its
-same-address atomics run one after another in L2.
+also cannot move its compulsory bytes faster than DRAM allows (the measured DRAM bandwidth; with
+the grids, the peak of its load policy's), and its same-address atomics run one after another
+in L2.
 
 The bounds overlap, but not perfectly: a kernel close to two of them at once runs slower than
 either alone. The prediction combines them as a p-norm (:data:`OVERLAP_NORM`), which equals the
