@@ -194,7 +194,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("cvt", "convert between types, with rounding, saturation and packing", "1.0", "sm_20",
        "d a", variants=[
            _v("bf16|bf16x2|tf32|relu", "7.0", "sm_80", "bf16/tf32 or .relu"),
-           _v("satfinite bf16|bf16x2|tf32", "8.1", "sm_80", ".satfinite to bf16/tf32"),
+           _v("satfinite bf16|bf16x2|tf32|f16|f16x2", "8.1", "sm_80", ".satfinite to f16/bf16/tf32"),
            _v("e4m3x2|e5m2x2", "7.8", "sm_90", "fp8", also=(("sm_89", "8.1"),)),
            _v("e2m1x2|e2m3x2|e3m2x2|ue8m0x2", "8.6", "sm_100a", "fp4/fp6/ue8m0", also=_BW_A),
            _v("rs", "8.7", "sm_100a", "stochastic rounding .rs",

@@ -42,6 +42,8 @@ def test_every_instruction_kernel_assembles(arch: str) -> None:
     ran = sum(len(a.kernel.forms) for a in assembled if a.kernel)
     assert ran + len(rejected) == len(formset.forms) and ran > 1300
     assert all(r.status == "rejected" and r.detail.startswith("ptxas: ") for r in rejected)
+    if arch != "sm_80":  # sm_80 lacks some forms' features (.abs on min/max, bf16 conversions)
+        assert rejected == [], [r.form for r in rejected][:10]  # the declarations spell legal PTX only
     # Each dropped form is refused by ptxas on its own too (a sample of them): nothing innocent
     # was dropped with its neighbours.
     by_key = {f.key: f for f in formset.forms}

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa import ast
-from karyamorph.isa.catalog import Requirement
+from karyamorph.isa.catalog import Requirement, requirement
 from karyamorph.isa.versions import min_ptx_for_target
 from karyamorph.model.check.isa_check import HookUsed, RegisterExec
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, UnsupportedOperation
@@ -350,6 +350,11 @@ def _version(v: str) -> tuple[int, int]:
 
 
 def kernel_ptx_version(arch: str, forms: tuple[Form, ...] | list[Form]) -> str:
-    """The lowest ``.version`` that has ``arch`` and every form's instruction."""
+    """The lowest ``.version`` that has ``arch``, every form's instruction and every modifier
+    combination the catalog dates later (``cvt.rn.satfinite.f16.f32``: PTX ISA 8.1)."""
     need = [min_ptx_for_target(arch), *(f.instr.min_ptx for f in forms)]
+    for f in forms:
+        req = requirement(instruction(f.opcode, f.instr.slots[: len(f.operands)], dict(f.imms)))
+        if req is not None:
+            need.append(req.min_ptx)
     return max(need, key=_version)

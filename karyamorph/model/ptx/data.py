@@ -104,8 +104,8 @@ def _setp_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     t, op = types[0], mods.get("cmp", "eq")
     if t not in FLOATS and op in CMP_FLOAT_ONLY:
         return f".{op} compares floating-point values only"
-    if t in FLOATS and op in ("lo", "ls", "hi", "hs"):
-        return f".{op} compares unsigned integers only"
+    if (t in FLOATS or t.startswith("s")) and op in ("lo", "ls", "hi", "hs"):
+        return f".{op} compares unsigned integers only"  # ptxas: a mismatch on .s16 and the like
     if t.startswith("b") and op not in ("eq", "ne"):
         return f".{t} values compare with .eq and .ne only"
     if "ftz" in mods and t != "f32":
@@ -213,6 +213,25 @@ def _cvt_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
         return ".ftz needs an .f32 operand"
     if dt.is_float and at.is_float and dt.bits < at.bits and not r:
         return "narrowing float conversions need .rn/.rz/.rm/.rp"
+    return _cvt_ptxas_rule(dt, at, r, "sat" in mods)
+
+
+def _cvt_ptxas_rule(dt: PtxType, at: PtxType, rnd: str | None, sat: bool) -> str | None:
+    """What the PTX ISA's cvt rules add, as ptxas (13.0) enforces them: integer to float needs a
+    rounding modifier; ``.sat`` is illegal where the destination holds every source value and
+    on ``.bf16`` conversions; ``.bf16`` does not convert to or from 8-bit integers."""
+    names = {dt.name, at.name}
+    if dt.is_float and not at.is_float and not rnd:
+        return "integer -> float conversions need .rn/.rz/.rm/.rp"
+    if "bf16" in names and names & {"s8", "u8"}:
+        return "no conversion between .bf16 and 8-bit integers"
+    if sat and "bf16" in names:
+        return ".sat does not apply to .bf16 conversions"
+    if sat and not dt.is_float and not at.is_float:
+        lo, hi = _int_bounds(dt)
+        src_lo, src_hi = _int_bounds(at)
+        if lo <= src_lo and src_hi <= hi:
+            return f".sat is illegal: .{dt.name} holds every .{at.name} value"
     return None
 
 
@@ -316,7 +335,8 @@ def _atom_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
 MEM_GROUPS: dict[str, tuple[str, ...]] = {"space": SPACES, "vec": ("v2", "v4")}
 
 DATA: tuple[Instr, ...] = (
-    Instr("mov", ("pred", *ALL), D_A, _mov, doc="copy a register, immediate, address or special register"),
+    Instr("mov", ("pred", *ALL), D_A, _mov, doc="copy a register, immediate, address or special register",
+          type_rule=lambda ts, m: f"mov has no 8-bit type (.{ts[0]})" if ts[0][1:] == "8" else None),
     Instr("setp", (*BITS, *INTS, *FLOATS), (Slot("p", "pred", dest=True, pair="q"), Slot("a"), Slot("b"),
           Slot("c", "pred", optional=True)), _setp,
           {"cmp": CMP_INT + CMP_FLOAT_ONLY, "bool": ("and", "or", "xor"), "ftz": ("ftz",)},
