@@ -32,7 +32,7 @@ def _base(name: str) -> Instr:
 
 def test_the_forms_are_every_type_and_modifier_combination() -> None:
     kinds = Counter(i.kind for i in M.instructions for _ in all_forms(i))
-    assert sum(kinds.values()) > 2900 and kinds["compute"] > 2000 and kinds["warp"] > 80
+    assert sum(kinds.values()) > 2600 and kinds["compute"] > 1700 and kinds["warp"] > 80
     texts = {f.text for f in all_forms(_base("add"))}
     assert {"add.rn.ftz.sat.f32", "add.rm.f64", "add.sat.s32", "add.u16"} <= texts
     assert "add.sat.u64" not in texts  # refused by the declaration's own type rule
@@ -42,6 +42,8 @@ def test_the_forms_are_every_type_and_modifier_combination() -> None:
            "mma.sync.m16n8k32.row.col.satfinite.s32.u8.s8.s32", "cp.async.cg.shared::cta.global",
            "wmma.load.sync.c.col.m16n16k16.shared.f32", "ldmatrix.sync.m8n8.x4.trans.b16"}  # fmt: skip
     assert new <= every
+    # combinations ptxas refuses are no forms (each declaration's type rule states why)
+    assert not {"cvt.sat.u16.u8", "cvt.f16.u32", "cvt.rni.u8.bf16", "mov.b8", "setp.lo.s32"} & every
 
 
 def test_every_form_decodes_to_its_own_declaration() -> None:

@@ -1,25 +1,26 @@
-"""Bandwidth against the bytes in flight (Little's law, measured), per memory level and, for DRAM,
-per cache policy.
+"""Bandwidth by warps per SM and bytes in flight (Little's law, measured), per memory level and
+load policy.
 
 A memory level serves ``N / L`` bytes per second with ``N`` bytes in flight and a latency ``L``
-that grows as the level fills (its queues). The curve ``bandwidth(N)`` is what a kernel meets:
-``N`` is its resident threads times the bytes each has issued and not yet used (its load batch),
-and ``N / bandwidth(N)`` is the latency a round of its loads waits at that load.
+that grows as the level fills (its queues), and how ``N`` is made up matters (a warp's
+outstanding loads are limited). So bandwidth is measured on a grid: warps per SM (1 to 64) by
+bytes each thread has issued and not yet used (its load batch, 4 to 128); ``N / bandwidth`` is
+the latency a round of loads waits at that load.
 
-Each thread of the ``flight_<batch>B`` kernels reads ``loads`` vectors of ``vec`` 32-bit words
-per round, at a grid stride, and xors them into a value; the next round's index adds that value
-``& zero`` (a parameter that is 0 at run time, which ptxas cannot know), so that a round's loads
-wait for the previous round's data: exactly one batch per thread is in flight, as in a kernel
-whose loop consumes what it loads. Warps per SM are swept for each batch; the array is 8x the L2,
-read once (DRAM), or a quarter of it, read many times (L2). Figures come from CUDA-event times.
+Each thread of the ``flight_<policy>_<batch>B`` kernels reads ``loads`` vectors of ``vec`` 32-bit
+words per round, at a grid stride, and xors them into a value; the next round's index adds that
+value ``& zero`` (a parameter that is 0 at run time, which ptxas cannot know), so that a round's
+loads wait for the previous round's data: exactly one batch per thread is in flight, as in a
+kernel whose loop consumes what it loads. The array is 8x the L2, read once (DRAM), or a quarter
+of it, read many times (L2). Figures come from CUDA-event times.
 
-Cache policies: the DRAM grid is measured for each load qualifier the search templates use
-(:data:`POLICIES`; plain ``ld.global`` for the L2 and the full sweep, :data:`POLICY_BATCHES`
-for the others). Asynchronous copies (``cp.async.cg.shared.global``, 16 bytes each, the GEMM
-templates' loads) are measured on both levels as the policy ``cp``: a round's copies land in
-shared memory, ``cp.async.wait_all`` waits for them and the thread reads back a word of each (the
-shared buffer limits the block to :data:`CP_BLOCK_WARPS` warps). Figure names:
-``<level>.<batch>B`` (plain loads), ``<level>.<policy>.<batch>B``.
+Policies: plain ``ld.global`` on both levels over every batch; each other load qualifier the
+search templates use (:data:`POLICIES`) on DRAM for :data:`POLICY_BATCHES`; asynchronous copies
+(``cp.async.cg.shared.global``, 16 bytes each, the GEMM templates' loads) on both levels as the
+policy ``cp``: a round's copies land in shared memory, ``cp.async.wait_all`` waits for them and
+the thread reads back a word of each (the shared buffer limits the block to
+:data:`CP_BLOCK_WARPS` warps). Figure names: ``<level>.<batch>B`` (plain loads),
+``<level>.<policy>.<batch>B``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ BYTES_READ = 256 * MIB
 """Bytes an L2 launch reads (fewer for slow configurations, down to :data:`MIN_BYTES_READ`); a
 DRAM launch reads its whole array."""
 MIN_BYTES_READ = 16 * MIB
+POLICY_BATCHES = ((4, 1), (4, 4))
 QUICK_BATCHES = ((1, 1), (4, 1), (4, 4))
 QUICK_POLICY_BATCHES = ((4, 4),)
 CP = "cp"
@@ -63,7 +65,6 @@ CP = "cp"
 CP_BATCHES = ((4, 1), (4, 2), (4, 4), (4, 8))
 CP_BLOCK_WARPS = 8
 CHUNK = 16
-POLICY_BATCHES = ((4, 1), (4, 4))
 
 
 @dataclass(frozen=True, slots=True)
