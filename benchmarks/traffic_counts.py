@@ -2,9 +2,10 @@
 
 For each sampled variant of the given templates in a search database, the variant is built at
 its template's check sizes, run once on the CPU model (its ``requests``, ``sectors`` and
-``wavefronts`` by space) and once under ncu (one pass, the metrics of :data:`METRICS`); both
-count the same launch. Printed as markdown (model, ncu and their ratio per counter) and JSON
-(with the device and the ncu version; tests/model/test_traffic_ncu.py holds the model to it).
+``wavefronts`` by space) and once under ncu (one pass, the metrics of
+:data:`karyamorph.harness.tools.ncu.TRAFFIC`); both count the same launch. Printed as markdown
+(model, ncu and their ratio per counter) and JSON (with the device and the ncu version;
+tests/model/test_traffic_ncu.py holds the model to it).
 
     python benchmarks/traffic_counts.py --db searches.duckdb [--templates sgemm,hgemm] [--per 8] \
         [--json out.json]
@@ -37,7 +38,6 @@ from karyamorph.search import stored
 from karyamorph.search.templates import template
 from karyamorph.store.database import Store
 
-METRICS = TRAFFIC
 # the cp.async (LDGSTS) and ldmatrix (LDSM) counters, where this ncu has them
 EXTRA = (
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",
@@ -86,7 +86,7 @@ def model_counts(name: str, arch: Arch, config: dict[str, Any]) -> dict[tuple[st
     kernel = bind(t.spec(config, arch, t.check_sizes), arch)
     stats = run_model(kernel, budget=ModelBudget(max_thread_instructions=5e8),
                       machine=ptx_machine(arch.canonical.base.name)).stats  # fmt: skip
-    return {(group, key): float(stats.get(group, {}).get(key, 0)) for group, key in METRICS}
+    return {(group, key): float(stats.get(group, {}).get(key, 0)) for group, key in TRAFFIC}
 
 
 def ncu_counts(name: str, arch: Arch, config: dict[str, Any], metrics: tuple[str, ...]) -> dict[str, float]:
@@ -111,7 +111,7 @@ def main() -> int:
     if current_device() is None:
         print("no CUDA device: this benchmark compares with ncu on a GPU", file=sys.stderr)
         return 2
-    metrics = known((*METRICS.values(), *EXTRA))
+    metrics = known((*TRAFFIC.values(), *EXTRA))
     print(f"ncu metrics: {', '.join(metrics)}", flush=True)
     rows = []
     for name, arch, config in sample(args.db, args.templates.split(","), args.per, args.seed):
@@ -119,10 +119,10 @@ def main() -> int:
         ncu = ncu_counts(name, arch, config, metrics)
         row = {"template": name, "config": config,
                "model": {f"{g}.{k}": v for (g, k), v in model.items()},
-               "ncu": {m: ncu.get(m) for m in (*METRICS.values(), *EXTRA)}}  # fmt: skip
+               "ncu": {m: ncu.get(m) for m in (*TRAFFIC.values(), *EXTRA)}}  # fmt: skip
         rows.append(row)
         cells = []
-        for (g, k), metric in METRICS.items():
+        for (g, k), metric in TRAFFIC.items():
             got = ncu.get(metric)
             ratio = f"{model[(g, k)] / got:.2f}" if got else "-"
             cells.append(f"{g}.{k} {model[(g, k)]:.0f}/{got if got is not None else '-'} ({ratio})")

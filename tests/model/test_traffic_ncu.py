@@ -29,7 +29,6 @@ from karyamorph.model.ptx.machine import ptx_machine
 from karyamorph.search.templates import template
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "traffic_ncu_h200.json").read_text())
-NCU = TRAFFIC
 
 
 @functools.cache
@@ -39,12 +38,12 @@ def counted(name: str, config_json: str) -> dict[tuple[str, str], float]:
     kernel = bind(t.spec(json.loads(config_json), arch, t.check_sizes), arch)
     budget = ModelBudget(max_thread_instructions=5e8)
     stats = run_model(kernel, budget=budget, machine=ptx_machine("sm_90")).stats
-    return {(group, key): float(stats.get(group, {}).get(key, 0)) for group, key in NCU}
+    return {(group, key): float(stats.get(group, {}).get(key, 0)) for group, key in TRAFFIC}
 
 
 def recorded(row: dict[str, Any], counter: tuple[str, str]) -> float | None:
     """What ncu counted for ``counter`` (an ldmatrix kernel's shared load requests are LDSMs)."""
-    got = row["ncu"].get(NCU[counter])
+    got = row["ncu"].get(TRAFFIC[counter])
     if counter == ("requests", "shared.ld") and row["ncu"].get(LDSM):
         got = (got or 0.0) + row["ncu"][LDSM]
     return got
@@ -75,7 +74,7 @@ def test_the_recording_says_where_it_came_from() -> None:
 def test_the_interpreter_counts_what_ncu_counted(row: dict[str, Any]) -> None:
     mine = counted(row["template"], json.dumps(row["config"], sort_keys=True))
     compared = 0
-    for counter in NCU:
+    for counter in TRAFFIC:
         got = recorded(row, counter)
         if got is None or (got == 0 and mine[counter] == 0):
             continue

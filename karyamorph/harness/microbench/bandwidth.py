@@ -114,10 +114,6 @@ def build_global(arch: str) -> ast.Module:
     return k.build()
 
 
-def _power_of_two_at_most(n: int) -> int:
-    return 1 << (max(n, 1).bit_length() - 1)
-
-
 class BandwidthBench:
     """Shared-memory, L2 and DRAM bandwidth (see the module's description)."""
 
@@ -131,10 +127,8 @@ class BandwidthBench:
 
     def arrays(self, shape: DeviceShape, options: PlanOptions) -> dict[str, tuple[int, int]]:
         """``name -> (array bytes, reads of the array)`` for the L2 and DRAM figures."""
-        l2 = _power_of_two_at_most(max(shape.l2_bytes // 4, 4 * KIB))
-        dram = _power_of_two_at_most(max(8 * shape.l2_bytes, 64 * KIB))
-        dram = dram if dram >= 8 * shape.l2_bytes else dram * 2
-        return {"l2": (l2, L2_PASSES // (4 if options.quick else 1)), "dram": (dram, 1)}
+        passes = L2_PASSES // (4 if options.quick else 1)
+        return {"l2": (shape.l2_array_bytes, passes), "dram": (shape.dram_array_bytes, 1)}
 
     def _full(self, shape: DeviceShape, compiled: Compiled, entry: str) -> tuple[int, int] | None:
         return sm_launch(

@@ -33,7 +33,7 @@ from karyamorph.harness.microbench.compiled import Compiled, merge
 from karyamorph.harness.microbench.launches import BufferSpec, LaunchSpec, Scalar
 from karyamorph.harness.microbench.loops import kept_loop
 from karyamorph.harness.microbench.runner import BatchOutcome
-from karyamorph.harness.microbench.shape import KIB, MIB, DeviceShape
+from karyamorph.harness.microbench.shape import MIB, DeviceShape
 from karyamorph.harness.microbench.stats import summarize
 from karyamorph.isa import ast
 from karyamorph.isa.builder import KernelBuilder
@@ -161,10 +161,6 @@ def build_cp(arch: str, loads: int) -> ast.Module:
     return k.build()
 
 
-def _power_of_two_at_most(n: int) -> int:
-    return 1 << (max(n, 1).bit_length() - 1)
-
-
 def cp_launch(shape: DeviceShape, warps: int, registers: int, shared_bytes: int) -> tuple[int, int] | None:
     """``(grid, block)`` for ``warps`` warps a SM in blocks of at most :data:`CP_BLOCK_WARPS`
     warps (each with the kernel's ``shared_bytes``), or None when they do not fit."""
@@ -194,9 +190,7 @@ class FlightBench:
     @staticmethod
     def arrays(shape: DeviceShape) -> dict[str, int]:
         """Array bytes per level: 8x the L2 (DRAM; read once), a quarter of it (L2)."""
-        l2 = _power_of_two_at_most(max(shape.l2_bytes // 4, 4 * KIB))
-        dram = _power_of_two_at_most(max(8 * shape.l2_bytes, 64 * KIB))
-        return {"dram": dram if dram >= 8 * shape.l2_bytes else dram * 2, "l2": l2}
+        return {"dram": shape.dram_array_bytes, "l2": shape.l2_array_bytes}
 
     def configs(self, shape: DeviceShape, options: PlanOptions) -> list[Config]:
         batches = QUICK_BATCHES if options.quick else BATCHES

@@ -85,6 +85,19 @@ class DeviceShape:
             return None
         return 2.0 * self.memory_clock_khz * 1e3 * self.memory_bus_bits / 8 / 1e9
 
+    @property
+    def l2_array_bytes(self) -> int:
+        """An array that stays in L2 when read over and over: the largest power of two up to a
+        quarter of the L2 (4 KiB at least)."""
+        return _power_of_two_at_most(max(self.l2_bytes // 4, 4 * KIB))
+
+    @property
+    def dram_array_bytes(self) -> int:
+        """An array that a single read streams from DRAM: the smallest power of two of at least
+        8x the L2 (64 KiB at least)."""
+        dram = _power_of_two_at_most(max(8 * self.l2_bytes, 64 * KIB))
+        return dram if dram >= 8 * self.l2_bytes else dram * 2
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "arch": self.arch,
@@ -98,3 +111,7 @@ class DeviceShape:
             "dram_peak_gbps": self.dram_peak_gbps,
             "nominal": self.nominal,
         }
+
+
+def _power_of_two_at_most(n: int) -> int:
+    return 1 << (max(n, 1).bit_length() - 1)

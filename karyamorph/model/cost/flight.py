@@ -45,7 +45,7 @@ def grid_of(points: Iterable[tuple[float, float, float]]) -> dict[tuple[float, f
     return out
 
 
-def _bracket(axis: Sequence[float], x: float) -> tuple[float, float, float]:
+def bracket(axis: Sequence[float], x: float) -> tuple[float, float, float]:
     """The axis points around ``x`` (clamped to the axis) and ``x``'s place between them (0-1, log2)."""
     if x <= axis[0]:
         return axis[0], axis[0], 0.0
@@ -84,8 +84,8 @@ def bandwidth_at(grid: Grid, warps: float, batch: float) -> float:
     ws = sorted({w for w, _ in grid})
     bs = sorted({b for _, b in grid})
     scale = batch / bs[0] if batch < bs[0] else 1.0
-    w0, w1, tw = _bracket(ws, warps)
-    b0, b1, tb = _bracket(bs, max(batch, bs[0]))
+    w0, w1, tw = bracket(ws, warps)
+    b0, b1, tb = bracket(bs, max(batch, bs[0]))
     logs = [[math.log(_at(grid, w, b)) for b in (b0, b1)] for w in (w0, w1)]
     low = logs[0][0] * (1 - tb) + logs[0][1] * tb
     high = logs[1][0] * (1 - tb) + logs[1][1] * tb

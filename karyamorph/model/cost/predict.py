@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from karyamorph.model.cost.flight import Grid, loaded_latency_s, peak
+from karyamorph.model.cost.flight import Grid, bracket, loaded_latency_s, peak
 from karyamorph.model.cost.machine import CostMachine
 from karyamorph.model.cost.memory import atomic_seconds, latency_seconds, rounds_per_warp
 from karyamorph.model.cost.units import unit_of
@@ -243,9 +243,9 @@ def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, wav
     warps = counts.blocks * counts.warps_per_block
     if counts.load_batch_bytes > 0:
         rounds = rounds_per_warp(counts.global_load_bytes, warps, counts.load_batch_bytes)
-        warps = resident * counts.warps_per_block
+        resident_warps = resident * counts.warps_per_block
         return {"dram": counts.dram_bytes / dram_rate,
-                "latency": waves * rounds * round_seconds(counts, machine, warps)}  # fmt: skip
+                "latency": waves * rounds * round_seconds(counts, machine, resident_warps)}  # fmt: skip
     in_flight_rate = _in_flight_bandwidth(counts, machine, resident)
     return {"dram": counts.dram_bytes / min(dram_rate, in_flight_rate),
             "latency": waves * max(1.0, counts.loop_trips) * machine.dram_latency / machine.clock_hz,
@@ -290,17 +290,8 @@ def block_seconds(machine: CostMachine, threads: int) -> float:
     table = machine.block_s
     if not table:
         return 0.0
-    sizes = sorted(table)
-    if threads <= sizes[0]:
-        return table[sizes[0]]
-    if threads >= sizes[-1]:
-        return table[sizes[-1]]
-    hi = next(s for s in sizes if s >= threads)
-    lo = max(s for s in sizes if s <= threads)
-    if hi == lo:
-        return table[lo]
-    t = math.log2(threads / lo) / math.log2(hi / lo)
-    return table[lo] + t * (table[hi] - table[lo])
+    lo, hi, t = bracket(sorted(table), threads)
+    return table[int(lo)] + t * (table[int(hi)] - table[int(lo)])
 
 
 def level_grid(counts: KernelCounts, machine: CostMachine, level: str) -> Grid | None:
