@@ -1,6 +1,7 @@
 """The cost model's accuracy on measured search variants: for every timed evaluation of the
 searches in a database (recorded on a GPU by `karyamorph search run`), the variant is rebuilt,
-interpreted on the CPU at its template's check sizes, scaled to the timed size and predicted;
+assembled (the SASS of its main loop), interpreted on the CPU at its template's cost sizes,
+extrapolated to the timed size and predicted (:func:`karyamorph.search.prior.variant_counts`);
 the Spearman rank correlation and the median relative error against the measured times are
 printed per template and over all of them, as markdown and JSON.
 
@@ -31,35 +32,27 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.stages.model_run import run_model
-from karyamorph.harness.stages.predict import TABLES, arch_machine, launch_counts
+from karyamorph.harness.stages.predict import TABLES, arch_machine
+from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa.arch import Arch
-from karyamorph.kernel.bound import bind
 from karyamorph.model.cost import machine_for, measured_figures, predict
 from karyamorph.model.cost.accuracy import median_relative_error, spearman
 from karyamorph.model.cost.predict import OVERLAP_NORM
-from karyamorph.model.interp.budget import ModelBudget
-from karyamorph.model.ptx.machine import ptx_machine
-from karyamorph.search import stored
+from karyamorph.search import prior, stored
 from karyamorph.search.templates import template
 from karyamorph.store.database import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICY_GRIDS = "flight.dram.nc,flight.dram.cs,flight.dram.cg"
+TOOLCHAIN = discover()  # ptxas and nvdisasm: the SASS of each variant's main loop
 
 def variant_counts(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, int]) -> tuple[Any, float]:
     """A variant's counts at the timed ``sizes`` (interpreted small, scaled) and the CPU seconds."""
-    t = template(name)
-    small = bind(t.spec(config, arch, t.cost_sizes or t.check_sizes), arch)
-    big = bind(t.spec(config, arch, sizes), arch)
     t0 = time.perf_counter()
-    machine_model = ptx_machine(arch.canonical.base.name)  # the arch's limits (shared memory per block)
-    stats = run_model(small, budget=ModelBudget(max_thread_instructions=5e8), machine=machine_model).stats
-    seconds = time.perf_counter() - t0
-    counts = launch_counts(stats, small, big)
-    if isinstance(counts, str):
-        raise ValueError(f"{name} {config}: {counts}")
-    return counts, seconds
+    got = prior.variant_counts(template(name), config, arch, sizes, TOOLCHAIN)
+    if got is None or isinstance(got, float):
+        raise ValueError(f"{name} {config}: the CPU model cannot count it ({got})")
+    return got[0], time.perf_counter() - t0
 
 
 def predicted(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, int], blocks_per_sm: int,

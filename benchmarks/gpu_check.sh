@@ -2,7 +2,9 @@
 # Every GPU check, for a machine with a CUDA GPU: the gpu-marked tests, every example and planted
 # bug through `karyamorph run`, `model validate` against the GPU, and the GPU benchmarks.
 # Logs go to ${OUT:-gpu-logs}.
-#   usage: benchmarks/gpu_check.sh [tests|runs|validate|bench|all]   (run from the project root)
+#   usage: benchmarks/gpu_check.sh [tests|runs|validate|bench|cost|all]   (from the project root)
+# `cost`: the cost model's GPU side alone: the cp.async wavefront counts (the recording
+# tests/model/test_copy_wavefronts.py reads), the prediction tests and the demo's predictions.
 set -u
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -32,6 +34,13 @@ fi
 
 if [[ $what == validate || $what == all ]]; then
   OUT="$out" PYTHON="$py" bash benchmarks/validate_gpu.sh 2>&1 | tee "$out/validate.txt"
+fi
+
+if [[ $what == cost || $what == all ]]; then
+  "$py" benchmarks/ldgsts_wavefronts.py --json "$out/copy_wavefronts_h200.json" 2>&1 | tee "$out/copy_wavefronts.txt"
+  "$py" -m pytest -m gpu -q -p no:cacheprovider -rs tests/harness/test_predict_gpu.py \
+    tests/search/test_search_gpu.py 2>&1 | tee "$out/pytest_cost.txt"
+  km demo --db "$out/demo.duckdb" 2>&1 | tee "$out/demo_cost.txt"
 fi
 
 if [[ $what == bench || $what == all ]]; then

@@ -1,11 +1,13 @@
 """The cost model's prior for the model-guided search: a predicted time for configurations of the
 space before any of them is measured.
 
-Each configuration is built twice: at the timed sizes, which ptxas assembles for the registers
+Each configuration is built at the timed sizes, which ptxas assembles for the registers
 and so the blocks per SM, and at the template's cost sizes, which the CPU model interprets. The
-interpreter's counts are scaled to the timed sizes by the ratio of the spec's ``[cost]`` work and
-predicted with the arch's measured figures (:mod:`karyamorph.model.cost`). The strategy uses the
-prior's ranks only (normal scores), so its order matters more than its sizes.
+interpreter's counts are extrapolated to the timed sizes (by the ratio of the spec's ``[cost]``
+work, or per block and per unit of work from two cost sizes:
+:func:`~karyamorph.harness.stages.predict.launch_counts`) and predicted with the arch's measured
+figures (:mod:`karyamorph.model.cost`). The strategy uses the prior's ranks only (normal
+scores), so its order matters more than its sizes.
 
 A configuration the template or ptxas refuses, or with no block per SM, costs +inf (it would
 fail); one left unpredicted (beyond ``limit``, or one the model cannot run) gets the median of
@@ -23,12 +25,12 @@ from typing import Any
 import numpy as np
 
 from karyamorph.harness.stages.model_run import run_model
-from karyamorph.harness.stages.predict import arch_machine, launch_counts
+from karyamorph.harness.stages.predict import arch_machine, issue_slots, launch_counts
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.arch import Arch
-from karyamorph.kernel.bound import bind
+from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.spec import SpecError
-from karyamorph.model.cost import CostMachine, predict
+from karyamorph.model.cost import CostMachine, KernelCounts, predict
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.errors import ExecutionError, LaunchError
 from karyamorph.model.ptx.machine import ptx_machine
@@ -73,22 +75,50 @@ def predicted_seconds(
 ) -> float | None:  # fmt: skip
     """The cost model's time for ``config`` at ``sizes``; inf when it cannot run at all (the
     template, ptxas or occupancy refuses it); None when the model cannot predict it."""
+    got = variant_counts(template, config, arch, sizes, toolchain)
+    if got is None or isinstance(got, float):
+        return got
+    counts, blocks_per_sm = got
+    return predict(counts, machine, blocks_per_sm).seconds
+
+
+def variant_counts(
+    template: Template, config: Mapping[str, Value], arch: Arch, sizes: Mapping[str, int],
+    toolchain: Toolchain,
+) -> tuple[KernelCounts, int] | float | None:  # fmt: skip
+    """What ``config``'s launch at ``sizes`` does (the CPU model's counts at the template's cost
+    sizes, extrapolated, with the SASS of its main loop) and its blocks per SM; inf when it
+    cannot run at all; None when the model cannot count it."""
     spec = build(template, config, arch, sizes)
     compiled = spec if isinstance(spec, Outcome) else compile_variant(spec, arch, toolchain)
     if isinstance(compiled, Outcome):
         return math.inf
-    small_spec = build(template, config, arch, template.cost_sizes or template.check_sizes)
-    if isinstance(small_spec, Outcome):
+    runs = interpreted_runs(template, config, arch)
+    if runs is None:
         return None
-    try:
-        small = bind(small_spec, arch)
-        stats = run_model(small, budget=INTERPRET_BUDGET, machine=ptx_machine(arch.canonical.base.name)).stats
-    except (SpecError, LaunchError, ExecutionError, UnmodeledError):
-        return None
-    counts = launch_counts(stats, small, compiled.kernel)
-    if isinstance(counts, str):
-        return None
-    return predict(counts, machine, compiled.blocks_per_sm).seconds
+    (stats, small), *more = runs
+    slots = issue_slots(compiled.cubin, toolchain, compiled.kernel.entry)
+    counts = launch_counts(stats, small, compiled.kernel, more=more, slots=slots)
+    return None if isinstance(counts, str) else (counts, compiled.blocks_per_sm)
+
+
+def interpreted_runs(
+    template: Template, config: Mapping[str, Value], arch: Arch, budget: ModelBudget = INTERPRET_BUDGET
+) -> list[tuple[dict[str, Any], BoundKernel]] | None:  # fmt: skip
+    """The CPU model's statistics of ``config`` at each of the template's interpreted sizes
+    (:meth:`Template.interpreted_sizes`) with its launch; None when one cannot be built or run."""
+    runs = []
+    machine = ptx_machine(arch.canonical.base.name)
+    for sizes in template.interpreted_sizes():
+        spec = build(template, config, arch, sizes)
+        if isinstance(spec, Outcome):
+            return None
+        try:
+            small = bind(spec, arch)
+            runs.append((run_model(small, budget=budget, machine=machine).stats, small))
+        except (SpecError, LaunchError, ExecutionError, UnmodeledError):
+            return None
+    return runs
 
 
 def cost_prior(

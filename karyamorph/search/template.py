@@ -82,10 +82,12 @@ class Template:
     equivalence_sizes : mapping or None
         The sizes of that proof (default: ``check_sizes``); small, since it compares every
         output element of both kernels symbolically.
-    cost_sizes : mapping or None
-        The sizes the cost model's counts are interpreted at and scaled from (default:
-        ``check_sizes``): a small problem that takes the same paths as the timed one (check
-        sizes are chosen to take every edge path instead).
+    cost_sizes : tuple of mappings
+        The sizes the cost model's counts are interpreted at and extrapolated from (default:
+        ``check_sizes`` alone): small problems that take the same paths as the timed one (check
+        sizes are chosen to take every edge path instead). Two of them whose work per block
+        differs (a GEMM's with ``K`` and ``2 K``) separate each count's part per block from its
+        part per unit of work (:mod:`karyamorph.model.cost.extrapolate`).
     """
 
     name: str
@@ -101,8 +103,12 @@ class Template:
     min_sm: int = 0
     equivalent_to_baseline: bool = False
     equivalence_sizes: Mapping[str, int] | None = None
-    cost_sizes: Mapping[str, int] | None = None
+    cost_sizes: tuple[Mapping[str, int], ...] = ()
     notes: tuple[str, ...] = field(default=())
+
+    def interpreted_sizes(self) -> tuple[Mapping[str, int], ...]:
+        """The sizes the cost model interprets a variant at: :attr:`cost_sizes`, else the check sizes."""
+        return self.cost_sizes or (self.check_sizes,)
 
     def supports(self, arch: Arch | str) -> bool:
         """Whether ``arch`` has every instruction the template emits."""

@@ -102,6 +102,23 @@ def test_counts_of_a_scaled_down_launch_predict_what_the_full_launch_does() -> N
         assert scaled.data["terms"][name] == pytest.approx(value, rel=0.01), name
 
 
+def test_a_gemm_extrapolated_from_two_smaller_runs_predicts_what_the_full_launch_does() -> None:
+    # The example SGEMM's epilogue stores its tile of C once whatever k: counts scaled by the
+    # work from one smaller run would count those stores 4 times over (k = 256 to 1,024).
+    spec = load_spec(EXAMPLES / "sgemm.toml")
+    sizes = {"m": 256, "n": 256, "k": 1024}
+    full = predicted(run(spec, ["compile", "static", "model", "predict"], sizes=sizes))
+    two = predicted(run(spec, ["compile", "static", "predict"], sizes=sizes))
+    assert full.data["interpreted_sizes"] == sizes and full.data["also_interpreted_sizes"] is None
+    small, smaller = two.data["interpreted_sizes"], two.data["also_interpreted_sizes"]
+    assert small["k"] < sizes["k"] and smaller is not None and smaller != small
+    assert two.data["predicted_seconds"] == pytest.approx(full.data["predicted_seconds"], rel=1e-3)
+    for name, value in full.data["terms"].items():
+        assert two.data["terms"][name] == pytest.approx(value, rel=1e-2), name
+    # The main loop's SASS: the schedulers' share of issuing cycles and the bytes in flight.
+    assert full.data["main_loop_instructions"] > 0 and 0 < full.data["issue_efficiency"] <= 1
+
+
 def test_an_arch_without_tables_uses_the_defaults_and_says_so() -> None:
     r = predicted(run(load_spec(EXAMPLES / "scale.toml"), ["compile", "static", "predict"], arch="sm_120"))
     assert r.status == Status.PASS

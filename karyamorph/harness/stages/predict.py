@@ -3,9 +3,16 @@
 The counts come from a CPU run of the kernel on the model: the model stage's own run when it
 interpreted the launch, else a run of this stage at sizes scaled down until the estimated work
 fits ``work_budget`` (:func:`~karyamorph.harness.stages.scaled_launch.scale_to_budget`). Counts
-of a smaller launch are scaled by the ratio of the spec's ``[cost]`` work (flops, else bytes)
-at the run's sizes to that at the interpreted ones. Blocks per SM come from the static stage's
-occupancy; the device's figures from the arch's microbenchmark tables
+of a smaller launch are extrapolated to the run's sizes: this stage also runs the kernel at
+sizes smaller still (a quarter of the work), and each count is solved as a part per unit of the
+spec's ``[cost]`` work (flops, else bytes) plus a part per block through both runs
+(:mod:`karyamorph.model.cost.extrapolate`: a GEMM's epilogue does not grow with ``K``); where
+the two cannot tell them apart, or that second run fails, the count is scaled by the ratio of
+the work alone. The compile stage's cubin gives the SASS of the kernel's main loop as ptxas
+scheduled it (``nvdisasm -hex``: :mod:`karyamorph.harness.tools.sass_control`), from which the
+cost model reads how often its schedulers find a warp ready and how many load bytes a thread
+has in flight; without it (no compile stage, no nvdisasm) both are left out. Blocks per SM come
+from the static stage's occupancy; the device's figures from the arch's microbenchmark tables
 (``datasets/microbench/<arch>/``) over the cost model's stated defaults, and the SM count from
 the GPU when there is one. No GPU is needed.
 
@@ -16,13 +23,21 @@ A prediction that cannot be made (a kernel the model cannot run, a launch over i
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.stages.base import Context, Figure, Interpretation, StageResult, Status
 from karyamorph.harness.stages.model_run import run_model
-from karyamorph.harness.stages.scaled_launch import scale_to_budget, static_instructions
+from karyamorph.harness.stages.scaled_launch import (
+    ALIGNMENT,
+    estimated_work,
+    scale_to_budget,
+    static_instructions,
+)
+from karyamorph.harness.tools.sass import SassError
+from karyamorph.harness.tools.sass_control import main_loop, scheduled
+from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.parser import parse
@@ -36,6 +51,8 @@ from karyamorph.model.cost import (
     scaled_counts,
 )
 from karyamorph.model.cost.batches import load_batch_bytes
+from karyamorph.model.cost.extrapolate import Sample, extrapolated_stats
+from karyamorph.model.cost.issue import Slot
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.errors import ExecutionError, LaunchError
 from karyamorph.model.ptx.machine import ptx_machine
@@ -63,26 +80,48 @@ def spec_work(kernel: BoundKernel) -> float:
 
 
 def launch_counts(
-    stats: Mapping[str, Any], interpreted: BoundKernel, kernel: BoundKernel, module: ast.Module | None = None
+    stats: Mapping[str, Any], interpreted: BoundKernel, kernel: BoundKernel, module: ast.Module | None = None,
+    *, more: Sequence[tuple[Mapping[str, Any], BoundKernel]] = (), slots: tuple[Slot, ...] = (),
 ) -> KernelCounts | str:  # fmt: skip
     """What ``kernel``'s launch does, from the interpreter's ``stats`` of ``interpreted`` (the same
     kernel, at its sizes or smaller ones: the counts are then scaled by the ratio of the spec's
     ``[cost]`` work), with the load batch read from the PTX (``module``, parsed from the spec
-    when not given); or why the counts cannot be scaled."""
-    scale = 1.0
+    when not given); or why the counts cannot be scaled. ``more`` runs at other small sizes
+    (statistics, launch) separate each count's part per block from its part per unit of work
+    (:mod:`karyamorph.model.cost.extrapolate`); ``slots`` are the SASS of its main loop
+    (:func:`issue_slots`)."""
+    scale, small_blocks = 1.0, math.prod(interpreted.grid)
     if interpreted.sizes != kernel.sizes:
-        small = spec_work(interpreted)
-        if small <= 0:
-            return (f"no [cost] flops or bytes at {sizes_text(interpreted.sizes)} "
-                    "to scale the model's counts to the run's sizes by")  # fmt: skip
-        scale = spec_work(kernel) / small
+        runs = ((stats, interpreted), *more)
+        for _, run in runs:
+            if spec_work(run) <= 0:
+                return (f"no [cost] flops or bytes at {sizes_text(run.sizes)} "
+                        "to scale the model's counts to the run's sizes by")  # fmt: skip
+        scale = spec_work(kernel) / spec_work(interpreted)
+        if more:
+            samples = [Sample(s, spec_work(run), math.prod(run.grid)) for s, run in runs]
+            stats = extrapolated_stats(samples, spec_work(kernel), math.prod(kernel.grid))
+            scale, small_blocks = 1.0, math.prod(kernel.grid)
     functions = (module or parse(kernel.spec.ptx)).functions
     entry = next(f for f in functions if f.name == kernel.entry)
     return scaled_counts(stats, scale=scale, blocks=math.prod(kernel.grid),
                          warps_per_block=math.ceil(math.prod(kernel.block) / 32),
                          dram_bytes=float(kernel.cost_bytes or 0.0),
                          load_batch_bytes=float(load_batch_bytes(entry)),
-                         interpreted_blocks=math.prod(interpreted.grid))  # fmt: skip
+                         interpreted_blocks=small_blocks, issue_slots=slots)  # fmt: skip
+
+
+def issue_slots(cubin: bytes | None, toolchain: Toolchain | None, entry: str) -> tuple[Slot, ...]:
+    """The SASS of ``entry``'s main loop with ptxas's scheduling
+    (:func:`~karyamorph.harness.tools.sass_control.main_loop`); empty when there is no cubin or
+    nvdisasm, or it fails (the cost model then takes the schedulers to issue every cycle)."""
+    if cubin is None or toolchain is None:
+        return ()
+    try:
+        body = scheduled(cubin, toolchain).get(entry)
+    except SassError:
+        return ()
+    return main_loop(body) if body else ()
 
 
 def sizes_text(sizes: Mapping[str, int]) -> str:
@@ -139,7 +178,10 @@ class PredictStage:
         else:
             reused = True
         assert ran.stats is not None
-        counts = launch_counts(ran.stats, ran.kernel, kernel, context.module)
+        other = None if ran.kernel.sizes == kernel.sizes else self._smaller_run(context, ran.kernel)
+        more = () if other is None or other.stats is None else ((other.stats, other.kernel),)
+        slots = issue_slots(context.cubin, context.toolchain, kernel.entry)
+        counts = launch_counts(ran.stats, ran.kernel, kernel, context.module, more=more, slots=slots)
         if isinstance(counts, str):
             return StageResult.skip(counts)
         scale = 1.0 if ran.kernel.sizes == kernel.sizes else spec_work(kernel) / spec_work(ran.kernel)
@@ -158,10 +200,13 @@ class PredictStage:
             "interpreted_sizes": dict(ran.kernel.sizes),
             "interpreted_by": "model stage" if reused else "predict stage",
             "interpret_seconds": ran.seconds,
+            "also_interpreted_sizes": dict(other.kernel.sizes) if more and other else None,
             "scale": scale,
             "blocks": blocks,
             "warps_per_block": warps_per_block,
             "load_batch_bytes": batch,
+            "main_loop_instructions": len(slots),
+            "issue_efficiency": p.issue_efficiency,
             "blocks_per_sm": context.blocks_per_sm,
         }
         figures = [Figure("predicted_seconds", p.seconds, "s")]
@@ -170,9 +215,15 @@ class PredictStage:
             f"predicted {p.seconds * 1e6:.3f} us, bound by {p.bound} "
             f"(terms: {', '.join(f'{k} {v * 1e6:.3g} us' for k, v in p.terms.items())})",
             f"counts from the model's run at {sizes_text(ran.kernel.sizes)} ({data['interpreted_by']}, "
-            f"{ran.seconds:.2f} s), scaled x{scale:.6g} to {sizes_text(kernel.sizes)}",
+            f"{ran.seconds:.2f} s), " + (
+                f"and at {sizes_text(other.kernel.sizes)} ({other.seconds:.2f} s): per block and per unit "
+                f"of work to {sizes_text(kernel.sizes)}" if more and other
+                else f"scaled x{scale:.6g} to {sizes_text(kernel.sizes)}"),
             f"figures: {data['figures']}",
         ]
+        if slots:
+            log.insert(1, f"schedulers issue in {p.issue_efficiency:.0%} of cycles: {len(slots)} SASS "
+                          f"instructions a pass of the main loop, as ptxas scheduled them")  # fmt: skip
         return StageResult(Status.PASS, data, "\n".join(log), 0.0, tuple(figures))
 
     def _interpret(self, context: Context) -> Interpretation | str:
@@ -195,6 +246,25 @@ class PredictStage:
             return f"{exc} (at {sizes_text(launch.sizes)})"
         except (ExecutionError, UnmodeledError) as exc:
             return f"the model could not run the kernel at {sizes_text(launch.sizes)}: {exc}"
+        return Interpretation(launch.kernel, run.stats, run.seconds)
+
+    def _smaller_run(self, context: Context, interpreted: BoundKernel) -> Interpretation | None:
+        """A run of the launch at sizes smaller than ``interpreted``'s (a quarter of its estimated
+        work; a size may shrink to a quarter of the usual alignment, e.g. a GEMM's 256 to 128),
+        which separates its counts' parts per block and per unit of work; None when no size
+        shrinks or the model cannot run it (the counts are then scaled by work alone)."""
+        module = context.module
+        assert module is not None
+        static = static_instructions(module, context.kernel.entry)
+        launch = scale_to_budget(context.kernel, static, estimated_work(interpreted, static) / 4,
+                                 alignment=ALIGNMENT // 4)  # fmt: skip
+        if launch.kernel.sizes == interpreted.sizes or spec_work(launch.kernel) <= 0:
+            return None
+        try:
+            machine = ptx_machine(context.arch.canonical.base.name)
+            run = run_model(launch.kernel, machine=machine, budget=self.budget)
+        except (LaunchError, ExecutionError, UnmodeledError):
+            return None
         return Interpretation(launch.kernel, run.stats, run.seconds)
 
     def _machine(self, context: Context) -> tuple[CostMachine, Path | None, bool]:

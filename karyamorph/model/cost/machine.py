@@ -84,6 +84,12 @@ class CostMachine:
     block_s : dict
         Seconds an SM takes to start and retire one block, by threads a block (the measured
         ``turnover`` of a wave of resident blocks over their number; empty: taken as 0).
+    shared_latency : float
+        Cycles until a shared-memory access's scoreboard barrier is released (the measured
+        ``ld.shared`` chase; 30 is a stated default near Luo et al.'s H100 figure).
+    scoreboard_latency : float
+        The same for the other variable-latency instructions that are not global loads (special
+        registers, MUFU, conversions, tensor ops): 20, a stated assumption.
     """
 
     name: str
@@ -105,6 +111,8 @@ class CostMachine:
     flight: Mapping[str, Grid] = field(default_factory=dict)
     use_flight_grids: bool = False
     block_s: Mapping[int, float] = field(default_factory=dict)
+    shared_latency: float = 30.0
+    scoreboard_latency: float = 20.0
 
 
 # H200 (GH100, 132 SMs, 1,980 MHz boost, HBM3e 4.8 TB/s of which ~90% is reachable by a copy

@@ -1,9 +1,18 @@
-"""Predicted time of one launch: the slowest of the per-SM bounds, wave by wave.
+"""Predicted time of one launch: the slowest of the busiest SM's bounds.
 
-Per wave of resident blocks, an SM must issue every warp-instruction (4 per clock), feed each
-unit at its rate, serve its shared-memory wavefronts and its share of L2 sectors, and wait for
-each round of dependent global loads: with the kernel's load batch known (the bytes a thread has
-in flight, read from its PTX), a warp's rounds are its load bytes over that batch (Little's law,
+The busiest SM runs ``ceil(blocks / SMs)`` blocks: the block scheduler gives a slot that frees
+up the next block, so a last, partial wave spreads over the SMs (one block on each of some)
+rather than filling a few. For them it must issue every warp-instruction, feed each unit at its
+rate, and serve its shared-memory wavefronts (``cp.async`` writes among them) and its share of
+L2 sectors. Its four schedulers issue one instruction a clock each when they find a ready warp;
+with the SASS of the kernel's main loop known (ptxas's stall counts and scoreboard barriers),
+they find one in the fraction of cycles :func:`scheduler_efficiency` gives for the resident
+warps, and the issue bound grows by its inverse (Nsight Compute saw the schedulers of an SGEMM
+with two warps each, whose loads ptxas moved to the end of its loop, issue in 52% of cycles:
+:mod:`karyamorph.model.cost.issue`).
+Wave by wave of resident blocks, it also waits for each round of dependent global loads: with
+the kernel's load batch known (the bytes a thread has in flight: in the SASS of its main loop,
+else read from its PTX), a warp's rounds are its load bytes over that batch (Little's law,
 :mod:`karyamorph.model.cost.memory`); otherwise its loop trips. A round waits the latency the
 memory system has under load: the idle DRAM latency for the share of the bytes that must come
 from DRAM and the L2 latency for the rest (tiles that other blocks read too), times a stated
@@ -33,11 +42,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from karyamorph.model.cost.flight import Grid, bracket, loaded_latency_s, peak
+from karyamorph.model.cost.issue import Slot, issue_efficiency, loads_in_flight, lone_warp_cycles
 from karyamorph.model.cost.machine import CostMachine
 from karyamorph.model.cost.memory import atomic_seconds, latency_seconds, rounds_per_warp
 from karyamorph.model.cost.units import unit_of
 
 SECTOR_BYTES = 32
+GLOBAL_LOADS = frozenset({"LDG", "LD", "ATOMG", "ATOM", "LDGDEPBAR"})
+"""SASS opcodes whose scoreboard waits a global memory round trip (``LDGDEPBAR``: the group of
+``cp.async`` copies it commits)."""
+SHARED_ACCESSES = frozenset({"LDS", "LDSM", "STS", "ATOMS", "LDGSTS"})
+"""SASS opcodes whose scoreboard waits a shared-memory access (``LDGSTS``: its operands are read
+and its shared side queued; its data is waited for by ``DEPBAR``, not by the scoreboard)."""
 _FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f64"})
 OVERLAP_NORM = 4.0
 """The p of the p-norm that combines the bounds (see the module's docstring)."""
@@ -67,13 +83,18 @@ class KernelCounts:
     float_atomics : float
         The floating-point ones among ``atomics`` (no warp folds them into one operation).
     load_batch_bytes : float
-        Global-load bytes one thread has in flight at once
+        Global-load bytes one thread has in flight at once: in the SASS of its main loop
+        (:func:`karyamorph.model.cost.issue.loads_in_flight`), else read from its PTX
         (:func:`karyamorph.model.cost.batches.load_batch_bytes`); 0 when unknown, and the loop
         trips stand in for the rounds of loads.
     load_policy : str
         The cache policy of most of its global loads (:func:`load_policy`): ``default``, ``cg``,
         ``cs``, ``nc``, ``nc256`` or ``cp`` (``cp.async``); empty when it loads nothing from
         global memory.
+    issue_slots : tuple of Slot
+        The SASS of the loop its warps spend their time in, with ptxas's scheduling
+        (:mod:`karyamorph.model.cost.issue`); empty when the SASS is not known, and the
+        schedulers are taken to issue every cycle.
     """
 
     warp_instructions: Mapping[str, float]
@@ -89,11 +110,12 @@ class KernelCounts:
     load_batch_bytes: float = 0.0
     float_atomics: float = 0.0
     load_policy: str = ""
+    issue_slots: tuple[Slot, ...] = ()
 
 
 def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_per_block: int,
-                  dram_bytes: float, load_batch_bytes: float = 0.0,
-                  interpreted_blocks: int = 0) -> KernelCounts:  # fmt: skip
+                  dram_bytes: float, load_batch_bytes: float = 0.0, interpreted_blocks: int = 0,
+                  issue_slots: tuple[Slot, ...] = ()) -> KernelCounts:  # fmt: skip
     """The interpreter's statistics of a small launch (:meth:`Stats.as_dict`) scaled by ``scale``
     (the ratio of work, e.g. flops or bytes, between the timed size and the interpreted one) to
     a launch of ``blocks`` blocks; ``load_batch_bytes`` is the kernel's, from its PTX.
@@ -102,7 +124,11 @@ def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_
     and the small launch ran at most one atomic per warp: a block's or warp's partial result
     sent to one address, once per block, so their number follows the blocks, not the work (a
     grid-stride reduction runs the same grid at every size). More atomics than warps are taken
-    per element (a histogram) and scale with the work."""
+    per element (a histogram) and scale with the work.
+
+    With ``issue_slots`` (the SASS of the main loop), the load batch is the bytes a thread has in
+    flight there as ptxas ordered its loads (:func:`~karyamorph.model.cost.issue.loads_in_flight`),
+    where it has any; ``load_batch_bytes`` (read from the PTX) otherwise."""
     threads = stats["thread_instructions"]
     total_threads = max(1, stats["total_thread_instructions"])
     per_warp = stats["warp_instructions"] * 32 / total_threads  # > 1/32 when warps run partly idle
@@ -126,9 +152,10 @@ def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_
         atomics=atomics * atomic_scale,
         blocks=blocks,
         warps_per_block=warps_per_block,
-        load_batch_bytes=load_batch_bytes,
+        load_batch_bytes=(issue_slots and loads_in_flight(issue_slots)) or load_batch_bytes,
         float_atomics=min(floats, atomics) * atomic_scale,
         load_policy=load_policy(threads),
+        issue_slots=issue_slots,
     )
 
 
@@ -176,14 +203,18 @@ def _atomic_scale(atomics: float, scale: float, blocks: int, warps_per_block: in
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """A predicted time and the bounds it was the largest of (seconds each)."""
+    """A predicted time and the bounds it was the largest of (seconds each), with the fraction
+    of cycles the schedulers issue in (:func:`scheduler_efficiency`; 1 when the SASS is not
+    known)."""
 
     seconds: float
     bound: str
     terms: dict[str, float]
+    issue_efficiency: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"seconds": self.seconds, "bound": self.bound, "terms": dict(self.terms)}
+        return {"seconds": self.seconds, "bound": self.bound, "terms": dict(self.terms),
+                "issue_efficiency": self.issue_efficiency}  # fmt: skip
 
 
 def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int, *,
@@ -194,11 +225,12 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int, *,
         raise ValueError("no block fits on an SM: nothing to predict")
     resident = min(blocks_per_sm, math.ceil(counts.blocks / machine.sms))
     waves = math.ceil(counts.blocks / (machine.sms * resident))
-    busy_blocks = waves * resident  # the busiest SM's blocks
+    busy_blocks = math.ceil(counts.blocks / machine.sms)  # the busiest SM's blocks (see above)
     per_block = {u: n / counts.blocks for u, n in counts.warp_instructions.items()}
     hz = machine.clock_hz
+    efficiency = scheduler_efficiency(counts, machine, resident * counts.warps_per_block)
     terms: dict[str, float] = {
-        "issue": busy_blocks * sum(per_block.values()) / machine.issue_per_clock / hz,
+        "issue": busy_blocks * sum(per_block.values()) / machine.issue_per_clock / efficiency / hz,
         "shared": busy_blocks * counts.shared_wavefronts / counts.blocks
         / machine.shared_wavefronts_per_clock / hz,
         "l2": busy_blocks * counts.global_sectors / counts.blocks * SECTOR_BYTES
@@ -213,7 +245,33 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int, *,
         terms[f"unit.{unit}"] = busy_blocks * n / rate / hz if rate > 0 else math.inf
     bound = max(terms, key=lambda k: terms[k])
     spent = terms[bound] if math.isinf(norm) else combined(terms.values(), norm)
-    return Prediction(spent + machine.launch_s, bound, terms)
+    return Prediction(spent + machine.launch_s, bound, terms, efficiency)
+
+
+def pass_cycles(counts: KernelCounts, machine: CostMachine) -> float:
+    """Cycles one warp alone takes for a pass of the kernel's main loop as ptxas scheduled it
+    (:func:`~karyamorph.model.cost.issue.lone_warp_cycles`), its global loads and ``cp.async``
+    groups waiting the idle L2 latency (their waits in queues under load are the latency
+    bound's), its shared accesses the shared-memory latency; 0 when the schedule is not known."""
+    if not counts.issue_slots:
+        return 0.0
+
+    def latency(opcode: str) -> float:
+        if opcode in GLOBAL_LOADS:
+            return machine.l2_latency
+        return machine.shared_latency if opcode in SHARED_ACCESSES else machine.scoreboard_latency
+
+    return lone_warp_cycles(counts.issue_slots, latency)
+
+
+def scheduler_efficiency(counts: KernelCounts, machine: CostMachine, resident_warps: float) -> float:
+    """The fraction of cycles a scheduler issues in, with the SM's resident warps shared out over
+    its schedulers, each warp running the kernel's main loop as ptxas scheduled it
+    (:mod:`karyamorph.model.cost.issue`); 1 when the schedule is not known."""
+    cycles = pass_cycles(counts, machine)
+    if cycles <= 0:
+        return 1.0
+    return issue_efficiency(cycles / len(counts.issue_slots), resident_warps / machine.issue_per_clock)
 
 
 def combined(seconds: Iterable[float], p: float = OVERLAP_NORM) -> float:

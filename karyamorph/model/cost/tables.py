@@ -3,8 +3,8 @@ arch's microbenchmark tables (``datasets/microbench/<arch>/figures.csv``, writte
 ``karyamorph microbench``): medians over every session of the figures that were measured ``ok``.
 
 Read: the SM clock during the measurements, DRAM bandwidth, the DRAM and L2 plateaus of the
-``ld.global.cg`` pointer chase, the L2 bandwidth (per SM: over ``sm_count`` of
-``sessions.csv``), and the rate of same-address global atomics (``global.contended``:
+``ld.global.cg`` pointer chase and the plateau of the ``ld.shared`` one, the L2 bandwidth (per
+SM: over ``sm_count`` of ``sessions.csv``), and the rate of same-address global atomics (``global.contended``:
 ``red.global.add.u32 [w], 1`` from every thread of a full GPU, in thread atomics per ns; ptxas
 folds a warp's 32 into one ``REDG`` of their count, its SASS shows the ``VOTEU``/``POPC``, so L2
 serves a 32nd of that in operations, the figure a block's one ``red`` meets), and the same for
@@ -70,6 +70,8 @@ def measured_figures(folder: Path) -> dict[str, float]:
         out["dram_latency"] = statistics.median(values[("plateau", "global.cg:DRAM")])
     if ("plateau", "global.cg:L2") in values:
         out["l2_latency"] = statistics.median(values[("plateau", "global.cg:L2")])
+    if ("plateau", "shared:shared") in values:
+        out["shared_latency"] = statistics.median(values[("plateau", "shared:shared")])
     sms = _sm_count(folder / "sessions.csv")
     if ("bandwidth", "l2") in values and "clock_hz" in out and sms:
         gbps = statistics.median(values[("bandwidth", "l2")])

@@ -154,7 +154,8 @@ class AsyncHooks:
 
         def _active(self) -> np.ndarray: ...
         def _error(self, message: str, thread: int | None = None) -> Exception: ...
-        def _note(self, space: str, kind: str, addr: Any, idx: np.ndarray, nbytes: int) -> None: ...
+        def _note(self, space: str, kind: str, addr: Any, idx: np.ndarray, nbytes: int,
+                  sources: Any = None) -> None: ...
 
     def copy_async(
         self, dst: Any, dst_bits: int, src: Any, src_bits: int, nbytes: int, src_nbytes: Any
@@ -165,8 +166,10 @@ class AsyncHooks:
         # The copy's global read, as Nsight Compute counts a warp's LDGSTS: among the global
         # load requests and sectors (l1tex__t_sectors_pipe_lsu_mem_global_op_ld; equal on the
         # H200 for the HGEMM template, benchmarks/traffic_counts.py). Its write of shared memory
-        # is not among the shared stores' wavefronts there, and is not counted here.
+        # is not among the shared stores' wavefronts there: it is counted apart, as ``shared.cp``
+        # (:func:`karyamorph.model.interp.traffic.copy_wavefronts`).
         self._note("global", "ld", src, idx, nbytes)
+        self._note("shared", "cp", dst, idx, nbytes, sources=src)
         copies.issue(
             AsyncCopy(
                 self.dec,

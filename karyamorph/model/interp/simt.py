@@ -386,7 +386,8 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self._count(self.stats.bytes_stored, space, idx.size * nb)
         return old
 
-    def _note(self, space: str, kind: str, addr: Any, idx: np.ndarray, nbytes: int) -> None:
+    def _note(self, space: str, kind: str, addr: Any, idx: np.ndarray, nbytes: int,
+              sources: Any = None) -> None:  # fmt: skip
         if space not in ("global", "shared") or not idx.size:
             return
         scale = 1
@@ -400,8 +401,9 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             else:
                 idx = idx[self.warp_index[idx] % scale == 0]
         a = self._pick(np.asarray(addr), idx)
+        src = None if sources is None else self._pick(np.asarray(sources), idx)
         self.accesses.append(Access(space, kind, self.lo + self.warp_base[idx], a, nbytes, scale,
-                                    self.lane_ids[idx]))  # fmt: skip
+                                    self.lane_ids[idx], src))  # fmt: skip
 
     def flush_traffic(self) -> None:
         """Count the finished instruction's accesses as requests, sectors and wavefronts."""

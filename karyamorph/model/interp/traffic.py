@@ -15,6 +15,15 @@ Nsight Compute's ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` on the H20
 the SGEMM and HGEMM templates' loads (benchmarks/traffic_counts.py, tests/model/test_traffic_ncu.py);
 that 8-byte accesses pair their half-warps the same way is this rule's reading, not measured.
 
+A ``cp.async`` copy's write of shared memory (``shared.cp``) follows another rule, read off
+Nsight Compute's ``smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts`` over
+33 patterns of 16-byte copies on the H200 (benchmarks/ldgsts_wavefronts.py; it has no bank
+conflicts there): the copy's global sectors are written a 128-byte shared line at a time, one
+wavefront per global line and shared line they meet in address order, and one more per
+global line whose data lands off 32-byte boundaries (:func:`copy_wavefronts`). A 128-byte row
+copied to a 128-byte-aligned place is one wavefront; the same row 16 bytes further on, three;
+padded rows (a GEMM tile's 144-byte pitch) cost 10 a warp where a swizzled tile costs 4.
+
 These are the counts ncu reports as ``sectors`` and ``wavefronts``; the cost model reads them
 (the interpreter's bytes alone cannot tell a coalesced kernel from a scattered one).
 
@@ -62,6 +71,7 @@ class Access:
     nbytes: int
     scale: int = 1  # warps each counted warp stands for
     lanes: np.ndarray | None = None  # each address's lane in its warp (None: in order from 0)
+    sources: np.ndarray | None = None  # a cp.async copy's global addresses, beside its shared ones
 
 
 def count(traffic: Traffic, accesses: Sequence[Access]) -> None:
@@ -81,12 +91,38 @@ def count(traffic: Traffic, accesses: Sequence[Access]) -> None:
         if space == "global":
             sectors = _distinct_pairs(warps, addrs // SECTOR_BYTES).shape[0]
             traffic.sectors[key] = traffic.sectors.get(key, 0) + scale * sectors
+        elif kind == "cp":
+            sources = np.concatenate([a.sources if a.sources is not None else a.addresses for a in group])
+            waves = copy_wavefronts(warps, sources.astype(np.int64, copy=False), addrs, group[0].nbytes)
+            traffic.wavefronts[key] = traffic.wavefronts.get(key, 0) + scale * waves
         else:
             width = sum(a.nbytes * a.warps.size for a in group) // max(1, group[0].warps.size)  # per lane
             lanes = np.concatenate([_lanes(a) for a in group])
             phase = lanes // max(1, WAVEFRONT_BYTES // max(width, 1))  # 0 for 4-byte accesses
             waves = _wavefronts(warps * 16 + phase // 2, phase % 2, addrs // WORD_BYTES)
             traffic.wavefronts[key] = traffic.wavefronts.get(key, 0) + scale * waves
+
+
+def copy_wavefronts(warps: np.ndarray, sources: np.ndarray, targets: np.ndarray, nbytes: int) -> int:
+    """Shared-memory wavefronts of ``cp.async`` copies (their writes into shared memory), by the
+    rule measured on the H200 (module description, ``shared.cp``): per global 128-byte line a warp
+    copies from, its 32-byte sectors in address order make one wavefront per run of sectors that
+    land in one shared 128-byte line (a sector that straddles two lines is a run of its own), and
+    one more when they land off 32-byte boundaries."""
+    sector = sources // SECTOR_BYTES
+    order = np.lexsort((sector, warps))
+    w, s, d = warps[order], sector[order], targets[order]
+    first = np.flatnonzero(np.r_[True, (w[1:] != w[:-1]) | (s[1:] != s[:-1])])
+    lo, hi = np.minimum.reduceat(d, first), np.maximum.reduceat(d, first) + nbytes
+    sw, ss = w[first], s[first]
+    line, crossing = lo // WAVEFRONT_BYTES, lo // WAVEFRONT_BYTES != (hi - 1) // WAVEFRONT_BYTES
+    row = ss // (WAVEFRONT_BYTES // SECTOR_BYTES)
+    new_row = np.r_[True, (sw[1:] != sw[:-1]) | (row[1:] != row[:-1])]
+    apart = np.r_[True, (line[1:] != line[:-1]) | crossing[:-1] | (ss[1:] != ss[:-1] + 1)]
+    runs = int((new_row | apart | crossing).sum())
+    rows = np.cumsum(new_row) - 1
+    off_boundary = np.bincount(rows, weights=(lo % SECTOR_BYTES != 0)) > 0
+    return runs + int(off_boundary.sum())
 
 
 def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -89,6 +89,7 @@ TEMPLATE = Template(
     footprint=footprint,
     sizes=SIZES,
     check_sizes={"M": 256, "N": 256, "K": 256},
+    cost_sizes=({"M": 256, "N": 256, "K": 256}, {"M": 256, "N": 256, "K": 512}),
     baseline={"bm": 128, "bn": 128, "bk": 32, "wm": 64, "wn": 64, "stages": 2, "layout": "pad"},
     torch_baseline="a @ b",
     min_sm=80,

@@ -84,6 +84,7 @@ TEMPLATE = Template(
     footprint=footprint,
     sizes=SIZES,
     check_sizes={"M": 256, "N": 256, "K": 128},
+    cost_sizes=({"M": 256, "N": 256, "K": 128}, {"M": 256, "N": 256, "K": 256}),
     baseline={"bm": 64, "bn": 64, "bk": 16, "wm": 32, "wn": 16, "tm": 4, "tn": 4, "stages": 1},
     torch_baseline="a @ b",
     notes=(

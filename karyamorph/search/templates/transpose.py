@@ -176,7 +176,7 @@ TEMPLATE = Template(
     equivalence_sizes={"rows": 19, "cols": 13},
     # The timed 8192 x 8192 takes the vector paths only; 128 x 128 is a multiple of every tile
     # and vector width, so the cost model counts the same instructions per element.
-    cost_sizes={"rows": 128, "cols": 128},
+    cost_sizes=({"rows": 128, "cols": 128},),
     baseline={"tile": 32, "pad": 1, "vec": 1, "items": 4, "cache": "default"},
     torch_baseline="x.t().contiguous()",
 )

@@ -1,0 +1,163 @@
+"""The scheduling ptxas encodes in each SASS instruction, read from ``nvdisasm -hex``, and the
+main loop a warp spends its time in.
+
+Every instruction of sm_70 and later is 128 bits; bits 105-125 are its control information
+(Jia et al. 2018, "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking",
+section 2.1): stall cycles (105-108), yield (109), write barrier (110-112, 7: none), read
+barrier (113-115, 7: none), wait-barrier mask (116-121) and operand reuse flags (122-125).
+nvdisasm prints the two 64-bit words of each instruction as comments, low word first; the
+control bits are bits 41-61 of the high word. Checked on ptxas 13 output for sm_90 and sm_120
+(tests/harness/test_sass_control.py): every wait bit names a barrier that an earlier instruction
+sets, and a load's first consumer waits on the load's barrier.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from karyamorph.harness.tools.sass import _LABEL, _LABEL_REF, _SECTION, SassError, _run
+from karyamorph.harness.tools.toolchain import Toolchain
+from karyamorph.model.cost.issue import Slot
+
+_NONE = 7
+_CODE = re.compile(
+    r"\s*/\*(?P<offset>[0-9a-fA-F]+)\*/\s+(?:@(?P<pred>!?U?P(?:T|\d+))\s+)?"
+    r"(?P<opcode>[A-Z][A-Z0-9_.]*)(?P<operands>[^;]*?)\s*;\s*/\*\s*0x(?P<low>[0-9a-fA-F]{16})\s*\*/"
+)
+_HIGH = re.compile(r"\s*/\*\s*0x(?P<high>[0-9a-fA-F]{16})\s*\*/\s*$")
+_ADDRESS = re.compile(r"0x(?P<target>[0-9a-fA-F]+)")
+_DEPBAR = re.compile(r"\s*SB(?P<sb>\d)\s*,\s*(?P<n>0x[0-9a-fA-F]+|\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduled:
+    """One instruction with its offset, its branch target if it branches to a label or an
+    address (None otherwise), and its control bits."""
+
+    offset: int
+    opcode: str
+    operands: str
+    target: int | None
+    slot: Slot
+
+
+def control(high: int, opcode: str, operands: str = "", full: str = "") -> Slot:
+    """The control bits of an instruction's high 64-bit word, as a :class:`Slot` of ``opcode``
+    (a ``DEPBAR``'s ``operands``, ``SB0, 0x1``, give the count it waits for; the ``full``
+    opcode with its modifiers, a load's width).
+
+    Examples
+    --------
+    The ``LDG.E.128`` of an SGEMM (high word ``0x000ee4000c1e9d00``): two stall cycles, barrier 3:
+
+    >>> control(0x000EE4000C1E9D00, "LDG", full="LDG.E.128.CONSTANT")  # doctest: +NORMALIZE_WHITESPACE
+    Slot(opcode='LDG', stall=2, write_barrier=3, read_barrier=None, wait_mask=0, wait_count=None,
+         load_bytes=16)
+    """
+    write, read = (high >> 46) & 7, (high >> 49) & 7
+    count = _DEPBAR.match(operands) if opcode == "DEPBAR" else None
+    return Slot(opcode, stall=(high >> 41) & 0xF, write_barrier=None if write == _NONE else write,
+                read_barrier=None if read == _NONE else read, wait_mask=(high >> 52) & 0x3F,
+                wait_count=(int(count["sb"]), int(count["n"], 0)) if count else None,
+                load_bytes=load_bytes(full or opcode))  # fmt: skip
+
+
+def load_bytes(opcode: str) -> int:
+    """Bytes a thread reads from global memory with a SASS load (``LDG.E.128`` 16, ``LDG.E.64`` 8,
+    ``LDG.E.U8`` 1, ``LDG.E`` 4, ``LDGSTS.E.BYPASS.LTC128B.128`` 16); 0 for anything else.
+
+    Examples
+    --------
+    >>> [load_bytes(op) for op in ("LDG.E.128.CONSTANT", "LDG.E.S16", "LDGSTS.E.64", "LDS.128")]
+    [16, 2, 8, 0]
+    """
+    parts = opcode.split(".")
+    if parts[0] not in ("LDG", "LDGSTS"):
+        return 0
+    for part, size in (("256", 32), ("128", 16), ("64", 8), ("U16", 2), ("S16", 2), ("U8", 1), ("S8", 1)):
+        if part in parts[1:]:
+            return size
+    return 4
+
+
+def parse_hex(text: str) -> dict[str, tuple[Scheduled, ...]]:
+    """``nvdisasm -c -hex`` output: each function's instructions with their control bits."""
+    functions: dict[str, list[tuple[int, str, str, Slot]]] = {}
+    labels: dict[str, dict[str, int]] = {}
+    name = ""
+    pending: re.Match[str] | None = None
+    waiting: list[str] = []  # labels defined before the next instruction
+    for line in text.splitlines():
+        section = _SECTION.match(line)
+        if section and section.group("section").startswith(".text."):
+            name = section.group("section")[len(".text.") :]
+            functions.setdefault(name, [])
+            labels.setdefault(name, {})
+            continue
+        label = _LABEL.fullmatch(line.strip())
+        if label and name:
+            waiting.append(label.group("label"))
+            continue
+        code = _CODE.match(line)
+        if code:
+            pending = code
+            continue
+        high = _HIGH.match(line)
+        if high and pending is not None and name:
+            offset = int(pending.group("offset"), 16)
+            labels[name].update(dict.fromkeys(waiting, offset))
+            waiting = []
+            base = pending.group("opcode").split(".")[0]
+            operands = pending.group("operands").strip()
+            functions[name].append((offset, pending.group("opcode"), operands,
+                                    control(int(high.group("high"), 16), base, operands,
+                                            pending.group("opcode"))))  # fmt: skip
+            pending = None
+    return {name: tuple(Scheduled(offset, opcode, operands, _target(operands, labels[name]), slot)
+                        for offset, opcode, operands, slot in body)
+            for name, body in functions.items()}  # fmt: skip
+
+
+def _target(operands: str, labels: dict[str, int]) -> int | None:
+    """The offset a branch's operands name: a label (`` `(.L_x_1) ``) or an address (``0x5d0``)."""
+    ref = _LABEL_REF.search(operands)
+    if ref:
+        return labels.get(ref.group("label"))
+    address = _ADDRESS.fullmatch(operands.strip())
+    return int(address.group("target"), 16) if address else None
+
+
+def scheduled(
+    cubin: bytes, toolchain: Toolchain, timeout_s: float = 120.0
+) -> dict[str, tuple[Scheduled, ...]]:  # fmt: skip
+    """Each function of ``cubin`` with its instructions' control bits (nvdisasm, cached).
+
+    Raises
+    ------
+    SassError
+        nvdisasm is missing or fails.
+    """
+    if toolchain.nvdisasm is None:
+        raise SassError("nvdisasm was not found; install it with `pip install nvidia-cuda-nvdisasm`")
+    version = toolchain.versions.get("nvdisasm", "")
+    return parse_hex(_run([str(toolchain.nvdisasm), "-c", "-hex", "-ndf"], cubin, timeout_s, version))
+
+
+def main_loop(body: tuple[Scheduled, ...]) -> tuple[Slot, ...]:
+    """The slots of the loop a warp spends its time in: the largest innermost loop (a backward
+    branch whose body holds no other), else the whole function (a kernel without loops); the
+    trailing self-branch and padding ptxas appends are left out."""
+    loops = []
+    for end, ins in enumerate(body):
+        if ins.opcode.split(".")[0] != "BRA" or ins.target is None:
+            continue
+        start = next((i for i, x in enumerate(body) if x.offset == ins.target), None)
+        if start is not None and start < end:
+            loops.append((start, end))
+    inner = [(s, e) for s, e in loops if not any(s <= a and b <= e and (a, b) != (s, e) for a, b in loops)]
+    if inner:
+        start, end = max(inner, key=lambda se: se[1] - se[0])
+        return tuple(x.slot for x in body[start : end + 1])
+    exits = [i for i, x in enumerate(body) if x.opcode.split(".")[0] in ("EXIT", "RET")]
+    return tuple(x.slot for x in body[: (exits[-1] if exits else len(body) - 1) + 1])
