@@ -58,7 +58,7 @@ def copy_kernel(arch: str, row: int, pitch: int, offset: int, swizzle: bool) -> 
 
 
 def copy_spec(arch: str, pattern: tuple[int, int, int, bool]) -> KernelSpec:
-    """The spec of one pattern's kernel: 4 blocks of one warp an SM."""
+    """The spec of one pattern's kernel: 528 blocks of one warp (4 an SM of an H200)."""
     ptx, entry = copy_kernel(arch, *pattern)
     blocks = 132 * 4
     args = (ArgSpec("src", "in", DTYPES["u32"], (str(blocks * 32 * 1024 + REPEATS * 32),), Init("zeros")),
