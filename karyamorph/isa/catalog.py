@@ -64,8 +64,9 @@ class Requirement:
 class Variant:
     """A modifier combination that raises an entry's requirement.
 
-    ``when`` lists modifiers that must all be present (an item ``"a|b"`` accepts either);
-    ``min_operands`` also requires that many operands (three-input ``min``).
+    ``when`` lists modifiers that must all be present (an item ``"a|b"`` accepts either, an
+    item ``"a*2"`` needs ``a`` twice: ``cvt.bf16.bf16``); ``min_operands`` also requires that
+    many operands (three-input ``min``).
     """
 
     when: tuple[str, ...]
@@ -75,9 +76,15 @@ class Variant:
     also: Alternatives = ()
     min_operands: int = 0
 
-    def matches(self, modifiers: frozenset[str], operand_count: int) -> bool:
-        """Whether an instruction with these modifiers and that many operands has this form."""
-        found = all(any(m in modifiers for m in item.split("|")) for item in self.when)
+    def matches(self, modifiers: frozenset[str], operand_count: int, chain: tuple[str, ...] = ()) -> bool:
+        """Whether an instruction with these modifiers (``chain``: in order, repeats kept) and that
+        many operands has this form."""
+
+        def present(item: str) -> bool:
+            name, _, times = item.partition("*")
+            return chain.count(name) >= int(times) if times else name in modifiers
+
+        found = all(any(present(m) for m in item.split("|")) for item in self.when)
         return found and operand_count >= self.min_operands
 
 
@@ -194,6 +201,11 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _e("cvt", "convert between types, with rounding, saturation and packing", "1.0", "sm_20",
        "d a", variants=[
            _v("bf16|bf16x2|tf32|relu", "7.0", "sm_80", "bf16/tf32 or .relu"),
+           # ptxas 13: "Feature 'cvt with .s32.bf16' requires .target sm_90 or higher"; sm_80
+           # converts .bf16 only to and from .f32 (PTX ISA, cvt: .bf16 with other types, 7.8).
+           _v("bf16 u16|u32|u64|s16|s32|s64|f16|f64", "7.8", "sm_90", ".bf16 with integer, .f16 or .f64"),
+           _v("bf16 ftz|rni|rzi|rmi|rpi", "7.8", "sm_90", ".bf16 with .ftz or integer rounding"),
+           _v("bf16*2", "7.8", "sm_90", ".bf16 to .bf16"),
            _v("satfinite bf16|bf16x2|tf32|f16|f16x2", "8.1", "sm_80", ".satfinite to f16/bf16/tf32"),
            _v("e4m3x2|e5m2x2", "7.8", "sm_90", "fp8", also=(("sm_89", "8.1"),)),
            _v("e2m1x2|e2m3x2|e3m2x2|ue8m0x2", "8.6", "sm_100a", "fp4/fp6/ue8m0", also=_BW_A),
@@ -420,7 +432,7 @@ def requirement(instruction: ast.Instruction) -> Requirement | None:
     mods = frozenset(chain[1:])
     req = replace(entry.requirement, reason="")
     for v in entry.variants:
-        if v.matches(mods, len(instruction.operands)):
+        if v.matches(mods, len(instruction.operands), chain[1:]):
             req = _stricter(req, Requirement(v.min_ptx, v.min_target, v.reason, v.also))
     reason = f"{entry.opcode} ({req.reason})" if req.reason else entry.opcode
     return Requirement(req.min_ptx, req.min_target, reason, req.also)

@@ -152,6 +152,15 @@ def test_every_requirement_in_the_table_is_well_formed() -> None:
     ("add.rn.f32x2", "8.6", "sm_100"),
     ("add.rn.f32.f16", "8.6", "sm_100"),
     ("add.s32", "1.0", "sm_20"),
+    # .bf16 conversions: sm_80 has them to and from .f32 only (ptxas 13: "Feature 'cvt with
+    # .s32.bf16' requires .target sm_90 or higher"); .bf16 to .bf16 is named by its repeat
+    ("cvt.rn.bf16.f32", "7.0", "sm_80"),
+    ("cvt.f32.bf16", "7.0", "sm_80"),
+    ("cvt.rzi.s32.bf16", "7.8", "sm_90"),
+    ("cvt.rn.bf16.u16", "7.8", "sm_90"),
+    ("cvt.f64.bf16", "7.8", "sm_90"),
+    ("cvt.ftz.f32.bf16", "7.8", "sm_90"),
+    ("cvt.bf16.bf16", "7.8", "sm_90"),
 ])  # fmt: skip
 def test_requirement_of_instruction(full: str, ptx: str, target: str) -> None:
     req = _req(full)

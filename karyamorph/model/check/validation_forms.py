@@ -23,7 +23,7 @@ import numpy as np
 
 from karyamorph.isa import ast
 from karyamorph.isa.catalog import Requirement, requirement
-from karyamorph.isa.versions import min_ptx_for_target
+from karyamorph.isa.versions import min_ptx_for_target, target_supports
 from karyamorph.model.check.isa_check import HookUsed, RegisterExec
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, UnsupportedOperation
 from karyamorph.model.semantics.decode import Decoded, Unmodeled, decode_or_reason
@@ -240,6 +240,11 @@ def _forms_of(instr: Instr, machine: Machine, arch: str, ptx: str) -> Iterator[F
             words = form_text(instr, types, mods)
             for n in _operand_counts(instr):
                 slots = instr.slots[:n]
+                need = requirement(instruction(words, slots, {s.name: 0 for s in slots if s.kind == "imm"}))
+                if need is not None and not any(target_supports(arch, t) for t, _ in need.options):
+                    # a modifier combination the catalog dates to a later target than ``arch``
+                    yield Unvalidated(words, f"needs {need.describe()}; validating for {arch}")
+                    continue
                 for imms in _imm_values(instr, slots):
                     got = _probe(instr, words, slots, dict(imms), machine, arch, ptx)
                     if got is None:
