@@ -8,6 +8,7 @@ import re
 import pytest
 
 from karyamorph.harness.tools.ptxas import assemble
+from karyamorph.harness.tools.sass import disassemble
 from karyamorph.harness.tools.sass_control import Scheduled, main_loop, scheduled
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa.arch import Arch
@@ -105,4 +106,7 @@ def test_a_one_pass_kernel_is_its_body_to_its_exit_a_grid_stride_one_its_loop(
     body = scheduled(cubin, toolchain)[spec.entry]
     loop = main_loop(body)
     assert loop[-1].opcode == last and "STG" in {s.opcode for s in loop}
-    assert len(loop) < len(body)  # without the padding ptxas appends, or the set-up before a loop
+    # without the self-branch and padding ptxas appends, or the set-up before a loop
+    everything = disassemble(cubin, toolchain, with_lineinfo=False, with_encoding=True).functions[spec.entry]
+    assert len(loop) <= len(body) < len(everything.instructions) and everything.padding > 0
+    assert len(loop) < len(everything.instructions) - everything.padding or last == "EXIT"

@@ -240,13 +240,17 @@ class PredictStage:
         if launch.scaled and spec_work(kernel) <= 0:
             return (f"no [cost] flops or bytes in the spec, and the model runs the kernel only at smaller "
                     f"sizes ({sizes_text(launch.sizes)}) than the run's")  # fmt: skip
+        return self._run(context, launch.kernel)
+
+    def _run(self, context: Context, kernel: BoundKernel) -> Interpretation | str:
+        """The model's run of ``kernel`` (the launch at some sizes), or why it could not finish."""
         try:
-            run = run_model(launch.kernel, machine=machine, budget=self.budget)
+            run = run_model(kernel, machine=ptx_machine(context.arch.canonical.base.name), budget=self.budget)
         except LaunchError as exc:  # a TooLargeError among them: over the model's budget
-            return f"{exc} (at {sizes_text(launch.sizes)})"
+            return f"{exc} (at {sizes_text(kernel.sizes)})"
         except (ExecutionError, UnmodeledError) as exc:
-            return f"the model could not run the kernel at {sizes_text(launch.sizes)}: {exc}"
-        return Interpretation(launch.kernel, run.stats, run.seconds)
+            return f"the model could not run the kernel at {sizes_text(kernel.sizes)}: {exc}"
+        return Interpretation(kernel, run.stats, run.seconds)
 
     def _smaller_run(self, context: Context, interpreted: BoundKernel) -> Interpretation | None:
         """A run of the launch at sizes smaller than ``interpreted``'s (a quarter of its estimated
@@ -260,12 +264,8 @@ class PredictStage:
                                  alignment=ALIGNMENT // 4)  # fmt: skip
         if launch.kernel.sizes == interpreted.sizes or spec_work(launch.kernel) <= 0:
             return None
-        try:
-            machine = ptx_machine(context.arch.canonical.base.name)
-            run = run_model(launch.kernel, machine=machine, budget=self.budget)
-        except (LaunchError, ExecutionError, UnmodeledError):
-            return None
-        return Interpretation(launch.kernel, run.stats, run.seconds)
+        run = self._run(context, launch.kernel)
+        return None if isinstance(run, str) else run
 
     def _machine(self, context: Context) -> tuple[CostMachine, Path | None, bool]:
         """The cost machine of the run's arch, the tables folder it read (None: none), and

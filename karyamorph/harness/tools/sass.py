@@ -27,7 +27,7 @@ import re
 import subprocess
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ _INSTRUCTION = re.compile(
     r"(?P<opcode>[A-Z][A-Z0-9_.]*)(?P<operands>[^;]*?)\s*;"
 )
 _LABEL_REF = re.compile(r"`\((?P<label>[^)]+)\)")
+_HIGH_WORD = re.compile(r"\s*/\*\s*0x(?P<word>[0-9a-fA-F]{16})\s*\*/\s*$")  # an encoding's second word
 
 
 class SassError(RuntimeError):
@@ -76,6 +77,10 @@ class SassInstruction:
         Line of the PTX text (``nvdisasm -gp``).
     flags : tuple of str
         Attributes nvdisasm's JSON marks true ("control-flow", "subroutine-call", ...).
+    high_word : int or None
+        The second 64-bit word of the 128-bit encoding (its control bits: stall count,
+        scoreboard barriers; :mod:`karyamorph.harness.tools.sass_control`), where the text
+        shows encodings (``nvdisasm -hex``, ``cuobjdump -sass``).
     """
 
     offset: int
@@ -87,6 +92,7 @@ class SassInstruction:
     file: str | None = None
     ptx_line: int | None = None
     flags: tuple[str, ...] = ()
+    high_word: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,15 +140,20 @@ def _split_operands(operands: str) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def branch_target(instruction: SassInstruction, labels: dict[str, int]) -> int | None:
+    """The offset a branch's operands name, a label of its function (`` `(.L_x_1) ``) or an
+    address (``0x5d0``); None when they name neither."""
+    ref = _LABEL_REF.search(instruction.operands)
+    return labels.get(ref["label"]) if ref else _int_or_none(instruction.operands)
+
+
 def _padding(instructions: list[SassInstruction], labels: dict[str, int]) -> int:
     end = len(instructions)
     while end > 0 and instructions[end - 1].base == "NOP":
         end -= 1
     if end > 0 and instructions[end - 1].base == "BRA":
         last = instructions[end - 1]
-        ref = _LABEL_REF.search(last.operands)
-        target = labels.get(ref["label"]) if ref else _int_or_none(last.operands)
-        if target == last.offset:
+        if branch_target(last, labels) == last.offset:
             end -= 1
     return len(instructions) - end
 
@@ -206,6 +217,8 @@ def parse_text(text: str, *, tool: str = "nvdisasm") -> Disassembly:
             )
         elif (hit := _LABEL.fullmatch(raw)) is not None:
             waiting.append(hit["label"])
+        elif (hit := _HIGH_WORD.match(raw)) is not None and rows and rows[-1].high_word is None:
+            rows[-1] = replace(rows[-1], high_word=int(hit["word"], 16))
     close()
     return Disassembly(functions, text, arch, tool, seen_lines, all_labels)
 
@@ -281,7 +294,8 @@ def _run_tool(argv: list[str], cubin: bytes, timeout_s: float) -> str:
 
 
 def disassemble(
-    cubin: bytes, toolchain: Toolchain, *, with_lineinfo: bool = True, timeout_s: float = 120.0
+    cubin: bytes, toolchain: Toolchain, *, with_lineinfo: bool = True, with_encoding: bool = False,
+    timeout_s: float = 120.0,
 ) -> Disassembly:
     """Disassemble a cubin into per-function SASS.
 
@@ -294,6 +308,9 @@ def disassemble(
     with_lineinfo : bool
         Ask nvdisasm for ``.loc`` lines (``-g``) and PTX-text lines (``-gp``). When False and
         nvdisasm has ``-json``, the structured form is parsed instead.
+    with_encoding : bool
+        Ask for each instruction's encoding (``-hex``; cuobjdump always prints it), so that
+        :attr:`SassInstruction.high_word` is set.
     timeout_s : float
         Seconds before the tool is stopped.
 
@@ -310,8 +327,11 @@ def disassemble(
     if toolchain.nvdisasm is not None:
         tool = str(toolchain.nvdisasm)
         version = toolchain.versions.get("nvdisasm", "")
+        hexa = ["-hex"] if with_encoding else []
         if with_lineinfo:
-            return parse_text(_run([tool, "-c", "-g", "-gp", "-ndf"], cubin, timeout_s, version))
+            return parse_text(_run([tool, "-c", "-g", "-gp", *hexa, "-ndf"], cubin, timeout_s, version))
+        if with_encoding:
+            return parse_text(_run([tool, "-c", "-hex", "-ndf"], cubin, timeout_s, version))
         if supports_json(toolchain.nvdisasm):
             return parse_json(_run([tool, "-json", "-ndf"], cubin, timeout_s, version))
         return parse_text(_run([tool, "-c", "-ndf"], cubin, timeout_s, version))

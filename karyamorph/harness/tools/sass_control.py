@@ -1,5 +1,6 @@
-"""The scheduling ptxas encodes in each SASS instruction, read from ``nvdisasm -hex``, and the
-main loop a warp spends its time in.
+"""The scheduling ptxas encodes in each SASS instruction, read from its encoding (``nvdisasm
+-hex``: :attr:`~karyamorph.harness.tools.sass.SassInstruction.high_word`), and the main loop a
+warp spends its time in.
 
 Every instruction of sm_70 and later is 128 bits; bits 105-125 are its control information
 (Jia et al. 2018, "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking",
@@ -17,17 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from karyamorph.harness.tools.sass import _LABEL, _LABEL_REF, _SECTION, SassError, _run
+from karyamorph.harness.tools.sass import SassError, SassFunction, branch_target, disassemble
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.cost.issue import Slot
 
 _NONE = 7
-_CODE = re.compile(
-    r"\s*/\*(?P<offset>[0-9a-fA-F]+)\*/\s+(?:@(?P<pred>!?U?P(?:T|\d+))\s+)?"
-    r"(?P<opcode>[A-Z][A-Z0-9_.]*)(?P<operands>[^;]*?)\s*;\s*/\*\s*0x(?P<low>[0-9a-fA-F]{16})\s*\*/"
-)
-_HIGH = re.compile(r"\s*/\*\s*0x(?P<high>[0-9a-fA-F]{16})\s*\*/\s*$")
-_ADDRESS = re.compile(r"0x(?P<target>[0-9a-fA-F]+)")
 _DEPBAR = re.compile(r"\s*SB(?P<sb>\d)\s*,\s*(?P<n>0x[0-9a-fA-F]+|\d+)")
 
 
@@ -82,76 +77,39 @@ def load_bytes(opcode: str) -> int:
     return 4
 
 
-def parse_hex(text: str) -> dict[str, tuple[Scheduled, ...]]:
-    """``nvdisasm -c -hex`` output: each function's instructions with their control bits."""
-    functions: dict[str, list[tuple[int, str, str, Slot]]] = {}
-    labels: dict[str, dict[str, int]] = {}
-    name = ""
-    pending: re.Match[str] | None = None
-    waiting: list[str] = []  # labels defined before the next instruction
-    for line in text.splitlines():
-        section = _SECTION.match(line)
-        if section and section.group("section").startswith(".text."):
-            name = section.group("section")[len(".text.") :]
-            functions.setdefault(name, [])
-            labels.setdefault(name, {})
-            continue
-        label = _LABEL.fullmatch(line.strip())
-        if label and name:
-            waiting.append(label.group("label"))
-            continue
-        code = _CODE.match(line)
-        if code:
-            pending = code
-            continue
-        high = _HIGH.match(line)
-        if high and pending is not None and name:
-            offset = int(pending.group("offset"), 16)
-            labels[name].update(dict.fromkeys(waiting, offset))
-            waiting = []
-            base = pending.group("opcode").split(".")[0]
-            operands = pending.group("operands").strip()
-            functions[name].append((offset, pending.group("opcode"), operands,
-                                    control(int(high.group("high"), 16), base, operands,
-                                            pending.group("opcode"))))  # fmt: skip
-            pending = None
-    return {name: tuple(Scheduled(offset, opcode, operands, _target(operands, labels[name]), slot)
-                        for offset, opcode, operands, slot in body)
-            for name, body in functions.items()}  # fmt: skip
-
-
-def _target(operands: str, labels: dict[str, int]) -> int | None:
-    """The offset a branch's operands name: a label (`` `(.L_x_1) ``) or an address (``0x5d0``)."""
-    ref = _LABEL_REF.search(operands)
-    if ref:
-        return labels.get(ref.group("label"))
-    address = _ADDRESS.fullmatch(operands.strip())
-    return int(address.group("target"), 16) if address else None
-
-
 def scheduled(
     cubin: bytes, toolchain: Toolchain, timeout_s: float = 120.0
 ) -> dict[str, tuple[Scheduled, ...]]:  # fmt: skip
-    """Each function of ``cubin`` with its instructions' control bits (nvdisasm, cached).
+    """Each function of ``cubin`` with its instructions' control bits, the trailing self-branch
+    and padding left out (the disassembly with encodings: nvdisasm ``-hex``, cached).
 
     Raises
     ------
     SassError
-        nvdisasm is missing or fails.
+        No disassembler, it fails, or its text has no encodings.
     """
-    if toolchain.nvdisasm is None:
-        raise SassError("nvdisasm was not found; install it with `pip install nvidia-cuda-nvdisasm`")
-    version = toolchain.versions.get("nvdisasm", "")
-    return parse_hex(_run([str(toolchain.nvdisasm), "-c", "-hex", "-ndf"], cubin, timeout_s, version))
+    dis = disassemble(cubin, toolchain, with_lineinfo=False, with_encoding=True, timeout_s=timeout_s)
+    return {name: _scheduled(fn, dis.labels.get(name, {})) for name, fn in dis.functions.items()}
+
+
+def _scheduled(function: SassFunction, labels: dict[str, int]) -> tuple[Scheduled, ...]:
+    out = []
+    for ins in function.body:
+        if ins.high_word is None:
+            raise SassError(f"{function.name}: no encoding beside {ins.opcode} at {ins.offset:#x}")
+        target = branch_target(ins, labels) if ins.base == "BRA" else None
+        slot = control(ins.high_word, ins.base, ins.operands, ins.opcode)
+        out.append(Scheduled(ins.offset, ins.opcode, ins.operands, target, slot))
+    return tuple(out)
 
 
 def main_loop(body: tuple[Scheduled, ...]) -> tuple[Slot, ...]:
     """The slots of the loop a warp spends its time in: the largest innermost loop (a backward
-    branch whose body holds no other), else the whole function (a kernel without loops); the
-    trailing self-branch and padding ptxas appends are left out."""
+    branch whose body holds no other), else the function up to its last exit (a kernel without
+    loops)."""
     loops = []
     for end, ins in enumerate(body):
-        if ins.opcode.split(".")[0] != "BRA" or ins.target is None:
+        if ins.target is None:
             continue
         start = next((i for i, x in enumerate(body) if x.offset == ins.target), None)
         if start is not None and start < end:

@@ -54,36 +54,37 @@ def extrapolated_stats(samples: Sequence[Sample], work: float, blocks: float) ->
     """
     if not samples or any(s.work <= 0 for s in samples):
         raise ValueError("extrapolating counts needs at least one interpreted launch with work")
-    largest = max(samples, key=lambda s: s.work)
-    pair = _independent_pair(samples)
-    return _fit(tuple(s.stats for s in samples), samples, largest, pair, work, blocks)
+    largest = max(range(len(samples)), key=lambda i: samples[i].work)
+    return _fit(tuple(s.stats for s in samples), samples, largest, _independent_pair(samples), work, blocks)
 
 
-def _independent_pair(samples: Sequence[Sample]) -> tuple[Sample, Sample] | None:
-    """Two samples whose work per block differs enough to separate the two parts, else None."""
+def _independent_pair(samples: Sequence[Sample]) -> tuple[int, int] | None:
+    """Two samples (their indices) whose work per block differs enough to separate the two
+    parts, else None."""
     for i, s in enumerate(samples):
-        for t in samples[i + 1 :]:
+        for j in range(i + 1, len(samples)):
+            t = samples[j]
             a, b = s.work / max(s.blocks, 1e-300), t.work / max(t.blocks, 1e-300)
             if abs(a - b) > COLLINEAR * max(a, b):
-                return s, t
+                return i, j
     return None
 
 
-def _fit(values: tuple[Any, ...], samples: Sequence[Sample], largest: Sample,
-         pair: tuple[Sample, Sample] | None, work: float, blocks: float) -> Any:  # fmt: skip
-    """``values`` (one per sample, the same shape) at ``work`` and ``blocks``."""
+def _fit(values: tuple[Any, ...], samples: Sequence[Sample], largest: int, pair: tuple[int, int] | None,
+         work: float, blocks: float) -> Any:  # fmt: skip
+    """``values`` (one per sample, the same shape) at ``work`` and ``blocks``; ``largest`` and
+    ``pair`` index ``samples``."""
     first = values[0]
     if isinstance(first, Mapping):
         keys = sorted({k for v in values for k in v}, key=str)
         return {k: _fit(tuple(v.get(k, 0) for v in values), samples, largest, pair, work, blocks)
                 for k in keys}  # fmt: skip
     if isinstance(first, bool) or not isinstance(first, (int, float)):
-        return values[samples.index(largest)]
-    by_sample = dict(zip((id(s) for s in samples), values, strict=True))
-    proportional = float(by_sample[id(largest)]) * work / largest.work
+        return values[largest]
+    proportional = float(values[largest]) * work / samples[largest].work
     if pair is None:
         return proportional
-    (s, t), (cs, ct) = pair, (float(by_sample[id(pair[0])]), float(by_sample[id(pair[1])]))
+    (s, t), (cs, ct) = (samples[pair[0]], samples[pair[1]]), (float(values[pair[0]]), float(values[pair[1]]))
     det = s.work * t.blocks - t.work * s.blocks
     per_work = (cs * t.blocks - ct * s.blocks) / det
     per_block = (s.work * ct - t.work * cs) / det

@@ -83,25 +83,28 @@ def lone_warp_cycles(slots: Sequence[Slot], latency: Callable[[str], float], *, 
     101.0
     """
     t = 0.0
-    pending: list[list[float]] = [[] for _ in range(BARRIERS)]  # release times, per barrier
+    # Release times, per barrier. A release already past counts for nothing (the warp's clock
+    # only moves on), so a barrier's list is pruned when an instruction waits on it.
+    pending: list[list[float]] = [[] for _ in range(BARRIERS)]
     start = 0.0
-    for n in range(WARMUP + max(1, passes)):
-        if n == WARMUP:
+    for walked in range(WARMUP + max(1, passes)):
+        if walked == WARMUP:
             start = t
         for s in slots:
-            waits = [max(pending[b], default=0.0) for b in range(BARRIERS) if s.wait_mask >> b & 1]
+            waited = [b for b in range(BARRIERS) if s.wait_mask >> b & 1]
+            ready = max([t, *(max(pending[b], default=0.0) for b in waited)])
             if s.wait_count is not None:
-                b, n = s.wait_count
+                b, most = s.wait_count
                 later = sorted(pending[b], reverse=True)
-                waits.append(later[n] if len(later) > n else 0.0)
-            ready = max([t, *waits])
+                ready = max(ready, later[most] if len(later) > most else 0.0)
+                waited.append(b)
+            for b in waited:
+                pending[b] = [r for r in pending[b] if r > ready]
             t = ready + max(1, s.stall)
             if s.write_barrier is not None:
                 pending[s.write_barrier].append(ready + latency(s.opcode))
             if s.read_barrier is not None:
                 pending[s.read_barrier].append(ready + read_cycles)
-            for queue in pending:  # what is released by now no longer counts
-                queue[:] = [r for r in queue if r > ready]
     return (t - start) / max(1, passes)
 
 
