@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # A CPU build of torch is enough for everything that runs without a GPU.
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test lint typecheck unit corpus bench clean
+.PHONY: demo test lint typecheck unit corpus bench notebooks clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ unit: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit
+
+# JupyterLab on notebooks/ (the optional `notebooks` extra, installed on first use).
+NOTEBOOK_ARGS ?=
+notebooks: $(VENV)/.installed
+	test -x $(BIN)/jupyter-lab || $(BIN)/python -m pip install -q -e ".[dev,notebooks]"
+	$(BIN)/jupyter-lab notebooks $(NOTEBOOK_ARGS)
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/compile_side.py

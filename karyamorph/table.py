@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from rich import box
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -107,6 +108,25 @@ def console() -> Console:
     if not out.is_terminal and "COLUMNS" not in os.environ:
         out = Console(highlight=False, width=PIPED_WIDTH)
     return out
+
+
+def piped_width(renderable: RenderableType) -> int:
+    """The width at which no row of ``renderable``'s tables wraps, at least :data:`PIPED_WIDTH`.
+
+    Output sent to a pipe or a file is read by grep, awk and editors, which need a row on one
+    line and every word whole; a terminal's width does not bind there. Only tables are measured
+    (rules and free text take whatever width they are given).
+    """
+    measure = Console(file=io.StringIO(), width=1_000_000, color_system=None)
+    widest = PIPED_WIDTH
+    pending: list[Any] = [renderable]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Group):
+            pending.extend(item.renderables)
+        elif isinstance(item, Table):
+            widest = max(widest, Measurement.get(measure, measure.options, item).maximum)
+    return widest
 
 
 def to_text(renderable: RenderableType, width: int = PIPED_WIDTH) -> str:

@@ -78,3 +78,17 @@ def test_the_campaign_notebook_reads_recorded_timings(
     text = execute("02_campaign_analysis.ipynb")
     assert "made_up: 6 runs" in text and "6 timed runs recorded" in text
     assert "Made-up GPU: peak DRAM 4800 GB/s, peak FP32 60000 GFLOP/s (measured)" in text
+
+
+def test_make_notebooks_installs_jupyterlab_and_opens_the_folder() -> None:
+    # The README's set-up gives no Jupyter; `make notebooks` is the one way it names.
+    import subprocess
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(r.startswith("jupyterlab") for r in extras["notebooks"])
+    plan = subprocess.run(["make", "-n", "-W", "pyproject.toml", "notebooks"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+    assert '-m pip install -q -e ".[dev,notebooks]"' in plan
+    assert ".venv/bin/jupyter-lab notebooks" in plan
+    assert "make notebooks" in (ROOT / "README.md").read_text()

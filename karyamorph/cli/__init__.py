@@ -22,6 +22,7 @@ from karyamorph.cli.support import (
     db_option,
     format_option,
     friendly_errors,
+    invoked_as,
     size_option,
     spec_argument,
     timeout_option,
@@ -98,7 +99,7 @@ def demo(arch: str | None, db: str | None, kernels_dir: str | None, timeout: flo
     from karyamorph.harness.session import run_demo
 
     folder = Path(kernels_dir) if kernels_dir else EXAMPLES
-    _echo(run_demo(folder, arch=arch, db=_db_path(db), timeout_s=timeout))
+    _echo(run_demo(folder, arch=arch, db=_db_path(db), timeout_s=timeout, command=invoked_as()))
 
 
 @main.command()

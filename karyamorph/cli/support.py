@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -59,8 +60,9 @@ def friendly_errors(fn: F) -> F:
 
 
 def _echo(out: RenderableType | dict[str, Any] | list[Any]) -> None:
-    """Text and JSON as they are (scripts read them); tables through rich (plain when piped)."""
-    from karyamorph.table import console, dumps, to_text
+    """Text and JSON as they are (scripts read them); tables through rich: plain when piped, and
+    then as wide as their rows need unless ``$COLUMNS`` says a width."""
+    from karyamorph.table import console, dumps, piped_width, to_text
 
     screen = console()
     if isinstance(out, dict | list):
@@ -70,7 +72,19 @@ def _echo(out: RenderableType | dict[str, Any] | list[Any]) -> None:
     elif screen.is_terminal:
         screen.print(out, soft_wrap=True)
     else:
-        click.echo(to_text(out, screen.width))
+        click.echo(to_text(out, screen.width if "COLUMNS" in os.environ else piped_width(out)))
+
+
+def invoked_as() -> str:
+    """How to type this program in the working folder: ``karyamorph`` when the PATH finds the
+    one that is running, else its path (``.venv/bin/karyamorph`` after ``make demo``)."""
+    from karyamorph.table import relative
+
+    script = Path(sys.executable).parent / "karyamorph"
+    on_path = shutil.which("karyamorph")
+    if not script.exists() or (on_path is not None and Path(on_path).resolve() == script.resolve()):
+        return "karyamorph"
+    return relative(script)
 
 
 def _db_path(db: str | None) -> Path:

@@ -61,6 +61,7 @@ class RunDiff:
             "a": _identity(self.a),
             "b": _identity(self.b),
             "same_ptx": self.a.kernel_hash == self.b.kernel_hash,
+            "same_launch": self.a.launch == self.b.launch,
             "stages": [{"stage": s, "a": x, "b": y} for s, x, y in self.stages],
             "metrics": [
                 {"stage": m.stage, "name": m.name, "unit": m.unit, "a": m.a, "b": m.b, "ratio": m.ratio}
@@ -72,7 +73,17 @@ class RunDiff:
 
 def _identity(run: StoredRun) -> dict[str, Any]:
     return {"run_id": run.run_id, "entry": run.entry, "label": run.label, "spec_path": run.spec_path,
-            "arch": run.arch, "status": run.status, "device": run.device}  # fmt: skip
+            "arch": run.arch, "status": run.status, "device": run.device,
+            "sizes": dict(run.launch.get("sizes", {})), "grid": run.launch.get("grid"),
+            "block": run.launch.get("block"), "shared_bytes": run.launch.get("shared_bytes")}  # fmt: skip
+
+
+def _sizes(run: StoredRun) -> str:
+    return " ".join(f"{k}={v}" for k, v in run.launch.get("sizes", {}).items())
+
+
+def _dims(value: Any) -> str:
+    return "x".join(str(v) for v in value) if isinstance(value, list | tuple) else ""
 
 
 def sass_listing(text: str) -> list[str]:
@@ -125,12 +136,15 @@ def diff_runs(a: StoredRun, b: StoredRun) -> RunDiff:
 
 
 def diff_view(d: RunDiff, *, changed_only: bool = False) -> RenderableType:
-    """The comparison for the terminal: who is a and b, stage statuses, figures with b/a, SASS diff."""
-    who = table(["", "run", "kernel", "label", "spec", "arch", "status"], [
-        (side, r.run_id, r.entry, r.label, relative(r.spec_path) if r.spec_path else None, r.arch,
+    """The comparison for the terminal: who is a and b (kernel, label, spec, sizes, launch, arch,
+    status), stage statuses, figures with b/a, SASS diff."""
+    columns = ["", "run", "kernel", "label", "spec", "sizes", "grid", "block", "shared B", "arch", "status"]
+    who = table(columns, [
+        (side, r.run_id, r.entry, r.label, relative(r.spec_path) if r.spec_path else None, _sizes(r),
+         _dims(r.launch.get("grid")), _dims(r.launch.get("block")), r.launch.get("shared_bytes"), r.arch,
          status_text(r.status))
         for side, r in (("a", d.a), ("b", d.b))
-    ])  # fmt: skip
+    ], no_wrap=("run",))  # fmt: skip
     stages = table(["stage", "a", "b"], [
         (s, status_text(x) if x else "-", status_text(y) if y else "-") for s, x, y in d.stages
     ])  # fmt: skip

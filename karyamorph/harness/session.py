@@ -208,8 +208,10 @@ def run_spec_file(
     return Outcome(result, run_id, bad, label)
 
 
-def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | None = None) -> RenderableType:
-    """Run every ``*.toml`` in ``folder``; return a summary table and a query to try next."""
+def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | None = None,
+             command: str = "karyamorph") -> RenderableType:  # fmt: skip
+    """Run every ``*.toml`` in ``folder``; return a summary table and commands to try next, each
+    starting with ``command`` (how the user can type this program here)."""
 
     specs = sorted(folder.glob("*.toml"))
     if not specs:
@@ -246,9 +248,9 @@ def run_demo(folder: Path, *, arch: str | None, db: Path, timeout_s: float | Non
     )
     tail = (
         "\nTry next:\n"
-        f'  karyamorph query "{query}"{db_flag}\n'
-        f"  karyamorph show {results[0][2][:8]}{db_flag}\n"
-        f"  karyamorph run {relative(specs[0])} --arch sm_90{db_flag}"
+        f'  {command} query "{query}"{db_flag}\n'
+        f"  {command} show {results[0][2][:8]}{db_flag}\n"
+        f"  {command} run {relative(specs[0])} --arch sm_90{db_flag}"
     )
     return Group(
         Text(head),

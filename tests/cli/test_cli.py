@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +262,27 @@ def test_run_budget_bounds_the_model_checks() -> None:
     _, stage = model("sgemm_regblock.sm_90.toml", "--budget", "0.25")
     reasons = [c["reason"] for c in stage["data"]["checks"] if c["verdict"] == "unknown"]
     assert reasons and all("time budget of 0.25 s ran out" in r for r in reasons)
+
+
+def test_demo_try_next_lines_run_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # After `make demo` the program is in .venv/bin, not on the PATH: a printed `karyamorph ...`
+    # would be "command not found".
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    for name in ("scale.toml", "scale.ptx"):
+        shutil.copy(EXAMPLES / name, kernels / name)
+    script = Path(sys.executable).parent / "karyamorph"
+    without = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                              if p and shutil.which("karyamorph", path=p) is None)  # fmt: skip
+    monkeypatch.setenv("PATH", without)
+    monkeypatch.chdir(tmp_path)
+    out = invoke("demo", "--kernels", "kernels", "--db", "k.duckdb", "--arch", "sm_120").output
+    tried = out.split("Try next:\n", 1)[1].strip().splitlines()
+    assert len(tried) == 3 and all(line.strip().startswith(str(script) + " ") for line in tried)
+    for line in tried[:2]:  # query and show; `run` would run a kernel again
+        done = subprocess.run(shlex.split(line), capture_output=True, text=True, check=False)
+        assert done.returncode == 0, (line, done.stderr)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(script.parent), without]))
+    again = invoke("demo", "--kernels", "kernels", "--db", "k.duckdb", "--arch", "sm_120").output
+    tried = again.split("Try next:\n", 1)[1].strip().splitlines()
+    assert len(tried) == 3 and all(line.strip().startswith("karyamorph ") for line in tried)

@@ -238,3 +238,41 @@ def test_long_cells_wrap_instead_of_being_cut(tmp_path: Path) -> None:
     word = "x" * 150 + "END"
     out = invoke("query", f"SELECT '{word}' AS long, 1 AS n", "--db", str(db)).output
     assert "…" not in out and "END" in out and "".join(out.split()).count("x") == 150
+
+
+def test_diff_shows_the_sizes_launch_and_label_that_differ(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    vadd = str(EXAMPLES / "vadd.toml")
+    big = run_json(vadd, "--db", str(db), "--stages", "compile", "--size", "n=16777219")
+    small = run_json(vadd, "--db", str(db), "--stages", "compile", "--size", "n=4096", "--label", "small")
+    pair = (big["run_id"], small["run_id"])
+    out = json.loads(invoke("diff", *pair, "--db", str(db), "--format", "json").output)
+    assert out["same_ptx"] and not out["same_launch"]
+    assert (out["a"]["sizes"], out["b"]["sizes"]) == ({"n": 16777219}, {"n": 4096})
+    assert (out["a"]["grid"], out["b"]["grid"]) == ([65537, 1, 1], [16, 1, 1])
+    assert out["a"]["block"] == out["b"]["block"] == [256, 1, 1]
+    assert out["a"]["shared_bytes"] == 0 and (out["a"]["label"], out["b"]["label"]) == (None, "small")
+    lines = invoke("diff", *pair, "--db", str(db)).output.splitlines()
+    a_line = next(line for line in lines if line.startswith("a "))
+    b_line = next(line for line in lines if line.startswith("b "))
+    assert "n=16777219" in a_line and "65537x1x1" in a_line and "256x1x1" in a_line
+    assert "n=4096" in b_line and "16x1x1" in b_line and "small" in b_line
+
+
+def test_piped_tables_keep_each_row_on_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # grep and awk read piped output: a row split over lines, or a word split inside ("reduce_su"
+    # then "m"), breaks them.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    db = tmp_path / "k.duckdb"
+    label = "block size sweep, 512 threads, second try of the morning"
+    reduce_sum = str(EXAMPLES / "reduce_sum.toml")
+    first = run_json(reduce_sum, "--db", str(db), "--stages", "compile", "--label", label)
+    second = run_json(str(EXAMPLES / "vadd.toml"), "--db", str(db), "--stages", "compile")
+    lines = invoke("runs", "--db", str(db)).output.splitlines()
+    assert len(lines) == 4  # head, rule, two runs
+    row = next(line for line in lines if line.startswith(first["run_id"]))
+    assert " reduce_sum " in row and label in row and "reduce_sum.toml" in row
+    assert any(line.startswith(second["run_id"]) and " vadd " in line for line in lines)
+    monkeypatch.setenv("COLUMNS", "100")
+    narrow = invoke("runs", "--db", str(db)).output.splitlines()
+    assert len(narrow) > 4 and max(len(line) for line in narrow) <= 100
