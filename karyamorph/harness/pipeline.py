@@ -32,7 +32,7 @@ from karyamorph.isa.arch import Arch, ArchError
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.limits import resources_for
 from karyamorph.kernel.signature import prepare
-from karyamorph.kernel.spec import KernelSpec
+from karyamorph.kernel.spec import KernelSpec, SpecError
 
 FALLBACK_ARCH = Arch(12, 0)
 """The target when neither a GPU nor the PTX names one: the 50-series."""
@@ -259,7 +259,9 @@ def _run_stage(stage: Stage, ctx: Context) -> StageResult:
     try:
         r = stage.run(ctx)
     except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as exc:
-        r = StageResult(Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, traceback.format_exc())
+        # A spec the stage cannot use names its key in the message; a traceback would only bury it.
+        log = str(exc) if isinstance(exc, SpecError) else traceback.format_exc()
+        r = StageResult(Status.ERROR, {"error": f"{type(exc).__name__}: {exc}"}, log)
     if not r.seconds:
         r = StageResult(r.status, r.data, r.log, time.perf_counter() - s0, r.figures)
     return r

@@ -23,9 +23,6 @@ MAX_BUFFER_BYTES = 1 << 40
 MAX_SIZE = 1 << 62
 """Sizes must lie in ``[-2**62, 2**62]``."""
 
-_FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38,
-              "f64": 1.7976931348623157e308}  # fmt: skip
-
 
 @dataclass(frozen=True, slots=True)
 class BoundKernel:
@@ -163,8 +160,8 @@ def bind(
             scalar = ev(arg.value, f"args[{i}].value", integer=arg.dtype.kind != "f")
             _check_scalar(arg, scalar, f"{where}: args[{i}].value")
             scalars[arg.name] = scalar
-    cost_b = None if spec.cost_bytes is None else float(ev(spec.cost_bytes, "cost.bytes", False))
-    cost_f = None if spec.cost_flops is None else float(ev(spec.cost_flops, "cost.flops", False))
+    cost_b = _cost(spec.cost_bytes, "cost.bytes", ev, where)
+    cost_f = _cost(spec.cost_flops, "cost.flops", ev, where)
     return BoundKernel(spec, merged, grid, block, shared, shapes, scalars, cost_b, cost_f, target)
 
 
@@ -183,11 +180,23 @@ def _dim3(
     return (values[0], values[1], values[2])
 
 
+def _cost(
+    expr: str | int | float | None, key: str, ev: Callable[[str | int | float, str, bool], int | float],
+    where: str,
+) -> float | None:
+    if expr is None:
+        return None
+    value = float(ev(expr, key, False))
+    if value < 0:
+        raise SpecError(f"{where}: {key}", f"{expr!r} evaluates to {value:g}; a cost must be >= 0")
+    return value
+
+
 def _check_scalar(arg: ArgSpec, value: int | float, where: str) -> None:
     name = arg.dtype.name
     if arg.dtype.kind != "f":
         lo, hi = arg.dtype.int_range
         if not lo <= value <= hi:
             raise SpecError(where, f"{arg.name} = {value} does not fit {name} ({lo} to {hi})")
-    elif not math.isfinite(value) or abs(value) > _FLOAT_MAX[name]:
+    elif not math.isfinite(value) or abs(value) > arg.dtype.float_max:
         raise SpecError(where, f"{arg.name} = {value} is not a finite {name}")

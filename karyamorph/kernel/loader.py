@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 import re
 import tomllib
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 from karyamorph.isa.parser import decode
 from karyamorph.kernel.bound import bind
+from karyamorph.kernel.reference import check_reference
 from karyamorph.kernel.spec import (
     DTYPES,
     INITS,
@@ -25,6 +27,22 @@ from karyamorph.kernel.spec import (
 MAX_SPEC_BYTES = 1 << 20
 """Largest spec file read, in characters."""
 
+KEYS: dict[str, tuple[str, ...]] = {
+    "": ("version", "kernel", "sizes", "launch", "args", "reference", "check", "cost"),
+    "kernel": ("ptx", "source", "entry"),
+    "sizes": (),
+    "launch": ("grid", "block", "shared_bytes"),
+    "args": ("name", "role", "dtype", "shape", "init", "value"),
+    "reference": ("torch", "python"),
+    "check": ("atol", "rtol"),
+    "cost": ("bytes", "flops"),
+}
+"""Every key the loader reads, by table (``""``: the top level; ``args``: each ``[[args]]``).
+``[sizes]`` takes any names: each key is a size."""
+
+# The PTX grammar's identifier (isa/ptx.lark): an entry name outside it cannot be in the PTX.
+_PTX_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+
 
 _INIT_RE = re.compile(r"^\s*randint\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*$")
 
@@ -34,10 +52,7 @@ def _parse_init(text: Any, where: str) -> Init:
         raise SpecError(where, f"init must be a string, got {text!r}")
     m = _INIT_RE.match(text)
     if m:
-        lo, hi = int(m.group(1)), int(m.group(2))
-        if hi <= lo:
-            raise SpecError(where, f"randint({lo}, {hi}) needs lo < hi")
-        return Init("randint", lo, hi)
+        return Init("randint", int(m.group(1)), int(m.group(2)))
     if text.strip() in INITS and text.strip() != "randint":
         return Init(text.strip())
     raise SpecError(
@@ -67,37 +82,71 @@ def _table(doc: dict[str, Any], key: str, where: str, required: bool = True) -> 
     return value
 
 
-def _unknown_keys(table: dict[str, Any], allowed: set[str], where: str) -> None:
+def _unknown_keys(table: dict[str, Any], section: str, where: str) -> None:
+    allowed = set(KEYS[section])
     extra = sorted(set(table) - allowed)
     if extra:
         raise SpecError(where, f"unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})")
 
 
+def _name(name: Any, where: str, what: str) -> str:
+    """A size or argument name: expressions and the torch reference must be able to spell it."""
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise SpecError(where, f"expected an identifier ({what} name), got {name!r}")
+    if keyword.iskeyword(name):
+        raise SpecError(where, f"{name!r} is a Python keyword, which no expression can name")
+    return name
+
+
+def _string(table: dict[str, Any], key: str, where: str) -> str | None:
+    """``table[key]`` as a non-empty string, or None when absent."""
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SpecError(where, f"expected a string, got {value!r}")
+    if not value.strip():
+        raise SpecError(where, "expected a non-empty string")
+    return value
+
+
 def spec_from_dict(
     doc: dict[str, Any], base: Path | None = None, name: str = "<spec>", text: str = ""
 ) -> KernelSpec:
-    """Build a KernelSpec from a parsed TOML document; relative paths resolve against ``base``."""
-    _unknown_keys(doc, {"kernel", "sizes", "launch", "args", "reference", "check", "cost", "version"}, name)
+    """Build a KernelSpec from a parsed TOML document; relative paths resolve against ``base``.
+
+    Every key is checked here, its type and its range, and every expression is bound once
+    (:func:`karyamorph.kernel.bound.bind`), so that a spec that loads can run.
+
+    Raises
+    ------
+    SpecError
+        Naming the spec and the key (``vadd.toml: args[1].init``) and what is wrong.
+    """
+    _unknown_keys(doc, "", name)
     version = doc.get("version", SPEC_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise SpecError(f"{name}: version", f"expected the integer {SPEC_VERSION}, got {version!r}")
     if version != SPEC_VERSION:
         raise SpecError(
             f"{name}: version", f"spec version {version!r} is not supported (this is {SPEC_VERSION})"
         )
     kernel = _table(doc, "kernel", name)
-    for key in ("ptx", "source", "entry"):
-        if key in kernel and not isinstance(kernel[key], str):
-            raise SpecError(f"{name}: kernel.{key}", f"expected a string, got {kernel[key]!r}")
-    _unknown_keys(kernel, {"ptx", "source", "entry"}, f"{name}: [kernel]")
-    entry = kernel.get("entry")
-    if not isinstance(entry, str) or not entry:
+    _unknown_keys(kernel, "kernel", f"{name}: [kernel]")
+    ptx_file, source, entry = (
+        _string(kernel, key, f"{name}: kernel.{key}") for key in ("ptx", "source", "entry")
+    )
+    if entry is None:
         raise SpecError(f"{name}: kernel.entry", "missing the name of the .entry to run")
+    if not _PTX_NAME.match(entry):
+        raise SpecError(f"{name}: kernel.entry", f"{entry!r} is not a PTX name ([A-Za-z_$][A-Za-z0-9_$]*)")
     ptx_path: Path | None = None
-    if "source" in kernel and "ptx" in kernel:
+    if source is not None and ptx_file is not None:
         raise SpecError(f"{name}: [kernel]", "give either ptx (a file) or source (inline PTX), not both")
-    if "source" in kernel:
-        ptx = str(kernel["source"])
-    elif "ptx" in kernel:
-        ptx_path = Path(kernel["ptx"])
+    if source is not None:
+        ptx = source
+    elif ptx_file is not None:
+        ptx_path = Path(ptx_file)
         if base is not None and not ptx_path.is_absolute():
             ptx_path = base / ptx_path
         try:
@@ -111,11 +160,12 @@ def spec_from_dict(
 
     sizes = _table(doc, "sizes", name, required=False)
     for k, v in sizes.items():
+        _name(k, f"{name}: sizes.{k}", "a size")
         if isinstance(v, bool) or not isinstance(v, int):
             raise SpecError(f"{name}: sizes.{k}", f"sizes must be integers, got {v!r}")
 
     launch_t = _table(doc, "launch", name)
-    _unknown_keys(launch_t, {"grid", "block", "shared_bytes"}, f"{name}: [launch]")
+    _unknown_keys(launch_t, "launch", f"{name}: [launch]")
     for key in ("grid", "block"):
         if key not in launch_t:
             raise SpecError(f"{name}: launch.{key}", "missing")
@@ -141,20 +191,19 @@ def spec_from_dict(
         seen.add(a.name)
 
     ref_t = _table(doc, "reference", name, required=False)
-    _unknown_keys(ref_t, {"torch", "python"}, f"{name}: [reference]")
-    for key in ("torch", "python"):
-        if key in ref_t and not isinstance(ref_t[key], str):
-            raise SpecError(f"{name}: reference.{key}", f"expected a string, got {ref_t[key]!r}")
-    reference = Reference(ref_t.get("torch"), ref_t.get("python"))
-    if reference.python is not None and ":" not in reference.python:
-        raise SpecError(f"{name}: reference.python", f"expected 'module:function', got {reference.python!r}")
+    _unknown_keys(ref_t, "reference", f"{name}: [reference]")
+    reference = Reference(
+        _string(ref_t, "torch", f"{name}: reference.torch"),
+        _string(ref_t, "python", f"{name}: reference.python"),
+    )
+    check_reference(reference, [*sizes, *seen], name)
     check = _table(doc, "check", name, required=False)
-    _unknown_keys(check, {"atol", "rtol"}, f"{name}: [check]")
+    _unknown_keys(check, "check", f"{name}: [check]")
     for key, value in check.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
             raise SpecError(f"{name}: check.{key}", f"expected a number >= 0, got {value!r}")
     cost = _table(doc, "cost", name, required=False)
-    _unknown_keys(cost, {"bytes", "flops"}, f"{name}: [cost]")
+    _unknown_keys(cost, "cost", f"{name}: [cost]")
     for key, value in cost.items():
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise SpecError(f"{name}: cost.{key}", f"expected a number or an expression, got {value!r}")
@@ -165,8 +214,8 @@ def spec_from_dict(
         cost_flops=cost.get("flops"), ptx_path=ptx_path,
         source_path=(base / name) if base is not None and name != "<spec>" else None, text=text,
     )  # fmt: skip
-    # Bind once now, so that a typo or a launch beyond every arch's limits is reported before
-    # anything runs.
+    # Bind once now, so that a typo, a value out of range or a launch beyond every arch's limits
+    # is reported before anything runs.
     bind(spec)
     return spec
 
@@ -174,10 +223,8 @@ def spec_from_dict(
 def _arg(raw: Any, where: str) -> ArgSpec:
     if not isinstance(raw, dict):
         raise SpecError(where, "each [[args]] entry must be a table")
-    _unknown_keys(raw, {"name", "role", "dtype", "shape", "init", "value"}, where)
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.isidentifier():
-        raise SpecError(f"{where}.name", f"expected an identifier, got {name!r}")
+    _unknown_keys(raw, "args", where)
+    name = _name(raw.get("name"), f"{where}.name", "an argument")
     role = raw.get("role")
     if role not in ROLES:
         raise SpecError(f"{where}.role", f"unknown role {role!r} (expected one of: {', '.join(ROLES)})")
@@ -201,8 +248,17 @@ def _arg(raw: Any, where: str) -> ArgSpec:
     if "shape" not in raw:
         raise SpecError(f"{where}.shape", f"pointer argument {name!r} needs a shape")
     shape = _dims(raw["shape"], f"{where}.shape", 1, 8)
-    default_init = "zeros" if role == "out" else "randn" if dtype.kind == "f" else "randint(0, 100)"
-    return ArgSpec(name, role, dtype, shape, _parse_init(raw.get("init", default_init), f"{where}.init"))
+    init = _parse_init(raw.get("init", _default_init(role, dtype.kind)), f"{where}.init")
+    problem = init.problem(dtype)
+    if problem:
+        raise SpecError(f"{where}.init", problem)
+    return ArgSpec(name, role, dtype, shape, init)
+
+
+def _default_init(role: str, kind: str) -> str:
+    """The init of a buffer that names none: ``zeros`` for ``out``, else ``randn`` for a float
+    dtype and ``randint(0, 100)`` for an integer one (``kind`` is the dtype's f, s or u)."""
+    return "zeros" if role == "out" else "randn" if kind == "f" else "randint(0, 100)"
 
 
 def load_spec(path: str | Path) -> KernelSpec:

@@ -35,6 +35,23 @@ class DType:
             return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
         return 0, (1 << bits) - 1
 
+    @property
+    def float_max(self) -> float:
+        """The largest finite value of a float dtype.
+
+        Raises
+        ------
+        ValueError
+            For an integer dtype.
+        """
+        if self.kind != "f":
+            raise ValueError(f"{self.name} is not a float dtype")
+        return _FLOAT_MAX[self.name]
+
+
+_FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38,
+              "f64": 1.7976931348623157e308}  # fmt: skip
+
 
 DTYPES: dict[str, DType] = {
     d.name: d
@@ -55,6 +72,10 @@ class SpecError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+RANDINT_LIMIT = 2**63 - 1
+"""Largest magnitude of a ``randint`` bound: the values are drawn as 64-bit signed integers."""
+
+
 @dataclass(frozen=True, slots=True)
 class Init:
     """How a buffer is filled: ``randn``, ``rand``, ``zeros``, ``ones``, ``arange``, ``randint(lo, hi)``."""
@@ -62,6 +83,29 @@ class Init:
     kind: str
     low: int = 0
     high: int = 0
+
+    def problem(self, dtype: DType) -> str | None:
+        """Why this init cannot fill a buffer of ``dtype``, or None when it can.
+
+        ``randint(lo, hi)`` draws from ``lo`` to ``hi - 1``: it needs ``lo < hi``, both ends
+        within the dtype's values (finite ones for a float dtype) and within +-(2**63 - 1).
+        """
+        if self.kind != "randint":
+            return None
+        text = f"randint({self.low}, {self.high})"
+        if self.high <= self.low:
+            return f"{text} needs lo < hi (it draws lo to hi - 1)"
+        if self.low < -RANDINT_LIMIT or self.high > RANDINT_LIMIT:
+            return f"{text}: bounds beyond +-(2**63 - 1) are not supported"
+        if dtype.kind == "f":
+            top = dtype.float_max
+            if not (-top <= self.low and self.high - 1 <= top):
+                return f"{text} does not fit {dtype.name} (finite values -{top:g} to {top:g})"
+            return None
+        lo, hi = dtype.int_range
+        if self.low < lo or self.high - 1 > hi:
+            return f"{text} does not fit {dtype.name} (range {lo}..{hi})"
+        return None
 
 
 @dataclass(frozen=True, slots=True)

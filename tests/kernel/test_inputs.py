@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.inputs import CHUNK, arg_seed, bf16_bits, make_array, make_inputs, poisoned
 from karyamorph.kernel.loader import spec_from_dict
-from karyamorph.kernel.spec import DTYPES, KernelSpec, SpecError
+from karyamorph.kernel.spec import DTYPES, Init, KernelSpec, SpecError
 
 
 def spec_with(args: list[dict[str, Any]], n: int = 4096) -> KernelSpec:
@@ -55,10 +56,37 @@ def test_randint_stays_in_its_half_open_range_and_reaches_both_ends() -> None:
     assert int(x.min()) == -3 and int(x.max()) == 3
 
 
-def test_randint_outside_the_dtype_is_a_spec_error_naming_the_key() -> None:
-    spec = spec_with([arg("x", "u8", "randint(0, 300)")])
-    with pytest.raises(SpecError, match=r"args\[0\]\.init.*does not fit u8"):
-        make_inputs(bind(spec), 0)
+@pytest.mark.parametrize(
+    ("dtype", "low", "high", "words"),
+    [
+        ("u8", 0, 300, "does not fit u8 (range 0..255)"),
+        ("u32", -1, 5, "does not fit u32"),
+        ("s32", 0, 2**31 + 1, "does not fit s32"),
+        ("s8", -129, 0, "does not fit s8"),
+        ("f16", 0, 70000, "does not fit f16"),
+        ("u64", 0, 2**64, "beyond +-(2**63 - 1)"),
+        ("s32", 5, 5, "needs lo < hi"),
+    ],
+)
+def test_randint_outside_the_dtype_is_a_spec_error_at_load_naming_the_key(
+    dtype: str, low: int, high: int, words: str
+) -> None:
+    with pytest.raises(SpecError, match=r"args\[0\]\.init") as info:
+        spec_with([arg("x", dtype, f"randint({low}, {high})")])
+    assert words in info.value.message
+    # A spec built in code, past the loader, meets the same rule when its buffers are made.
+    ok = spec_with([arg("x", dtype, "zeros")])
+    built = dataclasses.replace(ok, args=(dataclasses.replace(ok.args[0], init=Init("randint", low, high)),))
+    with pytest.raises(SpecError, match=r"args\[0\]\.init") as info:
+        make_inputs(bind(built), 0)
+    assert words in info.value.message
+
+
+def test_randint_may_reach_both_ends_of_the_dtype() -> None:
+    spec = spec_with([arg("u", "u8", "randint(0, 256)"), arg("s", "s8", "randint(-128, 128)")])
+    t = make_inputs(bind(spec), 0)
+    assert (int(t["u"].min()), int(t["u"].max())) == (0, 255)
+    assert (int(t["s"].min()), int(t["s"].max())) == (-128, 127)
 
 
 def test_float_initialisers_have_their_distributions() -> None:

@@ -186,3 +186,73 @@ def test_bind_resolves_every_figure_once_and_checks_the_arch(tmp_path: Path) -> 
         bind(big, "sm_120")
     with pytest.raises(SpecError, match="unknown size 'q'"):
         bind(spec, sizes={"q": 1})
+
+
+@pytest.mark.parametrize(
+    ("torch", "words"),
+    [
+        ("alpha * x + yy", "unknown name 'yy' in 'alpha * x + yy'"),
+        ("alpha * x + y.sum(dim=nn)", "unknown name 'nn'"),
+        ("[q for q in x] + [q]", "unknown name 'q'"),  # a comprehension's name stays inside it
+        ("alpha * x +", "not a Python expression"),
+        ("  ", "expected a non-empty string"),
+    ],
+)
+def test_a_torch_reference_that_names_the_unknown_fails_at_load(
+    tmp_path: Path, torch: str, words: str
+) -> None:
+    path = write(tmp_path, SPEC.replace('torch = "alpha * x + y"', f"torch = {torch!r}"))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert info.value.where == "axpy.toml: reference.torch"
+    assert words in info.value.message
+    if "unknown name" in words:
+        # The names it could have meant: the spec's sizes and arguments, torch and the builtins.
+        assert "(alpha, n, x, y), torch and Python's builtins" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "torch",
+    [
+        "torch.addcmul(y, x, torch.full_like(x, alpha))",
+        "torch.stack([x[i] * alpha for i in range(n)]) + y",  # names a comprehension binds
+        "(lambda t: alpha * t)(x) + y",
+        "(s := alpha * x) + y + 0 * s",
+        "abs(alpha) * x + y.float() * min(1, n)",  # Python's builtins are in scope
+    ],
+)
+def test_a_torch_reference_may_name_spec_names_torch_builtins_and_its_own(tmp_path: Path, torch: str) -> None:
+    spec = load_spec(write(tmp_path, SPEC.replace('torch = "alpha * x + y"', f"torch = {torch!r}")))
+    assert spec.reference.torch == torch
+
+
+def test_the_names_checked_at_load_are_the_names_the_reference_runs_with(tmp_path: Path) -> None:
+    from karyamorph.harness.gpu.reference import reference_names
+    from karyamorph.kernel.reference import REFERENCE_MODULES
+
+    kernel = bind(load_spec(write(tmp_path)))
+    runtime = set(reference_names(kernel, {a.name: None for a in kernel.args if a.is_pointer}))
+    for name in sorted(runtime) + list(REFERENCE_MODULES):
+        load_spec(write(tmp_path, SPEC.replace('torch = "alpha * x + y"', f'torch = "{name}"')))
+    with pytest.raises(SpecError, match="unknown name 'm'"):
+        load_spec(write(tmp_path, SPEC.replace('torch = "alpha * x + y"', 'torch = "m"')))
+
+
+@pytest.mark.parametrize(
+    ("reference", "where", "words"),
+    [
+        ('python = "refs.axpy"', "reference.python", "expected 'module:function'"),
+        ('python = "refs:axpy:more"', "reference.python", "expected 'module:function'"),
+        ('python = "refs:"', "reference.python", "expected 'module:function'"),
+        ('torch = "x"\npython = "refs:axpy"', "[reference]", "give either torch or python, not both"),
+    ],
+)
+def test_a_python_reference_is_module_colon_function(
+    tmp_path: Path, reference: str, where: str, words: str
+) -> None:
+    path = write(tmp_path, SPEC.replace('torch = "alpha * x + y"', reference))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert info.value.where == f"axpy.toml: {where}" and words in info.value.message
+    good = load_spec(write(tmp_path, SPEC.replace('torch = "alpha * x + y"', 'python = "my.refs:axpy"')))
+    assert good.reference.python == "my.refs:axpy"

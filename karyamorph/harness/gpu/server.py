@@ -69,9 +69,9 @@ def cuda_error_name(exc: BaseException) -> str | None:
 
 def failure_of(exc: BaseException) -> JobFailure:
     """The job failure that ``exc`` (raised by a job) stands for."""
-    log = "".join(traceback.format_exception(exc))
     if isinstance(exc, SpecError):
-        return JobFailure(SPEC_ERROR, str(exc), log=log)
+        return JobFailure(SPEC_ERROR, str(exc))  # the message names the spec key: no traceback
+    log = "".join(traceback.format_exception(exc))
     name = cuda_error_name(exc)
     if name is not None:
         return JobFailure(CUDA_ERROR, str(exc), cuda_error=name, log=log)

@@ -1,0 +1,72 @@
+"""docs/spec.md stays true: every field the loader reads is documented there, and its example
+specs load, match their PTX and pass against their reference on the CPU model."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import KEYS, spec_from_dict
+from karyamorph.kernel.signature import prepare
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "spec.md"
+EXAMPLES = ROOT / "datasets" / "kernels"
+ALTERNATIVES = {"kernel.source", "reference.python"}
+"""Keys the complete example leaves out because it gives their alternative (ptx, torch)."""
+
+
+def toml_blocks() -> list[str]:
+    return re.findall(r"```toml\n(.*?)```", PAGE.read_text(), re.S)
+
+
+def documented_as(table: str, key: str) -> str:
+    """How the page spells a field: as its errors name it."""
+    if not table:
+        if key in KEYS:
+            return f"`[[{key}]]`" if key == "args" else f"`[{key}]`"
+        return f"`{key}`"
+    return f"`args[i].{key}`" if table == "args" else f"`{table}.{key}`"
+
+
+def used_keys(doc: dict[str, object]) -> set[str]:
+    used = set()
+    for table, value in doc.items():
+        used.add(table)
+        rows = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+        for row in rows:
+            used.update(f"{table}.{key}" for key in row)
+    return used
+
+
+def test_every_field_the_loader_reads_is_on_the_page() -> None:
+    page = PAGE.read_text()
+    missing = [
+        documented_as(table, key)
+        for table, keys in KEYS.items()
+        for key in keys
+        if documented_as(table, key) not in page
+    ]
+    assert not missing, f"docs/spec.md does not document {', '.join(missing)}"
+    assert "`sizes.NAME`" in page  # [sizes] takes any name
+
+
+def test_the_first_example_is_complete() -> None:
+    doc = tomllib.loads(toml_blocks()[0])
+    every = {f"{t}.{k}" if t else k for t, keys in KEYS.items() for k in keys if t != "sizes"}
+    assert every - ALTERNATIVES <= used_keys(doc)
+    assert doc["sizes"]
+
+
+@pytest.mark.parametrize("index", range(len(toml_blocks())))
+def test_the_examples_load_and_pass_on_the_model(index: int) -> None:
+    from karyamorph.harness.stages.model_run import interpret_spec_file
+
+    spec = spec_from_dict(tomllib.loads(toml_blocks()[index]), EXAMPLES, f"spec-md-{index}.toml")
+    prepare(spec)
+    report = interpret_spec_file(bind(spec))
+    assert report.match and report.outputs, report
