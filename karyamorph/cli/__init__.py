@@ -407,13 +407,16 @@ def _existing(file: str) -> str:
 
 @ptx.command("format")
 @click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--keep-comments/--no-comments", default=True, show_default=True,
+              help="Keep the comments of FILE, each by the statement it stood with.")  # fmt: skip
 @friendly_errors
-def ptx_format(file: str) -> None:
+def ptx_format(file: str, keep_comments: bool) -> None:
     """Print FILE re-printed from its parsed form."""
-    from karyamorph.isa.parser import parse_file
-    from karyamorph.isa.printer import format_module
+    from karyamorph.isa.comments import format_source
+    from karyamorph.isa.parser import decode
 
-    click.echo(format_module(parse_file(_existing(file))), nl=False)
+    text = decode(Path(_existing(file)).read_bytes(), file)
+    click.echo(format_source(text, file, keep_comments=keep_comments), nl=False)
 
 
 @ptx.command("info")

@@ -190,10 +190,14 @@ class Directive:
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """A nested ``{ ... }`` scope inside a function body (inline asm emits these)."""
+    """A nested ``{ ... }`` scope inside a function body (inline asm emits these).
+
+    ``loc`` is where its ``{`` stands, ``end_loc`` where its ``}`` does.
+    """
 
     statements: tuple[Statement, ...]
     loc: Loc = field(default=NOWHERE, compare=False)
+    end_loc: Loc = field(default=NOWHERE, compare=False)
 
 
 Statement = Instruction | Label | VarDecl | Directive | Block
@@ -231,6 +235,9 @@ class Function:
 
     ``body`` is None for a prototype declaration (``.extern .func f(...);``).
     ``attributes`` keeps performance-tuning directives in order: ``("maxntid", (256, 1, 1))``.
+    ``loc`` is where ``.entry``/``.func`` stands, ``body_loc`` where the body's ``{`` does
+    (NOWHERE for a prototype) and ``end_loc`` where the function ends: its body's ``}``, or the
+    ``;`` of a prototype.
     """
 
     kind: str
@@ -241,6 +248,8 @@ class Function:
     returns: tuple[Param, ...] = ()
     attributes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     loc: Loc = field(default=NOWHERE, compare=False)
+    body_loc: Loc = field(default=NOWHERE, compare=False)
+    end_loc: Loc = field(default=NOWHERE, compare=False)
 
     @property
     def is_entry(self) -> bool:
@@ -263,12 +272,17 @@ TopLevel = Function | VarDecl | Directive
 
 @dataclass(frozen=True, slots=True)
 class Module:
-    """A PTX module: header (``.version``, ``.target``, ``.address_size``) and top-level items."""
+    """A PTX module: header (``.version``, ``.target``, ``.address_size``) and top-level items.
+
+    ``header_locs`` holds where the three header directives stand, in that order (NOWHERE for
+    one that is absent, or for a module built in code).
+    """
 
     version: str
     target: tuple[str, ...]
     address_size: int | None
     items: tuple[TopLevel, ...]
+    header_locs: tuple[Loc, Loc, Loc] = field(default=(NOWHERE, NOWHERE, NOWHERE), compare=False)
 
     @property
     def functions(self) -> tuple[Function, ...]:

@@ -119,7 +119,7 @@ class _Reader:
         items.append(self._decl(toks))
         return i, pos
 
-    def _header(self, i: int, pos: int, word: str) -> tuple[str, Any]:
+    def _header(self, i: int, pos: int, word: str) -> object:
         """``.version``, ``.target`` or ``.address_size`` and its arguments, alone on a line."""
         args = line_tokens(self.lines[i], pos + len(word), i + 1)
         kw = Token(word[1:].upper(), word, line=i + 1, column=pos + 1)
@@ -165,10 +165,10 @@ class _Reader:
         if k != len(toks) - 2:
             raise Unsure
         if toks[k] == "{":
-            body, i, pos = self._body(i, pos)
-            c.append(tree.fbody(body))
+            body, end, i, pos = self._body(i, pos)
+            c.append(tree.fbody([toks[k], *body, end]))
         else:
-            c.append(None)  # what the grammar's no_body alternative gives: a prototype
+            c.append(tree.no_body([toks[k]]))  # a prototype
         items.append(tree.function(c))
         return i, pos
 
@@ -292,10 +292,12 @@ class _Reader:
         return directive, end + 1 if self.lines[i].startswith(";", end) else end
 
     # --- function bodies -----------------------------------------------------------------------
-    def _body(self, i: int, pos: int) -> tuple[list[ast.Statement], int, int]:
-        """The statements after a function's '{' up to its '}', and where reading goes on."""
+    def _body(self, i: int, pos: int) -> tuple[list[ast.Statement], Token, int, int]:
+        """The statements after a function's '{' up to its '}', that '}', and where reading
+        goes on."""
         lines = self.lines
         stack: list[list[ast.Statement]] = [[]]
+        opens: list[ast.Loc] = []  # where each open block's '{' stands
         out = stack[0]
         while i < len(lines):
             line = lines[i]
@@ -315,14 +317,15 @@ class _Reader:
                 pos += 1
                 done = stack.pop()
                 if not stack:
-                    return done, i, pos
+                    return done, Token("RBRACE", "}", line=i + 1, column=pos), i, pos
                 out = stack[-1]
-                out.append(ast.Block(tuple(done), done[0].loc if done else ast.NOWHERE))
+                out.append(ast.Block(tuple(done), opens.pop(), ast.Loc(i + 1, pos)))
             elif ch == "{":
                 if len(stack) >= _MAX_BLOCKS:
                     raise Unsure
                 out = []
                 stack.append(out)
+                opens.append(ast.Loc(i + 1, pos + 1))
                 pos += 1
             elif ch == ";":
                 pos += 1

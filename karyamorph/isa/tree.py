@@ -43,6 +43,31 @@ class _Words:
         self.loc = _loc(tokens[0])
 
 
+class _Header:
+    """``.version``, ``.target`` or ``.address_size``: its value and where it stands."""
+
+    __slots__ = ("loc", "name", "value")
+
+    def __init__(self, name: str, value: Any, loc: ast.Loc) -> None:
+        self.name = name
+        self.value = value
+        self.loc = loc
+
+
+_NO_HEADER = _Header("", None, ast.NOWHERE)
+
+
+class _Body:
+    """A function's body (None for a prototype) and where it opens and ends."""
+
+    __slots__ = ("end", "open", "statements")
+
+    def __init__(self, statements: tuple[ast.Statement, ...] | None, open_: ast.Loc, end: ast.Loc) -> None:
+        self.statements = statements
+        self.open = open_
+        self.end = end
+
+
 class _Params(tuple[ast.Param, ...]):
     """A parenthesised parameter list, told apart from other children by its type."""
 
@@ -90,33 +115,32 @@ class TreeBuilder(Transformer[Token, Any]):
         self._depth[id(node)] = depth
 
     # --- module header ---------------------------------------------------------------------
-    def version(self, c: list[Token]) -> tuple[str, str]:
-        return ("version", str(c[1]))
+    def version(self, c: list[Token]) -> _Header:
+        return _Header("version", str(c[1]), _loc(c[0]))
 
-    def target(self, c: list[Token]) -> tuple[str, tuple[str, ...]]:
-        return ("target", tuple(str(t) for t in c[1:]))
+    def target(self, c: list[Token]) -> _Header:
+        return _Header("target", tuple(str(t) for t in c[1:]), _loc(c[0]))
 
-    def address_size(self, c: list[Token]) -> tuple[str, int]:
+    def address_size(self, c: list[Token]) -> _Header:
         size = self._integer(c[1], ".address_size", 32, 64)
         if size not in (32, 64):
             raise self._error(f".address_size must be 32 or 64, not {size}", _loc(c[1]))
-        return ("address_size", size)
+        return _Header("address_size", size, _loc(c[0]))
 
     def start(self, items: list[Any]) -> ast.Module:
-        version, target, address_size = "", (), None
+        header: dict[str, _Header] = {}
         body: list[ast.TopLevel] = []
         for item in items:
-            if isinstance(item, tuple) and item and item[0] == "version":
-                version = item[1]
-            elif isinstance(item, tuple) and item and item[0] == "target":
-                target = item[1]
-            elif isinstance(item, tuple) and item and item[0] == "address_size":
-                address_size = item[1]
+            if isinstance(item, _Header):
+                header[item.name] = item
             else:
                 body.append(item)
-        if not version:
+        if "version" not in header:
             raise self._error("missing .version directive (PTX must start with .version)", ast.Loc(1, 1))
-        return ast.Module(version, target, address_size, tuple(body))
+        version, target, size = (header.get(n, _NO_HEADER) for n in ("version", "target", "address_size"))
+        return ast.Module(
+            version.value, target.value or (), size.value, tuple(body), (version.loc, target.loc, size.loc)
+        )
 
     # --- shared pieces ---------------------------------------------------------------------
     def words(self, c: list[Token]) -> _Words:
@@ -229,11 +253,13 @@ class TreeBuilder(Transformer[Token, Any]):
         name = str(c[0])[1:]
         return (name, tuple(self._integer(t, f".{name}", 0, 2**32) for t in c[1:] if t is not None))
 
-    def fbody(self, c: list[Any]) -> tuple[ast.Statement, ...]:
-        return tuple(c)
+    def fbody(self, c: list[Any]) -> _Body:
+        """``{ statements }``, the braces kept (the grammar's ``!``) for their locations."""
+        return _Body(tuple(c[1:-1]), _loc(c[0]), _loc(c[-1]))
 
-    def no_body(self, c: list[Any]) -> None:
-        return None
+    def no_body(self, c: list[Token]) -> _Body:
+        """The ``;`` that ends a prototype."""
+        return _Body(None, ast.NOWHERE, _loc(c[0]))
 
     def function(self, c: list[Any]) -> ast.Function:
         linkage: tuple[str, ...] = ()
@@ -241,7 +267,6 @@ class TreeBuilder(Transformer[Token, Any]):
         name = ""
         lists: list[_Params] = []
         attributes: list[tuple[str, tuple[int, ...]]] = []
-        body: tuple[ast.Statement, ...] | None = None
         for item in c[:-1]:
             if isinstance(item, _Words):
                 for t in item.tokens:
@@ -256,7 +281,7 @@ class TreeBuilder(Transformer[Token, Any]):
                 lists.append(item)
             elif isinstance(item, tuple):
                 attributes.append(item)
-        body = c[-1]
+        body: _Body = c[-1]
         assert kind_token is not None
         kind = str(kind_token)[1:]
         params: tuple[ast.Param, ...] = ()
@@ -268,7 +293,10 @@ class TreeBuilder(Transformer[Token, Any]):
             params = tuple(lists[0])
             if kind == "func" and self._returns_first(c):
                 returns, params = params, ()
-        return ast.Function(kind, name, params, body, linkage, returns, tuple(attributes), _loc(kind_token))
+        return ast.Function(
+            kind, name, params, body.statements, linkage, returns, tuple(attributes), _loc(kind_token),
+            body.open, body.end,
+        )  # fmt: skip
 
     @staticmethod
     def _returns_first(c: list[Any]) -> bool:
@@ -284,8 +312,10 @@ class TreeBuilder(Transformer[Token, Any]):
         return ast.Label(str(c[0]).rstrip(":").strip(), _loc(c[0]))
 
     def block(self, c: list[Any]) -> ast.Block:
-        node = ast.Block(tuple(c), c[0].loc if c else ast.NOWHERE)
-        self._nested(node, c, node.loc)
+        """``{ statements }``, the braces kept (the grammar's ``!``) for their locations."""
+        statements = tuple(c[1:-1])
+        node = ast.Block(statements, _loc(c[0]), _loc(c[-1]))
+        self._nested(node, c, statements[0].loc if statements else ast.NOWHERE)
         return node
 
     def raw(self, c: list[Token]) -> ast.Directive:
@@ -344,7 +374,8 @@ class TreeBuilder(Transformer[Token, Any]):
 
 def raw_directive(text: str, loc: ast.Loc) -> ast.Directive:
     """The text of a RAW_DIRECTIVE token (``.loc 1 2 3 // comment``) as a Directive."""
-    text = _strip_comment(text)
+    cut = directive_comment(text)
+    text = (text if cut < 0 else text[:cut]).rstrip()
     name, _, args = text.partition(" ")
     if "\t" in name:
         name, _, rest = name.partition("\t")
@@ -378,15 +409,15 @@ def _deepest(text: str) -> ast.Loc:
     return ast.Loc(1, 1)
 
 
-def _strip_comment(text: str) -> str:
-    """Drop a trailing ``//`` comment that the raw-directive token swallowed (quotes respected)."""
+def directive_comment(text: str) -> int:
+    """Where the ``//`` comment starts that a RAW_DIRECTIVE token swallowed (``.loc 1 2 3 //
+    x.py:2``), or -1: the first ``//`` outside double quotes (``.file 1 "dir//a.cu"``)."""
     if '"' not in text:  # the common case, without walking the text
-        cut = text.find("//")
-        return (text if cut < 0 else text[:cut]).rstrip()
+        return text.find("//")
     quoted = False
     for i, ch in enumerate(text):
         if ch == '"':
             quoted = not quoted
         elif not quoted and text.startswith("//", i):
-            return text[:i].rstrip()
-    return text.rstrip()
+            return i
+    return -1

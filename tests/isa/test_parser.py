@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from karyamorph.isa import ast
 from karyamorph.isa.errors import PtxSyntaxError
-from karyamorph.isa.parser import parse, parse_file
+from karyamorph.isa.parser import parse, parse_file, parse_lark
 from karyamorph.isa.printer import format_module
 
 DATA = Path(__file__).parent / "data"
@@ -89,6 +90,24 @@ def test_func_returns_and_prototype(features: ast.Module) -> None:
     assert [p.name for p in foo.params] == ["foo_param_0"]
     proto = next(f for f in features.functions if f.name == "vprintf")
     assert proto.body is None and proto.linkage == ("extern",)
+
+
+@pytest.mark.parametrize("read", [parse, parse_lark], ids=["parse", "lark"])
+def test_where_the_header_bodies_and_blocks_stand(read: Callable[[str], ast.Module]) -> None:
+    text = (
+        "// a module\n.version 8.7\n.target sm_90\n.address_size 64\n"
+        ".extern .func f\n(.param .b32 a)\n;\n"
+        ".visible .entry k()\n{\n\t{\n\t\tret;\n\t}\n\t{ }\n}\n"
+    )
+    module = read(text)
+    assert module.header_locs == (ast.Loc(2, 1), ast.Loc(3, 1), ast.Loc(4, 1))
+    f, k = module.functions
+    assert (f.loc, f.body_loc, f.end_loc) == (ast.Loc(5, 9), ast.NOWHERE, ast.Loc(7, 1))
+    assert (k.loc, k.body_loc, k.end_loc) == (ast.Loc(8, 10), ast.Loc(9, 1), ast.Loc(14, 1))
+    outer, empty = k.body or ()
+    assert isinstance(outer, ast.Block) and isinstance(empty, ast.Block)
+    assert (outer.loc, outer.end_loc) == (ast.Loc(10, 2), ast.Loc(12, 2))
+    assert (empty.loc, empty.end_loc) == (ast.Loc(13, 2), ast.Loc(13, 4))
 
 
 def test_print_parse_is_a_fixed_point(features: ast.Module) -> None:
