@@ -2,7 +2,7 @@
 # Every GPU check, for a machine with a CUDA GPU: the gpu-marked tests, every example and planted
 # bug through `karyamorph run`, `model validate` against the GPU, and the GPU benchmarks.
 # Logs go to ${OUT:-gpu-logs}.
-#   usage: benchmarks/gpu_check.sh [tests|runs|validate|bench|cost|all]   (from the project root)
+#   usage: benchmarks/gpu_check.sh [tests|runs|validate|bench|cost|gaming|all]   (from the project root)
 # `cost`: the cost model's GPU side alone: the cp.async wavefront counts (the recording
 # tests/model/test_copy_wavefronts.py reads), the prediction tests and the demo's predictions.
 set -u
@@ -41,6 +41,25 @@ if [[ $what == cost || $what == all ]]; then
   "$py" -m pytest -m gpu -q -p no:cacheprovider -rs tests/harness/test_predict_gpu.py \
     tests/search/test_search_gpu.py 2>&1 | tee "$out/pytest_cost.txt"
   km demo --db "$out/demo.duckdb" 2>&1 | tee "$out/demo_cost.txt"
+fi
+
+# `gaming`: the measurement's defences: the gaming kernels caught (tests and `karyamorph run`), no
+# false alarm on the examples, the corpus and the searches, and what the checks cost.
+if [[ $what == gaming || $what == all ]]; then
+  km device | tee "$out/device.txt"
+  "$py" -m pytest -m gpu -q -p no:cacheprovider -rs tests/harness/test_gaming_gpu.py \
+    tests/harness/test_gpu_stages.py tests/harness/test_corpus_gpu.py 2>&1 | tee "$out/pytest_gaming.txt"
+  for spec in tests/harness/gaming/*.toml; do
+    echo "== $spec"
+    km run "$spec" --db "$out/gaming.duckdb" --skip model,predict,metrics
+    echo "exit status $?"
+  done 2>&1 | tee "$out/gaming_runs.txt"
+fi
+
+if [[ $what == gaming-cost || $what == all ]]; then
+  "$py" -m pytest -m gpu -q -p no:cacheprovider -rs tests/search/test_search_gpu.py 2>&1 | tee "$out/pytest_search.txt"
+  "$py" benchmarks/timed_checks.py --json "$out/timed_checks.json" 2>&1 | tee "$out/timed_checks.txt"
+  km demo --db "$out/demo.duckdb" 2>&1 | tee "$out/demo.txt"
 fi
 
 if [[ $what == bench || $what == all ]]; then

@@ -34,7 +34,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "launch": ("grid", "block", "shared_bytes"),
     "args": ("name", "role", "dtype", "shape", "init", "value"),
     "reference": ("torch", "python"),
-    "check": ("atol", "rtol"),
+    "check": ("atol", "rtol", "sizes"),
     "cost": ("bytes", "flops"),
 }
 """Every key the loader reads, by table (``""``: the top level; ``args``: each ``[[args]]``).
@@ -200,8 +200,11 @@ def spec_from_dict(
     check = _table(doc, "check", name, required=False)
     _unknown_keys(check, "check", f"{name}: [check]")
     for key, value in check.items():
+        if key == "sizes":
+            continue
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
             raise SpecError(f"{name}: check.{key}", f"expected a number >= 0, got {value!r}")
+    check_sizes = _check_sizes(check.get("sizes", []), sizes, f"{name}: check.sizes")
     cost = _table(doc, "cost", name, required=False)
     _unknown_keys(cost, "cost", f"{name}: [cost]")
     for key, value in cost.items():
@@ -210,14 +213,41 @@ def spec_from_dict(
 
     spec = KernelSpec(
         ptx=ptx, entry=entry, sizes=dict(sizes), launch=launch, args=args, reference=reference,
-        atol=check.get("atol"), rtol=check.get("rtol"), cost_bytes=cost.get("bytes"),
+        atol=check.get("atol"), rtol=check.get("rtol"), check_sizes=check_sizes, cost_bytes=cost.get("bytes"),
         cost_flops=cost.get("flops"), ptx_path=ptx_path,
         source_path=(base / name) if base is not None and name != "<spec>" else None, text=text,
     )  # fmt: skip
     # Bind once now, so that a typo, a value out of range or a launch beyond every arch's limits
-    # is reported before anything runs.
+    # is reported before anything runs; the same for every size the correctness stage also checks.
     bind(spec)
+    for i, other in enumerate(check_sizes):
+        try:
+            bind(spec, sizes=other)
+        except SpecError as exc:
+            where = f"{name}: check.sizes[{i}]"
+            raise SpecError(where, f"the spec does not bind at {other}: {exc}") from None
     return spec
+
+
+def _check_sizes(raw: Any, sizes: dict[str, Any], where: str) -> tuple[dict[str, int], ...]:
+    """``[check] sizes``: a list of tables, each giving some sizes other values."""
+    if not isinstance(raw, list):
+        raise SpecError(where, f"expected a list of tables such as [{{ n = 4099 }}], got {raw!r}")
+    out: list[dict[str, int]] = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict) or not entry:
+            example = "{ n = 4099 }"
+            raise SpecError(f"{where}[{i}]", f"expected a table of sizes such as {example}, got {entry!r}")
+        for key, value in entry.items():
+            if key not in sizes:
+                have = ", ".join(sorted(sizes)) or "none"
+                raise SpecError(f"{where}[{i}].{key}", f"unknown size {key!r} (sizes defined: {have})")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SpecError(f"{where}[{i}].{key}", f"expected an integer, got {value!r}")
+        if all(entry[k] == sizes[k] for k in entry):
+            raise SpecError(f"{where}[{i}]", f"{entry} are the spec's own sizes: give other values")
+        out.append(dict(entry))
+    return tuple(out)
 
 
 def _arg(raw: Any, where: str) -> ArgSpec:

@@ -157,6 +157,9 @@ class KernelSpec:
         Where the PTX came from (for messages); None when inline.
     source_path : Path or None
         The TOML file, when loaded from one.
+    check_sizes : tuple of dict
+        Other sizes the correctness stage runs a trial at too (``[check] sizes``), so that a
+        kernel fitted to the timed size fails.
     """
 
     ptx: str
@@ -167,6 +170,7 @@ class KernelSpec:
     reference: Reference = Reference()
     atol: float | None = None
     rtol: float | None = None
+    check_sizes: tuple[dict[str, int], ...] = ()
     cost_bytes: str | int | None = None
     cost_flops: str | int | None = None
     ptx_path: Path | None = None

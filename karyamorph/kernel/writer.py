@@ -15,9 +15,10 @@ from pathlib import Path
 from karyamorph.kernel.spec import ArgSpec, Init, KernelSpec
 
 Scalar = str | int | float | bool
+Value = Scalar | Sequence["Value"] | Mapping[str, "Value"]
 
 
-def _value(v: Scalar | Sequence[Scalar]) -> str:
+def _value(v: Value) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -30,10 +31,12 @@ def _value(v: Scalar | Sequence[Scalar]) -> str:
         return repr(v)
     if isinstance(v, str):
         return json.dumps(v)
+    if isinstance(v, Mapping):
+        return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }"
     return "[" + ", ".join(_value(x) for x in v) + "]"
 
 
-Items = Mapping[str, Scalar | Sequence[Scalar] | None]
+Items = Mapping[str, Value | None]
 
 
 def _table(name: str, items: Items, array: bool = False) -> list[str]:
@@ -74,7 +77,8 @@ def spec_toml(spec: KernelSpec, ptx_file: str, header: str = "") -> str:
     for arg in spec.args:
         lines += _table("args", _arg(arg), array=True)
     lines += _table("reference", {"torch": spec.reference.torch, "python": spec.reference.python})
-    lines += _table("check", {"atol": spec.atol, "rtol": spec.rtol})
+    lines += _table("check", {"atol": spec.atol, "rtol": spec.rtol,
+                              "sizes": [dict(s) for s in spec.check_sizes] or None})  # fmt: skip
     lines += _table("cost", {"bytes": spec.cost_bytes, "flops": spec.cost_flops})
     return "\n".join(lines).lstrip("\n")
 

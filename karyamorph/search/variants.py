@@ -132,6 +132,9 @@ class VariantEvaluator:
         median = result.median_ns
         if median is None or result.timing is None:
             return Outcome.failed(Failure.RUNTIME, "timing gave no sample within its limits")
+        check = result.timing.check
+        if check is not None and not check.passed:
+            return Outcome.failed(Failure.CORRECTNESS, "outputs wrong while timed: " + check.problems()[0])
         stats = result.timing.stats
         gates["samples"] = stats.samples if stats is not None else 0
         gates["rel_stdev"] = stats.rel_stdev if stats is not None else None
@@ -156,7 +159,7 @@ def _mismatch(report: Any) -> str:
             continue
         for comparison in trial.outputs:
             if not comparison.passed:
-                return f"seed {trial.seed}: {comparison.message()}"
+                return f"seed {trial.seed}: {comparison.message}"
         if trial.guard_damage:
             return f"seed {trial.seed}: wrote outside its buffers: {trial.guard_damage[0]}"
         if trial.unchanged_outputs:

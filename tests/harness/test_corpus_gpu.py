@@ -1,6 +1,7 @@
 """Real compiler kernels on the GPU: every spec of the model's corpus (nvcc 13 and Triton 3.9
 builds in tests/corpus, nobody's code here) whose target this GPU runs is assembled, run for
-correctness against its reference in one persistent worker, and its first trial's outputs are
+correctness against its reference in one persistent worker, timed with the timing stage's checks
+of what the timed launches wrote (no false alarm), and its first trial's outputs are
 compared with the model interpreter's on the same seeded inputs: bit for bit where the model is
 exact (:func:`inexact_reasons` finds nothing), else within the spec's tolerance.
 
@@ -24,6 +25,7 @@ from karyamorph.harness.gpu.device import current_device
 from karyamorph.harness.gpu.inputs import as_tensor, host_bits
 from karyamorph.harness.gpu.jobs import CorrectnessReport
 from karyamorph.harness.gpu.supervisor import GpuWorker
+from karyamorph.harness.gpu.timing import Timing, TimingOptions
 from karyamorph.harness.stages.model_run import run_model
 from karyamorph.harness.tools.ptxas import PtxasError, assemble
 from karyamorph.harness.tools.toolchain import discover
@@ -36,6 +38,7 @@ from tests.harness.corpus_cubins import cubin_name, runnable_target
 SPECS = sorted((Path(__file__).resolve().parents[1] / "model" / "corpus").glob("*.toml"))
 DEVICE = current_device()
 SEED = 5
+TIMED = TimingOptions(max_wall_seconds=0.5, max_samples=100)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(DEVICE is None, reason="no CUDA device")]
 
@@ -75,6 +78,10 @@ def test_corpus_kernel_is_correct_on_the_gpu_and_agrees_with_the_model(worker: G
     report = worker.correctness(kernel, cubin, SEED, trials=2, keep_first_outputs=True)
     assert isinstance(report, CorrectnessReport), report
     assert report.passed, [t for t in report.trials if not t.passed]
+    # Timed with every check of the timing stage: no false alarm on code nobody here wrote.
+    timing = worker.timing(kernel, cubin, SEED + 2, options=TIMED)
+    assert isinstance(timing, Timing) and timing.check is not None, timing
+    assert timing.check.passed, timing.check.problems()
     model = run_model(kernel, seed=SEED)
     exact = not inexact_reasons(prepare(spec))
     for arg in kernel.args:

@@ -8,7 +8,9 @@ any failure; the worker's loop turns the exception into the job's failure.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import secrets
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,10 +29,12 @@ from karyamorph.harness.gpu.jobs import (
 )
 from karyamorph.harness.gpu.launch import GUARD_BYTES, KernelLaunch, cuda_core_errors, kernel_args, upload
 from karyamorph.harness.gpu.reference import evaluate_reference, output_args
+from karyamorph.harness.gpu.timed_check import LaunchGuard
 from karyamorph.harness.gpu.timing import Timing, measure, spin_kernel
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.signature import prepare
+from karyamorph.model.ptx.exactness import nondeterministic_reasons
 
 # Loaded modules kept per worker; a search meets each variant's cubin a few times at most, so
 # the oldest are dropped (cuda.core unloads a module when its ObjectCode is collected).
@@ -79,6 +83,7 @@ class WorkerState:
     modules: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     input_sets: OrderedDict[tuple[Any, ...], dict[str, Any]] = field(default_factory=OrderedDict)
     params: dict[tuple[str, str], tuple[ast.Param, ...]] = field(default_factory=dict)
+    nondeterminism: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @staticmethod
     def open(ordinal: int) -> WorkerState:
@@ -146,6 +151,13 @@ class WorkerState:
         if key not in self.params:
             self.params[key] = prepare(kernel.spec).entry(kernel.entry).params
         return self.params[key]
+
+    def nondeterministic(self, kernel: BoundKernel) -> tuple[str, ...]:
+        """Why the kernel's outputs may differ between launches on the same inputs, once per PTX."""
+        key = hashlib.sha256(kernel.spec.ptx.encode()).hexdigest()
+        if key not in self.nondeterminism:
+            self.nondeterminism[key] = tuple(nondeterministic_reasons(prepare(kernel.spec)))
+        return self.nondeterminism[key]
 
     def release(self) -> None:
         """Give cached device memory back between jobs, so the sanitizer's and ncu's own
@@ -215,28 +227,43 @@ def run_correctness(state: WorkerState, job: CorrectnessJob) -> CorrectnessRepor
 
 
 def run_timing(state: WorkerState, job: TimingJob) -> Timing:
-    """Measure ``job.kernel`` on inputs made from ``job.seed`` (each buffer its own allocation)."""
+    """Measure ``job.kernel`` on inputs made from ``job.seed`` (each buffer its own allocation);
+    unless ``job.options.check_outputs`` is off, check what every launch wrote
+    (:class:`~karyamorph.harness.gpu.timed_check.LaunchGuard`)."""
     import torch
 
     kernel = job.kernel
+    options = job.options
     launch = state.kernel_launch(job.cubin, kernel)
-    buffers = upload(state.inputs(kernel, job.seed), device=state.torch_device)
+    poisoned = [a.name for a in kernel.args if a.role == "out"]
+    buffers = upload(state.inputs(kernel, job.seed), device=state.torch_device, poison=poisoned)
     torch.cuda.synchronize(state.torch_device)
     launch.set_args(kernel_args(kernel, state.entry_params(kernel), buffers.pointers()))
+    guard = None
+    if options.check_outputs:
+        guard = LaunchGuard.open(
+            kernel, buffers.tensors, launch.stream_handle, seed=secrets.randbits(64), swaps=options.swaps,
+            max_samples=options.max_samples, nondeterministic=state.nondeterministic(kernel),
+        )  # fmt: skip
     timing = measure(
         launch.enqueue,
         launch.stream,
         ordinal=state.ordinal,
         l2_bytes=int(state.device.attributes.get("l2_cache_bytes", 0)),
-        options=job.options,
+        options=options,
         clock=state.clock,
+        prepare=guard.prepare if guard is not None else None,
+        inspect=guard.inspect if guard is not None else None,
     )
+    if guard is not None:
+        timing = dataclasses.replace(timing, check=guard.finish(launch.enqueue))
     del buffers  # kept alive until here: the kernel read and wrote them during the measurement
     return timing
 
 
 def run_evaluate(state: WorkerState, job: EvaluateJob) -> Evaluation:
-    """Correctness, then timing when every trial passed.
+    """Correctness, then timing (on a seed of its own) when every trial passed, and when the
+    timed launches wrote what they should.
 
     Raises
     ------
@@ -247,7 +274,8 @@ def run_evaluate(state: WorkerState, job: EvaluateJob) -> Evaluation:
     if not report.passed:
         return Evaluation(report, None)
     try:
-        timing = run_timing(state, TimingJob(job.kernel, job.cubin, job.seed, job.options))
+        # Inputs no trial has seen: a result kept from the trials cannot pass for the timed one.
+        timing = run_timing(state, TimingJob(job.kernel, job.cubin, job.seed + job.trials, job.options))
     except job_errors() as exc:
         # The worker's loop classifies the cause (a CUDA error ends the worker).
         raise PartialResult(Evaluation(report, None)) from exc

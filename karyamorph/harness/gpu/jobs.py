@@ -209,12 +209,13 @@ class Evaluation:
 
     @property
     def passed(self) -> bool:
-        """Correct on every trial and timed without a failure."""
+        """Correct on every trial, timed without a failure, and right while timed."""
         return (
             self.failure is None
             and self.correctness is not None
             and self.correctness.passed
             and self.timing is not None
+            and (self.timing.check is None or self.timing.check.passed)
         )
 
     @property

@@ -11,6 +11,11 @@ The method (NVBench, "cold" measurements; see its docs/benchmarks.md and the NVB
   samples and 0.5 s of summed kernel time, or at a cap on samples or wall time;
 * the SM clock is read (NVML, else ``nvidia-smi``) before, during and after; samples taken
   while it was below 75 % of its maximum are flagged and left out of the statistics.
+
+Beyond NVBench, persisting L2 lines are reset to normal after every flush (a kernel's
+``evict_last`` lines must not outlive it), and the caller's hooks run before and after every
+launch, outside the timed window: what :mod:`karyamorph.harness.gpu.timed_check` uses to check
+what every timed launch wrote.
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from karyamorph.harness.gpu.clock import ClockReader, open_clock
 from karyamorph.harness.gpu.launch import check, cuda_core_errors
+from karyamorph.harness.gpu.timed_check import TimedCheck
 
 # Spins on %globaltimer for `ns` nanoseconds. PTX ISA 7.0 / sm_75 so that every driver since
 # CUDA 11 can JIT it for whatever GPU is present.
@@ -73,6 +79,12 @@ class TimingOptions:
         A sample whose SM clock is below this fraction of the maximum is flagged (0.75).
     smi_interval_s : float
         Seconds between clock readings when only ``nvidia-smi`` can read them (0.5).
+    check_outputs : bool
+        Check what the launches wrote (:mod:`~karyamorph.harness.gpu.timed_check`): outputs
+        poisoned before every launch, inputs changed between timed launches, sampled launches
+        against the reference, the first launch repeated at the end (True).
+    swaps : int
+        Pairs of elements of every random input exchanged before each timed launch (16).
     """
 
     warmup_launches: int = 3
@@ -86,6 +98,8 @@ class TimingOptions:
     spin_ns: int = 100_000
     throttle_fraction: float = 0.75
     smi_interval_s: float = 0.5
+    check_outputs: bool = True
+    swaps: int = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +141,9 @@ class Timing:
 
     ``samples_ns[i]`` was taken at SM clock ``sample_clock_mhz[i]`` (None when unknown) and is
     left out of :attr:`stats` when ``throttled[i]``. If every sample was throttled the stats use
-    them all and ``stats_include_throttled`` says so.
+    them all and ``stats_include_throttled`` says so. ``l2_reset``: persisting L2 lines were reset
+to normal after every flush. ``check`` is the verdict on what the
+    launches wrote (None when the measurement did not check them).
     """
 
     samples_ns: tuple[float, ...]
@@ -146,13 +162,17 @@ class Timing:
     warmup_launches: int
     spin_ns: int = 0
     spin_error: str | None = None
+    l2_reset: bool = False
+    check: TimedCheck | None = None
 
     @property
     def throttled_count(self) -> int:
         return sum(self.throttled)
 
     def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        check = self.check
+        data = asdict(replace(self, check=None))
+        data["check"] = check.as_dict() if check is not None else None
         data["samples_ns"] = list(self.samples_ns)
         data["throttled"] = list(self.throttled)
         data["sample_clock_mhz"] = list(self.sample_clock_mhz)
@@ -207,6 +227,8 @@ def measure(
     l2_bytes: int = 0,
     options: TimingOptions = TimingOptions(),
     clock: ClockReader | None = None,
+    prepare: Callable[[int | None], None] | None = None,
+    inspect: Callable[[int | None], None] | None = None,
 ) -> Timing:
     """Time ``enqueue`` (which must launch its work on ``stream``) with the NVBench method.
 
@@ -225,6 +247,10 @@ def measure(
         Stop criteria and method switches.
     clock : ClockReader, optional
         Default: :func:`open_clock`.
+    prepare, inspect : callable, optional
+        Called with the sample's index (None for a warm-up launch) before every launch is
+        enqueued and after it has finished, outside the timed window; what they enqueue must go
+        on ``stream`` (or synchronise with it).
 
     Raises
     ------
@@ -260,14 +286,23 @@ def measure(
         warm_until = time.perf_counter() + options.warmup_seconds
         warmups = 0
         while warmups < options.warmup_launches or time.perf_counter() < warm_until:
+            if prepare is not None:
+                prepare(None)
             enqueue()
             check(driver.cuStreamSynchronize(handle), "warm-up launches")
+            if inspect is not None:
+                inspect(None)
             warmups += 1
         before = clock.read_mhz()
         last_read = time.perf_counter()
         pending = 0
         t0 = time.perf_counter()
         while True:
+            if prepare is not None:
+                prepare(len(samples))
+            if flush_ptr is not None:
+                # Not stream-ordered: the previous sample has finished (its event was waited for).
+                check(driver.cuCtxResetPersistingL2Cache(), "resetting persisting L2 lines")
             if spin is not None:
                 launch(stream, spin_config, spin, spin_ns)
             if flush_ptr is not None:
@@ -276,6 +311,8 @@ def measure(
             enqueue()
             check(driver.cuEventRecord(stop, handle), "cuEventRecord")
             check(driver.cuEventSynchronize(stop), "waiting for the sample")
+            if inspect is not None:
+                inspect(len(samples))
             ms = float(check(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime"))
             samples.append(ms * 1e6)
             gpu_ns += ms * 1e6
@@ -331,4 +368,5 @@ def measure(
         warmup_launches=warmups,
         spin_ns=options.spin_ns if spin is not None else 0,
         spin_error=spin_error,
+        l2_reset=flush_ptr is not None,
     )

@@ -99,8 +99,9 @@ class Context:
     Products, each written only by the stage that owns it: ``cubin`` and ``assembly``
     (compile), ``ptx_lines`` (sass: PTX line -> SASS offsets), ``blocks_per_sm`` (static),
     ``model_interpreted`` and ``interpretation`` (model: None when it did not interpret the
-    launch, for example because it was too large), ``correct`` (correctness). A product left at
-    its default means that stage did not run or did not pass.
+    launch, for example because it was too large), ``correct`` and ``checked_seeds`` (correctness:
+    the input seeds its trials used). A product left at its default means that stage did not run
+    or did not pass.
     """
 
     kernel: BoundKernel
@@ -119,6 +120,7 @@ class Context:
     model_interpreted: bool = False
     interpretation: Interpretation | None = None
     correct: bool | None = None
+    checked_seeds: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kernel is not None:

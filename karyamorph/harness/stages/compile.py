@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,6 +65,22 @@ def summarize(assembly: Assembly, entry: str) -> dict[str, Any]:
     }
 
 
+# The device runtime's entry points that a device-side launch (CUDA dynamic parallelism) calls.
+_DEVICE_LAUNCH = re.compile(
+    r"Unresolved extern function '(_*cuda(?:CDP2)?(?:LaunchDevice|GetParameterBuffer)\w*)'"
+)
+
+
+def _device_launch_note(log: str) -> str:
+    """Why a kernel that launches grids from the device does not assemble here, or ""."""
+    found = _DEVICE_LAUNCH.search(log)
+    if found is None:
+        return ""
+    return (f"device-side launch: the kernel calls {found.group(1)} (CUDA dynamic parallelism), which "
+            "needs the device runtime linked in; kernels are assembled alone, so no work can be "
+            "launched from the device, where it could run outside the timed window")  # fmt: skip
+
+
 class CompileStage:
     """Assemble ``context.ptx`` for ``context.arch``; leave ``context.cubin`` and ``context.assembly``.
 
@@ -119,7 +136,11 @@ class CompileStage:
                 "arch": context.arch.name,
                 "diagnostics": [dataclasses.asdict(d) for d in err.diagnostics],
             }
-            return StageResult(Status.FAIL, failed, f"{err}\n\n--- ptxas output ---\n{err.log}")
+            why = _device_launch_note(err.log)
+            if why:
+                failed["error"] = why
+            head = f"{err}\n{why}" if why else str(err)
+            return StageResult(Status.FAIL, failed, f"{head}\n\n--- ptxas output ---\n{err.log}")
         entry: str | None = context.entry or None
         entries = [n for n, r in assembly.functions.items() if r.entry]
         if entry is None and len(entries) == 1:

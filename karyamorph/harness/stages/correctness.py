@@ -23,6 +23,7 @@ from karyamorph.harness.gpu.reference import output_args
 from karyamorph.harness.gpu.supervisor import use_worker
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, figure, timed
 from karyamorph.harness.stages.model_run import run_model
+from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.signature import prepare
 from karyamorph.model.ptx.exactness import inexact_reasons
 
@@ -58,7 +59,14 @@ class CorrectnessStage:
         trials = figure(r, "trials_passed")
         err = figure(r, "max_abs_err")
         text = f"{trials:.0f} trials passed" if trials is not None else "passed"
-        return text + (f", max abs err {err:.3g}" if err is not None else "")
+        others = figure(r, "other_sizes_passed")
+        text += f" (+{others:.0f} at other sizes)" if others else ""
+        text += f", max abs err {err:.3g}" if err is not None else ""
+        tolerances = {tuple(t) for t in r.data.get("tolerances", {}).values()}
+        if len(tolerances) == 1:
+            ((atol, rtol),) = tolerances
+            text += f" (atol {atol:g}, rtol {rtol:g})"
+        return text
 
     def __init__(self, *, trials: int = 3, seed: int | None = None, timeout_s: float = 120.0) -> None:
         if trials < 1:
@@ -78,6 +86,8 @@ class CorrectnessStage:
             return StageResult.skip("the spec has no [reference] to compare with")
         result = timed(lambda: self._run(context))
         context.correct = result.status == Status.PASS
+        others = tuple(r["seed"] for r in result.data.get("other_sizes", ()))
+        context.checked_seeds = (*result.data.get("seeds", ()), *others)
         return result
 
     def _run(self, context: Context) -> StageResult:
@@ -85,11 +95,18 @@ class CorrectnessStage:
         assert context.cubin is not None and context.device is not None
         keep = context.model_interpreted
         t0 = time.perf_counter()
+        others: list[tuple[dict[str, int], int, CorrectnessReport | JobFailure]] = []
         with use_worker(context.worker, context.device.ordinal) as worker:
             answer = worker.correctness(
                 context.kernel, context.cubin, seed, trials=self.trials, keep_first_outputs=keep,
                 timeout_s=self.timeout_s,
             )  # fmt: skip
+            if isinstance(answer, CorrectnessReport) and answer.passed:
+                for i, kernel in enumerate(other_sizes(context)):
+                    other_seed = seed + self.trials + i
+                    found = worker.correctness(kernel, context.cubin, other_seed, trials=1,
+                                               timeout_s=self.timeout_s)  # fmt: skip
+                    others.append((dict(kernel.sizes), other_seed, found))
             starts = worker.starts
         data: dict[str, Any] = {
             "seed": seed,
@@ -102,9 +119,62 @@ class CorrectnessStage:
             return failed_result(answer, data, entry=context.entry, timeout_s=self.timeout_s)
         result = trials_result(answer, data, trials=self.trials, entry=context.entry,
                                model_blocks_per_sm=context.blocks_per_sm)  # fmt: skip
+        if others:
+            result = _with_other_sizes(result, others, entry=context.entry, timeout_s=self.timeout_s)
         if keep and result.status == Status.PASS and answer.first_outputs:
             result = _with_model_agreement(context, result, answer.first_outputs, seed)
         return result
+
+
+def other_sizes(context: Context) -> list[BoundKernel]:
+    """The run's kernel bound at each of its spec's ``[check] sizes`` (over the run's own sizes),
+    leaving out any that is the run's own."""
+    out: list[BoundKernel] = []
+    for change in context.spec.check_sizes:
+        sizes = {**context.kernel.sizes, **change}
+        if sizes != dict(context.kernel.sizes):
+            out.append(bind(context.spec, context.arch, sizes))
+    return out
+
+
+def _with_other_sizes(
+    result: StageResult,
+    others: list[tuple[dict[str, int], int, CorrectnessReport | JobFailure]],
+    *,
+    entry: str,
+    timeout_s: float,
+) -> StageResult:
+    """Add the trials at the spec's other sizes: any that fails fails the stage, naming the sizes."""
+    data = dict(result.data)
+    findings = list(data.get("findings", []))
+    log = [result.log]
+    failed: list[str] = []
+    records: list[dict[str, Any]] = []
+    for sizes, seed, found in others:
+        at = " ".join(f"{k}={v}" for k, v in sizes.items())
+        if isinstance(found, JobFailure):
+            sub = failed_result(found, {"worker_seconds": 0.0}, entry=entry, timeout_s=timeout_s)
+            records.append({"sizes": sizes, "seed": seed, "failure": found.kind, "error": found.reason})
+            log.append(f"at {at} (seed {seed}): {sub.status.upper()}: {found.reason}")
+            findings += [{**f, "detail": {**f["detail"], "sizes": sizes}} for f in sub.data["findings"]]
+            failed.append(f"at {at}: {found.reason}")
+            continue
+        sub = trials_result(found, {"worker_seconds": 0.0}, trials=1, entry=entry, model_blocks_per_sm=None)
+        records.append({"sizes": sizes, "seed": seed, "passed": found.passed,
+                        "trial": found.trials[0].as_dict() if found.trials else None})  # fmt: skip
+        log.append(f"at {at} (seed {seed}): {'pass' if found.passed else 'FAIL'}")
+        log += [f"  {line}" for line in sub.log.splitlines()[1:] if not line.startswith("occupancy")]
+        findings += [{**f, "detail": {**f["detail"], "sizes": sizes}} for f in sub.data.get("findings", [])
+                     if f["kind"] != "occupancy_disagreement"]  # fmt: skip
+        if not found.passed:
+            failed.append(f"at {at}: " + next((line.strip() for line in sub.log.splitlines()[1:]), "failed"))
+    data.update(other_sizes=records, findings=findings)
+    status = result.status
+    if failed:
+        status = Status.FAIL
+        data["error"] = "wrong at another size (the kernel fits the timed size only?): " + "; ".join(failed)
+    figures = (*result.figures, Figure("other_sizes_passed", float(len(others) - len(failed))))
+    return StageResult(status, data, "\n".join(log), result.seconds, figures)
 
 
 def failed_result(failure: JobFailure, data: dict[str, Any], *, entry: str, timeout_s: float) -> StageResult:
@@ -143,6 +213,9 @@ def trials_result(
     log: list[str] = []
     data["seeds"] = list(report.seeds)
     data["trials"] = [t.as_dict() for t in report.trials]
+    if report.trials:
+        # The tolerances the comparison used (the spec's, else the dtype's documented defaults).
+        data["tolerances"] = {c.name: [c.atol, c.rtol] for c in report.trials[0].outputs}
     passed = report.passed and len(report.trials) == trials
     for t in report.trials:
         log.append(f"trial seed {t.seed}: {'pass' if t.passed else 'FAIL'}")

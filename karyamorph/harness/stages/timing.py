@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -47,6 +49,14 @@ def peak_fp32_gflops(device: DeviceInfo, clock_mhz: float | None = None) -> floa
     return device.sm_count * lanes * 2 * hz / 1e9
 
 
+def fresh_seed(taken: Sequence[int]) -> int:
+    """A random input seed that is none of ``taken`` (the correctness trials' seeds)."""
+    while True:
+        seed = secrets.randbelow(2**31)
+        if seed not in taken:
+            return seed
+
+
 def timing_timeout_s(options: TimingOptions) -> float:
     """A limit no honest measurement reaches: twice its own wall-time caps, plus a minute."""
     return 60.0 + 2.0 * (options.max_wall_seconds + options.warmup_seconds)
@@ -60,11 +70,19 @@ class TimingStage:
     options : TimingOptions, optional
         Stop criteria (defaults: NVBench's 0.5 % noise, 10 samples, 0.5 s; caps 2000 samples
         and 10 s).
-    seed : int
-        Seed of the inputs (the timed buffers are initialised like a correctness trial).
+    seed : int, optional
+        Seed of the inputs (the timed buffers are initialised like a correctness trial);
+        default: a fresh random one that no correctness trial of the run used (recorded).
     timeout_s : float, optional
         Limit of the job; default :func:`timing_timeout_s` of the options. A kernel still
         running then fails the stage.
+
+    Notes
+    -----
+    What the launches wrote is checked (``options.check_outputs``; see
+    :mod:`karyamorph.harness.gpu.timed_check`): a kernel that skips work, leaves stale
+    results, drifts from the reference or depends on how often it ran fails the stage as
+    "outputs wrong while timed", whatever its time.
     """
 
     name = "timing"
@@ -83,7 +101,7 @@ class TimingStage:
         return text
 
     def __init__(
-        self, options: TimingOptions | None = None, *, seed: int = 0, timeout_s: float | None = None
+        self, options: TimingOptions | None = None, *, seed: int | None = None, timeout_s: float | None = None
     ) -> None:
         self.options = options or TimingOptions()
         self.seed = seed
@@ -104,16 +122,30 @@ class TimingStage:
     def _run(self, context: Context) -> StageResult:
         device = context.device
         assert context.cubin is not None and device is not None
+        seed = self.seed if self.seed is not None else fresh_seed(context.checked_seeds)
         with use_worker(context.worker, device.ordinal) as worker:
             answer = worker.timing(
-                context.kernel, context.cubin, self.seed, options=self.options, timeout_s=self.timeout_s
+                context.kernel, context.cubin, seed, options=self.options, timeout_s=self.timeout_s
             )
         if isinstance(answer, JobFailure):
             return self._failed(answer)
         data, figures = report(answer, (context.kernel.cost_bytes, context.kernel.cost_flops), device)
-        data["seed"] = self.seed
+        data["seed"] = seed
         log = describe(answer, data)
-        return StageResult(Status.PASS, data, log, figures=tuple(figures))
+        check = answer.check
+        if check is None or check.passed:
+            beyond = beyond_peak(data)
+            if beyond:
+                data["findings"] = [{"tool": "timing", "kind": "beyond_peak", "location": context.entry,
+                                     "detail": {"problem": b}} for b in beyond]  # fmt: skip
+                log = "\n".join([log, *beyond])
+            return StageResult(Status.PASS, data, log, figures=tuple(figures))
+        problems = check.problems()
+        data["error"] = "outputs wrong while timed: " + problems[0]
+        data["findings"] = [{"tool": "timing", "kind": "wrong_while_timed", "location": context.entry,
+                             "detail": {"problem": p}} for p in problems]  # fmt: skip
+        log = "\n".join(["outputs wrong while timed (the time does not count):", *problems, "", log])
+        return StageResult(Status.FAIL, data, log, figures=tuple(figures))
 
     def _failed(self, failure: JobFailure) -> StageResult:
         """The kernel passed correctness, so a fault, crash or hang now is worth a failure; a
@@ -126,6 +158,19 @@ class TimingStage:
         log = "\n".join([failure.reason, *failure.log.strip().splitlines()[-40:]])
         status = Status.FAIL if failure.kind in (CUDA_ERROR, CRASHED, TIMEOUT) else Status.ERROR
         return StageResult(status, data, log)
+
+
+def beyond_peak(data: dict[str, Any]) -> list[str]:
+    """What a measurement claims beyond the device's peaks (DRAM bandwidth, FP32 rate): not
+    refused, since ``[cost]`` is the spec's own estimate, but said, as something to look at."""
+    out = []
+    for key, peak, what in (("bandwidth_fraction_of_peak", "peak_dram_gbps", "DRAM bandwidth"),
+                            ("fp32_fraction_of_peak", "peak_fp32_gflops", "FP32 rate")):  # fmt: skip
+        fraction = data.get(key)
+        if fraction is not None and fraction > 1.0:
+            out.append(f"beyond the device's peak {what} ({fraction:.0%} of {data[peak]:.0f}): the spec's "
+                       "[cost] overstates the work, or the kernel does less than it says")  # fmt: skip
+    return out
 
 
 def report(
@@ -189,7 +234,8 @@ def describe(timing: Timing, data: dict[str, Any]) -> str:
     lines.append(
         f"stopped: {timing.stop_reason} after {len(timing.samples_ns)} samples, "
         f"{timing.gpu_seconds:.3f} s GPU, {timing.wall_seconds:.2f} s wall; "
-        f"L2 flush {timing.flush_bytes / 2**20:.0f} MiB; {spin} before each sample"
+        f"L2 flush {timing.flush_bytes / 2**20:.0f} MiB"
+        f"{' and persisting lines reset' if timing.l2_reset else ''}; {spin} before each sample"
     )
     lines.append(
         f"SM clock ({timing.clock_source}): before {timing.clock_before_mhz} MHz, after "
@@ -197,6 +243,8 @@ def describe(timing: Timing, data: dict[str, Any]) -> str:
         f"{timing.throttled_count} sample(s) below the throttle threshold left out"
         + (" (all were: statistics use them anyway)" if timing.stats_include_throttled else "")
     )
+    if timing.check is not None and timing.check.passed:
+        lines.append("checked while timed: " + timing.check.summary())
     if "bandwidth_gbps" in data:
         frac = data.get("bandwidth_fraction_of_peak")
         lines.append(

@@ -14,7 +14,7 @@ instructions, so that races inside a warp and lost updates show up too.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +84,7 @@ class _Run:
         max_steps: int,
         observe: Observer | None = None,
         interleave: bool = False,
+        variables: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         self.p = program
         self.geo = make_geometry(grid, block, machine.warp_size)
@@ -134,8 +135,15 @@ class _Run:
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.arrays: dict[str, np.ndarray] = {}
         self._bind_args(args)
+        kept = variables or {}
         for var in program.variables:  # after the arguments, which keep their own numbering
-            alloc = self.mem.add_global(var.name, np.frombuffer(var.data, np.uint8), var.space)
+            data = np.frombuffer(var.data, np.uint8)
+            if var.space == "global" and var.name in kept:
+                data = np.asarray(kept[var.name], np.uint8).reshape(-1)
+                if data.size != var.size:
+                    given = f"{data.size} bytes given, it has {var.size}"
+                    raise LaunchError(f"module variable {var.name}: {given}")
+            alloc = self.mem.add_global(var.name, data, var.space)
             program.globals[var.name] = alloc.base
         self.regs: dict[str, np.ndarray] = {
             name: np.zeros(n, UINT[t.bits] if t.kind != "pred" else np.bool_)
@@ -375,6 +383,7 @@ def interpret(
     observe: Observer | None = None,
     interleave: bool = False,
     budget: ModelBudget | None = None,
+    variables: Mapping[str, np.ndarray] | None = None,
 ) -> InterpResult:
     """Run ``entry`` of ``module`` for one launch on the CPU.
 
@@ -411,6 +420,10 @@ def interpret(
     budget
         The registers and bytes the run may take (default :class:`ModelBudget`'s), checked
         before anything is allocated; ``max_steps`` bounds the work.
+    variables
+        The module's ``.global`` variables as an earlier launch left them (its
+        :attr:`InterpResult.variables`), as they stay on a GPU while the module is loaded;
+        default: their initializers.
 
     Returns
     -------
@@ -432,7 +445,7 @@ def interpret(
     budget.check_bytes(program.footprint(grid, block, shared_bytes, arrays))
     t0 = time.perf_counter()
     order = (randomize_order, seed, max_steps, observe, interleave)
-    run = _Run(program, machine, grid, block, shared_bytes, args, *order)
+    run = _Run(program, machine, grid, block, shared_bytes, args, *order, variables=variables)
     with np.errstate(all="ignore"):
         run.run()
     seconds = time.perf_counter() - t0

@@ -75,3 +75,22 @@ def inexact_reasons(module: ast.Module) -> list[str]:
                 if name:
                     reasons.setdefault(name, f"line {line}: {name} is known only to the hardware")
     return list(reasons.values())
+
+
+def nondeterministic_reasons(module: ast.Module) -> list[str]:
+    """Why two launches of ``module`` on the same inputs may write different bits, one line per
+    instruction form: floating-point atomic sums (their order is the hardware's) and reads of
+    clocks, timers and SM or warp ids. Hardware approximations are deterministic and not listed.
+    """
+    reasons: dict[str, str] = {}
+    for function in module.functions:
+        for instr in function.instructions():
+            line = instr.loc.line
+            if _float_atomic_sum(instr):
+                why = f"line {line}: {instr.full_opcode} sums in the GPU's order"
+                reasons.setdefault(instr.full_opcode, why)
+            for operand in instr.operands:
+                name = _reads_hardware_only(operand)
+                if name:
+                    reasons.setdefault(name, f"line {line}: {name} is known only to the hardware")
+    return list(reasons.values())
