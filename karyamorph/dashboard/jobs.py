@@ -94,11 +94,15 @@ def stage_names(only: Sequence[str] | None, skip: Sequence[str]) -> list[str]:
 
 
 class Jobs:
-    """The runs this page started, by id; their files live in ``workspace``."""
+    """The runs this page started, by id; their files live in ``workspace``.
+
+    Both paths are made absolute here: a runner works in its job's folder, where a path relative
+    to the server's folder would name another file (a database nobody reads, a spec not there).
+    """
 
     def __init__(self, workspace: Path, db: Path) -> None:
-        self.workspace = workspace
-        self.db = db
+        self.workspace = workspace.absolute()
+        self.db = db.absolute()
         self._jobs: dict[str, Job] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()

@@ -17,7 +17,7 @@ from html import escape
 from markupsafe import Markup
 
 WIDTH, HEIGHT = 420, 220
-_LEFT, _RIGHT, _TOP, _BOTTOM = 52, 12, 12, 38
+_LEFT, _RIGHT, _TOP, _BOTTOM = 52, 20, 12, 38
 COLOURS = ("#3b6fb6", "#c0504d", "#4e9a52", "#8064a2", "#d08a2c")
 
 
@@ -48,13 +48,15 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def label(value: float) -> str:
-    """A tick's text: short (``250k``, ``1.5M``), four digits at most."""
+    """A tick's text: short (``250k``, ``1.5M``, ``0.0005``), four significant digits at most,
+    and never in exponent form (``5e-04`` reads as a typo on an axis of times)."""
     size = abs(value)
     for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if size >= max(scale, 1e4):
             return f"{value / scale:.4g}{suffix}"
     if value != 0 and size < 1e-3:
-        return f"{value:.0e}"
+        decimals = 3 - math.floor(math.log10(size))  # four significant digits
+        return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
     return f"{value:.4g}"
 
 

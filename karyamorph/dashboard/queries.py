@@ -1,5 +1,6 @@
-"""What the page reads besides one whole run: the run list, a run's setting, a kernel's history,
-the searches and their evaluations. Every function takes an open store and only SELECTs."""
+"""What the page reads besides one whole run and the run list (:mod:`.run_list`): a run's
+setting, a kernel's history, the searches and their evaluations. Every function takes an open
+store and only SELECTs."""
 
 from __future__ import annotations
 
@@ -9,38 +10,6 @@ from datetime import datetime
 from typing import Any
 
 from karyamorph.store.database import Store
-
-PAGE = 50
-"""Runs listed per page: the first paint reads these and no more."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunRow:
-    """One line of the run list."""
-
-    run_id: str
-    created_at: datetime
-    entry: str
-    label: str | None
-    spec_path: str | None
-    arch: str
-    status: str
-    device: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class RunPage:
-    """A page of the run list, newest first: its rows, where it starts, and how many match."""
-
-    rows: tuple[RunRow, ...]
-    offset: int
-    total: int
-
-    @property
-    def next_offset(self) -> int | None:
-        """Where the next page starts, or None on the last page."""
-        end = self.offset + len(self.rows)
-        return end if end < self.total else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,27 +64,6 @@ class EvaluationRow:
 
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
-
-
-def run_page(store: Store, *, offset: int = 0, limit: int = PAGE, text: str = "") -> RunPage:
-    """Runs newest first; ``text`` keeps those whose id, entry, label, arch, status or device
-    contains it (case-insensitive)."""
-    where = ""
-    params: list[Any] = []
-    if text.strip():
-        where = (
-            "WHERE concat_ws(' ', r.run_id, r.entry, r.label, r.arch, r.status, d.name, r.spec_path) "
-            "ILIKE ?"
-        )
-        params.append(f"%{text.strip()}%")
-    base = f"FROM runs r LEFT JOIN devices d USING (device_id) {where}"
-    (total,) = store.query(f"SELECT count(*) {base}", params).rows[0]
-    rows = store.query(
-        "SELECT r.run_id, r.created_at, r.entry, r.label, r.spec_path, r.arch, r.status, d.name "
-        f"{base} ORDER BY r.created_at DESC, r.run_id LIMIT ? OFFSET ?",
-        [*params, limit, offset],
-    ).rows
-    return RunPage(tuple(RunRow(*row) for row in rows), offset, int(total))
 
 
 def setting(store: Store, run_id: str) -> Setting:

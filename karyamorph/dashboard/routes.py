@@ -14,9 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from karyamorph.dashboard.queries import RunPage, evaluations, run_page, searches
+from karyamorph.dashboard.queries import evaluations, searches
 from karyamorph.dashboard.render import render
 from karyamorph.dashboard.report import report_html
+from karyamorph.dashboard.run_list import FilterChoices, RunFilter, RunPage, filter_choices, run_page
 from karyamorph.dashboard.run_view import load_view
 from karyamorph.dashboard.search_view import search_view
 from karyamorph.dashboard.sql import ReadOnlyError, run_sql
@@ -45,22 +46,23 @@ async def index(request: Request) -> Response:
 
     def read() -> dict[str, Any]:
         # One visit to the store for the whole page: each open reads every table once.
-        page, view, error, initial = None, None, "", None
+        page, choices, view, error, initial = None, None, None, "", None
         if state.db.exists:
             try:
                 with state.db.reading() as store:
                     page = run_page(store)
+                    choices = filter_choices(store)
                     initial = initial_workbench(state, store)
                     view = load_view(store, wanted, state.pinned) if wanted else None
             except StoreError as exc:  # a busy or damaged store, or no run with the id asked for
                 error = str(exc)
         initial = initial or initial_workbench(state, None)
-        return {"page": page, "view": view, "error": error, "initial": initial}
+        return {"page": page, "choices": choices, "view": view, "error": error, "initial": initial}
 
     context = await run_in_threadpool(read)
     initial = context.pop("initial")
     return _html(
-        "index.html", db_path=str(state.db.path), query="", examples=state.example_names(),
+        "index.html", db_path=str(state.db.path), examples=state.example_names(),
         archs=sorted(ARCHES, key=lambda a: (len(a), a)), stage_names=list(STAGE_TYPES),
         form=initial.form, toml=initial.toml, toml_error="", form_error="", live=True,
         initial=initial.as_json(), **context,
@@ -68,21 +70,21 @@ async def index(request: Request) -> Response:
 
 
 async def runs(request: Request) -> Response:
-    """The run list (``?offset=``, ``?q=`` filter)."""
+    """The run list with its filters (``?offset=``, and the fields of :meth:`RunFilter.from_query`)."""
     state = state_of(request)
-    query = request.query_params.get("q", "")
+    where = RunFilter.from_query(request.query_params)
 
-    def read() -> tuple[RunPage | None, str]:
+    def read() -> tuple[RunPage | None, FilterChoices | None, str]:
         if not state.db.exists:
-            return None, ""
+            return None, None, ""
         try:
             with state.db.reading() as store:
-                return run_page(store, offset=_offset(request), text=query), ""
+                return run_page(store, where, offset=_offset(request)), filter_choices(store), ""
         except StoreError as exc:
-            return None, str(exc)
+            return None, None, str(exc)
 
-    page, error = await run_in_threadpool(read)
-    return _html("_runs.html", page=page, error=error, query=query)
+    page, choices, error = await run_in_threadpool(read)
+    return _html("_runs.html", page=page, choices=choices, error=error)
 
 
 async def run(request: Request) -> Response:

@@ -5,7 +5,8 @@ parses back to ``d`` for every spec whose numbers are integers where an integer 
 whose expressions are strings (as the loader reads them); comments are not kept. A field holds
 what the TOML value holds, written out: an integer literal becomes an integer again, anything
 else a string (an expression); tolerances are numbers. Lists (grid, block, shape) are written
-with commas between items, and a comma inside parentheses belongs to its item.
+with commas between items, and a comma inside parentheses belongs to its item; the other sizes
+a check runs at (``[check] sizes``) as ``n = 4099; rows = 33, cols = 65``.
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ class SpecForm:
             for a in doc.get("args", [])
         )  # fmt: skip
         tables = tuple(
-            (table, key, _text(value)) for table in _TABLES for key, value in doc.get(table, {}).items()
-        )
+            (table, key, _sizes_text(value) if (table, key) == ("check", "sizes") else _text(value))
+            for table in _TABLES for key, value in doc.get(table, {}).items()
+        )  # fmt: skip
         return cls(
             entry=str(kernel.get("entry", "")),
             ptx=str(kernel.get("ptx", "")),
@@ -99,6 +101,26 @@ class SpecForm:
 
 def _text(value: Any) -> str:
     return "" if value is None else str(value)
+
+
+def _sizes_text(value: Any) -> str:
+    if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+        return _text(value)  # not the loader's shape: shown as it is, refused when posted
+    return "; ".join(", ".join(f"{k} = {v}" for k, v in entry.items()) for entry in value)
+
+
+def _sizes_list(text: str) -> list[dict[str, int]]:
+    """``"n = 4099; rows = 33, cols = 65"`` -> ``[{"n": 4099}, {"rows": 33, "cols": 65}]``."""
+    out: list[dict[str, int]] = []
+    for i, part in enumerate(p for p in text.split(";") if p.strip()):
+        entry: dict[str, int] = {}
+        for pair in part.split(","):
+            name, _, value = pair.partition("=")
+            if not _BARE_KEY.match(name.strip()) or not _INT.match(value.strip()):
+                raise SpecError(f"check.sizes[{i}]", f"expected name = integer, got {pair.strip()!r}")
+            entry[name.strip()] = int(value)
+        out.append(entry)
+    return out
 
 
 def _list_text(value: Any) -> str:
@@ -187,7 +209,9 @@ def doc_from_fields(fields: Mapping[str, str], source: str | None = None) -> dic
         entries = {k.removeprefix(prefix): v.strip() for k, v in fields.items()
                    if k.startswith(prefix) and v.strip()}  # fmt: skip
         if table == "check":
-            doc_table: dict[str, Any] = {k: _number(v, f"check.{k}") for k, v in entries.items()}
+            doc_table: dict[str, Any] = {
+                k: _sizes_list(v) if k == "sizes" else _number(v, f"check.{k}") for k, v in entries.items()
+            }
         elif table == "cost":
             doc_table = {k: _int_or_text(v) for k, v in entries.items()}
         else:
@@ -223,6 +247,8 @@ def _value(value: Any) -> str:
         return repr(value)  # TOML spells the non-finite ones inf, -inf and nan too
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
     return _string(str(value))
 
 

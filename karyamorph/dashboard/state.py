@@ -30,9 +30,12 @@ class State:
     def create(cls, db: Path, *, workspace: Path | None = None, examples: Path | None = None,
                spec: Path | None = None) -> State:  # fmt: skip
         """State for a server on ``db``; runs started from the page write their spec and PTX
-        under ``workspace`` (default: a new temporary folder)."""
-        folder = workspace or Path(tempfile.mkdtemp(prefix="karyamorph-dashboard-"))
-        return cls(Database(db), Jobs(folder, db), examples if examples and examples.is_dir() else None, spec)
+        under ``workspace`` (default: a new temporary folder). Every path is kept absolute, so
+        that it names the same file from the runners' folders and after a change of directory."""
+        folder = (workspace or Path(tempfile.mkdtemp(prefix="karyamorph-dashboard-"))).absolute()
+        examples = examples.absolute() if examples and examples.is_dir() else None
+        return cls(Database(db.absolute()), Jobs(folder, db.absolute()), examples,
+                   spec.absolute() if spec else None)  # fmt: skip
 
     def example_names(self) -> list[str]:
         """The ``*.toml`` specs of the examples folder, by stem."""

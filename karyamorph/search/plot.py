@@ -4,12 +4,46 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from karyamorph.search.stored import StoredSearch
 
 
 class PlotFormatError(ValueError):
     """A plot path whose suffix is neither .png nor .svg."""
+
+
+def time_text(ms: float) -> str:
+    """A time in milliseconds as a tick reads it: ``0.03`` -> ``"30 µs"``, ``1.0`` -> ``"1 ms"``."""
+    ms = float(f"{ms:.3g}")  # rounded first, so that 999.9 ms is "1 s", not "1e+03 ms"
+    for scale, unit in ((1e3, "s"), (1.0, "ms"), (1e-3, "µs")):
+        if abs(ms) >= scale:
+            return f"{ms / scale:.3g} {unit}"
+    return f"{ms * 1e6:.3g} ns"
+
+
+def _plain_log_ticks(axis: Any) -> None:
+    """Label the log time ``axis`` as plain times ("300 µs") instead of matplotlib's "3x10^-1";
+    which ticks carry a label is still matplotlib's choice (every decade, and some of the ticks
+    between them on a short axis)."""
+    from matplotlib.ticker import Formatter, LogFormatter
+
+    class PlainTimes(Formatter):
+        def __init__(self, picks: LogFormatter) -> None:
+            self.picks = picks
+
+        def set_axis(self, axis: Any) -> None:
+            super().set_axis(axis)
+            self.picks.set_axis(axis)
+
+        def set_locs(self, locs: Any) -> None:
+            self.picks.set_locs(locs)
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return time_text(x) if self.picks(x, pos) else ""
+
+    axis.set_major_formatter(PlainTimes(LogFormatter()))
+    axis.set_minor_formatter(PlainTimes(LogFormatter(labelOnlyBase=False)))
 
 
 def best_so_far(search: StoredSearch, path: Path) -> Path:
@@ -49,8 +83,9 @@ def best_so_far(search: StoredSearch, path: Path) -> Path:
                 label="best so far",
             )
         ax.set_xlabel("evaluation")
-        ax.set_ylabel("time (ms)")
+        ax.set_ylabel("time")  # each tick carries its unit
         ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
         params = search.params
         ax.set_title(f"{search.name} on {params.get('device', params.get('arch'))}: "
                      f"{params.get('strategy')}, budget {params.get('budget')}")  # fmt: skip

@@ -84,3 +84,48 @@ def page(browser: Any) -> Iterator[Any]:
     yield page
     context.close()
     assert errors == [], f"the page raised: {errors}"
+
+
+CAMPAIGNS = {
+    # name: (label, the campaign file's body after [campaign] name)
+    "sizes": ("size sweep", """archs = ["sm_80", "sm_90"]
+stages = ["compile", "static"]
+
+[[sweep]]
+specs = ["vadd.toml"]
+sizes.n = [1000, 2000, 4096, 8192]
+
+[[sweep]]
+specs = ["transpose.toml"]
+sizes.rows = 100
+sizes.cols = 70
+"""),
+    "tiles": ("tile check", """archs = ["sm_80"]
+stages = ["compile"]
+
+[[sweep]]
+specs = ["transpose.toml"]
+sizes.rows = [64, 128, 256]
+sizes.cols = 64
+"""),
+}
+"""Two campaigns run on the compile side into a copy of the recorded database (10 and 3 runs)."""
+
+
+@pytest.fixture(scope="session")
+def campaign_db(recorded_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The recorded runs and the runs of :data:`CAMPAIGNS`, stored by ``campaign run``'s own code."""
+    from karyamorph.campaign.runner import run_campaign
+
+    folder = tmp_path_factory.mktemp("campaigns")
+    db = folder / "campaigns.duckdb"
+    shutil.copy(recorded_db, db)
+    for kernel in ("vadd", "transpose"):
+        for ext in ("toml", "ptx"):
+            shutil.copy(EXAMPLES / f"{kernel}.{ext}", folder / f"{kernel}.{ext}")
+    for name, (label, body) in CAMPAIGNS.items():
+        path = folder / f"{name}.toml"
+        path.write_text(f'[campaign]\nname = "{name}"\n{body}')
+        report = run_campaign(path, db=db, label=label)
+        assert report.failed == 0, report.as_dict()
+    return db

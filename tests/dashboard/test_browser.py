@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import statistics
 import tomllib
 import urllib.error
@@ -324,3 +325,105 @@ def test_the_token_is_needed_outside_the_browser_too(served: Served) -> None:
     request = urllib.request.Request(bare + "runs", headers={"Authorization": f"token {served.token}"})
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert answer.status == 200
+
+
+def test_a_run_started_on_relative_paths_is_stored_in_the_database_the_user_named(
+    page: Any, recorded_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `karyamorph dashboard` in a folder with the default database: the paths are relative to the
+    # server's folder, and the runner, which works in its job's folder, must still find them.
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(recorded_db, tmp_path / "karyamorph.duckdb")
+    with Store.open_to_read(tmp_path / "karyamorph.duckdb") as store:
+        before = {r[0] for r in store.query("SELECT run_id FROM runs").rows}
+    server, served = serve(Path("karyamorph.duckdb"), Path("workspace"))
+    try:
+        open_page(page, served)
+        page.select_option("#open-example", "vadd")
+        page.wait_for_function("window.kmEditor.getText().includes('.entry vadd')")
+        page.fill("#run-label", "relative paths")
+        page.click("#run-button")
+        page.wait_for_selector("#job .job:not([data-state=running])", timeout=90_000)
+        assert page.get_attribute("#job .job", "data-state") == "done", page.inner_text("#job")
+        page.wait_for_selector("#run-view .run-head .label, #run-view .error")
+        assert page.locator("#run-view .error").count() == 0, page.inner_text("#run-view")
+        stored_id = page.get_attribute("#run-view .run-head", "data-run")
+        assert stored_id is not None and stored_id not in before
+        assert "relative paths" in page.inner_text("#run-view .run-head")
+    finally:
+        server.stop()
+    with Store.open_to_read(tmp_path / "karyamorph.duckdb") as store:
+        assert load_run(store, stored_id).label == "relative paths"
+    # Nothing was written beside the job's files under another name.
+    assert sorted(p.name for p in tmp_path.rglob("*.duckdb")) == ["karyamorph.duckdb"]
+
+
+def listed(page: Any) -> tuple[set[str], dict[str, str]]:
+    """The runs listed one by one, and each folded campaign's id with its row's text."""
+    runs = {r.get_attribute("data-run") for r in page.query_selector_all("#runs tr.run-row")}
+    rows = page.query_selector_all("#runs tr.campaign-row")
+    folded = {r.get_attribute("data-campaign"): r.inner_text() for r in rows}
+    return runs, folded
+
+
+def wait_listed(page: Any, runs: set[str], campaigns: set[str]) -> dict[str, str]:
+    """Wait (10 s at most) for the list to hold exactly ``runs`` and ``campaigns``; return the
+    folded campaigns' row texts."""
+    for _ in range(100):
+        shown, folded = listed(page)
+        if (shown, set(folded)) == (runs, campaigns):
+            break
+        page.wait_for_timeout(100)
+    assert (shown, set(folded)) == (runs, campaigns)
+    return folded
+
+
+def test_campaign_runs_fold_into_a_row_per_campaign_and_the_filters_narrow_the_list(
+    page: Any, campaign_db: Path
+) -> None:
+    with Store.open_to_read(campaign_db) as store:
+        rows = store.query("SELECT run_id, campaign_id, label, entry FROM runs").rows
+        names = dict(store.query("SELECT campaign_id, name FROM campaigns").rows)
+    loose = {r for r, c, _, _ in rows if c is None}
+    by_campaign = {c: {r for r, cc, _, _ in rows if cc == c} for c in names}
+    assert loose and len(by_campaign) == 2 and all(by_campaign.values())
+    server, served = serve(campaign_db, campaign_db.parent / "workspace")
+    try:
+        open_page(page, served)
+        # Folded by default: the runs of no campaign as before, each campaign once with its count.
+        folded = wait_listed(page, loose, set(by_campaign))
+        for cid, text in folded.items():
+            assert names[cid] in text and f"{len(by_campaign[cid])} runs" in text
+        # A campaign's row opens its runs, and the campaign filter says which one is shown.
+        (sizes,) = (c for c, n in names.items() if n == "sizes")
+        page.click(f"#runs tr.campaign-row[data-campaign='{sizes}']")
+        wait_listed(page, by_campaign[sizes], set())
+        assert page.input_value("#runs-tile select[name=campaign]") == sizes
+        # Every run, one by one.
+        page.select_option("#runs-tile select[name=campaign]", "")
+        wait_listed(page, loose, set(by_campaign))
+        page.check("#runs-tile input[name=unfold]")
+        wait_listed(page, {r for r, *_ in rows}, set())
+        # By kernel and by label, on the runs themselves.
+        page.select_option("#runs-tile select[name=entry]", "transpose")
+        wait_listed(page, {r for r, _, _, e in rows if e == "transpose"}, set())
+        page.select_option("#runs-tile select[name=entry]", "")
+        wait_listed(page, {r for r, *_ in rows}, set())
+        page.select_option("#runs-tile select[name=label]", "tile check")
+        wait_listed(page, {r for r, _, lab, _ in rows if lab == "tile check"}, set())
+        # Folded again, a campaign's row counts only the runs that pass the filters.
+        page.uncheck("#runs-tile input[name=unfold]")
+        wait_listed(page, set(), {c for r, c, lab, _ in rows if lab == "tile check"})
+        page.select_option("#runs-tile select[name=label]", "")
+        wait_listed(page, loose, set(by_campaign))
+        page.select_option("#runs-tile select[name=entry]", "transpose")
+        folded = wait_listed(page, set(), set(by_campaign))
+        transposes = {c: sum(1 for r, cc, _, e in rows if cc == c and e == "transpose") for c in names}
+        for cid, text in folded.items():
+            assert f"{transposes[cid]} runs" in text
+        page.select_option("#runs-tile select[name=entry]", "")
+        wait_listed(page, loose, set(by_campaign))
+        page.select_option("#runs-tile select[name=campaign]", "none")
+        wait_listed(page, loose, set())
+    finally:
+        server.stop()

@@ -119,3 +119,17 @@ def test_a_runner_that_dies_mid_stage_leaves_a_failed_run_with_its_last_words(tm
     jobs._follow(job, process)
     assert job.state == "failed" and "status -9" in job.message and "last words" in job.message
     assert [(s.name, s.status) for s in job.stages] == [("compile", "not run"), ("sass", "not run")]
+
+
+def test_a_relative_database_is_the_one_in_the_servers_folder_not_the_runners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `karyamorph dashboard` with the default database: a path relative to where the command
+    # started, while each runner works in its own job folder of a temporary workspace.
+    monkeypatch.chdir(tmp_path)
+    jobs = Jobs(tmp_path / "work", Path("karyamorph.duckdb"))
+    job = wait(jobs, start(jobs, (KERNELS / "vadd.ptx").read_text()))
+    assert job.state == "done" and job.run_id is not None, job.message
+    assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*.duckdb")] == [Path("karyamorph.duckdb")]
+    handed = json.loads(next((tmp_path / "work").glob("run-*/job.json")).read_text())
+    assert Path(handed["db"]).is_absolute() and Path(handed["spec_path"]).is_absolute()

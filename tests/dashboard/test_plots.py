@@ -81,3 +81,22 @@ def test_the_leaderboard_is_fastest_first_and_counts_failures() -> None:
                                              (250_000, "250k"), (1.5e6, "1.5M"), (2e9, "2G")])  # fmt: skip
 def test_tick_labels_are_short(value: float, text: str) -> None:
     assert plots.label(value) == text
+
+
+@given(st.floats(min_value=1e-9, max_value=1e12, allow_nan=False), st.sampled_from([1, -1]))
+def test_tick_labels_are_plain_numbers_never_exponents(size: float, sign: int) -> None:
+    text = plots.label(sign * size)
+    assert "e" not in text and "^" not in text
+    scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(text[-1], 1.0)
+    value = float(text.rstrip("kMG")) * scale
+    assert value == pytest.approx(sign * size, rel=5e-4)
+
+
+def test_the_best_so_far_ticks_of_a_sub_microsecond_search_are_plain_numbers() -> None:
+    times = [0.00093, 0.00071, 0.00072, 0.00052]  # milliseconds: a kernel under a microsecond
+    rows = tuple(evaluation(i, t) for i, t in enumerate(times))
+    search = SearchRow("s", "tiny kernel", None, {}, len(rows), 0, min(times))  # type: ignore[arg-type]
+    svg = str(search_view(search, rows).chart)
+    ticks = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', svg)
+    assert len(ticks) >= 4 and not [t for t in ticks if "e" in t or "^" in t]
+    assert {float(t) for t in ticks} >= {0.0006, 0.0008}

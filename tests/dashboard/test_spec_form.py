@@ -78,3 +78,13 @@ def test_removing_an_argument_drops_it() -> None:
     fields["arg.1.remove"] = "1"
     names = [a["name"] for a in doc_from_fields(fields)["args"]]
     assert names == [a["name"] for i, a in enumerate(doc["args"]) if i != 1]
+
+
+def test_the_other_sizes_a_check_runs_at_are_kept_and_checked() -> None:
+    doc = tomllib.loads((ROOT / "datasets" / "kernels" / "transpose.toml").read_text())
+    doc["check"]["sizes"] = [{"rows": 33, "cols": 65}, {"rows": 1}]
+    fields = SpecForm.from_doc(doc).fields()
+    assert fields["check.sizes"] == "rows = 33, cols = 65; rows = 1"
+    assert tomllib.loads(toml_text(doc_from_fields(fields)))["check"] == doc["check"]
+    with pytest.raises(SpecError, match=r"check\.sizes\[1\]"):
+        doc_from_fields({**fields, "check.sizes": "rows = 33; cols = many"})
