@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from karyamorph.campaign.execute import ItemOutcome, run_item
+from karyamorph.campaign.interrupts import z3_leaves_ctrl_c
 from karyamorph.campaign.items import Item
 from karyamorph.campaign.plan import Plan
 from karyamorph.harness.gpu.device import current_device
@@ -35,6 +36,6 @@ class LocalExecutor:
         stages = plan.stages()
         gpu = f", GPU stages on {device.name}" if device is not None else ""
         self.summary = "local: this process" + (gpu or " (no GPU: the GPU stages skip)" * plan.needs_gpu)
-        with command_worker(device) as worker:
+        with command_worker(device) as worker, z3_leaves_ctrl_c():
             for item in items:
                 yield run_item(item, plan, device=device, worker=worker, toolchain=toolchain, stages=stages)

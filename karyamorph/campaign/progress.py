@@ -1,7 +1,10 @@
-"""Live campaign progress on a terminal: a bar of items settled, the rate per minute, ETA, failures."""
+"""Live campaign progress on a terminal: a bar of items settled, the rate per minute, ETA, and the
+runs counted by verdict beside the items that could not run."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from types import TracebackType
 
 from rich.console import Console
@@ -17,6 +20,8 @@ from rich.progress import (
 from rich.text import Text
 
 from karyamorph.campaign.execute import ItemOutcome
+from karyamorph.campaign.verdicts import verdict_counts
+from karyamorph.harness.stages.base import Status
 
 
 class _PerMinute(ProgressColumn):
@@ -25,6 +30,13 @@ class _PerMinute(ProgressColumn):
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
         return Text("  -- /min" if speed is None else f"{60 * speed:6.1f}/min", style="cyan")
+
+
+class _Tally(ProgressColumn):
+    """The runs by verdict and the items that could not run; red once one fails the campaign."""
+
+    def render(self, task: Task) -> Text:
+        return Text(task.fields["tally"], style="red" if task.fields["failing"] else "green")
 
 
 class CampaignProgress:
@@ -41,18 +53,34 @@ class CampaignProgress:
     settled : int
         Items done or failed before this run started (the bar starts there; the rate and ETA
         count only this run's items).
-    failed : int
-        Items failed before this run (and not being retried).
+    verdicts : mapping of str to int, optional
+        The runs of the items done before this run, by status.
+    could_not_run : int
+        Items failed (no run) before this run, and not being retried.
     """
 
-    def __init__(self, console: Console, name: str, total: int, settled: int = 0, failed: int = 0) -> None:
+    def __init__(self, console: Console, name: str, total: int, settled: int = 0,
+                 verdicts: Mapping[str, int] | None = None, could_not_run: int = 0) -> None:  # fmt: skip
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _PerMinute(),
-            TimeRemainingColumn(), TextColumn("[red]{task.fields[failed]} failed"),
-            TextColumn("[dim]{task.fields[last]}"), console=console, refresh_per_second=4,
+            TimeRemainingColumn(), _Tally(), TextColumn("[dim]{task.fields[last]}"), console=console,
+            refresh_per_second=4,
         )  # fmt: skip
-        self._failed = failed
-        self._task = self._progress.add_task(name, total=total, completed=settled, failed=failed, last="")
+        self._verdicts = Counter(verdicts or {})
+        self._could_not_run = could_not_run
+        tally, failing = self._tally()
+        self._task = self._progress.add_task(
+            name, total=total, completed=settled, last="", tally=tally, failing=failing
+        )
+
+    def _tally(self) -> tuple[str, bool]:
+        """``4 pass, 2 fail, 1 could not run`` (pass and fail always, the rest where not 0), and
+        whether any of it fails the campaign."""
+        counts = verdict_counts(self._verdicts)
+        shown = [f"{n} {v}" for v, n in counts.items() if n or v in (Status.PASS, Status.FAIL)]
+        shown += [f"{self._could_not_run} could not run"] * (self._could_not_run > 0)
+        failing = self._could_not_run > 0 or any(Status(v).fails() for v in +self._verdicts)
+        return ", ".join(shown), failing
 
     def __enter__(self) -> CampaignProgress:
         self._progress.start()
@@ -64,8 +92,12 @@ class CampaignProgress:
         self._progress.stop()
 
     def __call__(self, outcome: ItemOutcome) -> None:
-        """Count one settled item (a failure in red) and show its key."""
-        self._failed += outcome.failed
+        """Count one settled item (its run's verdict, or that it could not run) and show its key."""
+        if outcome.failed:
+            self._could_not_run += 1
+        else:
+            self._verdicts[outcome.status] += 1
+        tally, failing = self._tally()
         self._progress.update(
-            self._task, advance=1, failed=self._failed, last=f"{outcome.status} {outcome.key}"
+            self._task, advance=1, last=f"{outcome.status} {outcome.key}", tally=tally, failing=failing
         )

@@ -83,7 +83,7 @@ def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bo
     if outcome.bad_input:
         click.echo(f"error: {outcome.bad_input}", err=True)
         sys.exit(2)
-    if outcome.result.status in ("fail", "error") or (strict and outcome.result.status == "unknown"):
+    if outcome.result.status.fails(strict=strict):
         sys.exit(1)
 
 

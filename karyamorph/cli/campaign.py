@@ -7,13 +7,17 @@ when it runs.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
-from karyamorph.cli.support import _db_path, _echo, db_option, friendly_errors
+from karyamorph.cli.support import _db_path, _echo, db_option, friendly_errors, invoked_as
+
+INTERRUPTED = 130
+"""The exit status after Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 @click.group("campaign")
@@ -26,7 +30,7 @@ def campaign_group() -> None:
 @db_option
 @click.option("--label", help="Stored with the campaign and its runs; another label is another campaign.")
 @click.option("--resume", "resume", metavar="ID", help="Resume this campaign (its id or first characters).")
-@click.option("--retry-failed", is_flag=True, help="Run the failed items again too.")
+@click.option("--retry-failed", is_flag=True, help="Run the items that could not run again too.")
 @click.option("--ray", "ray_address", metavar="auto|local|ADDRESS", default=None,
               help="Run on Ray: auto (the cluster `ray start --head` made here), local (a Ray instance "
                    "for this campaign alone) or a cluster address. One worker per GPU; compile-side "
@@ -35,10 +39,25 @@ def campaign_group() -> None:
 @friendly_errors
 def campaign_run(campaign_path: str, db: str | None, label: str | None, resume: str | None,
                  retry_failed: bool, ray_address: str | None, fmt: str) -> None:  # fmt: skip
-    """Run the items of CAMPAIGN.toml not done yet in the database; exit 1 if any item failed."""
+    """Run the items of CAMPAIGN.toml not done yet in the database. Exit 1 if an item's run failed
+    or errored (as `karyamorph run` would) or an item could not run; 130 on Ctrl-C, saying how far
+    it got and how to resume."""
+    # The command as typed (the same file, --db and other options): run again, it resumes the
+    # campaign this one made or resumed, running only what is not done.
+    again = [invoked_as(), "campaign", "run", campaign_path, *_flags(db=db, label=label, resume=resume,
+             retry_failed=retry_failed, ray=ray_address, format=None if fmt == "table" else fmt)]  # fmt: skip
+    try:
+        _run(Path(campaign_path), db, label, resume, retry_failed, ray_address, fmt)
+    except KeyboardInterrupt as stop:
+        _interrupted(stop, fmt, shlex.join(again))
+
+
+def _run(campaign_path: Path, db: str | None, label: str | None, resume: str | None, retry_failed: bool,
+         ray_address: str | None, fmt: str) -> None:  # fmt: skip
     from karyamorph.campaign.execute import Executor
     from karyamorph.campaign.local import LocalExecutor
     from karyamorph.campaign.runner import run_campaign
+    from karyamorph.campaign.verdicts import failing
     from karyamorph.campaign.views import report_view
     from karyamorph.store.campaigns import item_states
     from karyamorph.store.database import Store
@@ -54,16 +73,46 @@ def campaign_run(campaign_path: str, db: str | None, label: str | None, resume: 
         executor = RayExecutor(ray_address)
     path = _db_path(db)
     screen = console() if fmt == "table" else None
-    report = run_campaign(Path(campaign_path), db=path, executor=executor, label=label, resume=resume,
+    report = run_campaign(campaign_path, db=path, executor=executor, label=label, resume=resume,
                           retry_failed=retry_failed, console=screen)  # fmt: skip
     if fmt == "json":
         _echo(report.as_dict())
     else:
         with Store.open_to_read(path) as store:
             states = item_states(store, report.info.campaign_id)
-        _echo(report_view(report, states, None if db is None else path))
-    if report.info.failed:
+        _echo(report_view(report, states, None if db is None else path, invoked_as()))
+    if failing(report.info):
         sys.exit(1)
+
+
+def _interrupted(stop: KeyboardInterrupt, fmt: str, again: str) -> NoReturn:
+    """Say how far an interrupted ``campaign run`` got and how to resume it; exit 130."""
+    # Only the runner raises CampaignInterrupted (once the items started), so it is loaded then;
+    # an interrupt while the command still imported it finds it absent, and nothing stored.
+    if "karyamorph.campaign.runner" in sys.modules:
+        from karyamorph.campaign.runner import CampaignInterrupted
+        from karyamorph.campaign.views import interrupted_view
+
+        if isinstance(stop, CampaignInterrupted):
+            if fmt == "json":
+                _echo({**stop.report.as_dict(), "interrupted": True})
+            click.echo(interrupted_view(stop.report, again), err=True)
+            sys.exit(INTERRUPTED)
+    # Before the items ran (loading the specs, opening the database) or after they all had.
+    click.echo(f"interrupted; nothing is half written. Run it again with:\n  {again}", err=True)
+    sys.exit(INTERRUPTED)
+
+
+def _flags(**values: str | bool | None) -> list[str]:
+    """``--name value`` for each value given (``--name`` alone for True), in order."""
+    out: list[str] = []
+    for name, value in values.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, str):
+            out += [flag, value]
+    return out
 
 
 @campaign_group.command("status")
@@ -72,7 +121,9 @@ def campaign_run(campaign_path: str, db: str | None, label: str | None, resume: 
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @friendly_errors
 def campaign_status(campaign_id: str, db: str | None, fmt: str) -> None:
-    """Done, failed and pending items of a campaign (ID: its id or first characters)."""
+    """Items of a campaign that ran (with their runs' verdicts), could not run, or are pending
+    (ID: its id or first characters)."""
+    from karyamorph.campaign.verdicts import campaign_dict, not_passed
     from karyamorph.campaign.views import status_view
     from karyamorph.store.campaigns import campaign_info, find_campaign, item_states
 
@@ -82,7 +133,12 @@ def campaign_status(campaign_id: str, db: str | None, fmt: str) -> None:
     if fmt == "json":
         failures = [{"item": s.item, "attempts": s.attempts, "reason": s.reason}
                     for s in states if s.state == "failed"]  # fmt: skip
-        _echo({**info.as_dict(), "failures": failures})
+        not_passing = [
+            {"item": s.item, "run_id": s.run_id, "verdict": s.verdict, "stages": dict(s.failing_stages)}
+            for s in states
+            if not_passed(s.verdict)
+        ]
+        _echo({**campaign_dict(info), "failures": failures, "runs_not_passed": not_passing})
     else:
         _echo(status_view(info, states))
 
@@ -92,13 +148,14 @@ def campaign_status(campaign_id: str, db: str | None, fmt: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @friendly_errors
 def campaign_list(db: str | None, fmt: str) -> None:
-    """Every campaign in the database with its item counts, newest first."""
+    """Every campaign in the database with its item counts and runs by verdict, newest first."""
+    from karyamorph.campaign.verdicts import campaign_dict
     from karyamorph.campaign.views import list_view
     from karyamorph.store.campaigns import list_campaigns
 
     with _open_existing(db) as store:
         infos = list_campaigns(store)
-    _echo([i.as_dict() for i in infos] if fmt == "json" else list_view(infos))
+    _echo([campaign_dict(i) for i in infos] if fmt == "json" else list_view(infos))
 
 
 def _open_existing(db: str | None) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +17,12 @@ class CampaignNotFoundError(StoreError):
 
 @dataclass(frozen=True, slots=True)
 class ItemState:
-    """Where one item of a campaign stands: its state, attempts, failure reason and run."""
+    """Where one item of a campaign stands: its state, attempts, failure reason and run.
+
+    ``verdict`` is the status of its run (``runs.status``: pass, fail, error, unknown or skip;
+    None while it has no run); ``failing_stages`` names each stage of that run that ended fail,
+    error or unknown, with that status, in the run's order.
+    """
 
     item: str
     position: int
@@ -25,11 +30,18 @@ class ItemState:
     attempts: int
     reason: str | None
     run_id: str | None
+    verdict: str | None = None
+    failing_stages: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class CampaignInfo:
-    """One campaign: its row and how many of its items are pending, done and failed."""
+    """One campaign: its row, how many of its items are pending, done (they ran: their run is
+    stored) and failed (they could not run: no run), and its runs counted by status.
+
+    ``verdicts`` maps each status its runs ended with (``runs.status``, as ``karyamorph run``
+    states it: pass, fail, error, unknown, skip) to how many did; a status no run has is absent.
+    """
 
     campaign_id: str
     name: str
@@ -38,6 +50,7 @@ class CampaignInfo:
     pending: int
     done: int
     failed: int
+    verdicts: dict[str, int] = field(default_factory=dict)
 
     @property
     def items(self) -> int:
@@ -56,23 +69,28 @@ class CampaignInfo:
             "campaign_id": self.campaign_id, "name": self.name, "label": self.label,
             "created_at": self.created_at.isoformat(), "file": self.params.get("file"),
             "stages": self.params.get("stages"), "items": self.items, "done": self.done,
-            "failed": self.failed, "pending": self.pending,
+            "failed": self.failed, "pending": self.pending, "verdicts": dict(sorted(self.verdicts.items())),
         }  # fmt: skip
 
 
+# A done item's run_id names its run (one transaction writes both), so the join finds the
+# status of each run of the campaign's items and of nothing else.
 _INFO = (
     "SELECT c.campaign_id, c.name, c.created_at, c.params, "
     "count(i.item) FILTER (WHERE i.state = 'pending'), count(i.item) FILTER (WHERE i.state = 'done'), "
-    "count(i.item) FILTER (WHERE i.state = 'failed') "
+    "count(i.item) FILTER (WHERE i.state = 'failed'), "
+    "histogram(r.status) FILTER (WHERE r.status IS NOT NULL) "
     "FROM campaigns c LEFT JOIN campaign_items i USING (campaign_id) "
+    "LEFT JOIN runs r ON r.run_id = i.run_id "
 )
 _GROUP = "GROUP BY c.campaign_id, c.name, c.created_at, c.params ORDER BY c.created_at DESC, c.campaign_id"
 
 
 def _info(row: tuple[Any, ...]) -> CampaignInfo:
-    campaign_id, name, created_at, params, pending, done, failed = row
+    campaign_id, name, created_at, params, pending, done, failed, verdicts = row
     loaded = json.loads(params) if isinstance(params, str) else params
-    return CampaignInfo(campaign_id, name, created_at, loaded, int(pending), int(done), int(failed))
+    counts = {str(k): int(v) for k, v in (verdicts or {}).items()}
+    return CampaignInfo(campaign_id, name, created_at, loaded, int(pending), int(done), int(failed), counts)
 
 
 def list_campaigns(store: Store) -> list[CampaignInfo]:
@@ -131,13 +149,21 @@ def find_by_definition(store: Store, definition: str, label: str | None) -> str 
 
 
 def item_states(store: Store, campaign_id: str) -> list[ItemState]:
-    """Every item of the campaign in its order, with its state."""
+    """Every item of the campaign in its order, with its state (and its run's verdict)."""
     rows = store.query(
-        "SELECT item, position, state, attempts, reason, run_id FROM campaign_items "
-        "WHERE campaign_id = ? ORDER BY position",
+        "SELECT i.item, i.position, i.state, i.attempts, i.reason, i.run_id, any_value(r.status), "
+        "list((s.stage, s.status) ORDER BY s.position) "
+        "FILTER (WHERE s.status IN ('fail', 'error', 'unknown')) "
+        "FROM campaign_items i LEFT JOIN runs r ON r.run_id = i.run_id "
+        "LEFT JOIN stages s ON s.run_id = i.run_id "
+        "WHERE i.campaign_id = ? GROUP BY ALL ORDER BY i.position",
         [campaign_id],
     ).rows
-    states = [ItemState(*r) for r in rows]
+    states = [
+        ItemState(item, position, state, attempts, reason, run_id, verdict,
+                  tuple((str(stage), str(status)) for stage, status in stages or ()))
+        for item, position, state, attempts, reason, run_id, verdict, stages in rows
+    ]  # fmt: skip
     odd = {s.state for s in states} - set(STATES)
     if odd:
         raise StoreError(f"campaign {campaign_id} in {store.path} has items in unknown states {sorted(odd)}")

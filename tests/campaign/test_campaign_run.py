@@ -140,7 +140,7 @@ def test_on_a_terminal_a_bar_counts_items_and_their_rate(tmp_path: Path) -> None
     screen = Console(file=out, force_terminal=True, width=160)
     run_campaign(campaign_file(tmp_path), db=tmp_path / "c.duckdb", console=screen)
     text = out.getvalue()
-    assert "small" in text and "6/6" in text and "/min" in text and "0 failed" in text
+    assert "small" in text and "6/6" in text and "/min" in text and "6 pass, 0 fail" in text
 
 
 def test_the_command_line_starts_without_ray_or_the_harness() -> None:

@@ -124,3 +124,31 @@ def test_a_schema_5_database_gains_the_item_column_and_table(
         assert store.query("SELECT item FROM runs WHERE run_id = ?", [run_id]).rows == [(None,)]
         assert store.query("SELECT count(*) FROM campaign_items").rows == [(0,)]
     assert "campaign_items" in schema.TABLES and "item" in schema.TABLES["runs"]
+
+
+def test_a_campaign_counts_its_runs_by_status_and_names_the_stages_that_did_not_pass(
+    tmp_path: Path,
+) -> None:
+    refuted = (
+        StageRecord("compile", 0, "pass", 0.1),
+        StageRecord("model", 1, "fail", 0.5, "bounds: refuted"),
+        StageRecord("timing", 2, "error", 0.2),
+        StageRecord("metrics", 3, "skip", 0.0),
+    )
+    with Store.open(tmp_path / "k.duckdb") as store:
+        cid = store.create_campaign("sweep", {}, ITEMS)
+        passed = store.record_item_run(cid, ITEMS[0].item, make_run())
+        failed = store.record_item_run(cid, ITEMS[1].item, make_run(stages=refuted, status="error"))
+        store.record_item_failure(cid, ITEMS[2].item, "SpecError: grid is 0")
+        info = campaign_info(store, cid)
+        assert (info.done, info.failed, info.pending, info.verdicts) == (2, 1, 0, {"pass": 1, "error": 1})
+        (listed,) = list_campaigns(store)
+        assert listed.verdicts == info.verdicts and info.as_dict()["verdicts"] == {"error": 1, "pass": 1}
+        found = {s.item: (s.run_id, s.verdict, s.failing_stages) for s in item_states(store, cid)}
+        assert found == {
+            ITEMS[0].item: (passed, "pass", ()),
+            ITEMS[1].item: (failed, "error", (("model", "fail"), ("timing", "error"))),
+            ITEMS[2].item: (None, None, ()),
+        }
+        empty = store.create_campaign("none run yet", {}, ITEMS)
+        assert campaign_info(store, empty).verdicts == {}

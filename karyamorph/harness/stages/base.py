@@ -28,6 +28,11 @@ class Status(enum.StrEnum):
     ERROR = "error"
     UNKNOWN = "unknown"
 
+    def fails(self, *, strict: bool = False) -> bool:
+        """Whether a run that ended so fails the command that ran it (``karyamorph run`` and
+        ``campaign run`` exit 1): fail and error do, unknown too with ``strict``."""
+        return self in (Status.FAIL, Status.ERROR) or (strict and self is Status.UNKNOWN)
+
 
 @dataclass(frozen=True, slots=True)
 class Figure:
@@ -76,7 +81,8 @@ class Interpretation:
     kernel : BoundKernel
         The kernel at the sizes the model ran.
     stats : mapping or None
-        The interpreter's statistics (:meth:`Stats.as_dict`); None when the run failed.
+        The interpreter's statistics (:meth:`~karyamorph.model.interp.simt.Stats.as_dict`); None when
+        the run failed.
     seconds : float
         Wall time of the interpretation.
     failure : str
