@@ -109,8 +109,8 @@ def tables_view(infos: Sequence[TableInfo], missing: Path | None, columns: bool 
 
 
 def runs_view(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> RenderableType:
-    """The runs of :meth:`Store.runs` for reading: whole ids, spec paths relative to here, and
-    without the content hashes (``--format csv`` keeps them)."""
+    """The runs of :meth:`~karyamorph.store.database.Store.runs` for reading: whole ids, spec paths
+    relative to here, and without the content hashes (``--format csv`` keeps them)."""
     shown = [c for c in columns if not c.endswith("_hash")]
     at = {c: columns.index(c) for c in shown}
     out = [

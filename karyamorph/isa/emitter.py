@@ -64,7 +64,8 @@ class Emitter:
 
     # --- parameters, variables, directives -----------------------------------------------------
     def param(self, name: str, type_: str) -> ast.Symbol:
-        """Declare a scalar parameter ``.param .type name``; load it with :meth:`ld_param`."""
+        """Declare a scalar parameter ``.param .type name``; load it with
+        :meth:`~karyamorph.isa.builder.KernelBuilder.ld_param`."""
         sym = self._claim(name, "parameter")
         self._params.append(ast.Param(name, split_spec(type_, f"parameter {name}")[1]))
         return sym

@@ -37,7 +37,8 @@ class Not:
 
 @dataclass(frozen=True, slots=True)
 class LabelRef:
-    """A branch target made by :meth:`KernelBuilder.label`, defined by :meth:`KernelBuilder.place`."""
+    """A branch target made by :meth:`~karyamorph.isa.builder.KernelBuilder.label`, defined by
+    :meth:`~karyamorph.isa.builder.KernelBuilder.place`."""
 
     name: str
 

@@ -108,7 +108,8 @@ def report_items(
     session: str,
     created_at: str,
 ) -> list[dict[str, Any]]:
-    """One session's figures in the shape :meth:`Store.microbench_figures` gives them."""
+    """One session's figures in the shape :meth:`~karyamorph.store.database.Store.microbench_figures`
+    gives them."""
     device = environment.get("device") or {}
     base = {
         "microbench_id": session,

@@ -56,7 +56,8 @@ class HookUsed(Exception):
 
 
 class RegisterExec(DecodedOperands):
-    """An :class:`Exec` over registers only: inputs come from ``source(slot, ty)``, writes are kept."""
+    """An :class:`~karyamorph.model.semantics.instruction.Exec` over registers only: inputs come from
+    ``source(slot, ty)``, writes are kept."""
 
     def __init__(
         self,

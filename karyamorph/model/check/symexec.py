@@ -139,7 +139,7 @@ def as_const(term: Any) -> int | bool | None:
 
 @dataclass(slots=True)
 class SymExec(DecodedOperands):
-    """The :class:`Exec` of one symbolic thread.
+    """The :class:`~karyamorph.model.semantics.instruction.Exec` of one symbolic thread.
 
     ``specials`` maps special registers (``%tid.x``) to terms; ``memory`` receives the memory and
     warp hooks. The driver calls :meth:`set` before each instruction and reads :attr:`ctl` after.

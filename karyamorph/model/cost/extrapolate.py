@@ -27,7 +27,8 @@ per-block part from its per-work part."""
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One interpreted launch: its statistics (:meth:`Stats.as_dict`), work and blocks."""
+    """One interpreted launch: its statistics (:meth:`~karyamorph.model.interp.simt.Stats.as_dict`),
+    work and blocks."""
 
     stats: Mapping[str, Any]
     work: float

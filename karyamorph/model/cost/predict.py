@@ -116,7 +116,8 @@ class KernelCounts:
 def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_per_block: int,
                   dram_bytes: float, load_batch_bytes: float = 0.0, interpreted_blocks: int = 0,
                   issue_slots: tuple[Slot, ...] = ()) -> KernelCounts:  # fmt: skip
-    """The interpreter's statistics of a small launch (:meth:`Stats.as_dict`) scaled by ``scale``
+    """The interpreter's statistics of a small launch
+    (:meth:`~karyamorph.model.interp.simt.Stats.as_dict`) scaled by ``scale``
     (the ratio of work, e.g. flops or bytes, between the timed size and the interpreted one) to
     a launch of ``blocks`` blocks; ``load_batch_bytes`` is the kernel's, from its PTX.
 

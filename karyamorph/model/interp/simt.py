@@ -101,7 +101,8 @@ def make_geometry(grid: tuple[int, int, int], block: tuple[int, int, int], warp_
 
 
 class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
-    """The :class:`Exec` of the threads ``[lo, hi)``; the interpreter sets ``dec`` and the mask."""
+    """The :class:`~karyamorph.model.semantics.instruction.Exec` of the threads ``[lo, hi)``; the
+    interpreter sets ``dec`` and the mask."""
 
     D = ConcreteDomain()
 
