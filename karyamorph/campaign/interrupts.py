@@ -2,9 +2,10 @@
 
 Two things lose a Ctrl-C in a campaign's process. z3 takes SIGINT for itself while it solves
 and answers ``unknown`` ("interrupted from keyboard"), which the model stage would report as the
-item's verdict; :func:`z3_leaves_ctrl_c` tells it not to. And Python drops a KeyboardInterrupt
-raised inside a finalizer (z3 frees its terms in ``__del__``, thousands per item), printing
-"Exception ignored"; :class:`CtrlC` remembers the signal, so the runner stops all the same.
+item's verdict; :func:`karyamorph.model.check.interrupts.z3_leaves_ctrl_c` tells it not to. And
+Python drops a KeyboardInterrupt raised inside a finalizer (z3 frees its terms in ``__del__``,
+thousands per item), printing "Exception ignored"; :class:`CtrlC` remembers the signal, so the
+runner stops all the same.
 """
 
 from __future__ import annotations
@@ -12,11 +13,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import FrameType, TracebackType
-
-import z3
 
 
 class CtrlC:
@@ -57,15 +54,3 @@ class CtrlC:
     def _unraisable(self, unraisable: sys.UnraisableHookArgs) -> None:
         if not (self.seen and isinstance(unraisable.exc_value, KeyboardInterrupt)):
             self._hook(unraisable)
-
-
-@contextmanager
-def z3_leaves_ctrl_c() -> Iterator[None]:
-    """While z3 solves in this process, let SIGINT reach Python's handler: the interrupt is raised
-    once the query in hand returns (each has a time limit), and no ``unknown`` comes of it."""
-    before = z3.get_param("ctrl_c")
-    z3.set_param("ctrl_c", False)
-    try:
-        yield
-    finally:
-        z3.set_param("ctrl_c", before)

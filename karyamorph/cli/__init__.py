@@ -73,12 +73,16 @@ def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bo
 
     out = console()
     live = out.is_terminal and fmt != "json"
-    with StageProgress(out) if live else nullcontext() as progress:
-        outcome = run_spec_file(
-            Path(spec_path), arch=arch, db=None if no_store else _db_path(db), timeout_s=timeout,
-            sizes=size_overrides(sizes), only=_names(only), skip=_names(skip) or (), label=label,
-            on_stage=progress, check_budget_s=budget_s,
-        )  # fmt: skip
+    try:
+        with StageProgress(out) if live else nullcontext() as progress:
+            outcome = run_spec_file(
+                Path(spec_path), arch=arch, db=None if no_store else _db_path(db), timeout_s=timeout,
+                sizes=size_overrides(sizes), only=_names(only), skip=_names(skip) or (), label=label,
+                on_stage=progress, check_budget_s=budget_s,
+            )  # fmt: skip
+    except KeyboardInterrupt:
+        click.echo("interrupted: the run had not finished, nothing was stored", err=True)
+        sys.exit(130)
     _echo(outcome.as_json() if fmt == "json" else outcome.table())
     if outcome.bad_input:
         click.echo(f"error: {outcome.bad_input}", err=True)

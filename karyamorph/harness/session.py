@@ -33,6 +33,7 @@ from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import KernelSpec, SpecError
+from karyamorph.model.check.interrupts import z3_leaves_ctrl_c
 from karyamorph.store import DEFAULT_FILE
 from karyamorph.store.pending import record_or_park
 from karyamorph.table import relative, status_text, table
@@ -199,7 +200,8 @@ def run_spec_file(
     stages = select_stages(default_stages(timeout_s, check_budget_s), only, skip)
     spec = load_spec(path)
     device = current_device()
-    with command_worker(device) as worker:
+    # A Ctrl-C while z3 solves interrupts the run (nothing is stored), never becomes a verdict.
+    with command_worker(device) as worker, z3_leaves_ctrl_c():
         result = run_pipeline(
             spec, arch=arch, device=device, stages=stages, sizes=sizes, worker=worker, on_stage=on_stage
         )
