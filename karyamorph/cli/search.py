@@ -4,6 +4,7 @@ strategies against recorded data (a Kernel Tuner cache file or a stored search).
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def search_group() -> None:
     default="searches",
     show_default=True,
     type=click.Path(file_okay=False),
-    help="Where the winner's spec and PTX are written.",
+    help="Where the winner's spec and PTX are also written (they are stored with the search).",
 )
 @db_option
 @format_option("table", "json")
@@ -58,14 +59,21 @@ def search_run(
 ) -> None:  # fmt: skip
     """Search TEMPLATE's variants on this GPU: each built, assembled, checked by the model, run
     for correctness and timed; every evaluation stored; the winner re-checked, re-timed beside
-    the torch baseline and exported so that `karyamorph run` reproduces it."""
+    the torch baseline and stored as the spec and PTX that `karyamorph search export` writes.
+    Ctrl-C stops it with every finished evaluation stored, and prints the command that goes on."""
     from karyamorph.harness.gpu.device import current_device
     from karyamorph.isa.arch import Arch
-    from karyamorph.search.session import SearchRequest, SearchSetupError, run_template_search
+    from karyamorph.search.session import (
+        SearchInterrupted,
+        SearchRequest,
+        SearchSetupError,
+        run_template_search,
+    )
     from karyamorph.search.strategies import UnknownStrategy, make_strategy
     from karyamorph.search.templates import UnknownTemplate, template
     from karyamorph.search.variants import SearchAborted
 
+    progress = None
     try:
         make_strategy(strategy)
         request = SearchRequest(template(template_name), Arch.parse(arch), strategy, budget, seed, label,
@@ -77,9 +85,54 @@ def search_run(
     except (UnknownTemplate, UnknownStrategy, SearchSetupError, SearchAborted) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt as exc:
+        if progress is not None:
+            progress.close()
+        if not isinstance(exc, SearchInterrupted):
+            click.echo("interrupted before the search started: nothing new was stored", err=True)
+            sys.exit(130)
+        command = _resume_command(click.get_current_context(), exc.search_id[:8])
+        click.echo(f"interrupted: search {exc.search_id[:8]} has {exc.evaluations} evaluation(s) stored; "
+                   f"go on with it:\n  {command}", err=True)  # fmt: skip
+        sys.exit(130)
     if progress is not None:
         progress.close()
-    _echo(summary if fmt == "json" else _summary_view(summary))
+    if fmt == "json":
+        _echo(summary)
+        return
+    winner = summary.get("winner")
+    if not winner:
+        _echo(_summary_view(summary, []))
+        return
+    search_id, spec_file = summary["search_id"], winner["spec_file"]
+    reproduce = _reproduce(search_id, spec_file, winner.get("run_id"), db)
+    written = Path(out_dir) / search_id[:8] / spec_file
+    _echo(_summary_view(summary, [*reproduce, f"written here too: {written}"]))
+
+
+def _resume_command(ctx: click.Context, search_id: str) -> str:
+    """The command line of this ``search run`` with ``--resume search_id``: every argument the
+    user gave (the ones that define the search always), as typed at a shell."""
+    from karyamorph.cli.support import invoked_as
+
+    names: list[str] = []  # "search run", whatever the program was called as
+    at = ctx
+    while at.parent is not None:
+        names.insert(0, at.info_name or "")
+        at = at.parent
+    words = [invoked_as(), *names]
+    always = {"arch", "strategy", "seed"}
+    for param in ctx.command.params:
+        name, value = param.name, ctx.params.get(param.name or "")
+        if isinstance(param, click.Argument):
+            words.append(str(value))
+        elif isinstance(param, click.Option) and name != "resume":
+            flag = param.opts[0]
+            if param.is_flag:
+                words += [flag] if value else []
+            elif value is not None and (value != param.default or name in always):
+                words += [flag, str(value)]
+    return shlex.join([*words, "--resume", search_id])
 
 
 class _ProgressLine:
@@ -107,7 +160,7 @@ class _ProgressLine:
             click.echo("", err=True)
 
 
-def _summary_view(summary: dict[str, Any]) -> str:
+def _summary_view(summary: dict[str, Any], reproduce: list[str]) -> str:
     lines = [f"search {summary['search_id']}: {summary['evaluations']} evaluations "
              f"({summary['measured']} measured), stopped: {summary['stopped']}"]  # fmt: skip
     failures = summary.get("failures") or {}
@@ -121,19 +174,36 @@ def _summary_view(summary: dict[str, Any]) -> str:
         lines.append("no variant passed every gate")
         return "\n".join(lines)
     lines.append(f"winner: {winner['config']}  ({summary['best']['time_ms']:.4g} ms in the search)")
-    lines.append(f"  re-checked on fresh inputs: correctness {winner['correctness']}, "
-                 f"median {_us(winner.get('median_ns'))}")  # fmt: skip
+    if "correctness" in winner:
+        lines.append(f"  re-checked on fresh inputs: correctness {winner['correctness']}, "
+                     f"median {_us(winner.get('median_ns'))}")  # fmt: skip
+    else:
+        lines.append("  not re-checked on fresh inputs")
     torch = summary.get("torch") or {}
     if winner.get("equivalence"):
         lines.append(f"  against the baseline: {winner['equivalence']}")
-    lines.append(f"  torch `{torch.get('expression')}`: median {_us(torch.get('median_ns'))}")
+    if torch:
+        lines.append(f"  torch `{torch.get('expression')}`: median {_us(torch.get('median_ns'))}")
     if "ratio_vs_torch" in summary:
         rate = ("tb_per_s", "TB/s") if "tb_per_s" in winner else ("tflop_per_s", "TFLOP/s")
         ours, theirs = winner.get(rate[0]), torch.get(rate[0])
         extra = f" ({ours:.3g} vs {theirs:.3g} {rate[1]})" if ours and theirs else ""
         lines.append(f"  speed-up over torch: {summary['ratio_vs_torch']:.3f}x{extra}")
-    lines.append(f"  reproduce: karyamorph run {winner['spec']}   (stored as run {winner['run_id']})")
+    lines += [f"  {line}" for line in reproduce]
     return "\n".join(lines)
+
+
+def _reproduce(
+    search_id: str, spec_file: str, run_id: str | None, db: str | None, note: str | None = None
+) -> list[str]:
+    """How to get the winner's files onto this machine and run them: out of the database, so no
+    path of the machine that recorded the search is named."""
+    option = f" --db {shlex.quote(db)}" if db else ""
+    line = (f"reproduce: karyamorph search export {search_id[:8]} DIR{option}, then karyamorph run "
+            f"DIR/{spec_file}")  # fmt: skip
+    if run_id:
+        line += f"   (re-checked as run {run_id})"
+    return [line] if note is None else [line, f"  ({note})"]
 
 
 def _us(ns: float | None) -> str:
@@ -184,13 +254,21 @@ def search_list(limit: int, db: str | None, fmt: str) -> None:
 @friendly_errors
 def search_show(search_id: str, top: int, plot: str | None, db: str | None, fmt: str) -> None:
     """A stored search: its leaderboard (fastest variants and their parameters), its rejections
-    by reason, its summary; with --plot, the best-so-far curve."""
+    by reason, its summary and how to reproduce its winner; with --plot, the best-so-far curve."""
     from karyamorph.search import stored
     from karyamorph.search.plot import PlotFormatError, best_so_far
+    from karyamorph.search.winner import STORED, WinnerFiles, WinnerUnavailable
     from karyamorph.table import table
 
+    files: WinnerFiles | str | None = None
     with _open_existing(db) as store:
         search = stored.load(store, stored.find(store, search_id))
+        winner = (search.summary or {}).get("winner")
+        if winner:
+            try:
+                files = stored.winner_files(store, search)
+            except WinnerUnavailable as exc:
+                files = str(exc)
     if plot is not None:
         try:
             best_so_far(search, Path(plot))
@@ -199,14 +277,22 @@ def search_show(search_id: str, top: int, plot: str | None, db: str | None, fmt:
             sys.exit(2)
     timed = sorted((e for e in search.evaluations if e.outcome.ok), key=lambda e: e.outcome.cost)[:top]
     rejected = [e for e in search.evaluations if not e.outcome.ok]
+    summary = _without_paths(search.summary)
     if fmt == "json":
         curve = [None if c == float("inf") else c for c in search.curve_ms()]
-        _echo({"search_id": search.search_id, "template": search.name, "params": search.params,
-               "summary": search.summary, "curve_ms": curve,
-               "leaderboard": [{"seq": e.seq, "config": e.config, "time_ms": e.outcome.time_ms,
-                                "gates": e.gates} for e in timed],
-               "rejected": [{"seq": e.seq, "config": e.config, "failure": str(e.outcome.failure),
-                             "detail": e.outcome.detail} for e in rejected]})  # fmt: skip
+        out: dict[str, Any] = {
+            "search_id": search.search_id, "template": search.name, "params": search.params,
+            "summary": summary, "curve_ms": curve,
+            "leaderboard": [{"seq": e.seq, "config": e.config, "time_ms": e.outcome.time_ms,
+                             "gates": e.gates} for e in timed],
+            "rejected": [{"seq": e.seq, "config": e.config, "failure": str(e.outcome.failure),
+                          "detail": e.outcome.detail} for e in rejected],
+        }  # fmt: skip
+        if isinstance(files, WinnerFiles):
+            out["winner_files"] = {"spec": files.spec_file, "ptx": files.ptx_file, "origin": files.origin}
+        elif files is not None:
+            out["winner_files"] = {"unavailable": files}
+        _echo(out)
         return
     names = list(search.evaluations[0].config) if search.evaluations else []
     rows = [[rank, e.seq, *(e.config[n] for n in names), e.outcome.time_ms, e.gates.get("registers")]
@@ -219,8 +305,51 @@ def search_show(search_id: str, top: int, plot: str | None, db: str | None, fmt:
         click.echo(
             f"rejected #{e.seq} {e.outcome.failure}: {e.config}: {e.outcome.detail.splitlines()[0][:160]}"
         )
-    if search.summary and search.summary.get("winner"):
-        click.echo(_summary_view({"search_id": search.search_id, **search.summary}))
+    if summary and winner:
+        if isinstance(files, WinnerFiles):
+            note = None if files.origin == STORED else files.origin
+            reproduce = _reproduce(search.search_id, files.spec_file, winner.get("run_id"), db, note)
+        else:
+            reproduce = [f"reproduce: not possible: {files}"]
+        click.echo(_summary_view({"search_id": search.search_id, **summary}, reproduce))
+
+
+def _without_paths(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored summary without the winner's spec path, which searches stored before their
+    winners were held: a path of the machine that ran them."""
+    if not summary or not isinstance(summary.get("winner"), dict):
+        return summary
+    return {**summary, "winner": {k: v for k, v in summary["winner"].items() if k != "spec"}}
+
+
+@search_group.command("export")
+@click.argument("search_id", metavar="ID")
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
+@db_option
+@friendly_errors
+def search_export(search_id: str, folder: str, db: str | None) -> None:
+    """Write the winner of the stored search ID into DIR as its spec and PTX (NAME.toml and
+    NAME.ptx, replacing files of those names), so that `karyamorph run DIR/NAME.toml` reproduces
+    it. A search stored before winners were gets its winner rendered again from its template,
+    which must give the PTX that was timed."""
+    from karyamorph.search import stored
+    from karyamorph.search.winner import STORED, WinnerUnavailable
+
+    with _open_existing(db) as store:
+        search = stored.load(store, stored.find(store, search_id))
+        try:
+            files = stored.winner_files(store, search)
+        except WinnerUnavailable as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+    try:
+        spec_path, ptx_path = files.write(Path(folder))
+    except (WinnerUnavailable, OSError) as exc:
+        click.echo(f"error: writing the winner of search {search.search_id[:8]} to {folder}: {exc}", err=True)
+        sys.exit(2)
+    if files.origin != STORED:
+        click.echo(f"note: {files.origin}", err=True)
+    click.echo(f"wrote {spec_path} and {ptx_path.name} beside it; run it with: karyamorph run {spec_path}")
 
 
 @search_group.command("replay")

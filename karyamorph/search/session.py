@@ -1,6 +1,9 @@
 """``karyamorph search run``: a template's space searched on the GPU, every evaluation stored as it
-happens, the winner re-checked on fresh inputs, re-timed beside the torch baseline, and exported
-as a spec that ``karyamorph run`` reproduces.
+happens, the winner re-checked on fresh inputs, re-timed beside the torch baseline, and stored as
+the spec and PTX that ``karyamorph search export`` writes for ``karyamorph run``.
+
+The search's bookkeeping (:func:`search_in_store`) takes whatever evaluates the variants;
+:func:`run_template_search` gives it the GPU's evaluator and re-check.
 """
 
 from __future__ import annotations
@@ -10,25 +13,29 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from karyamorph.harness.gpu.device import DeviceInfo
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.gpu.timing import Timing
 from karyamorph.harness.pipeline import default_stages, run_pipeline, select_stages
 from karyamorph.harness.record import to_record
-from karyamorph.harness.tools.toolchain import discover
+from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
-from karyamorph.kernel.writer import write_spec
+from karyamorph.kernel.spec import KernelSpec
+from karyamorph.model.check.interrupts import z3_leaves_ctrl_c
 from karyamorph.search import stored
 from karyamorph.search.gates import equivalence_gate
 from karyamorph.search.history import Evaluation, History
 from karyamorph.search.loop import SearchRecord, run_search
+from karyamorph.search.outcome import Evaluator
 from karyamorph.search.prior import cost_prior
+from karyamorph.search.space import Value
 from karyamorph.search.strategies import make_strategy
 from karyamorph.search.template import Template
 from karyamorph.search.variants import VariantEvaluator
+from karyamorph.search.winner import WinnerFiles, header
 from karyamorph.store.database import Store
 
 # The winner's re-check: a full pipeline run minus the slow tool-wrapped stages.
@@ -39,6 +46,16 @@ FRESH_SEED = 1_000_003
 
 class SearchSetupError(ValueError):
     """A search that cannot start as asked (arch not the GPU's, template not for this arch)."""
+
+
+class SearchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a search whose row is stored: which search, and how many of its evaluations
+    the store holds (each committed whole; ``search run --resume`` goes on from them)."""
+
+    def __init__(self, search_id: str, evaluations: int) -> None:
+        super().__init__(search_id, evaluations)
+        self.search_id = search_id
+        self.evaluations = evaluations
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,18 +73,29 @@ class SearchRequest:
     equivalence: bool = False
     cost_prior_s: float = 60.0
 
-    def params(self, device: DeviceInfo, space_size: int) -> dict[str, Any]:
+    def params(self, device_name: str, space_size: int) -> dict[str, Any]:
         return {
             "template": self.template.name, "arch": self.arch.name, "strategy": self.strategy,
             "budget": self.budget, "seed": self.seed, "label": self.label,
             "sizes": dict(self.sizes or self.template.sizes), "check_model": self.check_model,
             "equivalence": self.equivalence, "cost_prior_s": self.cost_prior_s,
-            "device": device.name, "space_size": space_size,
+            "device": device_name, "space_size": space_size,
             "parameters": {p.name: list(p.values) for p in self.template.parameters},
         }  # fmt: skip
 
 
 Progress = Callable[[Evaluation, History], None]
+Recheck = Callable[[KernelSpec, Mapping[str, Value], str], dict[str, Any]]
+"""``recheck(spec, config, search_id)``: the winner measured again; returns the summary's entries
+about it (its ``winner`` entries join the winner's)."""
+
+
+class GatedEvaluator(Evaluator, Protocol):
+    """An evaluator of a template's variants that keeps what each gate found of the configuration
+    it evaluated last (:class:`VariantEvaluator` on the GPU)."""
+
+    toolchain: Toolchain
+    last: dict[str, Any]
 
 
 def check_request(request: SearchRequest, device: DeviceInfo | None) -> DeviceInfo:
@@ -89,56 +117,120 @@ def run_template_search(
     *,
     device: DeviceInfo | None,
     db: Path,
-    out_dir: Path,
+    out_dir: Path | None = None,
     resume: str | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Search, store, re-check the winner, time the baseline; return the search's summary."""
+    """Search on the GPU, store, re-check the winner, time the baseline; return the search's
+    summary (see :func:`search_in_store`; ``out_dir``, when given, also gets the winner's files
+    in a folder named by the search's id)."""
     device = check_request(request, device)
+    with Store.open(db) as store, GpuWorker(device.ordinal) as worker:
+        evaluator = VariantEvaluator(request.template, request.arch, discover(), worker,
+                                     sizes=request.sizes, seed=request.seed, check_model=request.check_model,
+                                     equivalence=request.equivalence)  # fmt: skip
+
+        def recheck(spec: KernelSpec, config: Mapping[str, Value], search_id: str) -> dict[str, Any]:
+            return _recheck(request, spec, config, worker, device, store, search_id)
+
+        return search_in_store(request, evaluator, store, device_name=device.name, resume=resume,
+                               progress=progress, recheck=recheck, out_dir=out_dir)  # fmt: skip
+
+
+def search_in_store(
+    request: SearchRequest,
+    evaluator: GatedEvaluator,
+    store: Store,
+    *,
+    device_name: str,
+    resume: str | None = None,
+    progress: Progress | None = None,
+    recheck: Recheck | None = None,
+    out_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Search ``request``'s space with ``evaluator``, each evaluation stored as it happens, then
+    the summary with the winner's spec and PTX; return the summary with the search's id.
+
+    Parameters
+    ----------
+    request : SearchRequest
+    evaluator : GatedEvaluator
+        What answers each configuration (on the GPU, :class:`VariantEvaluator`).
+    store : Store
+    device_name : str
+        Stored with the search's parameters: where its times come from.
+    resume : str, optional
+        The id (or a prefix) of a stored search to go on with: the same template, arch,
+        strategy, seed, sizes and model checks; its stored evaluations are not run again.
+    progress : callable, optional
+        Called after each evaluation with it and the history.
+    recheck : callable, optional
+        Measures the winner again (:data:`Recheck`); None leaves it as the search found it.
+    out_dir : Path, optional
+        Where the winner's files are also written, in a folder named by the search's id.
+
+    Raises
+    ------
+    SearchSetupError
+        The template has no valid configuration, or ``resume`` names a search of other
+        arguments.
+    SearchInterrupted
+        Ctrl-C (KeyboardInterrupt) once the search's row is stored; every evaluation before it
+        is stored whole, and no summary is.
+    """
     space = request.template.space(request.arch)
     if space.size == 0:
         raise SearchSetupError(
             f"template {request.template.name} has no valid configuration for {request.arch.name}"
         )
     t0 = time.perf_counter()
-    with Store.open(db) as store, GpuWorker(device.ordinal) as worker:
-        search_id, cache, done = _start(store, request, device, space.size, resume)
-        evaluator = VariantEvaluator(request.template, request.arch, discover(), worker,
-                                     sizes=request.sizes, seed=request.seed, check_model=request.check_model,
-                                     equivalence=request.equivalence)  # fmt: skip
+    params = request.params(device_name, space.size)
+    search_id, cache, done = _start(store, request, params, resume)
 
-        def on_evaluation(evaluation: Evaluation, history: History) -> None:
-            seq = len(history) - 1
-            if seq >= done:  # rows of a resumed search are in the store already
-                gates = evaluator.last if evaluation.measured else {"cached": True}
-                stored.record(
-                    store, search_id, seq, evaluation, history.space.config(evaluation.index), gates
-                )
-            if progress is not None:
-                progress(evaluation, history)
+    def on_evaluation(evaluation: Evaluation, history: History) -> None:
+        seq = len(history) - 1
+        if seq >= done:  # rows of a resumed search are in the store already
+            gates = evaluator.last if evaluation.measured else {"cached": True}
+            stored.record(store, search_id, seq, evaluation, history.space.config(evaluation.index), gates)
+        if progress is not None:
+            progress(evaluation, history)
 
-        prior = None
-        if request.strategy == "model" and request.cost_prior_s > 0:
-            sizes = request.sizes or request.template.sizes
-            prior = cost_prior(request.template, request.arch, space, sizes, evaluator.toolchain,
-                               seconds=request.cost_prior_s, seed=request.seed)  # fmt: skip
-        record = run_search(space, make_strategy(request.strategy), evaluator, budget=request.budget,
-                            seed=request.seed, cache=cache, on_evaluation=on_evaluation,
-                            prior=prior.costs if prior is not None else None)  # fmt: skip
-        summary = _summarize(record, time.perf_counter() - t0)
-        if prior is not None:
-            summary["cost_prior"] = prior.as_dict()
-        if record.best is not None:
-            summary.update(_winner(request, record, space.config(record.best.index), worker, device, store,
-                                   search_id, out_dir))  # fmt: skip
-        stored.finish(store, search_id, summary)
+    # Each evaluation is its own transaction, so an interrupted search keeps those before it whole;
+    # a Ctrl-C while z3 checks a variant interrupts the search, never becomes the variant's verdict.
+    try:
+        with z3_leaves_ctrl_c():
+            prior = None
+            if request.strategy == "model" and request.cost_prior_s > 0:
+                sizes = request.sizes or request.template.sizes
+                prior = cost_prior(request.template, request.arch, space, sizes, evaluator.toolchain,
+                                   seconds=request.cost_prior_s, seed=request.seed)  # fmt: skip
+            record = run_search(space, make_strategy(request.strategy), evaluator, budget=request.budget,
+                                seed=request.seed, cache=cache, on_evaluation=on_evaluation,
+                                prior=prior.costs if prior is not None else None)  # fmt: skip
+            summary = _summarize(record, time.perf_counter() - t0)
+            if prior is not None:
+                summary["cost_prior"] = prior.as_dict()
+            files = None
+            if record.best is not None:
+                config = space.config(record.best.index)
+                spec = request.template.spec(config, request.arch, request.sizes)
+                files = WinnerFiles.render(spec, header(search_id, params, config))
+                summary["winner"] = {"config": dict(config), "spec_file": files.spec_file}
+                if recheck is not None:
+                    found = recheck(spec, config, search_id)
+                    summary["winner"].update(found.pop("winner", {}))
+                    summary.update(found)
+            stored.finish(store, search_id, summary, files)
+            if files is not None and out_dir is not None:
+                files.write(out_dir / search_id[:8])
+    except KeyboardInterrupt:
+        raise SearchInterrupted(search_id, stored.count(store, search_id)) from None
     return {"search_id": search_id, **summary}
 
 
 def _start(
-    store: Store, request: SearchRequest, device: DeviceInfo, space_size: int, resume: str | None
+    store: Store, request: SearchRequest, params: dict[str, Any], resume: str | None
 ) -> tuple[str, dict[str, Any], int]:
-    params = request.params(device, space_size)
     if resume is None:
         return stored.create(store, request.template.name, params), {}, 0
     search = stored.load(store, stored.find(store, resume))
@@ -160,15 +252,11 @@ def _summarize(record: SearchRecord, seconds: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _winner(
-    request: SearchRequest, record: SearchRecord, config: Mapping[str, Any], worker: GpuWorker,
-    device: DeviceInfo, store: Store, search_id: str, out_dir: Path,
+def _recheck(
+    request: SearchRequest, spec: KernelSpec, config: Mapping[str, Value], worker: GpuWorker,
+    device: DeviceInfo, store: Store, search_id: str,
 ) -> dict[str, Any]:  # fmt: skip
-    """Export the winner, re-run it through the pipeline on fresh inputs, time torch beside it."""
-    spec = request.template.spec(config, request.arch, request.sizes)
-    header = (f"winner of search {search_id} ({request.template.name}, {request.strategy}, budget "
-              f"{request.budget}, seed {request.seed})\nconfiguration: {dict(config)}")  # fmt: skip
-    toml, _ = write_spec(spec, out_dir / search_id[:8] / f"{spec.entry}.toml", header)
+    """Re-run the winner through the pipeline on fresh inputs, store that run, time torch beside it."""
     stages = select_stages(default_stages(), WINNER_STAGES, ())
     result = run_pipeline(spec, arch=request.arch, device=device, stages=stages, worker=worker)
     run_record = dataclasses.replace(to_record(result, label=request.label), search_id=search_id)
@@ -181,9 +269,9 @@ def _winner(
         torch_timing.stats.median_ns if isinstance(torch_timing, Timing) and torch_timing.stats else None
     )
     out: dict[str, Any] = {
-        "winner": {"config": dict(config), "run_id": run_id, "status": str(result.status),
+        "winner": {"run_id": run_id, "status": str(result.status),
                    "correctness": _status(result, "correctness"), "median_ns": winner_ns,
-                   "spec": str(toml), "equivalence": _equivalence(request, config)},
+                   "equivalence": _equivalence(request, config)},
         "torch": {"expression": request.template.torch_baseline, "median_ns": torch_ns,
                   "failure": None if isinstance(torch_timing, Timing) else str(torch_timing)},
     }  # fmt: skip

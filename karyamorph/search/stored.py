@@ -4,7 +4,9 @@ A search's row (``searches``) is written when it starts, with everything that de
 (template, arch, sizes, strategy, seed, budget, label, device). Each evaluation is its own
 transaction (``search_evaluations``), so a search killed at any moment keeps everything it
 measured, and ``--resume ID`` answers those configurations from the store instead of the GPU.
-The summary (winner re-checked, torch baseline) is written at the end.
+The summary (winner re-checked, torch baseline) is written at the end, in one transaction with
+the winner's spec and PTX as text (``search_winners``), which ``karyamorph search export`` writes
+as files on any machine the database or its dataset reaches.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from karyamorph.search.history import Evaluation
 from karyamorph.search.outcome import Failure, Outcome, best_so_far
 from karyamorph.search.recording import Recording, RecordingError
 from karyamorph.search.space import Parameter, Space, Value
+from karyamorph.search.winner import WinnerFiles, WinnerUnavailable, rerender
 from karyamorph.store.database import Store, StoreError
 from karyamorph.store.records import canonical_json
 
@@ -83,10 +86,44 @@ def record(
     )  # fmt: skip
 
 
-def finish(store: Store, search_id: str, summary: Mapping[str, Any]) -> None:
-    """Write the search's summary."""
-    store.query("UPDATE searches SET summary = ? WHERE search_id = ?",
-                [canonical_json(dict(summary), "summary"), search_id])  # fmt: skip
+def finish(store: Store, search_id: str, summary: Mapping[str, Any], winner: WinnerFiles | None) -> None:
+    """Write the search's summary and its winner's files (None: no variant passed), together."""
+    files = None if winner is None else (winner.name, winner.spec_toml, winner.ptx)
+    store.finish_search(search_id, summary, files)
+
+
+def count(store: Store, search_id: str) -> int:
+    """How many evaluations of the search are stored."""
+    rows = store.query("SELECT count(*) FROM search_evaluations WHERE search_id = ?", [search_id]).rows
+    return int(rows[0][0])
+
+
+def winner_files(store: Store, search: StoredSearch) -> WinnerFiles:
+    """The winner's spec and PTX: as stored with the search, or, for a search stored before they
+    were, rendered again from its template and checked against the PTX its winner's run timed.
+
+    Raises
+    ------
+    WinnerUnavailable
+        The search has no winner (unfinished, or nothing passed), or it cannot be rendered again.
+    """
+    rows = store.query("SELECT name, spec_toml, ptx FROM search_winners WHERE search_id = ?",
+                       [search.search_id]).rows  # fmt: skip
+    if rows:
+        name, spec, ptx = rows[0]
+        return WinnerFiles(str(name), str(spec), str(ptx))
+    short = search.search_id[:8]
+    if search.summary is None:
+        raise WinnerUnavailable(f"search {short} has no winner yet: it did not finish (`search run "
+                                f"--resume {short}` with its arguments goes on with it)")  # fmt: skip
+    winner = search.summary.get("winner")
+    if not winner:
+        raise WinnerUnavailable(f"search {short} has no winner: no variant passed every gate")
+    timed = store.query(
+        "SELECT k.ptx FROM runs r JOIN kernels k USING (kernel_hash, entry) WHERE r.run_id = ?",
+        [winner.get("run_id")],
+    ).rows
+    return rerender(search.search_id, search.params, winner, str(timed[0][0]) if timed else None)
 
 
 def find(store: Store, prefix: str) -> str:

@@ -310,6 +310,30 @@ class Store:
             )
         return search_id
 
+    def finish_search(
+        self, search_id: str, summary: Mapping[str, Any], winner: tuple[str, str, str] | None
+    ) -> None:
+        """Write a search's summary and its winner's files in one transaction (a search that goes
+        on and finishes again replaces both).
+
+        Parameters
+        ----------
+        search_id : str
+        summary : mapping
+            JSON-serialisable: the evaluations, why the search stopped, the winner re-checked.
+        winner : (name, spec_toml, ptx) or None
+            The winner's file stem, its spec (TOML naming ``name.ptx``) and its PTX text; None
+            where no variant passed.
+        """
+        con = self._connection()
+        with self._transaction(f"finishing search {search_id}"):
+            con.execute("UPDATE searches SET summary = ? WHERE search_id = ?",
+                        [canonical_json(dict(summary), "summary"), search_id])  # fmt: skip
+            con.execute("DELETE FROM search_winners WHERE search_id = ?", [search_id])
+            if winner is not None:
+                con.execute("INSERT INTO search_winners VALUES (?, ?, ?, ?, ?)",
+                            [search_id, *winner, datetime.now(UTC)])  # fmt: skip
+
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> QueryResult:
         """Run one SQL statement with ``?`` (or ``$name``) parameters and fetch all rows.
 
@@ -329,7 +353,11 @@ class Store:
                 return self._run(con, sql, params)
         try:
             return self._run(con, sql, params)
-        except duckdb.Error as e:
+        except (duckdb.Error, RuntimeError) as e:
+            if _interrupted(e):
+                raise KeyboardInterrupt from None
+            if not isinstance(e, duckdb.Error):
+                raise
             if integrity.is_damage(e):
                 raise _damaged(str(self.path), e) from e
             raise StoreError(f"query on {self.path} failed: {e}\n  sql: {sql}") from e
@@ -373,29 +401,46 @@ def _atomic(con: duckdb.DuckDBPyConnection, what: str, where: str) -> Iterator[N
     """Run the body in BEGIN/COMMIT; roll back on any exception, including KeyboardInterrupt.
 
     DuckDB errors are re-raised as StoreError naming ``what`` (DamagedDatabaseError naming the
-    file ``where`` when they say it is damaged); other exceptions unchanged.
+    file ``where`` when they say it is damaged), DuckDB's interrupted statements as
+    KeyboardInterrupt; other exceptions unchanged.
     """
     con.begin()
     try:
         yield
-    except duckdb.Error as e:
+    except BaseException as e:
         with suppress(duckdb.Error):
             con.rollback()
+        if _interrupted(e):
+            raise KeyboardInterrupt from None
+        if not isinstance(e, duckdb.Error):
+            raise
         if integrity.is_damage(e):
             raise _damaged(where, e, "; nothing was written") from e
         raise StoreError(f"{what} failed, nothing was written: {e}") from e
-    except BaseException:
-        con.rollback()
-        raise
     try:
         con.commit()
-    except duckdb.Error as e:
+    except BaseException as e:
+        if _interrupted(e):
+            with suppress(duckdb.Error):
+                con.rollback()
+            raise KeyboardInterrupt from None
+        if not isinstance(e, duckdb.Error):
+            raise
         # DuckDB normally aborts the transaction itself when COMMIT fails; make sure of it.
         with suppress(duckdb.Error):
             con.rollback()
         if integrity.is_damage(e):
             raise _damaged(where, e, "; nothing was written") from e
         raise StoreError(f"{what} failed at commit, nothing was written: {e}") from e
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` is DuckDB's answer to Ctrl-C during a statement (a RuntimeError "Query
+    interrupted", or its InterruptException), which callers are to see as the KeyboardInterrupt
+    it was. A KeyboardInterrupt itself passes through unchanged."""
+    if isinstance(error, duckdb.InterruptException):
+        return True
+    return type(error) is RuntimeError and str(error) == "Query interrupted"
 
 
 def _damaged(where: str, e: duckdb.Error | str, note: str = "") -> DamagedDatabaseError:

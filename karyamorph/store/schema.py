@@ -260,6 +260,20 @@ _MICROBENCH: tuple[str, ...] = (
     )""",
 )
 
+# The winner of each finished search as the two texts `karyamorph run` needs: its spec (TOML whose
+# [kernel] ptx is NAME.ptx, the PTX file beside it) and its PTX. They travel with the database and
+# its datasets, so `karyamorph search export` reproduces a winner on any machine; a search stored
+# before has no row (its winner is rendered again from its template).
+_SEARCH_WINNERS: tuple[str, ...] = (
+    """CREATE TABLE search_winners (
+        search_id VARCHAR PRIMARY KEY,
+        name VARCHAR NOT NULL,
+        spec_toml VARCHAR NOT NULL,
+        ptx VARCHAR NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL
+    )""",
+)
+
 # version -> migration. Append only: a released version's statements never change, a schema
 # change is a new entry with the next number.
 MIGRATIONS: dict[int, Migration] = {
@@ -270,6 +284,7 @@ MIGRATIONS: dict[int, Migration] = {
     5: Migration("each evaluation of a search, in order", _SEARCH_EVALUATIONS),
     6: Migration("campaign items, and the item each run of a campaign was", _CAMPAIGN_ITEMS),
     7: Migration("microbenchmarks: sessions and measured figures", _MICROBENCH),
+    8: Migration("each finished search's winner as spec and PTX text", _SEARCH_WINNERS),
 }
 
 # One line on each table, for `karyamorph tables`; a migration that adds a table adds its line.
@@ -283,6 +298,8 @@ TABLES: dict[str, str] = {
     "campaign_items": "Each item of a campaign (spec file, sizes, arch): pending, done (with its "
     "run) or failed (with the reason), and how many times it was tried.",
     "searches": "Searches over kernel variants; runs link to them by search_id.",
+    "search_winners": "Each finished search's winner as text: its spec (TOML naming NAME.ptx) and "
+    "its PTX, what `karyamorph search export` writes.",
     "runs": "One row per pipeline run: kernel, spec (text, path, label), arch, launch, status; "
     "a campaign's runs carry its campaign_id and their item.",
     "stages": "Each stage of a run: status, seconds, the tool's log and the stage's details (JSON).",

@@ -56,10 +56,11 @@ def test_a_search_gates_measures_stores_and_exports_its_winner(tmp_path: Path) -
     ]
     assert all("model_s" in e.gates and "gpu_s" not in e.gates for e in refuted)  # no GPU time
     assert runs == [("pass", summary["search_id"], "gpu test")]
-    # The exported winner runs as any spec does.
-    spec = load_spec(winner["spec"])
+    # The winner written to --out (what the database holds) runs as any spec does.
+    written = out / summary["search_id"][:8] / winner["spec_file"]
+    spec = load_spec(written)
     assert spec.sizes == dict(TEMPLATE.sizes)
-    cmd = [sys.executable, "-m", "karyamorph.cli", "run", winner["spec"], "--stages", "compile,correctness",
+    cmd = [sys.executable, "-m", "karyamorph.cli", "run", str(written), "--stages", "compile,correctness",
            "--db", str(tmp_path / "again.duckdb"), "--format", "json"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stderr
