@@ -19,6 +19,7 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check karyamorph tests benchmarks datasets
+	$(BIN)/ruff format --check karyamorph tests benchmarks datasets
 
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy karyamorph

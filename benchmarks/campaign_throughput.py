@@ -74,8 +74,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--ray", dest="address", default=None, help="a running cluster (default: start one)")
     parser.add_argument("--ray-cpus", type=int, default=None, help="CPUs of the Ray instance started here")
     parser.add_argument("--cache", choices=["warm", "off"], default="warm", help="the SASS cache (see above)")
-    parser.add_argument("--no-warm-up", action="store_true",
-                        help="skip the warm-up pass (GPU campaigns: nvdisasm is a small part of an item)")
+    parser.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="skip the warm-up pass (GPU campaigns: nvdisasm is a small part of an item)",
+    )
     return parser.parse_args()
 
 

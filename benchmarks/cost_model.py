@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 POLICY_GRIDS = "flight.dram.nc,flight.dram.cs,flight.dram.cg"
 TOOLCHAIN = discover()  # ptxas and nvdisasm: the SASS of each variant's main loop
 
+
 def variant_counts(name: str, arch: Arch, config: dict[str, Any], sizes: dict[str, int]) -> tuple[Any, float]:
     """A variant's counts at the timed ``sizes`` (interpreted small, scaled) and the CPU seconds."""
     t0 = time.perf_counter()
@@ -94,12 +95,23 @@ def main() -> int:
     ap.add_argument("--db", required=True, type=Path)
     ap.add_argument("--limit", type=int, default=400, help="Timed evaluations per template at most.")
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--norms", default=str(OVERLAP_NORM),
-                    help="Comma-separated p of the bounds' p-norm, e.g. 2,4,8,inf (inf: the slowest).")
-    ap.add_argument("--without", action="append", default=[], metavar="LABEL=PREFIX[,PREFIX]",
-                    help="Also report a machine without the measured figures named so (repeatable).")
-    ap.add_argument("--grids", action="store_true",
-                    help="Also report machines that use the measured bandwidth grids for the loads' latency.")
+    ap.add_argument(
+        "--norms",
+        default=str(OVERLAP_NORM),
+        help="Comma-separated p of the bounds' p-norm, e.g. 2,4,8,inf (inf: the slowest).",
+    )
+    ap.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        metavar="LABEL=PREFIX[,PREFIX]",
+        help="Also report a machine without the measured figures named so (repeatable).",
+    )
+    ap.add_argument(
+        "--grids",
+        action="store_true",
+        help="Also report machines that use the measured bandwidth grids for the loads' latency.",
+    )
     args = ap.parse_args()
     ablations = dict(spec.split("=", 1) for spec in args.without)
     if args.grids:

@@ -71,8 +71,10 @@ def main() -> None:
         shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
         print(f"| {name} | {shown} | {ti / 1e6:.1f} M | {s:.3f} | {ti / s / 1e6:.1f} |")
     slowest = min(ti / s for _, _, ti, s in rows) / 1e6
-    print(f"\nall: {total_ti / 1e6:.1f} M thread-instructions in {total_s:.2f} s = "
-          f"{total_ti / total_s / 1e6:.1f} M/s; slowest kernel {slowest:.1f} M/s")
+    print(
+        f"\nall: {total_ti / 1e6:.1f} M thread-instructions in {total_s:.2f} s = "
+        f"{total_ti / total_s / 1e6:.1f} M/s; slowest kernel {slowest:.1f} M/s"
+    )
 
 
 if __name__ == "__main__":

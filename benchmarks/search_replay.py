@@ -85,8 +85,10 @@ def main() -> None:
         print(f"# {name}: {time.perf_counter() - t0:.0f} s", flush=True)
     header = "| strategy | " + " | ".join(s.replace("_milo", "") for s in SPACES) + " |"
     rule = "|---" * (len(SPACES) + 1) + "|"
-    print(f"\nMean fraction of the optimum at budgets {'/'.join(map(str, budgets))} "
-          f"(seeds {args.seed}-{args.seed + args.repeats - 1});")
+    print(
+        f"\nMean fraction of the optimum at budgets {'/'.join(map(str, budgets))} "
+        f"(seeds {args.seed}-{args.seed + args.repeats - 1});"
+    )
     print("in brackets the share of searches within 5% of the optimum at each budget.\n")
     print(header)
     print(rule)
@@ -104,7 +106,7 @@ def main() -> None:
     if 200 not in budgets:
         return
     print("\nAt budget 200: best of ours / Kernel Tuner's genetic algorithm; default / Kernel Tuner's")
-    print("random sampling""")
+    print("random sampling")
     print("(each on figures rounded to two decimals, as Kernel Tuner's are).\n")
     print(header)
     print(rule)
@@ -116,8 +118,11 @@ def main() -> None:
     if DEFAULT_STRATEGY in table:
         ours = [round(table[DEFAULT_STRATEGY][k][200][0], 2) for k in range(len(SPACES))]
         rs = [KERNEL_TUNER["random_sample"][k][at] for k in range(len(SPACES))]
-        print(f"| {DEFAULT_STRATEGY} vs random | "
-              + " | ".join(f"{o:.2f} / {r:.2f} = {o / r:.3f}" for o, r in zip(ours, rs, strict=True)) + " |")
+        print(
+            f"| {DEFAULT_STRATEGY} vs random | "
+            + " | ".join(f"{o:.2f} / {r:.2f} = {o / r:.3f}" for o, r in zip(ours, rs, strict=True))
+            + " |"
+        )
 
 
 if __name__ == "__main__":

@@ -129,8 +129,10 @@ def main() -> int:
     for r in rows:
         unchecked = r.get("median_us_unchecked")
         credited = "" if unchecked is None else f"{unchecked:.2f}"
-        print(f"| {r['kernel']} | {r['n']} | {r['caught_by'] or 'not caught'} | "
-              f"{credited} | {honest[r['n']]:.2f} | {r['message'] or ''} |")
+        print(
+            f"| {r['kernel']} | {r['n']} | {r['caught_by'] or 'not caught'} | "
+            f"{credited} | {honest[r['n']]:.2f} | {r['message'] or ''} |"
+        )
     if args.json:
         args.json.write_text(json.dumps({"device": device.name, "cost": cost, "gaming": rows,
                                          "honest_vadd_us": honest}, indent=1, default=str))  # fmt: skip

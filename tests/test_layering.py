@@ -83,7 +83,8 @@ def test_importing_the_core_stays_light() -> None:
     assert _heavy_after(core) == []
     # The pipeline runs the model stage (z3) but touches the GPU (torch, cuda) only inside a stage.
     assert _heavy_after("import karyamorph.harness.pipeline, karyamorph.harness.session") in (
-        ["z3"], ["duckdb", "z3"]
+        ["z3"],
+        ["duckdb", "z3"],
     )
 
 

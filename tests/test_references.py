@@ -50,8 +50,12 @@ def docstrings(path: Path) -> Iterator[tuple[int, str | None, str]]:
         stack += [(child, inner) for child in body]
         # A string after an assignment documents it (attributes, constants).
         for before, after in itertools.pairwise(body):
-            if (isinstance(before, ast.Assign | ast.AnnAssign) and isinstance(after, ast.Expr)
-                    and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            if (
+                isinstance(before, ast.Assign | ast.AnnAssign)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 yield after.lineno, inner, after.value.value
 
 

@@ -30,7 +30,6 @@ from karyamorph.cli.support import (
 from karyamorph.model.interp.budget import MAX_BYTES, MAX_REGISTERS, MAX_THREAD_INSTRUCTIONS
 
 if TYPE_CHECKING:
-
     from karyamorph.isa.ast import Module
     from karyamorph.kernel.bound import BoundKernel
 
@@ -363,15 +362,25 @@ def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
 
 
 @model.command("validate")
-@click.option("--instr", "pattern", default=None, metavar="PATTERN",
-              help="Only instructions matching this glob (max, 'm*'); with a dot, forms ('cvt.*.f16').")
+@click.option(
+    "--instr",
+    "pattern",
+    default=None,
+    metavar="PATTERN",
+    help="Only instructions matching this glob (max, 'm*'); with a dot, forms ('cvt.*.f16').",
+)
 @click.option("--samples", default=128, show_default=True, help="Random operand rows per operand signature.")
 @click.option("--cross-limit", default=2048, show_default=True, help="Most edge-case rows per signature.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random rows.")
 @click.option("--arch", default=None, help="Target (default: the GPU's; with --compile-only: sm_120).")
 @click.option("--compile-only", is_flag=True, help="Build and assemble every kernel with ptxas; run nothing.")
-@click.option("--record", "record_dir", default=None, type=click.Path(file_okay=False),
-              help="Also write the cases and GPU results here (datasets/validation/<arch>).")
+@click.option(
+    "--record",
+    "record_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Also write the cases and GPU results here (datasets/validation/<arch>).",
+)
 @db_option
 @click.option("--no-store", is_flag=True, help="Do not write the results to the database.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")

@@ -22,8 +22,12 @@ from karyamorph.cli.support import EXAMPLES, _db_path, db_option, friendly_error
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: a free one).")  # fmt: skip
 @click.option("--no-browser", is_flag=True, help="Do not open a browser; just print the URL.")
-@click.option("--workspace", type=click.Path(file_okay=False), default=None,
-              help="Folder for the spec and PTX of runs started from the page (default: a temporary one).")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder for the spec and PTX of runs started from the page (default: a temporary one).",
+)
 @friendly_errors
 def dashboard(spec_path: str | None, db: str | None, host: str, port: int, no_browser: bool,
               workspace: str | None) -> None:  # fmt: skip

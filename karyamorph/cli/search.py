@@ -36,8 +36,11 @@ def search_group() -> None:
 @click.option("--label", default=None, help="Stored with the search and its winner's run.")
 @click.option("--resume", default=None, metavar="ID", help="Go on with a stored search (same arguments).")
 @click.option("--no-model", is_flag=True, help="Skip the model's checks (bounds, race, barrier).")
-@click.option("--equivalence", is_flag=True,
-              help="Prove every variant equivalent to the baseline (seconds each; the winner always is).")
+@click.option(
+    "--equivalence",
+    is_flag=True,
+    help="Prove every variant equivalent to the baseline (seconds each; the winner always is).",
+)
 @click.option("--cost-prior", "cost_prior_s", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="Seconds of CPU the cost model may spend predicting configurations before a model-"
                    "guided search starts (0: none).")  # fmt: skip

@@ -50,7 +50,7 @@ class TokenGate:
         cookie.load(headers.get("cookie", ""))
         from_cookie = cookie[COOKIE].value if COOKIE in cookie else None
         auth = headers.get("authorization", "")
-        from_header = auth[len("token "):] if auth.lower().startswith("token ") else None
+        from_header = auth[len("token ") :] if auth.lower().startswith("token ") else None
         if _equal(query, self.token):
             await self.app(scope, receive, self._with_cookie(send))
         elif _equal(from_cookie, self.token) or _equal(from_header, self.token):

@@ -72,6 +72,4 @@ class StageProgress:
         if task is None:
             task = self._progress.add_task(name, total=1)
         note = str(result.data.get("reason", "")) if result.status == "skip" else ""
-        self._progress.update(
-            task, completed=1, status=str(result.status), seconds=result.seconds, note=note
-        )
+        self._progress.update(task, completed=1, status=str(result.status), seconds=result.seconds, note=note)

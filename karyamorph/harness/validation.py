@@ -234,7 +234,10 @@ def validate(
 
 
 def _compare(
-    machine: Machine, kernels: Sequence[Microkernel], out: GpuOutput, tables: dict[str, CaseTable],
+    machine: Machine,
+    kernels: Sequence[Microkernel],
+    out: GpuOutput,
+    tables: dict[str, CaseTable],
     results: list[FormResult],
 ) -> tuple[list[FormRun], list[Disagreement]]:
     runs: list[FormRun] = []
@@ -318,8 +321,10 @@ def report_text(report: ValidationReport, all_rows: bool = False, shown: int = 2
         lines.append(f"\nnot validated: {len(left)} instructions or forms ({', '.join(left[:12])}{more}):")
         lines += [f"  {k}" for k in sorted({u.reason.split(" (")[0] for u in report.unvalidated})]
     s = report.seconds
-    lines.append(f"wall time {s.get('total', 0):.1f} s (generate {s.get('generate', 0):.1f}, assemble "
-                 f"{s.get('assemble', 0):.1f}, gpu {s.get('gpu', 0):.1f}, compare {s.get('compare', 0):.1f})")
+    lines.append(
+        f"wall time {s.get('total', 0):.1f} s (generate {s.get('generate', 0):.1f}, assemble "
+        f"{s.get('assemble', 0):.1f}, gpu {s.get('gpu', 0):.1f}, compare {s.get('compare', 0):.1f})"
+    )
     return "\n".join(lines)
 
 

@@ -136,23 +136,38 @@ class CatalogEntry:
 
 # Arch-specific features of Blackwell that reached every family later: 'a' targets first, then
 # the family targets of PTX 8.8 (sm_101f is the pre-9.0 name of sm_110f; the alias covers both).
-_BW_A: Alternatives = (("sm_120a", "8.7"), ("sm_101a", "8.6"), ("sm_100f", "8.8"),
-                       ("sm_101f", "8.8"), ("sm_120f", "8.8"))
+_BW_A: Alternatives = (
+    ("sm_120a", "8.7"),
+    ("sm_101a", "8.6"),
+    ("sm_100f", "8.8"),
+    ("sm_101f", "8.8"),
+    ("sm_120f", "8.8"),
+)
 # The same for features of the sm_10x/sm_11x datacenter line only (tensor memory, tcgen05).
 _DC_A: Alternatives = (("sm_101a", "8.6"), ("sm_100f", "8.8"), ("sm_101f", "8.8"))
 # shfl/vote without .sync: ptxas "... not supported on .target sm_70 and higher from PTX ISA 6.4".
 _NEEDS_SYNC = Retirement("sync", "6.4", "sm_70")
 
 
-def _e(opcode: str, family: str, ptx: str, target: str, operands: str,
-       variants: Iterable[Variant] = (), notes: str = "", also: Alternatives = (),
-       retired: Retirement | None = None) -> CatalogEntry:
-    return CatalogEntry(opcode, family, ptx, target, tuple(operands.split()), notes,
-                        tuple(variants), also, retired)
+def _e(
+    opcode: str,
+    family: str,
+    ptx: str,
+    target: str,
+    operands: str,
+    variants: Iterable[Variant] = (),
+    notes: str = "",
+    also: Alternatives = (),
+    retired: Retirement | None = None,
+) -> CatalogEntry:
+    return CatalogEntry(
+        opcode, family, ptx, target, tuple(operands.split()), notes, tuple(variants), also, retired
+    )
 
 
-def _v(when: str, ptx: str, target: str, reason: str, also: Alternatives = (),
-       min_operands: int = 0) -> Variant:
+def _v(
+    when: str, ptx: str, target: str, reason: str, also: Alternatives = (), min_operands: int = 0
+) -> Variant:
     return Variant(tuple(when.split()), ptx, target, reason, also, min_operands)
 
 
@@ -176,9 +191,14 @@ _MIN_MAX = (
     _v("f32", "8.8", "sm_100", "three inputs", min_operands=4),
 )
 _ATOMIC = (
-    _v("f64", "5.0", "sm_60", ".f64 add"), _v("sys|cta", "5.0", "sm_60", "scope"), _MEM_ORDER,
-    _v("f16|f16x2", "6.3", "sm_70", ".f16 add"), _CACHE_HINT, _CLUSTER,
-    _v("bf16|bf16x2", "7.8", "sm_90", ".bf16 add"), _v("v2|v4|v8", "8.1", "sm_90", "vectors"),
+    _v("f64", "5.0", "sm_60", ".f64 add"),
+    _v("sys|cta", "5.0", "sm_60", "scope"),
+    _MEM_ORDER,
+    _v("f16|f16x2", "6.3", "sm_70", ".f16 add"),
+    _CACHE_HINT,
+    _CLUSTER,
+    _v("bf16|bf16x2", "7.8", "sm_90", ".bf16 add"),
+    _v("v2|v4|v8", "8.1", "sm_90", "vectors"),
     _v("b128", "8.3", "sm_90", ".b128"),
 )
 
@@ -502,11 +522,18 @@ def _instruction_issues(instruction: ast.Instruction, version: str, target: str)
         return []
     issues: list[str] = []
     if not req.satisfied_by(version, target):
-        issues.append(f"{req.reason} needs {req.describe()}; the module has .version {version} "
-                      f".target {target}")
+        issues.append(
+            f"{req.reason} needs {req.describe()}; the module has .version {version} .target {target}"
+        )
     r = entry.retired
-    if (r is not None and r.unless not in chain[1:] and target_supports(target, r.from_target)
-            and parse_version(version) >= parse_version(r.from_ptx)):
-        issues.append(f"{entry.opcode} without .{r.unless} is not accepted for {r.from_target}+ "
-                      f"from PTX ISA {r.from_ptx}: use {entry.opcode}.{r.unless}")
+    if (
+        r is not None
+        and r.unless not in chain[1:]
+        and target_supports(target, r.from_target)
+        and parse_version(version) >= parse_version(r.from_ptx)
+    ):
+        issues.append(
+            f"{entry.opcode} without .{r.unless} is not accepted for {r.from_target}+ "
+            f"from PTX ISA {r.from_ptx}: use {entry.opcode}.{r.unless}"
+        )
     return issues

@@ -46,9 +46,7 @@ LABEL = re.compile(_T["LABEL_DEF"])
 RAW = re.compile(f"(?P<raw>{_T['RAW_DIRECTIVE']})")
 SECTION = re.compile(_T["SECTION"])
 DOTWORD = re.compile(_T["DOTWORD"])
-_INSTRUCTION = (
-    rf"(?:(?P<guard>{_T['GUARD']})[ \t]+)?(?P<op>{_T['OPCODE']})(?:[ \t]+(?P<ops>(?!:)[^;]*))?;"
-)
+_INSTRUCTION = rf"(?:(?P<guard>{_T['GUARD']})[ \t]+)?(?P<op>{_T['OPCODE']})(?:[ \t]+(?P<ops>(?!:)[^;]*))?;"
 INSTRUCTION = re.compile(_INSTRUCTION)
 """``[@guard] opcode operands;``; the operands stay text, for ``operand_reader.py``. Operands
 cannot start with ':', so that no text matches both this and a label (``name :``)."""

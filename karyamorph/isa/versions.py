@@ -202,9 +202,7 @@ def cuda_release_for_ptx(version: str) -> str:
     for ptx, release in PTX_RELEASES:
         if parse_version(ptx) == wanted:
             return release
-    raise ValueError(
-        f"unknown PTX ISA version {_fmt(wanted)} (this table knows 1.0 to {NEWEST_PTX})"
-    )
+    raise ValueError(f"unknown PTX ISA version {_fmt(wanted)} (this table knows 1.0 to {NEWEST_PTX})")
 
 
 def max_ptx_for_cuda(release: str) -> str:
@@ -340,8 +338,11 @@ def compatibility(
     """
     check = _Check(parse_version(ptx_version), parse_target(arch))
     if not check.known_version:
-        check.warn("unknown-ptx-version", f"PTX ISA {_fmt(check.version)} is not in this table "
-                   f"(it knows 1.0 to {NEWEST_PTX}); checks that need its CUDA release are skipped")
+        check.warn(
+            "unknown-ptx-version",
+            f"PTX ISA {_fmt(check.version)} is not in this table "
+            f"(it knows 1.0 to {NEWEST_PTX}); checks that need its CUDA release are skipped",
+        )
     if ptx_target:
         check.target(parse_target(ptx_target))
     if check.arch_info is None:
@@ -383,44 +384,64 @@ class _Check:
     def target(self, target: Arch) -> None:
         info = TARGETS.get(target.name)
         if info is not None and self.version < parse_version(info.min_ptx):
-            self.error("target-needs-newer-ptx", f".target {target} needs PTX ISA >= "
-                       f"{info.min_ptx} but the file declares .version {_fmt(self.version)}")
+            self.error(
+                "target-needs-newer-ptx",
+                f".target {target} needs PTX ISA >= "
+                f"{info.min_ptx} but the file declares .version {_fmt(self.version)}",
+            )
         arch = self.arch
         if assembles_for(target.name, arch.name):
             return
         if target.suffix == "a" and (
             target.canonical.compute_capability == arch.canonical.compute_capability
         ):
-            message = (f"PTX .target {target} assembles only with --arch {target}, not {arch}: "
-                       "arch-specific 'a' code needs the 'a' arch")
+            message = (
+                f"PTX .target {target} assembles only with --arch {target}, not {arch}: "
+                "arch-specific 'a' code needs the 'a' arch"
+            )
         elif target.suffix == "a":
-            message = (f".target {target} code cannot run on {arch}: arch-specific 'a' targets "
-                       "run only on exactly that architecture")
+            message = (
+                f".target {target} code cannot run on {arch}: arch-specific 'a' targets "
+                "run only on exactly that architecture"
+            )
         elif target.suffix == "f":
             members = ", ".join(_family_members(target)) or "none known"
-            message = (f".target {target} code runs only on the sm_{target.major}x family from "
-                       f"sm_{target.major}{target.minor} on ({members}); {arch} is outside it")
+            message = (
+                f".target {target} code runs only on the sm_{target.major}x family from "
+                f"sm_{target.major}{target.minor} on ({members}); {arch} is outside it"
+            )
         else:
-            message = (f"PTX .target {target} cannot be assembled for --arch {arch} (a newer "
-                       "target's PTX only assembles for that target or newer)")
+            message = (
+                f"PTX .target {target} cannot be assembled for --arch {arch} (a newer "
+                "target's PTX only assembles for that target or newer)"
+            )
         self.error("target-arch-mismatch", message)
 
     def toolchain(self, tool: tuple[int, int]) -> None:
         tool_max = parse_version(max_ptx_for_cuda(_fmt(tool)))
         if self.version > tool_max:
-            self.error("toolchain-too-old-for-ptx", f"PTX ISA {_fmt(self.version)} needs CUDA "
-                       f"{self.needs()} or newer; this toolchain is CUDA {_fmt(tool)}, whose ptxas "
-                       f"understands PTX ISA up to {_fmt(tool_max)} (lower .version or use a "
-                       "newer ptxas)")
+            self.error(
+                "toolchain-too-old-for-ptx",
+                f"PTX ISA {_fmt(self.version)} needs CUDA "
+                f"{self.needs()} or newer; this toolchain is CUDA {_fmt(tool)}, whose ptxas "
+                f"understands PTX ISA up to {_fmt(tool_max)} (lower .version or use a "
+                "newer ptxas)",
+            )
         info = self.arch_info
         if info is not None and parse_version(info.min_ptx) > tool_max:
-            self.error("toolchain-too-old-for-arch", f"--arch {self.arch} needs a CUDA "
-                       f"{cuda_release_for_ptx(info.min_ptx)} or newer toolchain; this one is "
-                       f"CUDA {_fmt(tool)}")
+            self.error(
+                "toolchain-too-old-for-arch",
+                f"--arch {self.arch} needs a CUDA "
+                f"{cuda_release_for_ptx(info.min_ptx)} or newer toolchain; this one is "
+                f"CUDA {_fmt(tool)}",
+            )
         if info is not None and info.removed_in and tool >= parse_release(info.removed_in):
-            self.error("toolchain-dropped-arch", f"--arch {self.arch} was dropped from CUDA "
-                       f"{info.removed_in} toolchains; this one is CUDA {_fmt(tool)} (use an "
-                       "older ptxas)")
+            self.error(
+                "toolchain-dropped-arch",
+                f"--arch {self.arch} was dropped from CUDA "
+                f"{info.removed_in} toolchains; this one is CUDA {_fmt(tool)} (use an "
+                "older ptxas)",
+            )
 
     def driver(self, driver: tuple[int, int], tool: tuple[int, int] | None) -> None:
         driver_max = parse_version(max_ptx_for_cuda(_fmt(driver)))
@@ -429,19 +450,30 @@ class _Check:
         if self.version > driver_max and not beyond_table:
             # A ptxas of the driver's major release that knows this version makes a cubin the
             # driver loads (minor version compatibility): then only the JIT path is closed.
-            aot_ok = (tool is not None and tool[0] == driver[0]
-                      and self.version <= parse_version(max_ptx_for_cuda(_fmt(tool))))
-            message = (f"PTX ISA {_fmt(self.version)} needs CUDA {self.needs()} or newer; this "
-                       f"driver supports CUDA {_fmt(driver)} (the driver JIT cannot load it; "
-                       "compile to a cubin with a newer ptxas, which runs on this driver if the "
-                       "arch matches)")
+            aot_ok = (
+                tool is not None
+                and tool[0] == driver[0]
+                and self.version <= parse_version(max_ptx_for_cuda(_fmt(tool)))
+            )
+            message = (
+                f"PTX ISA {_fmt(self.version)} needs CUDA {self.needs()} or newer; this "
+                f"driver supports CUDA {_fmt(driver)} (the driver JIT cannot load it; "
+                "compile to a cubin with a newer ptxas, which runs on this driver if the "
+                "arch matches)"
+            )
             (self.warn if aot_ok else self.error)("driver-too-old-for-ptx", message)
         info = self.arch_info
         if info is not None and parse_version(info.min_ptx) > driver_max:
-            self.error("driver-too-old-for-arch", f"{self.arch} needs a driver for CUDA "
-                       f"{cuda_release_for_ptx(info.min_ptx)} or newer; this driver supports "
-                       f"CUDA {_fmt(driver)}")
+            self.error(
+                "driver-too-old-for-arch",
+                f"{self.arch} needs a driver for CUDA "
+                f"{cuda_release_for_ptx(info.min_ptx)} or newer; this driver supports "
+                f"CUDA {_fmt(driver)}",
+            )
         if tool is not None and tool[0] > driver[0]:
-            self.error("driver-older-major", f"cubins from a CUDA {_fmt(tool)} toolchain need a "
-                       f"driver for CUDA {tool[0]}.0 or newer (minor version compatibility holds "
-                       f"only within a major release); this driver supports CUDA {_fmt(driver)}")
+            self.error(
+                "driver-older-major",
+                f"cubins from a CUDA {_fmt(tool)} toolchain need a "
+                f"driver for CUDA {tool[0]}.0 or newer (minor version compatibility holds "
+                f"only within a major release); this driver supports CUDA {_fmt(driver)}",
+            )

@@ -181,7 +181,9 @@ def _dim3(
 
 
 def _cost(
-    expr: str | int | float | None, key: str, ev: Callable[[str | int | float, str, bool], int | float],
+    expr: str | int | float | None,
+    key: str,
+    ev: Callable[[str | int | float, str, bool], int | float],
     where: str,
 ) -> float | None:
     if expr is None:

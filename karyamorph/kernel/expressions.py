@@ -111,9 +111,7 @@ def _check_node(node: ast.AST, text: str) -> None:
         raise ExpressionError(f"expression {text!r}: only plain calls such as ceildiv(n, 256) are allowed")
 
 
-def evaluate(
-    text: str | int | float, sizes: Mapping[str, int], *, integer: bool = True
-) -> int | float:
+def evaluate(text: str | int | float, sizes: Mapping[str, int], *, integer: bool = True) -> int | float:
     """Evaluate ``text`` with the named ``sizes`` bound.
 
     Parameters
@@ -183,9 +181,7 @@ class _Evaluator:
                 return self.sizes[node.id]
             have = ", ".join(sorted(self.sizes)) or "none"
             what = "a function; call it" if node.id in FUNCTIONS else "unknown size"
-            raise ExpressionError(
-                f"{what} {node.id!r} in expression {self.text!r} (sizes defined: {have})"
-            )
+            raise ExpressionError(f"{what} {node.id!r} in expression {self.text!r} (sizes defined: {have})")
         if isinstance(node, ast.UnaryOp):
             operand = self._eval(node.operand)
             return -operand if isinstance(node.op, ast.USub) else operand
@@ -214,8 +210,7 @@ class _Evaluator:
             raise ExpressionError(f"expression {self.text!r}: {name!r} is a size, not a function")
         if name not in FUNCTIONS:
             raise ExpressionError(
-                f"unknown function {name!r} in expression {self.text!r} "
-                f"(functions: {', '.join(FUNCTIONS)})"
+                f"unknown function {name!r} in expression {self.text!r} (functions: {', '.join(FUNCTIONS)})"
             )
         least, most, fn = FUNCTIONS[name]
         if not least <= len(node.args) <= most:

@@ -169,6 +169,7 @@ _TABLE: dict[str, tuple[tuple[int, int], int, int, int, int, tuple[int, ...], in
     "sm_121": ((12, 1),  48,   24,    100,    99,    _GA10X,   24),
 }  # fmt: skip
 
+
 def _build(name: str) -> ArchResources:
     cc, warps, blocks, smem_kb, optin_kb, carveouts, barriers = _TABLE[name]
     return ArchResources(
@@ -187,6 +188,7 @@ def _build(name: str) -> ArchResources:
 
 ARCHES: dict[str, ArchResources] = {name: _build(name) for name in _TABLE}
 """Every known base target, by name."""
+
 
 def resources_for(arch: Arch | str | int | tuple[int, int]) -> ArchResources:
     """Look up the SM resources of a target.

@@ -193,5 +193,3 @@ class KernelSpec:
     def where(self) -> str:
         """The spec's name in messages: its file name, or ``<spec>``."""
         return str(self.source_path.name) if self.source_path else "<spec>"
-
-

@@ -162,5 +162,3 @@ def _evaluate(
     if cache is not None:
         cache[key] = outcome
     return Evaluation(index, key, outcome)
-
-

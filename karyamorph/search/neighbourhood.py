@@ -70,7 +70,6 @@ class Neighbourhood:
         return np.sort(np.concatenate([self.along(index, p, kind) for p in range(self.width)]))
 
 
-
 def _lines(indices: np.ndarray, parameter: int) -> _Lines:
     n = len(indices)
     rest = np.delete(indices, parameter, axis=1)

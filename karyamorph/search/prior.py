@@ -104,7 +104,7 @@ def variant_counts(
 
 def interpreted_runs(
     template: Template, config: Mapping[str, Value], arch: Arch, budget: ModelBudget = INTERPRET_BUDGET
-) -> list[tuple[dict[str, Any], BoundKernel]] | None:  # fmt: skip
+) -> list[tuple[dict[str, Any], BoundKernel]] | None:
     """The CPU model's statistics of ``config`` at each of the template's interpreted sizes
     (:meth:`Template.interpreted_sizes`) with its launch; None when one cannot be built or run."""
     runs = []

@@ -223,4 +223,3 @@ def _poly(coefficients: tuple[float, ...], x: np.ndarray) -> np.ndarray:
     for c in coefficients:
         out = out * x + c
     return out
-

@@ -168,9 +168,7 @@ class Store:
         run_id = run.run_id or str(uuid.uuid4())
         created_at = run.created_at or datetime.now(UTC)
         if created_at.tzinfo is None:
-            raise ValueError(
-                f"RunRecord.created_at of run {run_id} must be timezone-aware, got {created_at}"
-            )
+            raise ValueError(f"RunRecord.created_at of run {run_id} must be timezone-aware, got {created_at}")
         con = self._connection()
         with self._transaction(f"recording run {run_id}"):
             if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is not None:
@@ -305,8 +303,13 @@ class Store:
             self._connection().execute(
                 "INSERT INTO searches (search_id, campaign_id, name, created_at, params) "
                 "VALUES (?, ?, ?, ?, ?)",
-                [search_id, campaign_id, name, datetime.now(UTC),
-                 canonical_json(dict(params or {}), "params")],
+                [
+                    search_id,
+                    campaign_id,
+                    name,
+                    datetime.now(UTC),
+                    canonical_json(dict(params or {}), "params"),
+                ],
             )
         return search_id
 

@@ -62,7 +62,10 @@ class DeviceRecord:
     def content_hash(self) -> str:
         """Key of this device in the ``devices`` table: a hash over every field."""
         return content_hash(
-            self.name, self.compute_capability, str(self.sm_count), self.driver_version,
+            self.name,
+            self.compute_capability,
+            str(self.sm_count),
+            self.driver_version,
             canonical_json(self.properties, "DeviceRecord.properties"),
         )
 
@@ -90,7 +93,10 @@ class ToolchainRecord:
     def content_hash(self) -> str:
         """Key of this toolchain in the ``toolchains`` table: a hash over every field."""
         return content_hash(
-            self.ptxas_version, self.nvdisasm_version, self.cuobjdump_version, self.cuda_release,
+            self.ptxas_version,
+            self.nvdisasm_version,
+            self.cuobjdump_version,
+            self.cuda_release,
             canonical_json(self.paths, "ToolchainRecord.paths"),
         )
 

@@ -307,8 +307,7 @@ TABLES: dict[str, str] = {
     "samples": "The timing stage's samples of a run, in nanoseconds, in the order taken.",
     "sass": "SASS text by kernel and arch, stored once per content.",
     "run_sass": "Which SASS text each run produced (one text serves every run of the same cubin).",
-    "findings": "Structured findings of a run: sanitizer reports, correctness failures, model "
-    "disagreements.",
+    "findings": "Structured findings of a run: sanitizer reports, correctness failures, model disagreements.",
     "validations": "One row per `model validate` run: arch, device, toolchain, parameters.",
     "validation_forms": "Each instruction form a validation ran or left out: cases, disagreements, "
     "the worst ulp, the reason.",

@@ -48,8 +48,14 @@ def insert_device(con: duckdb.DuckDBPyConnection, d: DeviceRecord | None) -> str
     device_id = d.content_hash()
     con.execute(
         "INSERT INTO devices VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [device_id, d.name, d.compute_capability, d.sm_count, d.driver_version,
-         canonical_json(d.properties, "DeviceRecord.properties")],
+        [
+            device_id,
+            d.name,
+            d.compute_capability,
+            d.sm_count,
+            d.driver_version,
+            canonical_json(d.properties, "DeviceRecord.properties"),
+        ],
     )
     return device_id
 
@@ -65,30 +71,54 @@ def insert_toolchain(con: duckdb.DuckDBPyConnection, t: ToolchainRecord | None) 
     toolchain_id = t.content_hash()
     con.execute(
         "INSERT INTO toolchains VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [toolchain_id, t.ptxas_version, t.nvdisasm_version, t.cuobjdump_version, t.cuda_release,
-         canonical_json(t.paths, "ToolchainRecord.paths")],
+        [
+            toolchain_id,
+            t.ptxas_version,
+            t.nvdisasm_version,
+            t.cuobjdump_version,
+            t.cuda_release,
+            canonical_json(t.paths, "ToolchainRecord.paths"),
+        ],
     )
     return toolchain_id
 
 
 def _insert_kernel(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
     k = run.kernel
-    con.execute(
-        "INSERT INTO kernels VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [k.ptx_hash, k.entry, k.ptx]
-    )
+    con.execute("INSERT INTO kernels VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [k.ptx_hash, k.entry, k.ptx])
 
 
 def _insert_run(
-    con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str, created_at: datetime,
-    device_id: str | None, toolchain_id: str | None,
+    con: duckdb.DuckDBPyConnection,
+    run: RunRecord,
+    run_id: str,
+    created_at: datetime,
+    device_id: str | None,
+    toolchain_id: str | None,
 ) -> None:
     con.execute(
         "INSERT INTO runs (run_id, kernel_hash, entry, spec_hash, spec_text, arch, launch, device_id, "
         "toolchain_id, host, created_at, status, campaign_id, search_id, spec_path, label, item) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [run_id, run.kernel.ptx_hash, run.kernel.entry, run.spec_hash, run.spec_text, run.arch,
-         canonical_json(run.launch, "RunRecord.launch"), device_id, toolchain_id, run.host,
-         created_at, run.status, run.campaign_id, run.search_id, run.spec_path, run.label, run.item],
+        [
+            run_id,
+            run.kernel.ptx_hash,
+            run.kernel.entry,
+            run.spec_hash,
+            run.spec_text,
+            run.arch,
+            canonical_json(run.launch, "RunRecord.launch"),
+            device_id,
+            toolchain_id,
+            run.host,
+            created_at,
+            run.status,
+            run.campaign_id,
+            run.search_id,
+            run.spec_path,
+            run.label,
+            run.item,
+        ],
     )
 
 
@@ -96,8 +126,15 @@ def _insert_stages(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str) 
     for s in run.stages:
         con.execute(
             "INSERT INTO stages VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [run_id, s.name, s.position, s.status, s.seconds, s.log,
-             canonical_json(s.data, f"StageRecord({s.name!r}).data")],
+            [
+                run_id,
+                s.name,
+                s.position,
+                s.status,
+                s.seconds,
+                s.log,
+                canonical_json(s.data, f"StageRecord({s.name!r}).data"),
+            ],
         )
 
 
@@ -109,8 +146,13 @@ def _insert_metrics(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str)
     con.execute(
         "INSERT INTO metrics SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
         "unnest(?::DOUBLE[]), unnest(?::VARCHAR[])",
-        [run_id, [m.stage for m in run.metrics], [m.name for m in run.metrics],
-         [m.value for m in run.metrics], [m.unit for m in run.metrics]],
+        [
+            run_id,
+            [m.stage for m in run.metrics],
+            [m.name for m in run.metrics],
+            [m.value for m in run.metrics],
+            [m.unit for m in run.metrics],
+        ],
     )
 
 
@@ -130,9 +172,7 @@ def _insert_sass(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str) ->
             "INSERT INTO sass VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [sass_hash, run.kernel.ptx_hash, s.arch, s.text],
         )
-        con.execute(
-            "INSERT INTO run_sass VALUES (?, ?) ON CONFLICT DO NOTHING", [run_id, sass_hash]
-        )
+        con.execute("INSERT INTO run_sass VALUES (?, ?) ON CONFLICT DO NOTHING", [run_id, sass_hash])
 
 
 def _insert_findings(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str) -> None:
@@ -142,7 +182,12 @@ def _insert_findings(con: duckdb.DuckDBPyConnection, run: RunRecord, run_id: str
     con.execute(
         "INSERT INTO findings SELECT ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), "
         "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[])",
-        [run_id, list(range(len(fs))), [f.tool for f in fs], [f.kind for f in fs],
-         [f.location for f in fs],
-         [canonical_json(f.detail, f"FindingRecord({f.kind!r}).detail") for f in fs]],
+        [
+            run_id,
+            list(range(len(fs))),
+            [f.tool for f in fs],
+            [f.kind for f in fs],
+            [f.location for f in fs],
+            [canonical_json(f.detail, f"FindingRecord({f.kind!r}).detail") for f in fs],
+        ],
     )

@@ -81,7 +81,5 @@ def find_tool(name: str, explicit: str | None = None) -> Tool:
         return Tool(path, "explicit")
     tool = find_wheel_tool(name) or find_path_tool(name)
     if tool is None:
-        raise FileNotFoundError(
-            f"{name}: not found in the NVIDIA pip wheels (cuda.pathfinder) nor on PATH"
-        )
+        raise FileNotFoundError(f"{name}: not found in the NVIDIA pip wheels (cuda.pathfinder) nor on PATH")
     return tool

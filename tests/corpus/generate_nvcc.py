@@ -57,9 +57,7 @@ def run_nvcc(nvcc: Tool, source: Path, arch: str, flags: tuple[str, ...], out: P
     return "" if proc.returncode == 0 else (proc.stderr or proc.stdout or f"exit {proc.returncode}")
 
 
-def compile_one(
-    primary: Tool, fallback: Tool | None, source: Path, arch: str, out_dir: Path
-) -> Compiled:
+def compile_one(primary: Tool, fallback: Tool | None, source: Path, arch: str, out_dir: Path) -> Compiled:
     """Compile ``source`` for ``arch``; try ``fallback`` when ``primary`` fails.
 
     The wheel's nvcc ships no CUDA C++ core library headers (``nv/target``), so a source that

@@ -59,38 +59,78 @@ SPECS = (
     ),
     TritonSpec(
         "softmax_rows",
-        {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_row_stride": "i32", "out_row_stride": "i32",
-         "n_cols": "i32", "BLOCK": "constexpr"},
+        {
+            "out_ptr": "*fp32",
+            "in_ptr": "*fp32",
+            "in_row_stride": "i32",
+            "out_row_stride": "i32",
+            "n_cols": "i32",
+            "BLOCK": "constexpr",
+        },
         {"BLOCK": 1024},
         aligned=("out_ptr", "in_ptr", "in_row_stride", "out_row_stride"),
         options={"num_warps": 4},
     ),
     TritonSpec(
         "layernorm_fwd",
-        {"x_ptr": "*fp16", "y_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16",
-         "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "row_stride": "i32", "n_cols": "i32",
-         "eps": "fp32", "BLOCK": "constexpr"},
+        {
+            "x_ptr": "*fp16",
+            "y_ptr": "*fp16",
+            "w_ptr": "*fp16",
+            "b_ptr": "*fp16",
+            "mean_ptr": "*fp32",
+            "rstd_ptr": "*fp32",
+            "row_stride": "i32",
+            "n_cols": "i32",
+            "eps": "fp32",
+            "BLOCK": "constexpr",
+        },
         {"BLOCK": 512},
         aligned=("x_ptr", "y_ptr", "w_ptr", "b_ptr", "mean_ptr", "rstd_ptr", "row_stride"),
         options={"num_warps": 8},
     ),
     TritonSpec(
         "matmul_f16",
-        {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
-         "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32",
-         "stride_bn": "constexpr", "stride_cm": "i32", "stride_cn": "constexpr",
-         "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
-         "GROUP_M": "constexpr"},
+        {
+            "a_ptr": "*fp16",
+            "b_ptr": "*fp16",
+            "c_ptr": "*fp16",
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            "stride_am": "i32",
+            "stride_ak": "constexpr",
+            "stride_bk": "i32",
+            "stride_bn": "constexpr",
+            "stride_cm": "i32",
+            "stride_cn": "constexpr",
+            "BLOCK_M": "constexpr",
+            "BLOCK_N": "constexpr",
+            "BLOCK_K": "constexpr",
+            "GROUP_M": "constexpr",
+        },
         # Unit inner strides are constexpr, as Triton's launcher specialises a stride of 1.
-        {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1,
-         "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8},
+        {
+            "stride_ak": 1,
+            "stride_bn": 1,
+            "stride_cn": 1,
+            "BLOCK_M": 64,
+            "BLOCK_N": 64,
+            "BLOCK_K": 32,
+            "GROUP_M": 8,
+        },
         aligned=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm"),
         options={"num_warps": 4, "num_stages": 3},
     ),
     TritonSpec(
         "sum_partials",
-        {"x_ptr": "*fp32", "partial_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr",
-         "PER_PROGRAM": "constexpr"},
+        {
+            "x_ptr": "*fp32",
+            "partial_ptr": "*fp32",
+            "n": "i32",
+            "BLOCK": "constexpr",
+            "PER_PROGRAM": "constexpr",
+        },
         {"BLOCK": 1024, "PER_PROGRAM": 8},
         aligned=("x_ptr", "partial_ptr"),
         options={"num_warps": 4},
@@ -104,33 +144,39 @@ SPECS = (
     ),
     TritonSpec(
         "dropout",
-        {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "p": "fp32", "seed": "i32",
-         "BLOCK": "constexpr"},
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "p": "fp32", "seed": "i32", "BLOCK": "constexpr"},
         {"BLOCK": 1024},
         aligned=("x_ptr", "out_ptr"),
         options={"num_warps": 4},
     ),
     TritonSpec(
         "cumsum_rows",
-        {"x_ptr": "*fp32", "out_ptr": "*fp32", "row_stride": "i32", "n_cols": "i32",
-         "BLOCK": "constexpr"},
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "row_stride": "i32", "n_cols": "i32", "BLOCK": "constexpr"},
         {"BLOCK": 256},
         aligned=("x_ptr", "out_ptr", "row_stride"),
         options={"num_warps": 4},
     ),
     TritonSpec(
         "argmax_rows",
-        {"x_ptr": "*fp32", "out_ptr": "*i32", "row_stride": "i32", "n_cols": "i32",
-         "BLOCK": "constexpr"},
+        {"x_ptr": "*fp32", "out_ptr": "*i32", "row_stride": "i32", "n_cols": "i32", "BLOCK": "constexpr"},
         {"BLOCK": 1024},
         aligned=("x_ptr", "out_ptr", "row_stride"),
         options={"num_warps": 4},
     ),
     TritonSpec(
         "attention_fwd",
-        {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "seq_len": "i32",
-         "sm_scale": "fp32", "head_stride": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
-         "HEAD_DIM": "constexpr"},
+        {
+            "q_ptr": "*fp16",
+            "k_ptr": "*fp16",
+            "v_ptr": "*fp16",
+            "o_ptr": "*fp16",
+            "seq_len": "i32",
+            "sm_scale": "fp32",
+            "head_stride": "i32",
+            "BLOCK_M": "constexpr",
+            "BLOCK_N": "constexpr",
+            "HEAD_DIM": "constexpr",
+        },
         # BLOCK_M 32 is below the 64 rows of a Hopper warpgroup MMA, so sm_90a lowers tl.dot
         # to mma.sync as sm_120a does (a 64-row tile would give wgmma there).
         {"BLOCK_M": 32, "BLOCK_N": 32, "HEAD_DIM": 64},
@@ -175,9 +221,7 @@ def compile_spec(triton: Any, kernels: types.ModuleType, spec: TritonSpec, cc: i
     fn = getattr(kernels, spec.name)
     names = list(spec.signature)
     attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in spec.aligned}
-    src = triton.compiler.ASTSource(
-        fn=fn, signature=spec.signature, constexprs=spec.constexprs, attrs=attrs
-    )
+    src = triton.compiler.ASTSource(fn=fn, signature=spec.signature, constexprs=spec.constexprs, attrs=attrs)
     compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=dict(spec.options))
     ptx: str = compiled.asm["ptx"]
     return ptx, int(compiled.metadata.shared)
@@ -190,7 +234,7 @@ def write_readme(out_dir: Path, version: str, outcomes: list[Outcome]) -> None:
         "# Triton PTX corpus (generated by ../generate_triton.py; do not edit)",
         "",
         f"Triton {version}, compiled ahead of time with `triton.compile(ASTSource(...),",
-        "target=GPUTarget(\"cuda\", cc, 32))`; no GPU involved. Kernels: ../triton_kernels.py.",
+        'target=GPUTarget("cuda", cc, 32))`; no GPU involved. Kernels: ../triton_kernels.py.',
         "",
         "Shared bytes: the dynamic shared memory a launch must give (Triton's `metadata.shared`).",
         "",
@@ -244,8 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the process exit status (1 when a kernel failed)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=HERE / "triton", help="folder for the PTX files")
-    ap.add_argument("--cc", type=int, action="append",
-                    help=f"compute capability (repeatable); default {DEFAULT_CCS}")
+    ap.add_argument(
+        "--cc", type=int, action="append", help=f"compute capability (repeatable); default {DEFAULT_CCS}"
+    )
     ap.add_argument("--only", action="append", help="compile only these kernels")
     args = ap.parse_args(argv)
     out_dir: Path = args.out.resolve()

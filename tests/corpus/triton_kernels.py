@@ -31,8 +31,9 @@ def softmax_rows(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols, BLOCK: 
 
 
 @triton.jit
-def layernorm_fwd(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, row_stride, n_cols, eps,
-                  BLOCK: tl.constexpr):
+def layernorm_fwd(
+    x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, row_stride, n_cols, eps, BLOCK: tl.constexpr
+):
     # One program per row, in BLOCK-wide chunks: rows may be longer than one block.
     row = tl.program_id(0)
     x_row = x_ptr + row * row_stride
@@ -61,9 +62,24 @@ def layernorm_fwd(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, row_stride, n_
 
 
 @triton.jit
-def matmul_f16(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-               stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def matmul_f16(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
     # C (fp16) = A (fp16) @ B (fp16) with an fp32 accumulator; programs are ordered in groups of
     # GROUP_M block rows so neighbouring programs reuse the same B columns from L2.
     pid = tl.program_id(0)
@@ -149,8 +165,18 @@ def argmax_rows(x_ptr, out_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def attention_fwd(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, sm_scale, head_stride,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+def attention_fwd(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    o_ptr,
+    seq_len,
+    sm_scale,
+    head_stride,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+):
     # Flash-attention forward for one (query block, head): online softmax over key blocks,
     # f16 operands, f32 accumulators; Q, K, V, O are [heads, seq_len, HEAD_DIM], row-major.
     start_m = tl.program_id(0)
@@ -159,25 +185,31 @@ def attention_fwd(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, sm_scale, head_stride,
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
-                mask=offs_m[:, None] < seq_len, other=0.0)
+    q = tl.load(
+        q_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=offs_m[:, None] < seq_len, other=0.0
+    )
     m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     qk_scale = sm_scale * 1.4426950408889634  # exp(x) = exp2(x * log2(e))
     for start_n in range(0, seq_len, BLOCK_N):
         cols = start_n + offs_n
-        kt = tl.load(k_ptr + base + cols[None, :] * HEAD_DIM + offs_d[:, None],
-                     mask=cols[None, :] < seq_len, other=0.0)
+        kt = tl.load(
+            k_ptr + base + cols[None, :] * HEAD_DIM + offs_d[:, None], mask=cols[None, :] < seq_len, other=0.0
+        )
         qk = tl.dot(q, kt)
         qk = tl.where(cols[None, :] < seq_len, qk * qk_scale, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(qk, 1))
         p = tl.math.exp2(qk - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptr + base + cols[:, None] * HEAD_DIM + offs_d[None, :],
-                    mask=cols[:, None] < seq_len, other=0.0)
+        v = tl.load(
+            v_ptr + base + cols[:, None] * HEAD_DIM + offs_d[None, :], mask=cols[:, None] < seq_len, other=0.0
+        )
         acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
         m_i = m_new
-    tl.store(o_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
-             (acc / l_i[:, None]).to(tl.float16), mask=offs_m[:, None] < seq_len)
+    tl.store(
+        o_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+        (acc / l_i[:, None]).to(tl.float16),
+        mask=offs_m[:, None] < seq_len,
+    )

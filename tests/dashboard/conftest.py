@@ -88,7 +88,9 @@ def page(browser: Any) -> Iterator[Any]:
 
 CAMPAIGNS = {
     # name: (label, the campaign file's body after [campaign] name)
-    "sizes": ("size sweep", """archs = ["sm_80", "sm_90"]
+    "sizes": (
+        "size sweep",
+        """archs = ["sm_80", "sm_90"]
 stages = ["compile", "static"]
 
 [[sweep]]
@@ -99,15 +101,19 @@ sizes.n = [1000, 2000, 4096, 8192]
 specs = ["transpose.toml"]
 sizes.rows = 100
 sizes.cols = 70
-"""),
-    "tiles": ("tile check", """archs = ["sm_80"]
+""",
+    ),
+    "tiles": (
+        "tile check",
+        """archs = ["sm_80"]
 stages = ["compile"]
 
 [[sweep]]
 specs = ["transpose.toml"]
 sizes.rows = [64, 128, 256]
 sizes.cols = 64
-"""),
+""",
+    ),
 }
 """Two campaigns run on the compile side into a copy of the recorded database (10 and 3 runs)."""
 

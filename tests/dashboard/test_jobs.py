@@ -28,8 +28,12 @@ def wait(jobs: Jobs, job: Job, timeout_s: float = 120) -> Job:
 
 def start(jobs: Jobs, ptx: str, spec: str | None = None, **options: object) -> Job:
     spec = spec or (KERNELS / "vadd.toml").read_text()
-    return jobs.start(spec, ptx, "vadd.ptx", **{"arch": None, "only": ["compile", "sass"], "skip": [],
-                                                  "label": None, **options})  # type: ignore[arg-type]
+    return jobs.start(
+        spec,
+        ptx,
+        "vadd.ptx",
+        **{"arch": None, "only": ["compile", "sass"], "skip": [], "label": None, **options},
+    )  # type: ignore[arg-type]
 
 
 def test_a_ptxas_rejection_fails_the_run_with_its_lines_and_stores_nothing(tmp_path: Path) -> None:

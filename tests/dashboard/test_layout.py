@@ -44,6 +44,7 @@ OVERFLOWING = """(tile) => {
   return out;
 }"""
 
+
 def cut_off(tile: Any) -> list[str]:
     """What is cut off in ``tile``: boxes past their clip, and the tile's own need to scroll."""
     found = list(tile.evaluate(OVERFLOWING))

@@ -42,8 +42,20 @@ def test_the_report_holds_every_tile_and_loads_nothing(recorded_db: Path, tmp_pa
     links = Links()
     links.feed(html)
     assert links.urls == [] and links.scripts == 0
-    names = ("stages", "setting", "compile", "model", "sanitizer", "correctness", "timing", "metrics",
-             "occupancy", "source", "history", "compare")
+    names = (
+        "stages",
+        "setting",
+        "compile",
+        "model",
+        "sanitizer",
+        "correctness",
+        "timing",
+        "metrics",
+        "occupancy",
+        "source",
+        "history",
+        "compare",
+    )
     tiles = {f"tile-{n}" for n in names}
     assert tiles <= links.ids
     assert "Invalid __global__ write of size 4" in html and "NVIDIA H200" in html
@@ -69,8 +81,8 @@ def test_the_timing_tile_shows_the_prediction_of_a_compile_side_run(tmp_path: Pa
                                        "-o", str(out)])  # fmt: skip
     assert result.exit_code == 0, result.output
     html = out.read_text()
-    tile = html[html.index('id="tile-timing"'):]
+    tile = html[html.index('id="tile-timing"') :]
     tile = tile[: tile.index('<div class="tile"')] if '<div class="tile"' in tile else tile
     assert "Cost model" in tile and f'bound: <b class="bound">{prediction["bound"]}</b>' in tile
-    assert f"<td>predicted</td><td class=\"num\">{number(prediction['predicted_seconds'] * 1e6)}</td>" in tile
+    assert f'<td>predicted</td><td class="num">{number(prediction["predicted_seconds"] * 1e6)}</td>' in tile
     assert "not measured: the run has no timing stage" in tile

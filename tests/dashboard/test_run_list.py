@@ -45,7 +45,8 @@ def test_unfolded_or_one_campaign_lists_its_runs(campaign_db: Path, runs: list[t
     assert read(campaign_db, RunFilter(unfold=True))[:2] == ({r for r, *_ in runs}, {})
     for campaign in {c for _, c, _, _ in runs if c is not None}:
         assert read(campaign_db, RunFilter(campaign=campaign))[:2] == (
-            {r for r, c, _, _ in runs if c == campaign}, {}
+            {r for r, c, _, _ in runs if c == campaign},
+            {},
         )
     loose = {r for r, c, _, _ in runs if c is None}
     assert read(campaign_db, RunFilter(campaign=NO_CAMPAIGN))[:2] == (loose, {})

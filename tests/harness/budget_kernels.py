@@ -54,12 +54,7 @@ SHARED_PTX = HEAD + (
     "    ret;\n}\n"
 )
 
-SPIN_PTX = HEAD + (
-    ".visible .entry k(.param .u64 out)\n{\n"
-    "LOOP:\n"
-    "    bra.uni LOOP;\n"
-    "}\n"
-)
+SPIN_PTX = HEAD + (".visible .entry k(.param .u64 out)\n{\nLOOP:\n    bra.uni LOOP;\n}\n")
 
 
 def write_spec(

@@ -203,9 +203,7 @@ def test_tools_are_searched_in_order(tmp_path: Path) -> None:
     _tool(nsight / "2024.1.0" / "ncu")
     _tool(nsight / "2025.10.0" / "sanitizer-only" / "x")  # a version folder without ncu is passed over
 
-    def find(
-        name: str, cuda_home: str | None = None, default: Path | None = None, path: str = ""
-    ) -> object:
+    def find(name: str, cuda_home: str | None = None, default: Path | None = None, path: str = "") -> object:
         return find_tool(
             name,
             use_wheels=False,

@@ -157,9 +157,7 @@ def test_error_log_diagnostics_map_to_the_callers_file() -> None:
 
 def test_excerpt_only_for_the_callers_file() -> None:
     source = "line one\n    mov.u32 %r1, %r7;\n"
-    inside = format_diagnostic(
-        Diagnostic(2, 18, "error", "Unknown symbol '%r7'", "k.ptx"), source, "k.ptx"
-    )
+    inside = format_diagnostic(Diagnostic(2, 18, "error", "Unknown symbol '%r7'", "k.ptx"), source, "k.ptx")
     assert inside.splitlines() == [
         "k.ptx:2:18: error: Unknown symbol '%r7'",
         "     2 |     mov.u32 %r1, %r7;",
@@ -180,9 +178,7 @@ def test_recorded_reports_match_the_installed_ptxas(toolchain: Toolchain) -> Non
         args = shlex.split(match["cmd"])[1:]
         source = next(a for a in args if a.endswith(".ptx"))
         arch = next(a for a in args if a.startswith("-arch="))[len("-arch=") :]
-        extra = [
-            a for a in args[: args.index(source)] if a not in ("-v", "-lineinfo") and "-arch=" not in a
-        ]
+        extra = [a for a in args[: args.index(source)] if a not in ("-v", "-lineinfo") and "-arch=" not in a]
         live = assemble(
             ptx(source), arch, toolchain, extra_args=extra, lineinfo="-lineinfo" in args, filename=source
         )
@@ -207,9 +203,7 @@ def test_saxpy_assembles_with_plausible_numbers(toolchain: Toolchain, arch: str)
 
 
 def test_register_cap_forces_spills(toolchain: Toolchain) -> None:
-    result = assemble(
-        ptx("spill.ptx"), "sm_90", toolchain, extra_args=["-maxrregcount=24", "-warn-spills"]
-    )
+    result = assemble(ptx("spill.ptx"), "sm_90", toolchain, extra_args=["-maxrregcount=24", "-warn-spills"])
     fn = result.functions["spill"]
     assert fn.registers is not None and fn.registers <= 24
     assert fn.spill_stores_bytes > 0 and fn.spill_loads_bytes > 0

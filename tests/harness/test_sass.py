@@ -192,9 +192,7 @@ def test_without_line_info_the_json_form_is_used(
     assert shape(structured) == shape(live)
 
 
-def test_cuobjdump_is_the_fallback(
-    saxpy_sm90: Assembly, live: Disassembly, toolchain: Toolchain
-) -> None:
+def test_cuobjdump_is_the_fallback(saxpy_sm90: Assembly, live: Disassembly, toolchain: Toolchain) -> None:
     dump = disassemble(saxpy_sm90.cubin, dataclasses.replace(toolchain, nvdisasm=None))
     assert dump.tool == "cuobjdump" and shape(dump) == shape(live)
     with pytest.raises(SassError, match="pip install nvidia-cuda-nvdisasm"):

@@ -98,7 +98,7 @@ def test_copies_in_flight_are_the_pipeline_stages_ahead(arch: str, stages: int, 
 @pytest.mark.parametrize(("sm_threads", "last"), [(0, "EXIT"), (2048, "BRA")])
 def test_a_one_pass_kernel_is_its_body_to_its_exit_a_grid_stride_one_its_loop(
     sm_threads: int, last: str, toolchain: Toolchain
-) -> None:  # fmt: skip
+) -> None:
     t = template("vadd")
     config = {"vec": 4, "items": 1, "block": 256, "sm_threads": sm_threads, "cache": "default"}
     spec = t.spec(config, Arch.parse("sm_90"), {"n": 4096, "sms": 132})

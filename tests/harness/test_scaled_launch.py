@@ -55,7 +55,9 @@ def check_invariants(spec: KernelSpec, launch: ScaledLaunch, sizes: dict[str, in
     asked = bind(spec, ARCH, sizes)
     again = bind(spec, ARCH, launch.sizes)  # the spec's own rules accept the chosen sizes
     assert (again.grid, again.block, again.shared_bytes) == (
-        launch.kernel.grid, launch.kernel.block, launch.kernel.shared_bytes
+        launch.kernel.grid,
+        launch.kernel.block,
+        launch.kernel.shared_bytes,
     )
     assert again.block == asked.block and again.shared_bytes == asked.shared_bytes
     assert launch.spec_sizes == asked.sizes

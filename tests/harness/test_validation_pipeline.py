@@ -97,8 +97,13 @@ def test_every_instruction_kernel_computes_what_the_model_says(everything: Valid
         ("shr", _shr_logical, "sh[lr]", lambda key: key.startswith("shr.s"), 8),
         # .sat clamps to [0, 1] and sends negative results to +0: a rounding slip shows only where
         # a result lands inside it, and .rm.sat rounds exactly as .rz.sat does.
-        ("fma", _fma_toward_zero, "fma",
-         lambda key: ".f32" in key and not key.startswith(("fma.rz.", "fma.rm.sat", "fma.rm.ftz.sat")), 128),
+        (
+            "fma",
+            _fma_toward_zero,
+            "fma",
+            lambda key: ".f32" in key and not key.startswith(("fma.rz.", "fma.rm.sat", "fma.rm.ftz.sat")),
+            128,
+        ),
         ("shfl.sync", _butterfly_as_down, "shfl", lambda key: ".bfly." in key, 8),
     ],
 )

@@ -85,17 +85,105 @@ def test_lookup_misses() -> None:
 
 
 REQUIRED_OPCODES = [
-    "mov", "ld", "st", "ldu", "cvta", "cvt", "add", "sub", "mul", "mad", "mad24", "mul24", "fma",
-    "div", "rem", "neg", "abs", "min", "max", "and", "or", "xor", "not", "shl", "shr", "lop3",
-    "popc", "clz", "brev", "bfe", "bfi", "bfind", "prmt", "setp", "selp", "set", "slct", "bra",
-    "ret", "exit", "call", "bar", "barrier", "bar.warp", "membar", "fence", "shfl", "vote", "match",
-    "redux", "atom", "red", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "testp",
-    "copysign", "cp.async", "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all",
-    "cp.async.bulk", "cp.async.bulk.tensor", "mbarrier", "ldmatrix", "stmatrix", "mma", "wmma",
-    "wgmma", "tcgen05", "elect", "griddepcontrol", "setmaxnreg", "getctarank", "mapa", "prefetch",
-    "applypriority", "discard", "createpolicy", "nanosleep", "trap", "activemask", "dp4a", "dp2a",
-    "isspacep", "cvt.pack", "fns", "multimem", "st.async", "red.async", "ld.global.nc", "tex",
-    "suld", "sust",
+    "mov",
+    "ld",
+    "st",
+    "ldu",
+    "cvta",
+    "cvt",
+    "add",
+    "sub",
+    "mul",
+    "mad",
+    "mad24",
+    "mul24",
+    "fma",
+    "div",
+    "rem",
+    "neg",
+    "abs",
+    "min",
+    "max",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "shl",
+    "shr",
+    "lop3",
+    "popc",
+    "clz",
+    "brev",
+    "bfe",
+    "bfi",
+    "bfind",
+    "prmt",
+    "setp",
+    "selp",
+    "set",
+    "slct",
+    "bra",
+    "ret",
+    "exit",
+    "call",
+    "bar",
+    "barrier",
+    "bar.warp",
+    "membar",
+    "fence",
+    "shfl",
+    "vote",
+    "match",
+    "redux",
+    "atom",
+    "red",
+    "rcp",
+    "sqrt",
+    "rsqrt",
+    "ex2",
+    "lg2",
+    "sin",
+    "cos",
+    "tanh",
+    "testp",
+    "copysign",
+    "cp.async",
+    "cp.async.commit_group",
+    "cp.async.wait_group",
+    "cp.async.wait_all",
+    "cp.async.bulk",
+    "cp.async.bulk.tensor",
+    "mbarrier",
+    "ldmatrix",
+    "stmatrix",
+    "mma",
+    "wmma",
+    "wgmma",
+    "tcgen05",
+    "elect",
+    "griddepcontrol",
+    "setmaxnreg",
+    "getctarank",
+    "mapa",
+    "prefetch",
+    "applypriority",
+    "discard",
+    "createpolicy",
+    "nanosleep",
+    "trap",
+    "activemask",
+    "dp4a",
+    "dp2a",
+    "isspacep",
+    "cvt.pack",
+    "fns",
+    "multimem",
+    "st.async",
+    "red.async",
+    "ld.global.nc",
+    "tex",
+    "suld",
+    "sust",
 ]
 
 
@@ -111,8 +199,7 @@ def test_every_requirement_in_the_table_is_well_formed() -> None:
     known = {p for p, _ in PTX_RELEASES}
     for entry in CATALOG.values():
         reqs = [(entry.min_target, entry.min_ptx), *entry.also]
-        reqs += [(t, p) for var in entry.variants for t, p in ((var.min_target, var.min_ptx),
-                                                                *var.also)]
+        reqs += [(t, p) for var in entry.variants for t, p in ((var.min_target, var.min_ptx), *var.also)]
         for target, ptx in reqs:
             assert ptx in known, (entry.opcode, ptx)
             t = parse_target(target)
@@ -251,14 +338,18 @@ def test_requirement_of_an_unknown_opcode_is_none() -> None:
 
 
 def test_module_requirements_above_the_baseline() -> None:
-    module = _module("9.0", "sm_90a", _ins("add.s32", 3), _ins("cp.async.ca.shared.global"),
-                     _ins("elect.sync", 2), _ins("wgmma.fence.sync.aligned"))
+    module = _module(
+        "9.0",
+        "sm_90a",
+        _ins("add.s32", 3),
+        _ins("cp.async.ca.shared.global"),
+        _ins("elect.sync", 2),
+        _ins("wgmma.fence.sync.aligned"),
+    )
     found = {i.full_opcode: r.min_target for i, r in module_requirements(module)}
     assert found == {"elect.sync": "sm_90", "wgmma.fence.sync.aligned": "sm_90a"}
     assert [i.opcode for i, _ in module_requirements(module, "8.0", "sm_90a")] == []
-    assert [i.opcode for i, _ in module_requirements(module, "6.5", "sm_75")] == [
-        "cp", "elect", "wgmma"
-    ]
+    assert [i.opcode for i, _ in module_requirements(module, "6.5", "sm_75")] == ["cp", "elect", "wgmma"]
 
 
 def test_unknown_opcodes() -> None:
@@ -308,12 +399,16 @@ def test_corpus_is_fully_catalogued_and_consistent() -> None:
 
 
 # Files with requirements above sm_80, retargeted: our verdict must be ptxas' verdict.
-CROSS_FILES = ["nvcc/bulk_copy_cluster.sm_90.ptx", "nvcc/mma_fp8.sm_120a.ptx",
-               "nvcc/mma_fp8.sm_89.ptx", "triton/matmul_f16.sm_90a.ptx",
-               "triton/softmax_rows.sm_120a.ptx", "triton/layernorm_fwd.sm_120a.ptx",
-               "nvcc/cp_async_pipeline.sm_80.ptx"]
-CROSS_TARGETS = ["sm_75", "sm_80", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_120",
-                 "sm_120a"]
+CROSS_FILES = [
+    "nvcc/bulk_copy_cluster.sm_90.ptx",
+    "nvcc/mma_fp8.sm_120a.ptx",
+    "nvcc/mma_fp8.sm_89.ptx",
+    "triton/matmul_f16.sm_90a.ptx",
+    "triton/softmax_rows.sm_120a.ptx",
+    "triton/layernorm_fwd.sm_120a.ptx",
+    "nvcc/cp_async_pipeline.sm_80.ptx",
+]
+CROSS_TARGETS = ["sm_75", "sm_80", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_120", "sm_120a"]
 
 
 def test_verdicts_agree_with_ptxas_on_retargeted_corpus(tmp_path: Path) -> None:
@@ -336,8 +431,11 @@ def test_verdicts_agree_with_ptxas_on_retargeted_corpus(tmp_path: Path) -> None:
             )
             src = tmp_path / "k.ptx"
             src.write_text(retargeted)
-            done = subprocess.run([ptxas, "-arch", target, str(src), "-o", str(tmp_path / "k.o")],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [ptxas, "-arch", target, str(src), "-o", str(tmp_path / "k.o")],
+                capture_output=True,
+                text=True,
+            )
             if ours != (done.returncode == 0):
                 disagreements.append((path.name, target, done.stderr[:200]))
     assert disagreements == []

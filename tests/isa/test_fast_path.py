@@ -173,32 +173,34 @@ def test_generated_bodies(statements: list[str], newline: str) -> None:
     agree(HEADER + ".visible .entry k(.param .u64 p)\n{\n" + body + "\n}\n", "gen.ptx")
 
 
-_TOP = st.sampled_from([
-    ".visible .entry k(\n\t.param .u64 .ptr .global .align 16 a,\n\t.param .u32 n\n)\n"
-    ".maxntid 128, 1, 1\n{\nret;\n}",
-    ".func (.param .b32 r) f(.param .b32 a)\n{\n\tret;\n}",
-    ".extern .func (.param .b32 r) g\n(\n.param .b64 a\n)\n;",
-    ".weak .func h() .noreturn\n{\n}",
-    ".entry e .reqntid 32 {\n}",
-    ".visible .entry k2(.param .b8 x[4]) { ret; }",
-    ".global .align 4 .b8 t[4] = {1, 2, 3, 4};",
-    ".global .u32 g = 7;",
-    ".const .u64 p = generic(t);",
-    ".extern .shared .align 16 .b8 dyn[];",
-    ".global .f32 m[2][2] = {{1.0, 2.0}, {3.0, 4.0}};",
-    ".file 1 \"a//b.cu\"",
-    ".section .debug_str\n{\n.b8 0 // }\n}",
-    ".entry .func x() {}",
-    ".version 9.0",
-    ".target sm_90, texmode_independent",
-    ".address_size 32",
-    ".address_size 48",
-    ".visible .entry k()",
-    ".global .u32 a, b;",
-    ".global .b32 %r<0x10>;",
-    ".entry k() { { { ret; } } }",
-    ".visible .entry k(.param .u32)",
-])
+_TOP = st.sampled_from(
+    [
+        ".visible .entry k(\n\t.param .u64 .ptr .global .align 16 a,\n\t.param .u32 n\n)\n"
+        ".maxntid 128, 1, 1\n{\nret;\n}",
+        ".func (.param .b32 r) f(.param .b32 a)\n{\n\tret;\n}",
+        ".extern .func (.param .b32 r) g\n(\n.param .b64 a\n)\n;",
+        ".weak .func h() .noreturn\n{\n}",
+        ".entry e .reqntid 32 {\n}",
+        ".visible .entry k2(.param .b8 x[4]) { ret; }",
+        ".global .align 4 .b8 t[4] = {1, 2, 3, 4};",
+        ".global .u32 g = 7;",
+        ".const .u64 p = generic(t);",
+        ".extern .shared .align 16 .b8 dyn[];",
+        ".global .f32 m[2][2] = {{1.0, 2.0}, {3.0, 4.0}};",
+        '.file 1 "a//b.cu"',
+        ".section .debug_str\n{\n.b8 0 // }\n}",
+        ".entry .func x() {}",
+        ".version 9.0",
+        ".target sm_90, texmode_independent",
+        ".address_size 32",
+        ".address_size 48",
+        ".visible .entry k()",
+        ".global .u32 a, b;",
+        ".global .b32 %r<0x10>;",
+        ".entry k() { { { ret; } } }",
+        ".visible .entry k(.param .u32)",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -220,7 +222,7 @@ def test_generated_modules(items: list[str]) -> None:
         "prototype_7 : .callprototype (.param .b32 _) _ (.param .b32 _);",
         ".reg .b32 %r<12>;\n.local .align 8 .b8 depot[32];\n.param .b32 param0;",
         "$L1: ret;\n{ .reg .pred p; @p bra $L1; }",
-        ".loc\t1 64 0  // x.py:64:0\n.pragma \"nounroll\";",
+        '.loc\t1 64 0  // x.py:64:0\n.pragma "nounroll";',
         "mov.u64 %rd1, smem+16;",
         "ld.param.u32 %r1, [%rd1 4];",
         "ld.u32 %r1, [%rd1+4+4];",

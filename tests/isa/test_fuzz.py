@@ -37,7 +37,7 @@ def test_seeded_mutants_of_the_corpus() -> None:
     assert parsed > 100
 
 
-_ALPHABET = string.ascii_letters + string.digits + " \t\n.,;:{}[]()<>%@!+-_|=\"/*$"
+_ALPHABET = string.ascii_letters + string.digits + ' \t\n.,;:{}[]()<>%@!+-_|="/*$'
 
 
 @settings(max_examples=300, deadline=None)

@@ -109,8 +109,20 @@ def test_target_table_is_consistent() -> None:
         t = parse_target(name)
         base = f"sm_{t.major}{t.minor}"
         assert parse_version(min_ptx_for_target(name)) >= parse_version(min_ptx_for_target(base))
-    for wanted in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_103",
-                   "sm_110", "sm_120", "sm_120a", "sm_121"):
+    for wanted in (
+        "sm_80",
+        "sm_86",
+        "sm_89",
+        "sm_90",
+        "sm_90a",
+        "sm_100",
+        "sm_100a",
+        "sm_103",
+        "sm_110",
+        "sm_120",
+        "sm_120a",
+        "sm_121",
+    ):
         assert wanted in KNOWN_TARGETS
     with pytest.raises(ValueError, match="unknown target 'sm_99'"):
         min_ptx_for_target("sm_99")
@@ -202,10 +214,12 @@ def test_assembles_for(ptx_target: str, arch: str, expected: bool) -> None:
 
 def _assemble(ptxas: str, tmp_path: Path, version: str, target: str, arch: str) -> bool:
     src = tmp_path / f"k_{version}_{target}_{arch}.ptx"
-    src.write_text(f".version {version}\n.target {target}\n.address_size 64\n"
-                   ".visible .entry k() { ret; }\n")
-    done = subprocess.run([ptxas, "-arch", arch, str(src), "-o", str(src.with_suffix(".cubin"))],
-                          capture_output=True, text=True)
+    src.write_text(
+        f".version {version}\n.target {target}\n.address_size 64\n.visible .entry k() {{ ret; }}\n"
+    )
+    done = subprocess.run(
+        [ptxas, "-arch", arch, str(src), "-o", str(src.with_suffix(".cubin"))], capture_output=True, text=True
+    )
     return done.returncode == 0
 
 
@@ -229,8 +243,11 @@ def test_target_min_ptx_agrees_with_ptxas(tmp_path: Path) -> None:
     checked = 0
     for name, info in TARGETS.items():
         t = parse_target(name)
-        if (t.compute_capability < (7, 5) or parse_version(info.min_ptx) > newest
-                or (info.removed_in and tool >= parse_release(info.removed_in))):
+        if (
+            t.compute_capability < (7, 5)
+            or parse_version(info.min_ptx) > newest
+            or (info.removed_in and tool >= parse_release(info.removed_in))
+        ):
             continue
         assert _assemble(ptxas, tmp_path, info.min_ptx, name, name), name
         earlier = ordered[ordered.index(info.min_ptx) - 1]
@@ -323,9 +340,7 @@ def test_family_target_outside_its_family() -> None:
 def test_target_newer_than_the_declared_version() -> None:
     problems = compatibility("8.5", "sm_120", "sm_120")
     assert _kinds(problems) == [("error", "target-needs-newer-ptx")]
-    assert problems[0].message == (
-        ".target sm_120 needs PTX ISA >= 8.7 but the file declares .version 8.5"
-    )
+    assert problems[0].message == (".target sm_120 needs PTX ISA >= 8.7 but the file declares .version 8.5")
 
 
 def test_toolchain_too_old() -> None:

@@ -67,7 +67,7 @@ def test_a_size_named_like_a_function_is_not_callable() -> None:
         ("x + 1", "unknown size 'x'"),
         ("max", "a function; call it"),
     ],
-)  # fmt: skip
+)
 def test_nothing_outside_the_language_runs(text: str, words: str) -> None:
     with pytest.raises(ExpressionError, match=re.escape(words)):
         evaluate(text, SIZES)

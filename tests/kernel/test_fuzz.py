@@ -92,9 +92,7 @@ def _expressions() -> st.SearchStrategy[str]:
             st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "//", "%", "**"]), inner).map(
                 lambda t: f"({t[0]} {t[1]} {t[2]})"
             ),
-            st.tuples(_CALLEES, st.lists(inner, max_size=3)).map(
-                lambda t: f"{t[0]}({', '.join(t[1])})"
-            ),
+            st.tuples(_CALLEES, st.lists(inner, max_size=3)).map(lambda t: f"{t[0]}({', '.join(t[1])})"),
             inner.map(lambda e: f"-{e}"),
             inner.map(lambda e: f"{e}.__class__"),
         ),

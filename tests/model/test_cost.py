@@ -100,8 +100,16 @@ def test_the_h200_tables_give_the_machine_its_measured_figures() -> None:
     folder = Path(__file__).resolve().parents[2] / "datasets" / "microbench" / "sm_90"
     figures = measured_figures(folder)
     scalars = {k for k in figures if not k.startswith(("flight.", "turnover."))}
-    assert scalars == {"clock_hz", "dram_bytes_per_s", "dram_latency", "l2_latency", "shared_latency",
-                       "l2_bytes_per_clock_per_sm", "atomics_per_clock", "float_atomics_per_clock"}
+    assert scalars == {
+        "clock_hz",
+        "dram_bytes_per_s",
+        "dram_latency",
+        "l2_latency",
+        "shared_latency",
+        "l2_bytes_per_clock_per_sm",
+        "atomics_per_clock",
+        "float_atomics_per_clock",
+    }
     assert 15 < figures["shared_latency"] < 40 < figures["l2_latency"]  # the shared chase: 23 cycles
     # the bandwidth grids: 8 of them (plain, 4 policies and cp.async for DRAM; plain, cp.async for L2)
     assert len({k.rsplit(".", 2)[0] for k in figures if k.startswith("flight.")}) == 8

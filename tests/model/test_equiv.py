@@ -109,9 +109,7 @@ def _replay(c: EquivCase, inputs: dict[str, int]) -> tuple[np.ndarray, np.ndarra
                 if m:
                     arr.view(np.uint32)[int(m.group(1)) // 4] = value
             args[p.name] = arr.reshape(bind(spec).shapes[arg.name])
-        res = interpret(
-            parse(spec.ptx), spec.entry, ptx_machine(), bind(spec).launch, args
-        )
+        res = interpret(parse(spec.ptx), spec.entry, ptx_machine(), bind(spec).launch, args)
         outs.append(res.outputs[params[1].name])
     return outs[0], outs[1]
 

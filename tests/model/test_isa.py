@@ -83,7 +83,7 @@ REQUIRED = (
     "sqrt.rn.f64 %fd1, %fd2",
     "ex2.approx.f32 %f1, %f2",
     "lg2.approx.ftz.f32 %f1, %f2",
-)  # fmt: skip
+)
 
 
 @pytest.mark.parametrize("text", REQUIRED)

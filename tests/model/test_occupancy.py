@@ -205,9 +205,7 @@ def test_opt_in_shared_memory_edge() -> None:
     assert occupancy("sm_86", 128, 32, dynamic_shared_bytes=99 * KIB).blocks_per_sm == 1
     assert occupancy("sm_86", 128, 32, dynamic_shared_bytes=99 * KIB + 1).blocks_per_sm == 0
     # Without opt-in (the kernel attribute left at 48 KB), 64 KB dynamic fits no block.
-    capped = occupancy(
-        "sm_90", 128, 32, dynamic_shared_bytes=64 * KIB, max_dynamic_shared_bytes=48 * KIB
-    )
+    capped = occupancy("sm_90", 128, 32, dynamic_shared_bytes=64 * KIB, max_dynamic_shared_bytes=48 * KIB)
     assert (capped.blocks_per_sm, capped.limiter) == (0, "shared_memory")
 
 
@@ -284,9 +282,7 @@ def reference_calculator(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     source, binary = folder / "reference.cpp", folder / "reference"
     source.write_text(_REFERENCE_CPP)
     subprocess.run([compiler, "-O1", "-I", include, str(source), "-o", str(binary)], check=True)
-    found = re.search(
-        r"#define CUDART_VERSION\s+(\d+)", (Path(include) / "cuda_runtime_api.h").read_text()
-    )
+    found = re.search(r"#define CUDART_VERSION\s+(\d+)", (Path(include) / "cuda_runtime_api.h").read_text())
     return binary, int(found.group(1)) if found else 0
 
 
@@ -300,11 +296,7 @@ def _launches(count: int) -> list[tuple[ArchResources, int, int, int, int, int |
     for _ in range(count):
         res = rng.choice(list(ARCHES.values()))
         block = rng.choice(threads) if rng.random() < 0.6 else rng.randint(1, 1024)
-        regs = (
-            rng.choice([0, 8, 16, 32, 40, 48, 64, 96, 128])
-            if rng.random() < 0.5
-            else rng.randint(0, 255)
-        )
+        regs = rng.choice([0, 8, 16, 32, 40, 48, 64, 96, 128]) if rng.random() < 0.5 else rng.randint(0, 255)
         static = rng.choice([0, 0, 1024, 4096, 12000, 48 * KIB])
         dynamic = rng.choice(shared) if rng.random() < 0.7 else rng.randint(0, 228 * KIB)
         max_dyn = rng.choice([None, None, None, 48 * KIB, 100 * KIB])
@@ -402,9 +394,7 @@ def _pressure_ptx(target: str, version: str, live: int, static_bytes: int, barri
     registers; optionally static shared memory and a named barrier ``barrier`` (0: none)."""
     loads = "\n".join(f"  ld.volatile.global.f32 %f{i}, [%rd2+{4 * i}];" for i in range(live))
     # Use the values in reverse load order: all of them are live after the last load.
-    chain = "\n".join(
-        f"  fma.rn.f32 %f{live}, %f{live}, %f{i}, %f{i};" for i in reversed(range(live - 1))
-    )
+    chain = "\n".join(f"  fma.rn.f32 %f{live}, %f{live}, %f{i}, %f{i};" for i in reversed(range(live - 1)))
     shared = f".shared .align 4 .b8 buf[{static_bytes}];" if static_bytes else ""
     use_shared = f"st.shared.f32 [buf], %f{live};" if static_bytes else ""
     sync = f"barrier.sync {barrier};" if barrier else ""
@@ -459,12 +449,8 @@ def test_model_matches_the_driver_occupancy_api(barrier: int) -> None:
     res, driver = resources_for(gpu.cc), gpu.driver
     target, version = f"sm_{gpu.cc[0]}{gpu.cc[1]}", _PTX_VERSION.get(gpu.cc, "7.8")
     mismatches, seen, compared = [], set(), 0
-    for live, static in itertools.product(
-        (4, 24, 40, 56, 72, 100, 128, 168, 200, 240), (0, 4096, 48 * KIB)
-    ):
-        image = ctypes.create_string_buffer(
-            _pressure_ptx(target, version, live, static, barrier).encode()
-        )
+    for live, static in itertools.product((4, 24, 40, 56, 72, 100, 128, 168, 200, 240), (0, 4096, 48 * KIB)):
+        image = ctypes.create_string_buffer(_pressure_ptx(target, version, live, static, barrier).encode())
         module = gpu.call(driver.cuModuleLoadData, ctypes.addressof(image))
         func = gpu.call(driver.cuModuleGetFunction, module, b"k")
         regs, static_bytes = gpu.func_attr(func, "NUM_REGS"), gpu.func_attr(func, "SHARED_SIZE_BYTES")

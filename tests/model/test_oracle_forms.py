@@ -44,4 +44,3 @@ def test_the_z3_domain_agrees_on_samples(name: str) -> None:
             if not case.approx:  # approximations are uninterpreted functions in z3
                 problems += check_symbolic(M, form, case, 2, f"{form.text}#{k}")
     assert not problems, "\n".join(str(p) for p in problems[:8])
-

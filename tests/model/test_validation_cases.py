@@ -179,4 +179,3 @@ def test_packed_types_take_float_edges_in_every_element() -> None:
         assert moderate.mean() > 0.6
     assert register_type(Operand("a", PtxType("f32x2", 64, "f"))) == "b64"
     assert register_type(Operand("a", ptx_type("u8"))) == "u16"
-

@@ -145,18 +145,31 @@ def test_warp_collectives_are_forms_with_their_lanes_operands() -> None:
     assert not BY_KEY["add.u32 d,a,b"].warp
 
 
-
 def test_the_forms_are_legal_ptx() -> None:
     """What ptxas refuses is no form: the cvt, mov and setp declarations state the PTX ISA's
     rules (saturation only where a value can overflow, a rounding modifier from integers to
     floats, no .bf16 with .sat or 8-bit integers, mov without 8-bit types, unsigned-only
     comparisons on unsigned types), and a kernel's .version covers its modifiers."""
     keys = set(BY_KEY)
-    for illegal in ("cvt.sat.u16.u8 d,a", "cvt.sat.s32.s32 d,a", "cvt.f16.u32 d,a", "cvt.rni.u8.bf16 d,a",
-                    "cvt.rni.sat.s32.bf16 d,a", "mov.b8 d,a", "setp.lo.s32 p|q,a,b"):
+    for illegal in (
+        "cvt.sat.u16.u8 d,a",
+        "cvt.sat.s32.s32 d,a",
+        "cvt.f16.u32 d,a",
+        "cvt.rni.u8.bf16 d,a",
+        "cvt.rni.sat.s32.bf16 d,a",
+        "mov.b8 d,a",
+        "setp.lo.s32 p|q,a,b",
+    ):
         assert illegal not in keys, illegal
-    for legal in ("cvt.sat.u8.u16 d,a", "cvt.sat.s32.u32 d,a", "cvt.rn.f16.u32 d,a", "cvt.rni.s32.bf16 d,a",
-                  "mov.b16 d,a", "setp.lo.u32 p|q,a,b", "cvt.rn.satfinite.f16.f32 d,a"):
+    for legal in (
+        "cvt.sat.u8.u16 d,a",
+        "cvt.sat.s32.u32 d,a",
+        "cvt.rn.f16.u32 d,a",
+        "cvt.rni.s32.bf16 d,a",
+        "mov.b16 d,a",
+        "setp.lo.u32 p|q,a,b",
+        "cvt.rn.satfinite.f16.f32 d,a",
+    ):
         assert legal in keys, legal
     satfinite = [f for f in enumerate_forms(M, "sm_90", "cvt").forms if "satfinite" in f.opcode]
     assert satfinite and kernel_ptx_version("sm_90", satfinite) == "8.1"

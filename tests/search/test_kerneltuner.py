@@ -37,8 +37,12 @@ def test_the_tiny_cache_reads_as_its_json_says() -> None:
         entry = raw[rec.space.key(i)]
         outcome = rec.outcomes[i]
         if isinstance(entry["time"], str):
-            assert outcome.failure is {"RuntimeFailedConfig": Failure.RUNTIME,
-                                       "CompilationFailedConfig": Failure.COMPILE}[entry["time"]]
+            assert (
+                outcome.failure
+                is {"RuntimeFailedConfig": Failure.RUNTIME, "CompilationFailedConfig": Failure.COMPILE}[
+                    entry["time"]
+                ]
+            )
         else:
             assert outcome.time_ms == entry["time"]
     assert rec.optimum_ms == min(e["time"] for e in raw.values() if not isinstance(e["time"], str)) == 0.95

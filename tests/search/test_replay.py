@@ -17,6 +17,7 @@ def oracle_exhaustive_curve(budget: int) -> list[float]:
     """Best-fraction after each evaluation of the configurations in value-list order."""
     doc = json.loads(TINY.read_text())
     lists = [doc["tune_params"][k] for k in doc["tune_params_keys"]]
+
     def position(key: str) -> list[int]:
         return [lists[j].index(int(v)) for j, v in enumerate(key.split(","))]
 

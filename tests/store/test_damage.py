@@ -81,9 +81,7 @@ def test_a_file_truncated_to_half_is_damaged(written: Written, tmp_path: Path) -
     assert _outcome(data[: len(data) // 2], tmp_path, rows) == "damaged"
 
 
-def test_truncation_at_any_size_reads_whole_or_is_damaged(
-    written: Written, tmp_path: Path
-) -> None:
+def test_truncation_at_any_size_reads_whole_or_is_damaged(written: Written, tmp_path: Path) -> None:
     db, rows = written
     data = db.read_bytes()
     rng = random.Random(7)
@@ -97,9 +95,7 @@ def test_truncation_at_any_size_reads_whole_or_is_damaged(
     assert set(seen.values()) <= {"not a database", "damaged", "same"}
 
 
-def test_flipped_bytes_read_whole_or_are_damaged(
-    written: Written, tmp_path: Path
-) -> None:
+def test_flipped_bytes_read_whole_or_are_damaged(written: Written, tmp_path: Path) -> None:
     db, rows = written
     data = db.read_bytes()
     rng = random.Random(13)
@@ -114,9 +110,7 @@ def test_flipped_bytes_read_whole_or_are_damaged(
     assert set(seen) <= {"same", "damaged"}
 
 
-def test_a_lost_or_zeroed_block_reads_whole_or_is_damaged(
-    written: Written, tmp_path: Path
-) -> None:
+def test_a_lost_or_zeroed_block_reads_whole_or_is_damaged(written: Written, tmp_path: Path) -> None:
     db, rows = written
     data = db.read_bytes()
     seen = []
@@ -152,9 +146,7 @@ def test_reading_commands_exit_2_on_a_damaged_file(
     assert f"error: database {half} is damaged: " in result.output
 
 
-def test_a_run_into_a_damaged_file_writes_nothing_there_and_is_kept(
-    written: Written, tmp_path: Path
-) -> None:
+def test_a_run_into_a_damaged_file_writes_nothing_there_and_is_kept(written: Written, tmp_path: Path) -> None:
     db, rows = written
     half = _half(written, tmp_path)
     before = hashlib.sha256(half.read_bytes()).hexdigest()

@@ -71,8 +71,7 @@ def make_run(ptx_hash: str = "k1", n_samples: int = 5, **changes: object) -> Run
 
 def rows_of_run(store: Store, run_id: str) -> dict[str, int]:
     return {
-        t: store.query(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).rows[0][0]
-        for t in RUN_TABLES
+        t: store.query(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).rows[0][0] for t in RUN_TABLES
     }
 
 
@@ -96,9 +95,23 @@ def test_new_file_gets_latest_schema_and_version_row(tmp_path: Path) -> None:
         assert applied_at.utcoffset().total_seconds() == 0
         assert abs((datetime.now(UTC) - applied_at).total_seconds()) < 60
         tables = {r[0] for r in store.query("SELECT table_name FROM duckdb_tables()").rows}
-        assert {"devices", "toolchains", "kernels", "runs", "stages", "metrics", "samples", "sass",
-                "findings", "campaigns", "searches", "schema_version", "validations",
-                "validation_forms", "validation_disagreements"} <= tables
+        assert {
+            "devices",
+            "toolchains",
+            "kernels",
+            "runs",
+            "stages",
+            "metrics",
+            "samples",
+            "sass",
+            "findings",
+            "campaigns",
+            "searches",
+            "schema_version",
+            "validations",
+            "validation_forms",
+            "validation_disagreements",
+        } <= tables
 
 
 def test_reopen_applies_nothing_twice_and_keeps_data(tmp_path: Path) -> None:
@@ -125,14 +138,10 @@ def test_new_migration_is_applied_on_open(tmp_path: Path, monkeypatch: pytest.Mo
         assert store.query("SELECT note FROM runs WHERE run_id = ?", [run_id]).rows == [(None,)]
 
 
-def test_failed_migration_rolls_back_every_statement(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_migration_rolls_back_every_statement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "k.duckdb"
     Store.open(path).close()
-    broken = schema.Migration(
-        "broken", ("CREATE TABLE notes (x INTEGER)", "CREATE TABLE oops (x NOTATYPE)")
-    )
+    broken = schema.Migration("broken", ("CREATE TABLE notes (x INTEGER)", "CREATE TABLE oops (x NOTATYPE)"))
     monkeypatch.setattr(schema, "MIGRATIONS", {**schema.MIGRATIONS, LATEST + 1: broken})
     with pytest.raises(StoreError, match=rf"migration {LATEST + 1} \(broken\)") as err:
         Store.open(path)
@@ -189,7 +198,12 @@ def test_record_run_writes_every_table(tmp_path: Path) -> None:
     with Store.open(tmp_path / "k.duckdb") as store:
         run_id = store.record_run(make_run())
         assert rows_of_run(store, run_id) == {
-            "runs": 1, "stages": 2, "metrics": 2, "samples": 5, "run_sass": 1, "findings": 1
+            "runs": 1,
+            "stages": 2,
+            "metrics": 2,
+            "samples": 5,
+            "run_sass": 1,
+            "findings": 1,
         }
         run = store.query("SELECT * FROM runs WHERE run_id = ?", [run_id]).as_dicts()[0]
         assert run["entry"] == "add" and run["arch"] == "sm_120" and run["status"] == "pass"
@@ -200,9 +214,7 @@ def test_record_run_writes_every_table(tmp_path: Path) -> None:
             "SELECT data->>'registers' FROM stages WHERE run_id = ? AND stage = 'compile'", [run_id]
         )
         assert regs.rows == [("8",)]
-        median = store.query(
-            "SELECT value, unit FROM metrics WHERE run_id = ? AND name = 'median'", [run_id]
-        )
+        median = store.query("SELECT value, unit FROM metrics WHERE run_id = ? AND name = 'median'", [run_id])
         assert median.rows == [(1000.0, "ns")]
         sass = store.query(
             "SELECT s.text FROM run_sass r JOIN sass s USING (sass_hash) WHERE r.run_id = ?", [run_id]
@@ -216,7 +228,14 @@ def test_runs_lists_newest_first_with_device(tmp_path: Path) -> None:
         new = store.record_run(make_run(device=None))
         result = store.runs(limit=10)
         assert result.columns[:8] == (
-            "run_id", "created_at", "entry", "label", "spec_path", "arch", "status", "device"
+            "run_id",
+            "created_at",
+            "entry",
+            "label",
+            "spec_path",
+            "arch",
+            "status",
+            "device",
         )
         assert [r[0] for r in result.rows] == [new, old]
         assert [r[7] for r in result.rows] == [None, DEVICE.name]
@@ -229,7 +248,11 @@ def test_same_kernel_device_toolchain_and_sass_are_stored_once(tmp_path: Path) -
         b = store.record_run(make_run())
         assert a != b
         assert [count(store, t) for t in ("runs", "kernels", "devices", "toolchains", "sass")] == [
-            2, 1, 1, 1, 1
+            2,
+            1,
+            1,
+            1,
+            1,
         ]
         assert count(store, "run_sass") == 2
         other_device = replace(DEVICE, name="NVIDIA H200", compute_capability="9.0", sm_count=132)
@@ -279,8 +302,9 @@ def test_bad_metric_value_leaves_no_rows(tmp_path: Path) -> None:
         good = store.record_run(make_run())
         before = rows_of_run(store, good)
         bad_metrics = (MetricRecord("timing", "median", "fast"),)  # type: ignore[arg-type]
-        bad = make_run("k-new", run_id="bad", metrics=bad_metrics,
-                       device=replace(DEVICE, name="never stored"))
+        bad = make_run(
+            "k-new", run_id="bad", metrics=bad_metrics, device=replace(DEVICE, name="never stored")
+        )
         with pytest.raises(StoreError, match=r"recording run bad .* nothing was written"):
             store.record_run(bad)
         assert rows_of_run(store, "bad") == dict.fromkeys(RUN_TABLES, 0)
@@ -293,9 +317,7 @@ def test_bad_metric_value_leaves_no_rows(tmp_path: Path) -> None:
         assert rows_of_run(store, "bad")["metrics"] == 2
 
 
-def test_exception_after_bulk_inserts_rolls_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_exception_after_bulk_inserts_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_: object) -> None:
         raise RuntimeError("simulated failure while writing findings")
 
@@ -312,9 +334,11 @@ def test_exception_after_bulk_inserts_rolls_back(
 def test_unserialisable_dict_is_a_type_error_and_writes_nothing(tmp_path: Path) -> None:
     with Store.open(tmp_path / "k.duckdb") as store:
         with pytest.raises(TypeError, match=r"StageRecord\('compile'\).data is not JSON-serialisable"):
-            store.record_run(make_run(run_id="bad", stages=(
-                StageRecord("compile", 0, "pass", 0.1, "", {"module": object()}),
-            )))
+            store.record_run(
+                make_run(
+                    run_id="bad", stages=(StageRecord("compile", 0, "pass", 0.1, "", {"module": object()}),)
+                )
+            )
         assert count(store, "runs") == 0 and count(store, "kernels") == 0
 
 
@@ -343,8 +367,7 @@ store.record_run(make_run("k-killed", run_id="killed", n_samples=2000))
 def test_killed_process_leaves_no_half_run(tmp_path: Path) -> None:
     path = tmp_path / "k.duckdb"
     code = _KILLED_WRITER.format(tests=str(Path(__file__).parent), path=str(path))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 9, proc.stderr
     with Store.open(path) as store:
         assert count(store, "runs") == 1
@@ -373,14 +396,21 @@ def test_query_returns_columns_and_reports_bad_sql(tmp_path: Path) -> None:
 def test_second_process_gets_in_use_error(tmp_path: Path) -> None:
     path = tmp_path / "k.duckdb"
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys
             from karyamorph.store.database import Store
             store = Store.open({str(path)!r})
             print("ready", flush=True)
             sys.stdin.read()
-        """)],
-        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        """),
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"

@@ -187,7 +187,6 @@ def compare(
     """
     import torch
 
-
     if expected.numel() != actual.numel():
         raise ValueError(
             f"{name}: the reference has {expected.numel()} elements (shape {tuple(expected.shape)}) "

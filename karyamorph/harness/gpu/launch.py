@@ -173,7 +173,6 @@ def upload(
     """
     import torch
 
-
     poisoned = set(poison)
     buffers = DeviceBuffers({}, {}, guard_bytes)
     for name, value in initial.items():

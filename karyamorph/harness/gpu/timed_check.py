@@ -157,8 +157,12 @@ class TimedCheck:
                 {"launch": u.launch, "sample": u.sample, "output": u.name, "elements": u.elements}
                 for u in self.unwritten
             ],
-            "repeat": None if repeat is None else {
-                "launch": repeat.launch, "bitwise": repeat.bitwise, "passed": repeat.passed,
+            "repeat": None
+            if repeat is None
+            else {
+                "launch": repeat.launch,
+                "bitwise": repeat.bitwise,
+                "passed": repeat.passed,
                 "nondeterministic_because": list(repeat.nondeterministic_because),
                 "outputs": [c.as_dict() for c in repeat.outputs],
             },

@@ -139,11 +139,11 @@ def summarize(samples: Sequence[float]) -> Stats | None:
 class Timing:
     """Every sample of one measurement and how it ended.
 
-    ``samples_ns[i]`` was taken at SM clock ``sample_clock_mhz[i]`` (None when unknown) and is
-    left out of :attr:`stats` when ``throttled[i]``. If every sample was throttled the stats use
-    them all and ``stats_include_throttled`` says so. ``l2_reset``: persisting L2 lines were reset
-to normal after every flush. ``check`` is the verdict on what the
-    launches wrote (None when the measurement did not check them).
+        ``samples_ns[i]`` was taken at SM clock ``sample_clock_mhz[i]`` (None when unknown) and is
+        left out of :attr:`stats` when ``throttled[i]``. If every sample was throttled the stats use
+        them all and ``stats_include_throttled`` says so. ``l2_reset``: persisting L2 lines were reset
+    to normal after every flush. ``check`` is the verdict on what the
+        launches wrote (None when the measurement did not check them).
     """
 
     samples_ns: tuple[float, ...]
@@ -188,7 +188,6 @@ to normal after every flush. ``check`` is the verdict on what the
 def spin_kernel(ordinal: int) -> tuple[Any, str | None]:
     """The spin kernel JIT-compiled by the driver, or None and the driver's reason."""
     from cuda.core import ObjectCode
-
 
     try:
         # bytes: a str would be taken for a file name.
@@ -260,7 +259,6 @@ def measure(
     import numpy as np
     from cuda.bindings import driver
     from cuda.core import LaunchConfig, launch
-
 
     clock = clock if clock is not None else open_clock(ordinal, options.smi_interval_s)
     handle = int(stream.handle)

@@ -87,8 +87,9 @@ def read_jobs(path: Path) -> list[KernelJob]:
     with np.load(path) as z:
         meta = json.loads(str(z["meta"]))
         return [
-            KernelJob(m["entry"], z[f"cubin_{i}"].tobytes(), m["grid"], m["block"], z[f"inputs_{i}"],
-                      m["out_slots"])
+            KernelJob(
+                m["entry"], z[f"cubin_{i}"].tobytes(), m["grid"], m["block"], z[f"inputs_{i}"], m["out_slots"]
+            )
             for i, m in enumerate(meta)
         ]
 

@@ -17,14 +17,23 @@ from karyamorph.kernel.spec import DTYPES, ArgSpec, Init, KernelSpec, Launch
 
 CHUNK = 16
 REPEATS = 64
-PATTERNS: tuple[tuple[int, int, int, bool], ...] = tuple(dict.fromkeys(
-    (row, pitch, offset, swizzle)
-    for row in (32, 64, 128)
-    for pitch, swizzle in ((row, False), (row, True), (row + 16, False), (row + 32, False),
-                           (row + 64, False), (2 * row, False), (256, False))
-    for offset in (0, 16)
-    if not (swizzle and offset)
-))
+PATTERNS: tuple[tuple[int, int, int, bool], ...] = tuple(
+    dict.fromkeys(
+        (row, pitch, offset, swizzle)
+        for row in (32, 64, 128)
+        for pitch, swizzle in (
+            (row, False),
+            (row, True),
+            (row + 16, False),
+            (row + 32, False),
+            (row + 64, False),
+            (2 * row, False),
+            (256, False),
+        )
+        for offset in (0, 16)
+        if not (swizzle and offset)
+    )
+)
 
 
 def copy_kernel(arch: str, row: int, pitch: int, offset: int, swizzle: bool) -> tuple[str, str]:

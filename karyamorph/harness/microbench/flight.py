@@ -249,8 +249,15 @@ class FlightBench:
             args = ("data", "out", Scalar("u32", words - 1), Scalar("u32", steps), Scalar("u32", 0))
             specs.append(
                 LaunchSpec(
-                    config.key, f"{NAME}/all", config.entry, grid, block, args, buffers,
-                    repeats=options.repeats, events=True,
+                    config.key,
+                    f"{NAME}/all",
+                    config.entry,
+                    grid,
+                    block,
+                    args,
+                    buffers,
+                    repeats=options.repeats,
+                    events=True,
                 )
             )
         return specs

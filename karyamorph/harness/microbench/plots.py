@@ -190,8 +190,9 @@ def plot_flight(items: Sequence[dict[str, Any]], path: Path) -> Path | None:
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     axes[0][0].set_ylabel("GB/s")
-    fig.suptitle("Bandwidth by warps per SM and bytes a thread has in flight "
-                 "(loaded latency = in flight / bandwidth)")
+    fig.suptitle(
+        "Bandwidth by warps per SM and bytes a thread has in flight (loaded latency = in flight / bandwidth)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

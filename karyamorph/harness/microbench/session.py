@@ -109,8 +109,15 @@ def benchmarks(options: MicrobenchOptions, arch: str) -> list[Benchmark]:
             raise MicrobenchError(f"--instr {options.instr!r} matches no modeled form")
         out.append(InstructionBench(forms, left))
     if options.memory:
-        out += [ChaseBench(options.stride), BandwidthBench(), BankBench(), AtomicBench(), BarrierBench(),
-                FlightBench(), TurnoverBench()]
+        out += [
+            ChaseBench(options.stride),
+            BandwidthBench(),
+            BankBench(),
+            AtomicBench(),
+            BarrierBench(),
+            FlightBench(),
+            TurnoverBench(),
+        ]
     return out
 
 

@@ -76,8 +76,17 @@ class TurnoverBench:
             for label, grid in (("short", short), ("long", long)):
                 key = f"{NAME}/{threads}/{label}"
                 specs.append(
-                    LaunchSpec(key, f"{NAME}/all", "turnover", grid, threads, ("out",), buffers,
-                               repeats=options.repeats, events=True)
+                    LaunchSpec(
+                        key,
+                        f"{NAME}/all",
+                        "turnover",
+                        grid,
+                        threads,
+                        ("out",),
+                        buffers,
+                        repeats=options.repeats,
+                        events=True,
+                    )
                 )
         return specs
 

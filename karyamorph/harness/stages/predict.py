@@ -215,10 +215,13 @@ class PredictStage:
             f"predicted {p.seconds * 1e6:.3f} us, bound by {p.bound} "
             f"(terms: {', '.join(f'{k} {v * 1e6:.3g} us' for k, v in p.terms.items())})",
             f"counts from the model's run at {sizes_text(ran.kernel.sizes)} ({data['interpreted_by']}, "
-            f"{ran.seconds:.2f} s), " + (
+            f"{ran.seconds:.2f} s), "
+            + (
                 f"and at {sizes_text(other.kernel.sizes)} ({other.seconds:.2f} s): per block and per unit "
-                f"of work to {sizes_text(kernel.sizes)}" if more and other
-                else f"scaled x{scale:.6g} to {sizes_text(kernel.sizes)}"),
+                f"of work to {sizes_text(kernel.sizes)}"
+                if more and other
+                else f"scaled x{scale:.6g} to {sizes_text(kernel.sizes)}"
+            ),
             f"figures: {data['figures']}",
         ]
         if slots:

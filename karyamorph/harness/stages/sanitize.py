@@ -265,9 +265,7 @@ class SanitizeStage:
             options=read_help_options(sanitizer.path),
         )
         start = time.perf_counter()
-        outcome = run_worker(
-            job, workdir=workdir, timeout_s=self.timeout_s, wrapper=wrapper
-        )
+        outcome = run_worker(job, workdir=workdir, timeout_s=self.timeout_s, wrapper=wrapper)
         seconds = time.perf_counter() - start
         output = f"{outcome.stdout}\n{outcome.stderr}"
         why = "timed out" if outcome.timed_out else f"exited with {outcome.returncode}"

@@ -28,6 +28,7 @@ from karyamorph.harness.tools.ncu import (
 # Correlation ids further than this past the kernel's start are not its program counters.
 _MAX_FUNCTION_BYTES = 1 << 24
 
+
 def _load_ncu_report(python_dirs: Sequence[Path]) -> Any:
     added = [str(d) for d in python_dirs if str(d) not in sys.path]
     sys.path[:0] = added

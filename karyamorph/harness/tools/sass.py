@@ -294,7 +294,11 @@ def _run_tool(argv: list[str], cubin: bytes, timeout_s: float) -> str:
 
 
 def disassemble(
-    cubin: bytes, toolchain: Toolchain, *, with_lineinfo: bool = True, with_encoding: bool = False,
+    cubin: bytes,
+    toolchain: Toolchain,
+    *,
+    with_lineinfo: bool = True,
+    with_encoding: bool = False,
     timeout_s: float = 120.0,
 ) -> Disassembly:
     """Disassemble a cubin into per-function SASS.

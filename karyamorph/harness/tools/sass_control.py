@@ -79,7 +79,7 @@ def load_bytes(opcode: str) -> int:
 
 def scheduled(
     cubin: bytes, toolchain: Toolchain, timeout_s: float = 120.0
-) -> dict[str, tuple[Scheduled, ...]]:  # fmt: skip
+) -> dict[str, tuple[Scheduled, ...]]:
     """Each function of ``cubin`` with its instructions' control bits, the trailing self-branch
     and padding left out (the disassembly with encodings: nvdisasm ``-hex``, cached).
 

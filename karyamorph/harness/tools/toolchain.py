@@ -138,9 +138,7 @@ def parse_version(text: str) -> tuple[str, str]:
     match = _COMPILER_VERSION.search(text) or _TOOL_VERSION.search(text)
     if match is None:
         first = text.strip().splitlines()[:2]
-        raise ToolchainError(
-            f"no 'release X.Y, VX.Y.Z' or 'Version X.Y.Z' in version output: {first}"
-        )
+        raise ToolchainError(f"no 'release X.Y, VX.Y.Z' or 'Version X.Y.Z' in version output: {first}")
     return match["release"], match["version"]
 
 

@@ -313,9 +313,7 @@ class SymExec(DecodedOperands):
                 return z3.Extract(lo + ty.bits - 1, lo, value) if value.size() > ty.bits or lo else value
         raise Unsupported(f"{self.where()}: parameter offset {off} is outside every parameter")
 
-    def store(
-        self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None
-    ) -> None:
+    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None) -> None:
         sp, a = self.resolve(space, addr, addr_bits)
         if sp == "param":
             raise Unsupported(f"{self.where()}: stores to the parameter space are not modeled")

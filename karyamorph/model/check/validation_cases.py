@@ -298,4 +298,3 @@ def _interpreted(
     args = {"inp": pack_inputs(kernel, [operands]), "out": words, "rows": np.uint32(n)}
     result = interpret(parse(kernel.ptx), kernel.entry, machine, (kernel.grid, BLOCK_THREADS, 0), args)
     return unpack_outputs(kernel, result.outputs["out"])[0]
-

@@ -192,7 +192,10 @@ def _within(bound: ErrorBound, x: np.ndarray, gpu: np.ndarray, ft: str) -> tuple
 
 
 def compare_form(
-    form: Form, operands: dict[str, np.ndarray], gpu: dict[str, np.ndarray], model: dict[str, np.ndarray],
+    form: Form,
+    operands: dict[str, np.ndarray],
+    gpu: dict[str, np.ndarray],
+    model: dict[str, np.ndarray],
     again: dict[str, np.ndarray] | None = None,
 ) -> tuple[FormResult, list[Disagreement]]:
     """Compare one form's GPU results with the model's over all its cases.
@@ -286,8 +289,13 @@ def _packed_distance(
 
 
 def _approx_diff(
-    form: Form, bound: ErrorBound | None, operands: dict[str, np.ndarray], g: np.ndarray, ft: str,
-    diff: np.ndarray, special: np.ndarray,
+    form: Form,
+    bound: ErrorBound | None,
+    operands: dict[str, np.ndarray],
+    g: np.ndarray,
+    ft: str,
+    diff: np.ndarray,
+    special: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(cases that break the rules of an approximate form, finite cases outside any stated range)."""
     floats = [r for r in form.reads if r.type is not None and r.type.name in FLOAT_FORMAT]

@@ -266,7 +266,12 @@ def _forms_of(instr: Instr, machine: Machine, arch: str, ptx: str) -> Iterator[F
 
 
 def _probe(
-    instr: Instr, words: str, slots: tuple[Slot, ...], imms: dict[str, int], machine: Machine, arch: str,
+    instr: Instr,
+    words: str,
+    slots: tuple[Slot, ...],
+    imms: dict[str, int],
+    machine: Machine,
+    arch: str,
     ptx: str,
 ) -> tuple[dict[str, PtxType | None], dict[str, PtxType | None]] | Unvalidated | None:
     """What a candidate form reads and writes; None when it is no form of this declaration."""

@@ -164,6 +164,7 @@ def machine_for(
 
 def _names(figures: Mapping[str, float | int]) -> tuple[str, ...]:
     """The figures' names, sorted, a grid's points under one name (``flight.dram.nc``)."""
+
     def name(key: str) -> str:
         if key.startswith("flight."):
             return key.rsplit(".", 2)[0]

@@ -344,9 +344,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         out[idx] = vals
         return out
 
-    def store(
-        self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None
-    ) -> None:
+    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None) -> None:
         idx = self._selected(when)
         if self.rng is not None:
             idx = self.rng.permutation(idx)

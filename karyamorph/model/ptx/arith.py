@@ -247,8 +247,10 @@ def _div_approx(d: Domain, a: Any, b: Any, ft: str) -> Any:
     # A zero over a subnormal is a signed zero, not 0 * rcp(b) = 0 * inf = NaN: the H200 (sm_90)
     # gives 0x80000000 for div.approx.f32 0x0, 0x80000001 (datasets/validation/sm_90).
     a_zero = d.eq(d.and_(a, d.const((1 << (n - 1)) - 1, n), n), d.const(0, n), n)
-    b_sub = d.band(d.flt(d.const(0, n), d.and_(b, d.const((1 << (n - 1)) - 1, n), n), ft),
-                   d.flt(d.and_(b, d.const((1 << (n - 1)) - 1, n), n), fconst(d, 2.0**-126, ft), ft))
+    b_sub = d.band(
+        d.flt(d.const(0, n), d.and_(b, d.const((1 << (n - 1)) - 1, n), n), ft),
+        d.flt(d.and_(b, d.const((1 << (n - 1)) - 1, n), n), fconst(d, 2.0**-126, ft), ft),
+    )
     return d.ite(d.band(a_zero, b_sub), zero, r, n)
 
 

@@ -269,7 +269,6 @@ def atomic_update(d: Domain, op: str, t: PtxType, old: Any, b: Any, c: Any) -> A
         return d.fadd(old, b, t.name, "rn") if t.is_float else d.add(old, b, n)
     if op in ("min", "max"):
         if t.is_float:
-
             return fminmax(d, old, b, t.name, op == "max")
         less = d.lt(old, b, n, t.signed)
         return d.ite(less, old, b, n) if op == "min" else d.ite(less, b, old, n)

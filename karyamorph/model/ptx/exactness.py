@@ -38,8 +38,10 @@ def _reads_hardware_only(operand: ast.Operand | None) -> str | None:
 
 def _float_atomic_sum(instr: ast.Instruction) -> bool:
     mods = instr.modifiers
-    return instr.opcode in ("atom", "red") and any(m in _FLOAT_TYPES for m in mods) and (
-        "add" in mods or "sub" in mods
+    return (
+        instr.opcode in ("atom", "red")
+        and any(m in _FLOAT_TYPES for m in mods)
+        and ("add" in mods or "sub" in mods)
     )
 
 

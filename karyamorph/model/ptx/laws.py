@@ -98,8 +98,12 @@ def _float_order(is_max: bool) -> tuple[Law, ...]:
     return (
         Law(f"{op}(a, b) is {'>=' if is_max else '<='} both operands unless one is NaN", FLOATS, 2, bound),
         Law(f"{op}(a, b) is a or b (bit for bit) unless both are NaN", FLOATS, 2, member),
-        Law(f"{op}: a NaN operand yields the other; two NaNs the canonical NaN (.f64: b made quiet)",
-            FLOATS, 2, nan_rule),
+        Law(
+            f"{op}: a NaN operand yields the other; two NaNs the canonical NaN (.f64: b made quiet)",
+            FLOATS,
+            2,
+            nan_rule,
+        ),
         Law(f"{op}(+0.0, -0.0) == {'+0.0' if is_max else '-0.0'}", FLOATS, 0, zeros),
     )
 

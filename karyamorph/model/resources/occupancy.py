@@ -153,9 +153,7 @@ def _register_limit(res: ArchResources, warps_per_block: int, regs: int) -> _Lim
     # The hardware checks the per-block limit as if the block's warps filled every sub-partition.
     regs_checked = regs_per_warp * _round_up(warps_per_block, res.register_sub_partitions)
     if regs > res.max_registers_per_thread:
-        return _Limit(
-            0, f"{regs} registers per thread exceed the maximum of {res.max_registers_per_thread}"
-        )
+        return _Limit(0, f"{regs} registers per thread exceed the maximum of {res.max_registers_per_thread}")
     if max(regs_per_warp * warps_per_block, regs_checked) > res.max_registers_per_block:
         return _Limit(
             0,

@@ -104,9 +104,7 @@ class ModelGuided:
             yield from (int(i) for i in picks)
             yield from (int(i) for i in context.random_unseen(self.explore))
 
-    def _open_neighbours(
-        self, context: SearchContext, by_cost: np.ndarray, picks: list[int]
-    ) -> np.ndarray:
+    def _open_neighbours(self, context: SearchContext, by_cost: np.ndarray, picks: list[int]) -> np.ndarray:
         """Unmeasured neighbours of the ``elite`` best configurations that still have some."""
         known = context.history.known()
         found: list[np.ndarray] = []

@@ -124,4 +124,3 @@ def log2(value: int) -> int:
     if value <= 0 or value & (value - 1):
         raise ValueError(f"{value} is not a power of two")
     return value.bit_length() - 1
-

@@ -231,4 +231,3 @@ TEMPLATE = Template(
     baseline={"block": 256, "vec": 1, "items": 1, "combine": "smem", "sm_threads": 0, "cache": "default"},
     torch_baseline="x.sum()",
 )
-

@@ -207,11 +207,17 @@ def _compute(kb: KernelBuilder, s: SgemmShape, a_at: Reg, b_at: Reg, acc: list[R
     """The slice's ``bk`` rank-1 updates of the lane's ``tm x tn`` accumulators."""
 
     def fragments(k: int) -> tuple[list[Reg], list[Reg]]:
-        a = [r for i in range(s.tm // 4)
-             for r in kb.ld_v("shared", "f32", kb.addr(a_at, F32 * (k * s.a_pitch + 4 * s.lm * i)), 4)]
-        b = [r for j in range(s.tn // 4)
-             for r in kb.ld_v("shared", "f32", kb.addr(b_at, F32 * (k * s.bn + 4 * s.ln * j)), 4)]
-        return a, b  # fmt: skip
+        a = [
+            r
+            for i in range(s.tm // 4)
+            for r in kb.ld_v("shared", "f32", kb.addr(a_at, F32 * (k * s.a_pitch + 4 * s.lm * i)), 4)
+        ]
+        b = [
+            r
+            for j in range(s.tn // 4)
+            for r in kb.ld_v("shared", "f32", kb.addr(b_at, F32 * (k * s.bn + 4 * s.ln * j)), 4)
+        ]
+        return a, b
 
     current = fragments(0)
     for k in range(s.bk):

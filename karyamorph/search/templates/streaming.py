@@ -27,7 +27,6 @@ CACHE_POLICIES: dict[str, tuple[str, str]] = {
 }
 
 
-
 def ptx_version(arch: Arch) -> str:
     """The ``.version`` a template emits for ``arch``: 8.7, or the version that introduced it."""
     base = min_ptx_for_target(arch.name)

@@ -103,10 +103,15 @@ def test_the_cost_machine_reads_the_grids_and_the_policies(tmp_path: Path) -> No
     header = ["kind", "name", "parameter", "parameter_value", "value", "unit", "status", "clock_mhz",
               "detail"]  # fmt: skip
     rows = [  # (name, warps per SM, GB/s, bytes per thread)
-        ("dram.16B", 8, 500.0, 16), ("dram.16B", 8, 520.0, 16),  # two sessions: the median
-        ("dram.64B", 8, 1500.0, 64), ("dram.16B", 64, 3000.0, 16), ("dram.64B", 64, 4000.0, 64),
-        ("l2.16B", 8, 1000.0, 16), ("l2.64B", 64, 8000.0, 64),
-        ("dram.nc.16B", 8, 400.0, 16), ("dram.nc.64B", 64, 4200.0, 64),
+        ("dram.16B", 8, 500.0, 16),
+        ("dram.16B", 8, 520.0, 16),  # two sessions: the median
+        ("dram.64B", 8, 1500.0, 64),
+        ("dram.16B", 64, 3000.0, 16),
+        ("dram.64B", 64, 4000.0, 64),
+        ("l2.16B", 8, 1000.0, 16),
+        ("l2.64B", 64, 8000.0, 64),
+        ("dram.nc.16B", 8, 400.0, 16),
+        ("dram.nc.64B", 64, 4200.0, 64),
     ]
     with (tmp_path / "figures.csv").open("w", newline="") as f:
         w = csv.writer(f)

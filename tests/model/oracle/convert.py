@@ -248,4 +248,3 @@ def mov(form: Form) -> list[Case]:
         return exact_all({"d": x["a"]})
 
     return [Case({"a": t}, {"d": t}, expect)]
-

@@ -95,8 +95,10 @@ def value(bits: int, f: Fmt) -> Fraction:
     """The exact value of a finite pattern (zeros of both signs give 0)."""
     e = (bits & f.exp_mask) >> f.man_bits
     m = bits & f.man_mask
-    mag = Fraction(m, 1 << f.man_bits) * Fraction(2) ** f.emin if e == 0 else (
-        Fraction((1 << f.man_bits) | m, 1 << f.man_bits) * Fraction(2) ** (e - f.bias)
+    mag = (
+        Fraction(m, 1 << f.man_bits) * Fraction(2) ** f.emin
+        if e == 0
+        else (Fraction((1 << f.man_bits) | m, 1 << f.man_bits) * Fraction(2) ** (e - f.bias))
     )
     return -mag if negative(bits, f) else mag
 

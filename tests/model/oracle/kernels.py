@@ -61,10 +61,15 @@ def _shfl(machine: Machine, form: Form) -> list[str]:
     for c in (0, 31, 0x1F, 0x181F, 0x1C00, 0x8, 0x1F00, 0x0F07):
         a = [int(v) for v in rng.integers(0, 1 << 32, N, dtype=np.uint64)]
         b = [int(v) for v in rng.integers(0, 40, N)]
-        out = _run(machine, f"""
+        out = _run(
+            machine,
+            f"""
 shfl.sync.{mode}.b32 %r4|%p1, %r2, %r3, %r9, -1;
 selp.u32 %r5, 1, 0, %p1;
-st.global.u32 [%rd5], %r4; st.global.u32 [%rd5+256], %r5;""", np.array(a + b), c)
+st.global.u32 [%rd5], %r4; st.global.u32 [%rd5+256], %r5;""",
+            np.array(a + b),
+            c,
+        )
         d, p = shfl_ref(mode, a, b, c)
         if out[:N].tolist() != d or out[N:].tolist() != p:
             problems.append(f"{form.text} c={c:#x}: d/p differ from the ISA's pseudo-code")
@@ -81,11 +86,15 @@ def _vote(machine: Machine, form: Form) -> list[str]:
             bits[:32] = [1] * 32  # warp 0 unanimous, warp 1 mixed
         dest = "%r4" if mode == "ballot" else "%p2"
         tail = "" if mode == "ballot" else "selp.u32 %r4, 1, 0, %p2;"
-        out = _run(machine, f"""
+        out = _run(
+            machine,
+            f"""
 setp.ne.u32 %p1, %r2, 0;
 vote.sync.{mode}.{form.types[0]} {dest}, %p1, -1;
 {tail}
-st.global.u32 [%rd5], %r4;""", np.array(bits + [0] * N))
+st.global.u32 [%rd5], %r4;""",
+            np.array(bits + [0] * N),
+        )
         want = []
         for t in range(N):
             w = bits[t - t % 32 : t - t % 32 + 32]

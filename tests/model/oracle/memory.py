@@ -67,8 +67,17 @@ class MemoryExec(RegisterExec):
         a = [int(v) for v in np.broadcast_to(addr, self.base.shape)]
         self.accesses.append(("st", space, a, [int(v) for v in np.broadcast_to(value, self.base.shape)]))
 
-    def atomic(self, space: str, op: str, addr: Any, addr_bits: int, ty: PtxType,
-               update: Callable[[Any, Any, Any], Any], b: Any, c: Any | None = None) -> Any:
+    def atomic(
+        self,
+        space: str,
+        op: str,
+        addr: Any,
+        addr_bits: int,
+        ty: PtxType,
+        update: Callable[[Any, Any, Any], Any],
+        b: Any,
+        c: Any | None = None,
+    ) -> Any:
         new = update(self.old.astype(UINT[ty.bits]), b, c)
         a = [int(v) for v in np.broadcast_to(addr, self.base.shape)]
         self.accesses.append(("atom", space, a, [int(v) for v in np.broadcast_to(new, self.base.shape)]))
@@ -128,8 +137,10 @@ def check_memory(machine: Machine, form: Form) -> list[str]:
             if got != exp:
                 problems.append(f"{form.text}: d[{k}] = {got[:2]}, want {exp[:2]}")
     elif name == "st":
-        want_st = [("st", space, [int(b) + k * step for b in base], [int(v) for v in values[("b", k)]])
-                   for k in range(vec)]
+        want_st = [
+            ("st", space, [int(b) + k * step for b in base], [int(v) for v in values[("b", k)]])
+            for k in range(vec)
+        ]
         if x.accesses != want_st or x.writes:
             problems.append(f"{form.text}: accesses {x.accesses[:1]}, want {want_st[:1]}")
     elif name == "cvta":

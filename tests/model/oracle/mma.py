@@ -194,8 +194,6 @@ def bf16_value(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
 
 
-
-
 def to_bits(x: np.ndarray, t: str) -> np.ndarray:
     """Values (exact in ``t``, or rounded by numpy for .f16/.f32, truncated for .bf16) as bits."""
     if t == "bf16":

@@ -100,6 +100,7 @@ ORACLES: dict[str, Oracle] = {
     "dp2a": lambda f: integer.dot(f, True),
 }
 
+
 @dataclass(frozen=True, slots=True)
 class FormCheck:
     """A whole-form check: ``run(machine, form)`` lists its disagreements with the oracle;

@@ -46,8 +46,14 @@ MORE_SIZES: dict[str, tuple[dict[str, int], ...]] = {
 # Designs of the kind that fast hand-written CUDA uses, which each space must hold.
 FAST = {
     "vadd": {"vec": 4, "items": 4, "block": 256, "sm_threads": 0, "cache": "default"},
-    "reduction": {"block": 256, "vec": 4, "items": 4, "combine": "shfl", "sm_threads": 2048,
-                  "cache": "default"},
+    "reduction": {
+        "block": 256,
+        "vec": 4,
+        "items": 4,
+        "combine": "shfl",
+        "sm_threads": 2048,
+        "cache": "default",
+    },
     "transpose": {"tile": 64, "pad": 1, "vec": 4, "items": 4, "cache": "default"},
 }
 PROVED = ("bounds", "race", "barrier")
