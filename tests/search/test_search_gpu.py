@@ -107,3 +107,24 @@ def test_a_model_guided_search_starts_from_the_cost_prior(tmp_path: Path) -> Non
     prior = summary["cost_prior"]
     assert prior["configurations"] == vadd.space(request.arch).size and prior["predicted"] > 0
     assert summary["evaluations"] == 6 and summary["winner"]["correctness"] == "pass"
+
+
+def test_a_planted_gaming_variant_is_rejected_and_named(tmp_path: Path) -> None:
+    # Right in its correctness trials, then idle (or copying a cached result) while timed: the
+    # timed launches' checks reject it, and only the honest variant is ranked.
+    from tests.search.gaming_template import TEMPLATE as GAMING
+
+    assert DEVICE is not None
+    request = SearchRequest(
+        GAMING, Arch.parse(DEVICE.arch), "exhaustive", budget=3, seed=5, check_model=False
+    )
+    summary = run_template_search(request, device=DEVICE, db=tmp_path / "g.duckdb")
+    assert summary["winner"]["config"] == {"kernel": "honest"}
+    with Store.open_to_read(tmp_path / "g.duckdb") as store:
+        search = stored.load(store, summary["search_id"])
+    outcomes = {e.config["kernel"]: e.outcome for e in search.evaluations}
+    for name in ("skip_after_warmup", "memo_sparse"):
+        outcome = outcomes[name]
+        assert outcome.failure is not None and outcome.failure.value == "correctness", outcome
+        assert "outputs wrong while timed" in outcome.detail, outcome.detail
+    assert outcomes["honest"].ok
