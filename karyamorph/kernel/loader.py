@@ -244,8 +244,6 @@ def _check_sizes(raw: Any, sizes: dict[str, Any], where: str) -> tuple[dict[str,
                 raise SpecError(f"{where}[{i}].{key}", f"unknown size {key!r} (sizes defined: {have})")
             if isinstance(value, bool) or not isinstance(value, int):
                 raise SpecError(f"{where}[{i}].{key}", f"expected an integer, got {value!r}")
-        if all(entry[k] == sizes[k] for k in entry):
-            raise SpecError(f"{where}[{i}]", f"{entry} are the spec's own sizes: give other values")
         out.append(dict(entry))
     return tuple(out)
 
