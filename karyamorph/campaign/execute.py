@@ -9,15 +9,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from karyamorph.campaign.items import Item
 from karyamorph.campaign.plan import Plan
+from karyamorph.harness.gpu.device import DeviceInfo
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.pipeline import RunResult, run_pipeline
 from karyamorph.harness.record import to_record
 from karyamorph.harness.stages.base import Stage, Status
-from karyamorph.harness.tools.toolchain import ToolchainError
+from karyamorph.harness.tools.toolchain import Toolchain, ToolchainError
 from karyamorph.isa.errors import PtxError
 from karyamorph.store.records import RunRecord
 
@@ -79,9 +80,9 @@ def run_item(
     item: Item,
     plan: Plan,
     *,
-    device: Any = None,
+    device: DeviceInfo | None = None,
     worker: GpuWorker | None = None,
-    toolchain: Any = None,
+    toolchain: Toolchain | None = None,
     stages: Sequence[Stage] | None = None,
 ) -> ItemOutcome:
     """Run ``item`` through the plan's stages (``stages``: ones made from ``plan`` already).

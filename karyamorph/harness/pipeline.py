@@ -1,7 +1,8 @@
 """The stage pipeline: prepare a KernelSpec (parse, check), then run the ordered stages on it.
 
-A stage that names the stages it ``overlaps`` (the sass stage: nvdisasm's fixed cost) runs in a
-thread while those run; any other stage waits for it first. Results keep the stages' order.
+A stage that names the stages it ``overlaps`` (:attr:`Stage.overlaps`; the sass stage: nvdisasm's
+fixed cost) runs in a thread while those run; any other stage waits for it first. Results keep
+the stages' order.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
+from karyamorph.harness.gpu.device import DeviceInfo
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.stages.base import Context, Stage, StageResult, Status
 from karyamorph.harness.stages.compile import CompileStage
@@ -26,7 +27,7 @@ from karyamorph.harness.stages.sanitize import SanitizeStage
 from karyamorph.harness.stages.sass import SassStage
 from karyamorph.harness.stages.static import StaticStage
 from karyamorph.harness.stages.timing import TimingStage
-from karyamorph.harness.tools.toolchain import discover
+from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch, ArchError
 from karyamorph.kernel.bound import BoundKernel, bind
@@ -45,8 +46,8 @@ class RunResult:
     kernel: BoundKernel
     module: ast.Module
     arch: Arch
-    toolchain: Any
-    device: Any
+    toolchain: Toolchain
+    device: DeviceInfo | None
     stages: tuple[tuple[str, StageResult], ...]
     started_utc: datetime
     seconds: float
@@ -151,7 +152,7 @@ def default_stages(timeout_s: float | None = None, check_budget_s: float | None 
     return [CompileStage(), SassStage(), StaticStage(), model, PredictStage(), *gpu]
 
 
-def default_arch(module: ast.Module | None, device: Any) -> Arch:
+def default_arch(module: ast.Module | None, device: DeviceInfo | None) -> Arch:
     """The GPU's arch when there is one, else the PTX's ``.target``, else sm_120."""
     if device is not None:
         return Arch.parse(device.arch)
@@ -165,8 +166,8 @@ def run_pipeline(
     spec: KernelSpec,
     *,
     arch: Arch | str | None = None,
-    toolchain: Any = None,
-    device: Any = None,
+    toolchain: Toolchain | None = None,
+    device: DeviceInfo | None = None,
     stages: Sequence[Stage] | None = None,
     module: ast.Module | None = None,
     sizes: dict[str, int] | None = None,
@@ -203,12 +204,12 @@ def run_pipeline(
 
     A stage that raises an unexpected tool or OS error is recorded as ``error`` with the
     traceback in its log; the later stages still run (and decide themselves whether to skip).
-    A stage with an ``overlaps`` attribute runs in a thread beside the stages it names.
+    A stage whose ``overlaps`` names stages runs in a thread beside them.
     """
 
     stages = list(stages) if stages is not None else default_stages()
     needs_worker = device is not None and any(stage.name in WORKER_STAGES for stage in stages)
-    if needs_worker and worker is None:
+    if needs_worker and worker is None and device is not None:
         with GpuWorker(device.ordinal) as own:
             return run_pipeline(spec, arch=arch, toolchain=toolchain, device=device, stages=stages,
                                 module=module, sizes=sizes, worker=own, on_stage=on_stage)  # fmt: skip
@@ -238,7 +239,7 @@ def run_pipeline(
                     del running[name]
             if on_stage is not None:
                 on_stage(stage.name, None)
-            overlaps = tuple(getattr(stage, "overlaps", ()))
+            overlaps = stage.overlaps
             if overlaps:
                 running[stage.name] = (pool.submit(_run_stage, stage, ctx), overlaps)
                 results.append((stage.name, running[stage.name][0]))

@@ -6,7 +6,9 @@ import hashlib
 import platform
 from typing import Any
 
+from karyamorph.harness.gpu.device import DeviceInfo
 from karyamorph.harness.pipeline import RunResult
+from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.store.records import (
     DeviceRecord,
     FindingRecord,
@@ -80,7 +82,7 @@ def to_record(run: RunResult, *, label: str | None = None) -> RunRecord:
     )
 
 
-def device_record(device: Any) -> DeviceRecord | None:
+def device_record(device: DeviceInfo | None) -> DeviceRecord | None:
     """The store row of a :class:`~karyamorph.harness.gpu.device.DeviceInfo` (None stays None)."""
     if device is None:
         return None
@@ -94,7 +96,7 @@ def device_record(device: Any) -> DeviceRecord | None:
     )
 
 
-def toolchain_record(toolchain: Any) -> ToolchainRecord:
+def toolchain_record(toolchain: Toolchain) -> ToolchainRecord:
     """The store row of a :class:`~karyamorph.harness.tools.toolchain.Toolchain`."""
     versions = dict(toolchain.versions)
     return ToolchainRecord(

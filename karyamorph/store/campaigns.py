@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from karyamorph.store.database import Store, StoreError
+from karyamorph.store.id_prefix import find_by_prefix
 from karyamorph.store.items import STATES
 
 
@@ -118,23 +119,17 @@ def find_campaign(store: Store, prefix: str) -> str:
     Raises
     ------
     CampaignNotFoundError
-        No campaign matches, or several do (the message lists them).
+        No campaign matches, or several do (the message lists them: see
+        :func:`~karyamorph.store.id_prefix.find_by_prefix`).
     """
-    wanted = prefix.strip()
-    if not wanted:
-        raise CampaignNotFoundError("an empty campaign id matches every campaign; give its first characters")
-    hits = store.query(
-        "SELECT campaign_id, name FROM campaigns WHERE starts_with(campaign_id, ?) "
-        "ORDER BY created_at DESC LIMIT 11",
-        [wanted],
-    ).rows
-    if len(hits) == 1:
-        return str(hits[0][0])
-    if not hits:
-        raise CampaignNotFoundError(f"no campaign in {store.path} has an id starting with {prefix!r}")
-    listed = "\n".join(f"  {cid}  {name}" for cid, name in hits[:10])
-    raise CampaignNotFoundError(
-        f"campaign id {prefix!r} matches several campaigns; give more characters:\n{listed}"
+    return find_by_prefix(
+        store,
+        prefix,
+        noun="campaign",
+        table="campaigns",
+        columns=("campaign_id", "name"),
+        describe=lambda row: f"{row[0]}  {row[1]}",
+        error=CampaignNotFoundError,
     )
 
 

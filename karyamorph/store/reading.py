@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from karyamorph.store.database import Store, StoreError
+from karyamorph.store.id_prefix import find_by_prefix
 from karyamorph.store.schema import TABLES
 
 
@@ -97,23 +98,15 @@ def find_run(store: Store, prefix: str) -> str:
     RunNotFoundError
         No run matches, or several do (the message lists them with entry and label).
     """
-    wanted = prefix.strip()
-    if not wanted:
-        raise RunNotFoundError("an empty run id matches every run; give at least its first characters")
-    hits = store.query(
-        "SELECT run_id, entry, label, created_at FROM runs WHERE starts_with(run_id, ?) "
-        "ORDER BY created_at DESC LIMIT 11",
-        [wanted],
-    ).rows
-    if len(hits) == 1:
-        return str(hits[0][0])
-    if not hits:
-        raise RunNotFoundError(f"no run in {store.path} has an id starting with {prefix!r}")
-    listed = "\n".join(
-        f"  {run_id}  {entry}" + (f" [{label}]" if label else "") for run_id, entry, label, _ in hits[:10]
+    return find_by_prefix(
+        store,
+        prefix,
+        noun="run",
+        table="runs",
+        columns=("run_id", "entry", "label"),
+        describe=lambda row: f"{row[0]}  {row[1]}" + (f" [{row[2]}]" if row[2] else ""),
+        error=RunNotFoundError,
     )
-    more = " (and more)" if len(hits) > 10 else ""
-    raise RunNotFoundError(f"run id {prefix!r} matches several runs{more}; give more characters:\n{listed}")
 
 
 def load_run(store: Store, run_id: str) -> StoredRun:

@@ -76,6 +76,7 @@ class LinesProbe:
     """A stage outside the sass stage's overlaps: notes the cubin and line map it finds."""
 
     name: str = "probe"
+    overlaps: tuple[str, ...] = ()
     cubin: bytes = b""
     seen: dict[int, list[int]] = field(default_factory=dict)
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.gpu.launch import CudaError, check
 
 NO_DEVICE = "no CUDA device"
+DRIVER_VERSION_FILE = Path("/proc/driver/nvidia/version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,3 +172,16 @@ def current_device() -> DeviceInfo | None:
     """Device 0, or None when there is no CUDA device."""
     devices = list_devices()
     return devices[0] if devices else None
+
+
+def kernel_driver_release(path: Path = DRIVER_VERSION_FILE) -> str:
+    """The kernel driver's release (``570.124.06``) as ``path`` states it, or "" where it is not
+    readable (the driver API tells only the CUDA version it supports:
+    :attr:`DeviceInfo.cuda_driver_release`)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return ""
+    # The open kernel module names its platform first: "Open Kernel Module for x86_64  570.124.06".
+    m = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+)+)", text)
+    return m.group(1) if m else ""

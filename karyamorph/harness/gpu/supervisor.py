@@ -89,6 +89,12 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def answer(reply: Reply) -> Any:
+    """What a job method hands back: the reply's failure when it has one, else its value (a
+    failure wins over a value the reply also carries)."""
+    return reply.failure if reply.failure is not None else reply.value
+
+
 class GpuWorker:
     """A persistent worker process for one GPU, started lazily (or early with :meth:`start`).
 
@@ -289,8 +295,7 @@ class GpuWorker:
         timeout_s: float = 120.0,
     ) -> CorrectnessReport | JobFailure:
         """Correctness trials of ``cubin``'s entry for ``kernel`` (see :class:`CorrectnessJob`)."""
-        reply = self.submit(CorrectnessJob(kernel, cubin, seed, trials, keep_first_outputs), timeout_s)
-        return reply.failure if reply.failure is not None else reply.value
+        return answer(self.submit(CorrectnessJob(kernel, cubin, seed, trials, keep_first_outputs), timeout_s))
 
     def timing(
         self,
@@ -302,8 +307,7 @@ class GpuWorker:
         timeout_s: float = 120.0,
     ) -> Timing | JobFailure:
         """The NVBench-style timing of ``cubin``'s entry for ``kernel``."""
-        reply = self.submit(TimingJob(kernel, cubin, seed, options), timeout_s)
-        return reply.failure if reply.failure is not None else reply.value
+        return answer(self.submit(TimingJob(kernel, cubin, seed, options), timeout_s))
 
     def reference_timing(
         self,
@@ -315,8 +319,7 @@ class GpuWorker:
         timeout_s: float = 120.0,
     ) -> Timing | JobFailure:
         """The same timing of a torch expression over ``kernel``'s inputs (a search's baseline)."""
-        reply = self.submit(ReferenceTimingJob(kernel, expression, seed, options), timeout_s)
-        return reply.failure if reply.failure is not None else reply.value
+        return answer(self.submit(ReferenceTimingJob(kernel, expression, seed, options), timeout_s))
 
     def evaluate(
         self,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import karyamorph
-from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.device import current_device, kernel_driver_release
 from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors
 from karyamorph.harness.gpu.worker import torch_device
 from karyamorph.kernel.bound import bind
@@ -94,16 +93,6 @@ def read_jobs(path: Path) -> list[KernelJob]:
         ]
 
 
-def _driver_release() -> str:
-    """The kernel driver's release (``570.124.06``) from ``/proc``, or "" where it is not readable."""
-    try:
-        text = Path("/proc/driver/nvidia/version").read_text()
-    except OSError:
-        return ""
-    m = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+)+)", text)
-    return m.group(1) if m else ""
-
-
 def _package_version(name: str) -> str:
     try:
         return metadata.version(name)
@@ -143,7 +132,7 @@ def launch_jobs(jobs: Sequence[KernelJob]) -> GpuOutput:
             into.append(raw.cpu().numpy().view(np.uint64).reshape(job.rows, job.out_slots).copy())
     environment = {
         "device": info.as_dict(), "device_name": info.name, "arch": info.arch,
-        "cuda_driver": info.cuda_driver_release, "driver_release": _driver_release(),
+        "cuda_driver": info.cuda_driver_release, "driver_release": kernel_driver_release(),
         "cuda_python": _package_version("cuda-python"), "torch": torch.__version__,
         "torch_cuda": str(torch.version.cuda),
     }  # fmt: skip

@@ -24,7 +24,7 @@ import numpy as np
 from karyamorph.harness.microbench.benchmark import PlanOptions, figure, missing, sm_launch
 from karyamorph.harness.microbench.compiled import Compiled, merge
 from karyamorph.harness.microbench.launches import BufferSpec, LaunchSpec, Scalar
-from karyamorph.harness.microbench.loops import kept_loop, timed_loop
+from karyamorph.harness.microbench.loops import kept_loop, store_clocks, timed_loop
 from karyamorph.harness.microbench.runner import BatchOutcome
 from karyamorph.harness.microbench.shape import DeviceShape
 from karyamorph.harness.microbench.stats import sm_spans, summarize
@@ -116,18 +116,7 @@ def build_throughput(space: str, mode: str, arch: str, type_: str = "u32") -> as
     with timed_loop(k, k.ld_param(iterations)) as (_, times):
         for _ in range(UNROLL):
             k.red(space, "add", type_, k.addr(at), 1.0 if type_ == "f32" else 1)
-    lane0 = k.setp("eq", "u32", k.and_("b32", tid, 31), 0)
-    warp = k.mad("u32", k.sreg("ctaid.x"), k.shr("u32", k.sreg("ntid.x"), 5), k.shr("u32", tid, 5))
-    pclk = k.add("u64", k.to_global(k.ld_param(clocks)), k.mul_wide("u32", warp, 16))
-    k.st("global", "u64", k.addr(pclk), times[0], guard=lane0)
-    k.st("global", "u64", k.addr(pclk, 8), times[1], guard=lane0)
-    k.st(
-        "global",
-        "u32",
-        k.addr(k.add("u64", k.to_global(k.ld_param(smids)), k.mul_wide("u32", warp, 4))),
-        k.sreg("smid"),
-        guard=lane0,
-    )
+    store_clocks(k, clocks, smids, tid, times)
     if space == "shared":
         k.bar_sync(0)
         block0 = k.setp("eq", "u32", k.sreg("ctaid.x"), 0)

@@ -22,7 +22,7 @@ import numpy as np
 from karyamorph.harness.microbench.benchmark import PlanOptions, figure, missing, sm_launch
 from karyamorph.harness.microbench.compiled import Compiled, merge
 from karyamorph.harness.microbench.launches import BufferSpec, LaunchSpec, Scalar
-from karyamorph.harness.microbench.loops import timed_loop
+from karyamorph.harness.microbench.loops import store_clocks, timed_loop
 from karyamorph.harness.microbench.runner import BatchOutcome
 from karyamorph.harness.microbench.shape import KIB, DeviceShape
 from karyamorph.harness.microbench.stats import sm_spans, summarize
@@ -64,23 +64,10 @@ def build_shared(arch: str) -> ast.Module:
     with timed_loop(k, k.ld_param(iterations)) as (_, times):
         for at in slots:
             _xor_into(k, acc, k.ld_v("volatile.shared", "u32", k.addr(at), 4))
-    _store_clocks(k, clocks, smids, tid, times)
+    store_clocks(k, clocks, smids, tid, times)
     k.st("global", "u32", k.addr(k.add("u64", k.to_global(k.ld_param(out)), k.mul_wide("u32", tid, 4))), acc)
     k.ret()
     return k.build()
-
-
-def _store_clocks(
-    k: KernelBuilder, clocks: ast.Symbol, smids: ast.Symbol, tid: Reg, times: list[Reg]
-) -> None:
-    """Lane 0 of each warp writes its loop's start and end, and its SM."""
-    warp = k.mad("u32", k.sreg("ctaid.x"), k.shr("u32", k.sreg("ntid.x"), 5), k.shr("u32", tid, 5))
-    lane0 = k.setp("eq", "u32", k.and_("b32", tid, 31), 0)
-    at = k.add("u64", k.to_global(k.ld_param(clocks)), k.mul_wide("u32", warp, 16))
-    k.st("global", "u64", k.addr(at), times[0], guard=lane0)
-    k.st("global", "u64", k.addr(at, 8), times[1], guard=lane0)
-    sm = k.add("u64", k.to_global(k.ld_param(smids)), k.mul_wide("u32", warp, 4))
-    k.st("global", "u32", k.addr(sm), k.sreg("smid"), guard=lane0)
 
 
 def build_global(arch: str) -> ast.Module:

@@ -11,7 +11,7 @@ import numpy as np
 from karyamorph.harness.microbench.benchmark import PlanOptions, figure, missing
 from karyamorph.harness.microbench.compiled import Compiled
 from karyamorph.harness.microbench.launches import BufferSpec, LaunchSpec, Scalar
-from karyamorph.harness.microbench.loops import timed_loop
+from karyamorph.harness.microbench.loops import store_clocks, timed_loop
 from karyamorph.harness.microbench.runner import BatchOutcome
 from karyamorph.harness.microbench.shape import DeviceShape
 from karyamorph.harness.microbench.stats import sm_spans, summarize
@@ -36,18 +36,7 @@ def build_barrier(arch: str) -> ast.Module:
     with timed_loop(k, k.ld_param(iterations)) as (_, times):
         for _ in range(UNROLL):
             k.bar_sync(0)
-    lane0 = k.setp("eq", "u32", k.and_("b32", tid, 31), 0)
-    warp = k.mad("u32", k.sreg("ctaid.x"), k.shr("u32", k.sreg("ntid.x"), 5), k.shr("u32", tid, 5))
-    pclk = k.add("u64", k.to_global(k.ld_param(clocks)), k.mul_wide("u32", warp, 16))
-    k.st("global", "u64", k.addr(pclk), times[0], guard=lane0)
-    k.st("global", "u64", k.addr(pclk, 8), times[1], guard=lane0)
-    k.st(
-        "global",
-        "u32",
-        k.addr(k.add("u64", k.to_global(k.ld_param(smids)), k.mul_wide("u32", warp, 4))),
-        k.sreg("smid"),
-        guard=lane0,
-    )
+    store_clocks(k, clocks, smids, tid, times)
     k.ret()
     return k.build()
 

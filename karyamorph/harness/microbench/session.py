@@ -11,7 +11,6 @@ device of a stand-in shape would get.
 from __future__ import annotations
 
 import platform
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo, current_device, driver_problem
+from karyamorph.harness.gpu.device import (
+    NO_DEVICE,
+    DeviceInfo,
+    current_device,
+    driver_problem,
+    kernel_driver_release,
+)
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.microbench.atomics import AtomicBench
 from karyamorph.harness.microbench.bandwidth import BandwidthBench
@@ -146,22 +151,13 @@ def batches(
     return out
 
 
-def _driver_release() -> str:
-    try:
-        text = Path("/proc/driver/nvidia/version").read_text()
-    except OSError:
-        return ""
-    m = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+)+)", text)
-    return m.group(1) if m else ""
-
-
 def environment(device: DeviceInfo | None, shape: DeviceShape, toolchain: Toolchain) -> dict[str, Any]:
     """Where the session ran: device, drivers, clocks, toolchain, host."""
     return {
         "device_name": device.name if device else None,
         "device": device.as_dict() if device else None,
         "cuda_driver": device.cuda_driver_release if device else None,
-        "driver_release": _driver_release(),
+        "driver_release": kernel_driver_release(),
         "shape": shape.as_dict(),
         "ptxas": toolchain.versions.get("ptxas", ""),
         "nvdisasm": toolchain.versions.get("nvdisasm", ""),

@@ -143,9 +143,15 @@ class Context:
 
 class Stage(Protocol):
     """A pipeline step. ``name`` is the stage's key in tables and the store; ``summary`` says a
-    passing result's key figures in a few words (the stage table's last column)."""
+    passing result's key figures in a few words (the stage table's last column).
+
+    ``overlaps`` names the later stages that may run while this one works in a thread of its
+    own (they need nothing of its product); the first stage not named waits for it. Most
+    stages overlap nothing, ``()``: they run alone, one after another.
+    """
 
     name: str
+    overlaps: tuple[str, ...]
 
     def run(self, context: Context) -> StageResult: ...
 

@@ -98,6 +98,7 @@ class CompileStage:
     """
 
     name: str = "compile"
+    overlaps: tuple[str, ...] = ()
 
     @staticmethod
     def summary(r: StageResult) -> str:

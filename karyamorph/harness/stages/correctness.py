@@ -52,6 +52,7 @@ class CorrectnessStage:
     """
 
     name = "correctness"
+    overlaps: tuple[str, ...] = ()
 
     @staticmethod
     def summary(r: StageResult) -> str:

@@ -65,6 +65,7 @@ class MetricsStage:
     """
 
     name: str = "metrics"
+    overlaps: tuple[str, ...] = ()
 
     @staticmethod
     def summary(r: StageResult) -> str:

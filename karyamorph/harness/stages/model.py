@@ -92,6 +92,7 @@ class ModelStage:
     """
 
     name = "model"
+    overlaps: tuple[str, ...] = ()
 
     @staticmethod
     def summary(r: StageResult) -> str:

@@ -143,6 +143,7 @@ class PredictStage:
     """
 
     name = "predict"
+    overlaps: tuple[str, ...] = ()
 
     @staticmethod
     def summary(r: StageResult) -> str:

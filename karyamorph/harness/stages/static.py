@@ -20,6 +20,7 @@ class StaticStage:
     """
 
     name = "static"
+    overlaps: tuple[str, ...] = ()
 
     @staticmethod
     def summary(r: StageResult) -> str:

@@ -86,6 +86,7 @@ class TimingStage:
     """
 
     name = "timing"
+    overlaps: tuple[str, ...] = ()
 
     @staticmethod
     def summary(r: StageResult) -> str:

@@ -1,13 +1,18 @@
-"""What the two GEMM templates share: the spec of ``c = a @ b`` (arguments, launch, cost), the
-tolerance of a long dot product, size checks, and the PTX helpers both kernels use."""
+"""What the two GEMM templates share: a variant's footprint and spec from its kernel shape, the
+spec of ``c = a @ b`` (arguments, launch, cost), the tolerance of a long dot product, size
+checks, and the PTX helpers both kernels use."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
+from karyamorph.isa.arch import Arch
 from karyamorph.isa.builder import KernelBuilder, Reg
 from karyamorph.kernel.spec import DTYPES, ArgSpec, Init, KernelSpec, Launch, Reference
+from karyamorph.search.space import Value
+from karyamorph.search.template import Footprint
 
 PTX_VERSION = "8.7"
 """The ``.version`` of every GEMM variant: the first PTX ISA with sm_120, and new enough for
@@ -87,6 +92,81 @@ def gemm_spec(
         reference=Reference(torch=reference), atol=atol, rtol=rtol,
         cost_bytes=f"{dt.bytes} * (M * K + K * N + M * N)", cost_flops="2 * M * N * K",
     )  # fmt: skip
+
+
+class TiledShape(Protocol):
+    """What a GEMM kernel shape tells its launch: block tile ``bm x bn``, slice depth ``bk``,
+    threads a block, shared bytes a block and the entry's name."""
+
+    @property
+    def bm(self) -> int: ...
+
+    @property
+    def bn(self) -> int: ...
+
+    @property
+    def bk(self) -> int: ...
+
+    @property
+    def threads(self) -> int: ...
+
+    @property
+    def shared_bytes(self) -> int: ...
+
+    @property
+    def entry(self) -> str: ...
+
+
+S = TypeVar("S", bound=TiledShape)
+
+
+@dataclass(frozen=True, slots=True)
+class GemmVariant(Generic[S]):
+    """A GEMM template's kernel family: how a configuration becomes a shape, and the shape a
+    footprint and a spec (its :attr:`~karyamorph.search.template.Template.footprint` and
+    :attr:`~karyamorph.search.template.Template.build`).
+
+    Attributes
+    ----------
+    shape : callable
+        ``shape(config)``: the kernel shape of a configuration.
+    registers : callable
+        ``registers(shape)``: the estimate of registers a thread needs.
+    ptx : callable
+        ``ptx(shape, arch)``: the kernel's PTX.
+    dtype : str
+        The element type of a, b and c.
+    reference : str
+        The torch expression the outputs are held to.
+    rtol : float
+        The relative tolerance; the absolute one is :func:`dot_atol` of K.
+    """
+
+    shape: Callable[[Mapping[str, Value]], S]
+    registers: Callable[[S], int]
+    ptx: Callable[[S, Arch], str]
+    dtype: str
+    reference: str
+    rtol: float
+
+    def footprint(self, config: Mapping[str, Value]) -> Footprint:
+        """What a block of ``config`` asks of an SM."""
+        s = self.shape(config)
+        return Footprint(threads=s.threads, shared_bytes=s.shared_bytes, registers=self.registers(s))
+
+    def build(self, config: Mapping[str, Value], arch: Arch, sizes: Mapping[str, int]) -> KernelSpec:
+        """The spec of ``config`` for ``arch`` at ``sizes``.
+
+        Raises
+        ------
+        ValueError
+            A size the tiles do not divide (checked before any PTX is written).
+        """
+        s = self.shape(config)
+        require_multiples(sizes, M=s.bm, N=s.bn, K=s.bk)
+        launch = GemmShape(s.bm, s.bn, s.threads, s.shared_bytes)
+        tolerance = (dot_atol(sizes["K"]), self.rtol)
+        return gemm_spec(self.ptx(s, arch), s.entry, self.dtype, sizes, launch, self.reference, tolerance)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,18 +6,16 @@ Layout: a (M, K), b (K, N) and c (M, N) are all row-major, as ``torch.matmul`` t
 fragments come from its k-major rows through ``ldmatrix .trans``. The kernel is
 :mod:`karyamorph.search.templates.hgemm_kernel`. It has no edge handling: M must be a multiple
 of ``bm``, N of ``bn`` and K of ``bk`` (the benchmark sizes 4096 and the check sizes 256 x 256 x
-256 are multiples of every tile in the grid; :func:`build` refuses other sizes).
+256 are multiples of every tile in the grid; :data:`VARIANT` refuses other sizes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from karyamorph.isa.arch import Arch
-from karyamorph.kernel.spec import KernelSpec
 from karyamorph.search.space import Constraint, Parameter, Value
-from karyamorph.search.template import Footprint, Template
-from karyamorph.search.templates.gemm_common import SIZES, GemmShape, dot_atol, gemm_spec, require_multiples
+from karyamorph.search.template import Template
+from karyamorph.search.templates.gemm_common import SIZES, GemmVariant
 from karyamorph.search.templates.hgemm_kernel import HgemmShape, hgemm_ptx
 
 PARAMETERS = (
@@ -62,22 +60,11 @@ def registers(s: HgemmShape) -> int:
     return s.wm * s.wn // 32 + 2 * (s.wm // 4 + s.wn // 4) + s.bk // 16 + s.wn // 16 + 28
 
 
-def footprint(config: Mapping[str, Value]) -> Footprint:
-    s = shape(config)
-    return Footprint(threads=s.threads, shared_bytes=s.shared_bytes, registers=registers(s))
-
-
-def build(config: Mapping[str, Value], arch: Arch, sizes: Mapping[str, int]) -> KernelSpec:
-    """The spec of ``config`` for ``arch`` at ``sizes``."""
-    s = shape(config)
-    require_multiples(sizes, M=s.bm, N=s.bn, K=s.bk)
-    # The reference accumulates in fp32 (TF32 off) and rounds to f16 once, which is what the
-    # kernel computes in another order: the f32 sums differ by about dot_atol, and rounding two
-    # such sums to f16 may differ by one f16 ulp, at most 2**-10 of the value (rtol 1e-3). Unlike
-    # `a @ b` on half tensors, it does not depend on cuBLAS's reduced-precision reductions.
-    launch = GemmShape(s.bm, s.bn, s.threads, s.shared_bytes)
-    tolerance = (dot_atol(sizes["K"]), 1e-3)
-    return gemm_spec(hgemm_ptx(s, arch), s.entry, "f16", sizes, launch, REFERENCE, tolerance)
+# The reference accumulates in fp32 (TF32 off) and rounds to f16 once, which is what the kernel
+# computes in another order: the f32 sums differ by about dot_atol, and rounding two such sums
+# to f16 may differ by one f16 ulp, at most 2**-10 of the value (rtol 1e-3). Unlike `a @ b` on
+# half tensors, it does not depend on cuBLAS's reduced-precision reductions.
+VARIANT = GemmVariant(shape, registers, hgemm_ptx, "f16", REFERENCE, 1e-3)
 
 
 TEMPLATE = Template(
@@ -85,8 +72,8 @@ TEMPLATE = Template(
     summary="FP16 c = a @ b: mma.sync m16n8k16, ldmatrix (.trans for b), cp.async ring of 2-4 stages",
     parameters=PARAMETERS,
     constraints=CONSTRAINTS,
-    build=build,
-    footprint=footprint,
+    build=VARIANT.build,
+    footprint=VARIANT.footprint,
     sizes=SIZES,
     check_sizes={"M": 256, "N": 256, "K": 256},
     cost_sizes=({"M": 256, "N": 256, "K": 256}, {"M": 256, "N": 256, "K": 512}),

@@ -3,18 +3,16 @@ slice depth and shared-memory stages, with vector loads and fully unrolled fma c
 
 The kernel is :mod:`karyamorph.search.templates.sgemm_kernel`. It has no edge handling: M must
 be a multiple of ``bm``, N of ``bn`` and K of ``bk`` (the benchmark sizes 4096 and the check sizes
-256 x 256 x 128 are multiples of every tile in the grid; :func:`build` refuses other sizes).
+256 x 256 x 128 are multiples of every tile in the grid; :data:`VARIANT` refuses other sizes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from karyamorph.isa.arch import Arch
-from karyamorph.kernel.spec import KernelSpec
 from karyamorph.search.space import Constraint, Parameter, Value
-from karyamorph.search.template import Footprint, Template
-from karyamorph.search.templates.gemm_common import SIZES, GemmShape, dot_atol, gemm_spec, require_multiples
+from karyamorph.search.template import Template
+from karyamorph.search.templates.gemm_common import SIZES, GemmVariant
 from karyamorph.search.templates.sgemm_kernel import SgemmShape, sgemm_ptx
 
 PARAMETERS = (
@@ -59,20 +57,10 @@ def registers(s: SgemmShape) -> int:
     return s.tm * s.tn + 2 * (s.tm + s.tn) + 4 * (s.a_loads + s.b_loads) + 20
 
 
-def footprint(config: Mapping[str, Value]) -> Footprint:
-    s = shape(config)
-    return Footprint(threads=s.threads, shared_bytes=s.shared_bytes, registers=registers(s))
-
-
-def build(config: Mapping[str, Value], arch: Arch, sizes: Mapping[str, int]) -> KernelSpec:
-    """The spec of ``config`` for ``arch`` at ``sizes``."""
-    s = shape(config)
-    require_multiples(sizes, M=s.bm, N=s.bn, K=s.bk)
-    # The reference is torch's fp32 matmul (TF32 stays off for matmul unless a program turns it
-    # on); it sums in another order than the kernel's one fma chain per element, which the
-    # tolerance of dot_atol covers; rtol adds a few fp32 ulps of the result.
-    launch = GemmShape(s.bm, s.bn, s.threads, s.shared_bytes)
-    return gemm_spec(sgemm_ptx(s, arch), s.entry, "f32", sizes, launch, "a @ b", (dot_atol(sizes["K"]), 1e-5))
+# The reference is torch's fp32 matmul (TF32 stays off for matmul unless a program turns it on);
+# it sums in another order than the kernel's one fma chain per element, which the tolerance of
+# dot_atol covers; rtol adds a few fp32 ulps of the result.
+VARIANT = GemmVariant(shape, registers, sgemm_ptx, "f32", "a @ b", 1e-5)
 
 
 TEMPLATE = Template(
@@ -80,8 +68,8 @@ TEMPLATE = Template(
     summary="FP32 c = a @ b: block/warp/thread tiles, v4 loads, transposed a in shared, 1-2 stages",
     parameters=PARAMETERS,
     constraints=CONSTRAINTS,
-    build=build,
-    footprint=footprint,
+    build=VARIANT.build,
+    footprint=VARIANT.footprint,
     sizes=SIZES,
     check_sizes={"M": 256, "N": 256, "K": 128},
     cost_sizes=({"M": 256, "N": 256, "K": 128}, {"M": 256, "N": 256, "K": 256}),

@@ -143,6 +143,8 @@ class RecordedMetrics(MetricsStage):
 class NotRecorded:
     """A stage the recordings hold nothing for: it skips and says so."""
 
+    overlaps: tuple[str, ...] = ()
+
     def __init__(self, name: str, what: str) -> None:
         self.name, self.what = name, what
 
