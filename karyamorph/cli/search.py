@@ -11,7 +11,15 @@ from typing import Any
 
 import click
 
-from karyamorph.cli.support import _db_path, _echo, _open_existing, db_option, format_option, friendly_errors
+from karyamorph.cli.support import (
+    _db_path,
+    _echo,
+    _open_existing,
+    db_option,
+    format_option,
+    friendly_errors,
+    invoked_as,
+)
 
 
 @click.group("search")
@@ -116,8 +124,6 @@ def search_run(
 def _resume_command(ctx: click.Context, search_id: str) -> str:
     """The command line of this ``search run`` with ``--resume search_id``: every argument the
     user gave (the ones that define the search always), as typed at a shell."""
-    from karyamorph.cli.support import invoked_as
-
     names: list[str] = []  # "search run", whatever the program was called as
     at = ctx
     while at.parent is not None:
@@ -202,8 +208,8 @@ def _reproduce(
     """How to get the winner's files onto this machine and run them: out of the database, so no
     path of the machine that recorded the search is named."""
     option = f" --db {shlex.quote(db)}" if db else ""
-    line = (f"reproduce: karyamorph search export {search_id[:8]} DIR{option}, then karyamorph run "
-            f"DIR/{spec_file}")  # fmt: skip
+    me = invoked_as()
+    line = f"reproduce: {me} search export {search_id[:8]} DIR{option}, then {me} run DIR/{spec_file}"
     if run_id:
         line += f"   (re-checked as run {run_id})"
     return [line] if note is None else [line, f"  ({note})"]
@@ -352,7 +358,9 @@ def search_export(search_id: str, folder: str, db: str | None) -> None:
         sys.exit(2)
     if files.origin != STORED:
         click.echo(f"note: {files.origin}", err=True)
-    click.echo(f"wrote {spec_path} and {ptx_path.name} beside it; run it with: karyamorph run {spec_path}")
+    click.echo(
+        f"wrote {spec_path} and {ptx_path.name} beside it; run it with: {invoked_as()} run {spec_path}"
+    )
 
 
 @search_group.command("replay")

@@ -7,6 +7,7 @@ checked against the PTX that was timed, or a plain reason why not."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -40,6 +41,12 @@ def standin_search(db: Path, budget: int = 6, seed: int = 1) -> dict:
     evaluator = StandInEvaluator(request.template, request.arch, discover(), GpuWorker(None), seed=seed)
     with Store.open(db) as store:
         return search_in_store(request, evaluator, store, device_name=DEVICE.name)
+
+
+@pytest.fixture(autouse=True)
+def on_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program on the PATH (an activated venv), so that printed commands say `karyamorph`."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
 def cli(*args: str) -> str:
