@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from karyamorph.isa.parser import parse
-from karyamorph.model.ptx.exactness import inexact_reasons
+from karyamorph.model.ptx.exactness import inexact_reasons, nondeterministic_reasons
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
@@ -62,3 +62,15 @@ def test_clock_reads_are_known_only_to_the_hardware() -> None:
 }
 """
     assert inexact_reasons(parse(ptx)) == ["line 7: %clock64 is known only to the hardware"]
+
+
+def test_only_orders_and_clocks_make_two_launches_differ() -> None:
+    # The repeat check of the timing stage compares two launches bit for bit unless these say why
+    # not: a float atomic's order and a clock are the hardware's; rounding is the same each time.
+    def nondeterministic(relative: str) -> list[str]:
+        return nondeterministic_reasons(parse((CORPUS / relative).read_text()))
+
+    assert any("atom.global.add.f32" in r for r in nondeterministic("nvcc/reduce_warp_shuffle.sm_90.ptx"))
+    assert nondeterministic("triton/softmax_rows.sm_90a.ptx") == []  # approximations, deterministic
+    assert nondeterministic("nvcc/mma_m16n8k16.sm_90.ptx") == []  # the tensor core rounds alike
+    assert reasons("triton/softmax_rows.sm_90a.ptx") and reasons("nvcc/mma_m16n8k16.sm_90.ptx")

@@ -59,37 +59,33 @@ def _is_type(modifier: str) -> bool:
 def inexact_reasons(module: ast.Module) -> list[str]:
     """Why the model's results on ``module`` may differ in bits from the GPU's, one line per
     instruction form (with its first line); empty when the model is bit-exact on it."""
-    reasons: dict[str, str] = {}
-    for function in module.functions:
-        for instr in function.instructions():
-            line = instr.loc.line
-            if any(m in _APPROXIMATE for m in instr.modifiers):
-                why = f"line {line}: {instr.full_opcode} is a hardware approximation"
-                reasons.setdefault(instr.full_opcode, why)
-            elif _float_atomic_sum(instr):
-                why = f"line {line}: {instr.full_opcode} sums in the GPU's order"
-                reasons.setdefault(instr.full_opcode, why)
-            elif _tensor_core_float(instr):
-                why = f"line {line}: {instr.full_opcode} adds in the tensor core's own order and rounding"
-                reasons.setdefault(instr.full_opcode, why)
-            for operand in instr.operands:
-                name = _reads_hardware_only(operand)
-                if name:
-                    reasons.setdefault(name, f"line {line}: {name} is known only to the hardware")
-    return list(reasons.values())
+    return _reasons(module, rounding=True)
 
 
 def nondeterministic_reasons(module: ast.Module) -> list[str]:
     """Why two launches of ``module`` on the same inputs may write different bits, one line per
     instruction form: floating-point atomic sums (their order is the hardware's) and reads of
-    clocks, timers and SM or warp ids. Hardware approximations are deterministic and not listed.
+    clocks, timers and SM or warp ids. Hardware approximations and the tensor core's rounding
+    are deterministic and not listed.
     """
+    return _reasons(module, rounding=False)
+
+
+def _reasons(module: ast.Module, *, rounding: bool) -> list[str]:
+    """The instruction forms that make results order- or hardware-dependent, and with
+    ``rounding`` those whose rounding the model does not reproduce bit for bit."""
     reasons: dict[str, str] = {}
     for function in module.functions:
         for instr in function.instructions():
             line = instr.loc.line
-            if _float_atomic_sum(instr):
+            if rounding and any(m in _APPROXIMATE for m in instr.modifiers):
+                why = f"line {line}: {instr.full_opcode} is a hardware approximation"
+                reasons.setdefault(instr.full_opcode, why)
+            elif _float_atomic_sum(instr):
                 why = f"line {line}: {instr.full_opcode} sums in the GPU's order"
+                reasons.setdefault(instr.full_opcode, why)
+            elif rounding and _tensor_core_float(instr):
+                why = f"line {line}: {instr.full_opcode} adds in the tensor core's own order and rounding"
                 reasons.setdefault(instr.full_opcode, why)
             for operand in instr.operands:
                 name = _reads_hardware_only(operand)
