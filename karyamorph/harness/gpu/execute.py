@@ -145,19 +145,24 @@ class WorkerState:
             self.input_sets.popitem(last=False)
         return found
 
+    def _parsed(self, kernel: BoundKernel) -> tuple[str, str]:
+        """Parse the kernel's PTX once per PTX and entry for what the jobs need of it (its
+        ``.param`` list, why its launches may differ); the key of both caches."""
+        ptx_key = hashlib.sha256(kernel.spec.ptx.encode()).hexdigest()
+        key = (ptx_key, kernel.entry)
+        if key not in self.params:
+            module = prepare(kernel.spec)
+            self.params[key] = module.entry(kernel.entry).params
+            self.nondeterminism[ptx_key] = tuple(nondeterministic_reasons(module))
+        return key
+
     def entry_params(self, kernel: BoundKernel) -> tuple[ast.Param, ...]:
         """The entry's ``.param`` list (to pack scalars by their PTX type), parsed once per PTX."""
-        key = (hashlib.sha256(kernel.spec.ptx.encode()).hexdigest(), kernel.entry)
-        if key not in self.params:
-            self.params[key] = prepare(kernel.spec).entry(kernel.entry).params
-        return self.params[key]
+        return self.params[self._parsed(kernel)]
 
     def nondeterministic(self, kernel: BoundKernel) -> tuple[str, ...]:
         """Why the kernel's outputs may differ between launches on the same inputs, once per PTX."""
-        key = hashlib.sha256(kernel.spec.ptx.encode()).hexdigest()
-        if key not in self.nondeterminism:
-            self.nondeterminism[key] = tuple(nondeterministic_reasons(prepare(kernel.spec)))
-        return self.nondeterminism[key]
+        return self.nondeterminism[self._parsed(kernel)[0]]
 
     def release(self) -> None:
         """Give cached device memory back between jobs, so the sanitizer's and ncu's own

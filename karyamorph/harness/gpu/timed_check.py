@@ -207,7 +207,7 @@ class LaunchGuard:
     launches: int = 0
     first: dict[str, torch.Tensor] = field(default_factory=dict)
     pristine: dict[str, torch.Tensor] = field(default_factory=dict)
-    poison_counts: list[tuple[int, int | None, Any]] = field(default_factory=list)
+    poison_counts: list[tuple[int, int | None, str, Any]] = field(default_factory=list)
     results: list[CheckedLaunch] = field(default_factory=list)
     last_sample: int | None = None
 
@@ -294,7 +294,7 @@ class LaunchGuard:
             for arg in self._outputs:
                 if arg.role == "out":
                     count = poison_mask(self.tensors[arg.name]).sum()
-                    self.poison_counts.append((self.launches, sample, (arg.name, count)))
+                    self.poison_counts.append((self.launches, sample, arg.name, count))
         if self.launches == 1:
             self.first = {a.name: self.tensors[a.name].clone() for a in self._outputs}
             self._check(None)
@@ -341,11 +341,10 @@ class LaunchGuard:
             repeated.append(compare(arg.name, self.tensors[arg.name], self.first[arg.name], tolerance,
                                     poisoned=arg.role == "out"))  # fmt: skip
         repeat = Repeat(self.launches, bitwise, tuple(repeated), self.nondeterministic)
-        counts = torch.stack([count for _, _, (_, count) in self.poison_counts]).tolist() if (
-            self.poison_counts) else []  # fmt: skip
+        counts = torch.stack([c[3] for c in self.poison_counts]).tolist() if self.poison_counts else []
         unwritten = tuple(
             Unwritten(launch, sample, name, int(n))
-            for (launch, sample, (name, _)), n in zip(self.poison_counts, counts, strict=True)
+            for (launch, sample, name, _), n in zip(self.poison_counts, counts, strict=True)
             if n
         )
         return TimedCheck(self.launches, tuple(self.results), unwritten, repeat, self.swapped_elements)
