@@ -15,7 +15,7 @@ measured figures whose names start so (``turnover.``: the blocks' start and reti
 ``--grids`` also reports them for a machine whose loads wait the latency the measured
 bandwidth grids give (``use_flight_grids``), with and without the cache policies' grids.
 
-The figures a prediction uses are the arch's defaults (karyamorph/model/cost/machine.py), with
+The figures a prediction uses are the arch's defaults (karyamorph/model/cost/device_figures.py), with
 the measured ones of datasets/microbench/<arch>/ where that folder exists.
 """
 

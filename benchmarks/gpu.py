@@ -3,7 +3,7 @@
 Four measurements, printed as markdown tables:
 
 1. 256 MiB per array: the project's vadd kernel against torch's ``copy_`` and ``a + b``, every one
-   timed by the same method (karyamorph.harness.gpu.timing), as achieved DRAM bandwidth and its
+   timed by the same method (karyamorph.harness.gpu.measurement), as achieved DRAM bandwidth and its
    fraction of the device's peak.
 2. Timing stability: the median of the vadd example over several independent timing runs.
 3. The event-timed median against ncu's ``gpu__time_duration`` (from the metrics stage, when it
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.gpu.device import current_device, driver_problem
-from karyamorph.harness.gpu.timing import TimingOptions, measure
+from karyamorph.harness.gpu.measurement import TimingOptions, measure
 from karyamorph.harness.pipeline import default_stages, run_pipeline
 from karyamorph.harness.stages.timing import peak_dram_gbps
 from karyamorph.kernel.bound import bind

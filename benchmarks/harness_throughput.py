@@ -36,8 +36,8 @@ from typing import Any
 from karyamorph.harness.gpu.device import DeviceInfo, current_device, driver_problem
 from karyamorph.harness.gpu.inputs import make_inputs
 from karyamorph.harness.gpu.launch import KernelLaunch, cu_function, kernel_args, upload
+from karyamorph.harness.gpu.measurement import Timing, TimingOptions
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.gpu.timing import Timing, TimingOptions
 from karyamorph.harness.tools.ptxas import assemble
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.kernel.bound import BoundKernel, bind

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.model_run import run_model
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import SpecError

@@ -1,6 +1,6 @@
 """What a ``cp.async`` copy costs the shared-memory pipe, by where its 16-byte chunks land (GPU).
 
-Each kernel (:mod:`karyamorph.harness.microbench.copies`) has every lane of a warp copy one
+Each kernel (:mod:`karyamorph.microbench.copies`) has every lane of a warp copy one
 16-byte chunk from global memory into shared memory in one pattern of rows, pitch, offset and
 swizzle. Nsight Compute counts the shared-memory wavefronts of those copies
 (``smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts``) and the copies executed;
@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.gpu.device import current_device
-from karyamorph.harness.microbench.copies import PATTERNS, copy_spec
 from karyamorph.harness.pipeline import run_pipeline
 from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.metrics import MetricsStage
 from karyamorph.harness.tools.toolchain import find_ncu
 from karyamorph.isa.arch import Arch
+from karyamorph.microbench.copies import PATTERNS, copy_spec
 
 WAVEFRONTS = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"
 COPIES = "smsp__inst_executed_op_ldgsts.sum"

@@ -56,7 +56,7 @@ echo
 t0=$(stamp)
 echo "== the dataset check (CPU test) on $data/$arch" | tee "$out/tests.txt"
 KARYAMORPH_MICROBENCH_DATA="$data/$arch" "$py" -m pytest -q -p no:cacheprovider -rs \
-  tests/harness/microbench/test_dataset.py >> "$out/tests.txt" 2>&1 || status=1
+  tests/microbench/test_dataset.py >> "$out/tests.txt" 2>&1 || status=1
 echo "== GPU tests of the microbenchmark kernels" >> "$out/tests.txt"
 "$py" -m pytest -q -p no:cacheprovider -rs -m gpu tests/harness/microbench >> "$out/tests.txt" 2>&1 || status=1
 tail -40 "$out/tests.txt"

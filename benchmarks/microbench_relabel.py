@@ -13,7 +13,7 @@ import sys
 
 import duckdb
 
-from karyamorph.harness.microbench.plateaus import label_levels, plateaus
+from karyamorph.microbench.plateaus import label_levels, plateaus
 
 
 def relabel(path: str) -> int:

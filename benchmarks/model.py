@@ -74,7 +74,7 @@ def z3_checks() -> None:
     n = 4 blocks of data; goal <= 1 s per property at 1024. Then the shipped examples at their
     spec launches (goal <= 5 s for all three properties) and one bounded equivalence."""
     from karyamorph.model.check.checker import EquivInstance, Side, check, check_equivalence
-    from karyamorph.model.ptx.machine import ptx_machine
+    from karyamorph.model.ptx.ptx_machine import ptx_machine
 
     machine = ptx_machine()
     # reduce_tree's shared array holds 128 ints: at other block sizes its bounds are (rightly) refuted.

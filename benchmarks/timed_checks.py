@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.measurement import TimingOptions
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.gpu.timing import TimingOptions
 from karyamorph.harness.pipeline import default_stages, run_pipeline
 from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.correctness import CorrectnessStage

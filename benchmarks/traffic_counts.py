@@ -24,16 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.pipeline import run_pipeline
 from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.metrics import MetricsStage
-from karyamorph.harness.stages.model_run import run_model
 from karyamorph.harness.tools.ncu import TRAFFIC
 from karyamorph.harness.tools.toolchain import find_ncu
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.model.interp.budget import ModelBudget
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.search import stored
 from karyamorph.search.templates import template
 from karyamorph.store.database import Store

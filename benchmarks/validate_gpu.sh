@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `karyamorph model validate` on a GPU machine: every modeled instruction form run on the GPU,
 # compared bit for bit with the model, recorded under datasets/validation/<arch>/ for the CPU
-# replay test (tests/model/test_validation_replay.py), with the wall time.
+# replay test (tests/validation/test_validation_replay.py), with the wall time.
 #   usage: benchmarks/validate_gpu.sh [extra model-validate options]   (run from the project root)
 # Logs, the JSON report, the DuckDB file and a copy of the recording go to ${OUT:-gpu-logs}.
 set -u
@@ -47,6 +47,6 @@ echo "model validate exit status $status; wall time $(awk "BEGIN {printf \"%.1f\
 if [[ -d $record ]]; then
   rm -rf "$out/validation_$arch" && cp -r "$record" "$out/validation_$arch"
   du -sh "$record"
-  "$py" -m pytest -q -p no:cacheprovider tests/model/test_validation_replay.py 2>&1 | tail -3
+  "$py" -m pytest -q -p no:cacheprovider tests/validation/test_validation_replay.py 2>&1 | tail -3
 fi
 exit $status

@@ -1,4 +1,7 @@
-"""The import rules of DESIGN.md: dependencies point downward, isa/ and model/ stay light."""
+"""The import rules of the package's floors: dependencies point downward, isa/ and model/ stay light.
+
+``python tests/test_layering.py`` prints the floors this test enforces.
+"""
 
 from __future__ import annotations
 
@@ -9,30 +12,43 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "karyamorph"
 
-# layer -> what it must never import (ours and heavy third-party packages).
-FORBIDDEN = {
-    "isa": ("karyamorph.kernel", "karyamorph.model", "karyamorph.harness", "karyamorph.store",
-            "karyamorph.search", "karyamorph.campaign", "karyamorph.dashboard", "karyamorph.cli", "torch",
-            "duckdb", "cuda", "cupy"),
-    "kernel": ("karyamorph.model", "karyamorph.harness", "karyamorph.store", "karyamorph.search",
-               "karyamorph.campaign", "karyamorph.dashboard", "karyamorph.cli", "torch", "duckdb", "cuda",
-               "cupy", "z3", "sympy"),
-    "model": ("karyamorph.harness", "karyamorph.store", "karyamorph.search", "karyamorph.campaign",
-              "karyamorph.dashboard", "karyamorph.cli", "torch", "duckdb", "cuda", "cupy"),
-    "store": ("karyamorph.isa", "karyamorph.kernel", "karyamorph.model", "karyamorph.harness",
-              "karyamorph.search", "karyamorph.campaign", "karyamorph.dashboard", "karyamorph.cli", "torch",
-              "cuda"),
-    "harness": ("karyamorph.search", "karyamorph.campaign", "karyamorph.dashboard", "karyamorph.cli"),
-    "search": ("karyamorph.campaign", "karyamorph.dashboard", "karyamorph.cli", "cuda"),
-    # Campaigns sit beside search and the dashboard: they use the harness and the store, and only
-    # the command line uses them.
-    "campaign": ("karyamorph.search", "karyamorph.dashboard", "karyamorph.cli", "torch", "cuda"),
-    # The page runs no GPU code itself: GPU work happens in the harness's worker processes.
-    "dashboard": ("karyamorph.search", "karyamorph.campaign", "karyamorph.cli", "torch", "cuda", "cupy"),
-}  # fmt: skip
+# The floors, lowest first. A package imports only packages on floors below its own: never one
+# above, never a sibling on its floor. `table` is the one plain module of shared table output.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("isa", "store", "table"),  # the PTX language; the DuckDB store; table output
+    ("kernel",),  # kernel specs: what to run, as plain data
+    ("model",),  # the SIMT model: semantics, interpreter, z3 checks, cost model
+    ("harness",),  # one run: pipeline, stages, GPU runtime, tool wrappers
+    ("validation",),  # the model against the GPU, form by form
+    ("microbench", "search", "campaign", "render"),  # measured figures, searches, campaigns, text
+    ("dashboard",),  # the web page
+    ("cli",),  # the command line
+)
 
-# The command-line modules: they alone import lazily (inside a command), so `karyamorph --help`
-# starts without z3, duckdb or Ray.
+# What a package must never import beyond the floor rule: heavy third-party packages, and the
+# store below the harness (specs and the model are data and proofs, not records).
+HEAVY = ("torch", "duckdb", "cuda", "cupy")
+NEVER: dict[str, tuple[str, ...]] = {
+    "isa": HEAVY,
+    "kernel": (*HEAVY, "z3", "sympy", "karyamorph.store"),
+    "model": (*HEAVY, "karyamorph.store"),
+    "store": ("torch", "cuda"),
+    "search": ("cuda",),
+    "campaign": ("torch", "cuda"),
+    # The page runs no GPU code itself: GPU work happens in the harness's worker processes.
+    "dashboard": ("torch", "cuda", "cupy"),
+}
+
+
+def floor_of(package: str) -> int:
+    return next(i for i, floor in enumerate(FLOORS) if package in floor)
+
+
+def forbidden(package: str) -> tuple[str, ...]:
+    """What ``package`` must not import: every package not on a floor below, and its NEVER list."""
+    rank = floor_of(package)
+    ours = (f"karyamorph.{p}" for i, floor in enumerate(FLOORS) if i >= rank for p in floor if p != package)
+    return (*ours, *NEVER.get(package, ()))
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -46,14 +62,45 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
+def _files(package: str) -> list[Path]:
+    single = PACKAGE / f"{package}.py"
+    return [single] if single.exists() else sorted((PACKAGE / package).rglob("*.py"))
+
+
+def test_every_package_is_on_a_floor() -> None:
+    packages = {p.stem for p in PACKAGE.iterdir() if p.name not in ("__init__.py", "__pycache__")}
+    assert packages == {p for floor in FLOORS for p in floor}
+
+
 def test_no_module_imports_upward() -> None:
     problems = []
-    for layer, forbidden in FORBIDDEN.items():
-        for path in sorted((PACKAGE / layer).rglob("*.py")):
+    for package in (p for floor in FLOORS for p in floor):
+        banned = forbidden(package)
+        for path in _files(package):
             for name in imported_modules(path):
-                if any(name == f or name.startswith(f + ".") for f in forbidden):
+                if any(name == f or name.startswith(f + ".") for f in banned):
                     problems.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
     assert problems == []
+
+
+def floors_text() -> str:
+    """The floors as a newcomer reads them, highest first."""
+    lines = []
+    for rank in reversed(range(len(FLOORS))):
+        below = [p for floor in FLOORS[:rank] for p in floor]
+        for package in FLOORS[rank]:
+            never = [n for n in NEVER.get(package, ()) if not n.startswith("karyamorph.")]
+            extra = f"; never {', '.join(never)}" if never else ""
+            reach = ", ".join(b for b in below if f"karyamorph.{b}" not in NEVER.get(package, ()))
+            lines.append(f"{rank}  {package:<11} imports {reach or 'nothing of ours'}{extra}")
+    return "\n".join(lines)
+
+
+def test_the_floors_print() -> None:
+    text = floors_text()
+    print(text)
+    assert text.splitlines()[0].startswith(f"{len(FLOORS) - 1}  cli")
+    assert "0  isa         imports nothing of ours; never torch, duckdb, cuda, cupy" in text
 
 
 def test_only_the_cli_imports_the_dashboard() -> None:
@@ -170,3 +217,7 @@ def test_model_rooms_import_downward() -> None:
     rooms = {p.name for p in (PACKAGE / "model").iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert rooms == set(MODEL_ROOMS)
     assert sorted(p.name for p in (PACKAGE / "model").glob("*.py")) == ["__init__.py"]
+
+
+if __name__ == "__main__":
+    print(floors_text())

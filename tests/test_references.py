@@ -171,12 +171,12 @@ def test_every_reference_in_a_docstring_or_a_page_resolves() -> None:
 
 
 def test_a_stale_reference_is_found() -> None:
-    from karyamorph.harness.gpu import timing
+    from karyamorph.harness.gpu import measurement
 
-    assert resolves("karyamorph.harness.gpu.timing.measure", timing, None)
-    assert resolves("TimingOptions", timing, None) and resolves("stats", timing, "Timing")
-    assert not resolves("karyamorph.harness.gpu.timing.no_such_function", timing, None)
-    assert not resolves("no_such_name", timing, "Timing")
+    assert resolves("karyamorph.harness.gpu.measurement.measure", measurement, None)
+    assert resolves("TimingOptions", measurement, None) and resolves("stats", measurement, "Timing")
+    assert not resolves("karyamorph.harness.gpu.measurement.no_such_function", measurement, None)
+    assert not resolves("no_such_name", measurement, "Timing")
 
 
 @pytest.mark.parametrize("text", [":func:`x`", ":class:`~a.b.C`", ":meth:`.run`"])

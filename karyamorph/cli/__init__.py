@@ -66,8 +66,8 @@ def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bo
     """Run a kernel spec through the stages and store the results."""
     from contextlib import nullcontext
 
-    from karyamorph.harness.progress import StageProgress
     from karyamorph.harness.session import run_spec_file, size_overrides
+    from karyamorph.render.progress import StageProgress
     from karyamorph.table import console
 
     out = console()
@@ -112,7 +112,7 @@ def demo(arch: str | None, db: str | None, kernels_dir: str | None, timeout: flo
 @friendly_errors
 def runs(db: str | None, limit: int, fmt: str) -> None:
     """The latest runs: id, time, kernel, label, spec file, arch, status, device."""
-    from karyamorph.harness.views import runs_view
+    from karyamorph.render.views import runs_view
     from karyamorph.table import render
 
     with _open_existing(db) as store:
@@ -130,8 +130,8 @@ def runs(db: str | None, limit: int, fmt: str) -> None:
 @friendly_errors
 def show(run_id: str, db: str | None, stages: tuple[str, ...], plot: str | None, fmt: str) -> None:
     """Every stage of a stored run and its SASS beside its PTX (RUN_ID: the id or its start)."""
-    from karyamorph.harness.report import plot_samples, run_json
-    from karyamorph.harness.report import show as show_run
+    from karyamorph.render.report import plot_samples, run_json
+    from karyamorph.render.report import show as show_run
     from karyamorph.store.reading import find_run, load_run
 
     with _open_existing(db) as store:
@@ -151,7 +151,7 @@ def show(run_id: str, db: str | None, stages: tuple[str, ...], plot: str | None,
 @friendly_errors
 def diff(run_a: str, run_b: str, db: str | None, changed: bool, fmt: str) -> None:
     """Two stored runs side by side: stage statuses, figures with their ratio b/a, SASS diff."""
-    from karyamorph.harness.run_diff import diff_runs, diff_view
+    from karyamorph.render.run_diff import diff_runs, diff_view
     from karyamorph.store.reading import find_run, load_run
 
     with _open_existing(db) as store:
@@ -168,7 +168,7 @@ def tables(db: str | None, columns: bool, fmt: str) -> None:
     """The store's tables, a line on each, and their row counts when the database exists."""
     from dataclasses import asdict
 
-    from karyamorph.harness.views import tables_view
+    from karyamorph.render.views import tables_view
     from karyamorph.store.database import Store
     from karyamorph.store.reading import describe_tables
 
@@ -214,7 +214,7 @@ def device(fmt: str) -> None:
     """The CUDA devices (or "no CUDA device") and the toolchain versions."""
     from karyamorph.harness.gpu.device import driver_problem, list_devices
     from karyamorph.harness.tools.toolchain import discover
-    from karyamorph.harness.views import device_view, toolchain_versions
+    from karyamorph.render.views import device_view, toolchain_versions
 
     devices, tc = list_devices(), discover()
     problem = None if devices else driver_problem()
@@ -228,8 +228,8 @@ def device(fmt: str) -> None:
 def _require_ptxas(kernel: BoundKernel, module: Module, arch: str | None) -> None:
     """The model runs only on PTX that ptxas accepts for the target (the PTX's own ``.target``
     unless ``--arch`` says otherwise); a rejection raises PtxasError, located at the PTX line."""
+    from karyamorph.harness.model_gate import require_ptxas
     from karyamorph.harness.pipeline import check_arch, default_arch
-    from karyamorph.harness.stages.model_gate import require_ptxas
 
     target = check_arch(arch or default_arch(module, None))
     spec = kernel.spec
@@ -268,12 +268,12 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, a
 
     Only PTX that ptxas accepts runs; a kernel or launch over a budget is refused up front
     ("too large for the model"), exit status 2 for both."""
+    from karyamorph.harness.model_run import interpret_spec_file
     from karyamorph.harness.session import load_bound
-    from karyamorph.harness.stages.model_run import interpret_spec_file
-    from karyamorph.harness.views import interp_view
     from karyamorph.model.interp.budget import ModelBudget, TooLargeError
     from karyamorph.model.interp.errors import ExecutionError
     from karyamorph.model.semantics.decode import UnmodeledError
+    from karyamorph.render.views import interp_view
 
     kernel, module = load_bound(Path(spec_path), sizes)
     _require_ptxas(kernel, module, arch)
@@ -313,9 +313,9 @@ def check(
     Only PTX that ptxas accepts is checked (exit status 2 with ptxas's error otherwise)."""
     from karyamorph.harness.session import load_bound
     from karyamorph.harness.stages.model import PROPERTIES, check_spec
-    from karyamorph.harness.views import check_view
     from karyamorph.kernel.spec import SpecError
     from karyamorph.model.semantics.decode import UnmodeledError
+    from karyamorph.render.views import check_view
 
     kernel, module = load_bound(Path(spec_path), sizes)
     wanted = tuple(_names(props) or ())
@@ -348,9 +348,9 @@ def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
     """Frame condition, stated laws and concrete == symbolic agreement for every instruction."""
     import dataclasses
 
-    from karyamorph.harness.views import isa_check_view
     from karyamorph.model.check.isa_check import check_isa
-    from karyamorph.model.ptx.machine import ptx_machine
+    from karyamorph.model.ptx.ptx_machine import ptx_machine
+    from karyamorph.render.views import isa_check_view
 
     results = check_isa(ptx_machine(), only=only or None)
     if fmt == "json":
@@ -392,7 +392,7 @@ def validate_command(
     record_dir: str | None, db: str | None, no_store: bool, fmt: str, all_rows: bool, timeout: float | None,
 ) -> None:  # fmt: skip
     """Run every modeled instruction form on the GPU and compare its bits with the model's."""
-    from karyamorph.harness.validation_session import ValidateOptions, run_validate
+    from karyamorph.validation.command import ValidateOptions, run_validate
 
     out = run_validate(ValidateOptions(
         pattern, samples, cross_limit, seed, arch, compile_only, Path(record_dir) if record_dir else None,
@@ -438,9 +438,9 @@ def ptx_format(file: str, keep_comments: bool) -> None:
 @friendly_errors
 def ptx_info(file: str, fmt: str) -> None:
     """Version, target, entries and their parameters, registers, instruction histogram."""
-    from karyamorph.harness.views import ptx_info_view
     from karyamorph.isa.info import module_info
     from karyamorph.isa.parser import parse_file
+    from karyamorph.render.views import ptx_info_view
 
     info = module_info(parse_file(_existing(file)))
     _echo(info if fmt == "json" else ptx_info_view(info))

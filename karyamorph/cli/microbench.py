@@ -26,7 +26,7 @@ def _bad_stride(value: int) -> int:
 
 
 def _tables(items: list[dict[str, Any]]) -> str:
-    from karyamorph.harness.microbench.summary import session_tables
+    from karyamorph.microbench.summary import session_tables
     from karyamorph.table import render, to_text
 
     parts = []
@@ -51,7 +51,7 @@ def _command(params: dict[str, Any]) -> str:
 
 
 def _export(items: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    from karyamorph.harness.microbench import write_dataset, write_plots
+    from karyamorph.microbench import write_dataset, write_plots
 
     written: list[Path] = []
     for arch in dict.fromkeys(i["arch"] for i in items):
@@ -152,9 +152,9 @@ def microbench_command(
     """Instruction latency and throughput (for the model's forms) and memory latency, bandwidth,
     bank conflicts, atomics and barriers, measured on this GPU. Without a GPU it exits with status
     2 (--dry-run assembles every kernel and reports what would run)."""
-    from karyamorph.harness.microbench import MicrobenchError, MicrobenchOptions, run_session, store_report
-    from karyamorph.harness.microbench.export import report_items
-    from karyamorph.harness.microbench.summary import summary_markdown
+    from karyamorph.microbench import MicrobenchError, MicrobenchOptions, run_session, store_report
+    from karyamorph.microbench.export import report_items
+    from karyamorph.microbench.summary import summary_markdown
     from karyamorph.table import render
 
     path = _db_path(db)

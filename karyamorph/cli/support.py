@@ -30,13 +30,13 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.campaign.execute import ExecutorUnavailable
     from karyamorph.harness.gpu.validate import GpuRunError
     from karyamorph.harness.pipeline import ArchError, StageSelectionError
-    from karyamorph.harness.report import ReportError
     from karyamorph.harness.tools.ptxas import PtxasError
     from karyamorph.harness.tools.toolchain import ToolchainError
     from karyamorph.isa.errors import PtxError
     from karyamorph.kernel.expressions import ExpressionError
     from karyamorph.kernel.spec import SpecError
     from karyamorph.model.interp.errors import LaunchError
+    from karyamorph.render.report import ReportError
     from karyamorph.store.database import StoreError
     from karyamorph.store.exchange import DatasetError
 

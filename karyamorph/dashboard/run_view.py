@@ -12,7 +12,7 @@ from karyamorph.dashboard import plots
 from karyamorph.dashboard.queries import HistoryRow, Setting, history, setting
 from karyamorph.dashboard.source import SourceView, source_view
 from karyamorph.dashboard.tiles import RunTiles, run_tiles
-from karyamorph.harness.run_diff import MetricPair, RunDiff, diff_runs
+from karyamorph.render.run_diff import MetricPair, RunDiff, diff_runs
 from karyamorph.store.database import Store
 from karyamorph.store.reading import RunNotFoundError, StoredRun, load_run
 

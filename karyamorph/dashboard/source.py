@@ -11,8 +11,8 @@ from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 
-from karyamorph.harness.highlight import lexer_for
-from karyamorph.harness.report import source_map
+from karyamorph.render.highlight import lexer_for
+from karyamorph.render.report import source_map
 from karyamorph.store.reading import StoredRun
 
 CSS_SCOPE = ".code"

@@ -15,8 +15,8 @@ from markupsafe import Markup
 from karyamorph.dashboard import plots
 from karyamorph.dashboard.occupancy_curves import Inputs, curves
 from karyamorph.dashboard.source import finding_detail, finding_lines
-from karyamorph.harness.report import stage_result, stored_prediction
 from karyamorph.harness.session import summarize
+from karyamorph.render.report import stage_result, stored_prediction
 from karyamorph.store.reading import StoredRun, StoredStage
 from karyamorph.table import number
 

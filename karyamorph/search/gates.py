@@ -25,7 +25,7 @@ from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.spec import KernelSpec, SpecError
 from karyamorph.model.check.checker import EquivInstance, Side, check_equivalence
 from karyamorph.model.interp.budget import TooLargeError
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.resources.occupancy import occupancy
 from karyamorph.model.semantics.decode import unmodeled
 from karyamorph.search.outcome import Failure, Outcome

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.stages.predict import arch_machine, issue_slots, launch_counts
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.arch import Arch
@@ -33,7 +33,7 @@ from karyamorph.kernel.spec import SpecError
 from karyamorph.model.cost import CostMachine, KernelCounts, predict
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.errors import ExecutionError, LaunchError
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import UnmodeledError
 from karyamorph.search.gates import build, compile_variant
 from karyamorph.search.outcome import Outcome

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from karyamorph.harness.gpu.device import DeviceInfo
+from karyamorph.harness.gpu.measurement import Timing
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.gpu.timing import Timing
 from karyamorph.harness.pipeline import default_stages, run_pipeline, select_stages
 from karyamorph.harness.record import to_record
 from karyamorph.harness.tools.toolchain import Toolchain, discover

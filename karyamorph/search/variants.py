@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, START, TIMEOUT, JobFailure
+from karyamorph.harness.gpu.measurement import TimingOptions
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.gpu.timing import TimingOptions
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.arch import Arch
 from karyamorph.search.gates import (

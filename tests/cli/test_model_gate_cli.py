@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from karyamorph.cli import main
-from karyamorph.harness.stages import model_gate
+from karyamorph.harness import model_gate
 from karyamorph.harness.tools.toolchain import Toolchain, discover_from
 from tests.harness.budget_kernels import SPIN_PTX, local_ptx, regs_ptx, write_spec
 

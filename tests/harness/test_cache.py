@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from karyamorph.harness.tools import sass
+from karyamorph.harness.tools import nvdisasm
 from karyamorph.harness.tools.cache import cache_key, cached_text
 from karyamorph.harness.tools.ptxas import assemble
 from karyamorph.harness.tools.toolchain import discover
@@ -25,7 +25,7 @@ def test_second_disassembly_comes_from_the_cache(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("KARYAMORPH_CACHE", str(tmp_path))
     tc = discover()
     cubin = assemble((EXAMPLES / "vadd.ptx").read_text(), "sm_90", tc, filename="vadd.ptx").cubin
-    first = sass.disassemble(cubin, tc)
+    first = nvdisasm.disassemble(cubin, tc)
     assert list((tmp_path / "sass").glob("*.txt"))
     calls: list[Any] = []
     real = subprocess.run
@@ -35,11 +35,11 @@ def test_second_disassembly_comes_from_the_cache(tmp_path: Path, monkeypatch: py
         return real(*args, **kw)
 
     monkeypatch.setattr(subprocess, "run", counting)
-    again = sass.disassemble(cubin, tc)
+    again = nvdisasm.disassemble(cubin, tc)
     assert again == first and calls == []
     # Another cubin (another arch) is not served from the first one's entry.
     other = assemble((EXAMPLES / "vadd.ptx").read_text(), "sm_120", tc, filename="vadd.ptx").cubin
-    assert sass.disassemble(other, tc).text != first.text
+    assert nvdisasm.disassemble(other, tc).text != first.text
 
 
 def test_cache_off_and_unwritable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

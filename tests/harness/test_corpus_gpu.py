@@ -24,9 +24,9 @@ from karyamorph.harness.gpu.compare import compare, tolerance_for
 from karyamorph.harness.gpu.device import current_device
 from karyamorph.harness.gpu.inputs import as_tensor, host_bits
 from karyamorph.harness.gpu.jobs import CorrectnessReport
+from karyamorph.harness.gpu.measurement import Timing, TimingOptions
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.gpu.timing import Timing, TimingOptions
-from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.tools.ptxas import PtxasError, assemble
 from karyamorph.harness.tools.toolchain import discover
 from karyamorph.kernel.bound import bind

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from karyamorph.harness.gpu.device import current_device
-from karyamorph.harness.gpu.timing import TimingOptions
+from karyamorph.harness.gpu.measurement import TimingOptions
 from karyamorph.harness.pipeline import RunResult, run_pipeline
 from karyamorph.harness.stages.base import StageResult, Status
 from karyamorph.harness.stages.compile import CompileStage

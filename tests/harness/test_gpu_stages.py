@@ -21,7 +21,7 @@ import pytest
 
 from karyamorph.harness.gpu.device import DeviceInfo, current_device
 from karyamorph.harness.gpu.launch import encode_scalar, kernel_args, scalar_param
-from karyamorph.harness.gpu.timing import TimingOptions, summarize
+from karyamorph.harness.gpu.measurement import TimingOptions, summarize
 from karyamorph.harness.gpu.worker import (
     EXIT_NO_DEVICE,
     Job,
@@ -209,7 +209,7 @@ def test_summarize_gives_median_quartiles_and_spread() -> None:
 
 
 def test_spin_kernel_ptx_assembles_for_current_architectures() -> None:
-    from karyamorph.harness.gpu.timing import SPIN_PTX
+    from karyamorph.harness.gpu.measurement import SPIN_PTX
     from karyamorph.harness.tools.ptxas import assemble
     from karyamorph.harness.tools.toolchain import discover
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from karyamorph.harness.gpu.inputs import host_bits
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.stages.base import Context, StageResult, Status
 from karyamorph.harness.stages.correctness import _with_model_agreement
-from karyamorph.harness.stages.model_run import run_model
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from karyamorph.harness import model_gate
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.pipeline import run_pipeline
-from karyamorph.harness.stages import model_gate
 from karyamorph.harness.stages.base import Context, Status
 from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.model import ModelStage
-from karyamorph.harness.stages.model_run import run_model
 from karyamorph.harness.tools.ptxas import PtxasError, assemble
 from karyamorph.harness.tools.toolchain import Toolchain, discover, discover_from
 from karyamorph.isa.arch import Arch
@@ -25,7 +25,7 @@ from karyamorph.kernel.signature import prepare as prepare_spec
 from karyamorph.model.interp.budget import ModelBudget, TooLargeError
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.interp.program import prepare
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.harness.budget_kernels import HEAD, SHARED_PTX, SPIN_PTX, local_ptx, regs_ptx, write_spec
 
 ROOT = Path(__file__).resolve().parents[2]

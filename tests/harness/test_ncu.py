@@ -24,7 +24,7 @@ from karyamorph.harness.tools.ncu import (
     select,
 )
 from karyamorph.harness.tools.ncu_extract import extract_in_subprocess, extract_report, profiles_from_extract
-from karyamorph.harness.tools.sass import disassemble, line_map
+from karyamorph.harness.tools.nvdisasm import disassemble, line_map
 from karyamorph.harness.tools.toolchain import discover, find_tool, ncu_python_dirs, parse_version
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind

@@ -14,7 +14,7 @@ from karyamorph.harness.stages.model import ModelStage
 from karyamorph.harness.stages.sanitize import SanitizeStage
 from karyamorph.harness.stages.sass import SassStage
 from karyamorph.harness.stages.static import StaticStage
-from karyamorph.harness.tools.sass import disassemble, line_map
+from karyamorph.harness.tools.nvdisasm import disassemble, line_map
 from karyamorph.harness.tools.toolchain import discover
 from karyamorph.kernel.loader import load_spec
 

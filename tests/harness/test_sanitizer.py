@@ -10,6 +10,7 @@ import pytest
 
 from karyamorph.harness.stages.base import Context, Status
 from karyamorph.harness.stages.sanitize import SanitizeStage
+from karyamorph.harness.tools.nvdisasm import disassemble, line_map
 from karyamorph.harness.tools.sanitizer import TOOLS, error_summary, help_options, sanitizer_argv
 from karyamorph.harness.tools.sanitizer_report import (
     SanitizerError,
@@ -19,7 +20,6 @@ from karyamorph.harness.tools.sanitizer_report import (
     read_report,
     with_ptx_lines,
 )
-from karyamorph.harness.tools.sass import disassemble, line_map
 from karyamorph.harness.tools.toolchain import discover, parse_version
 from karyamorph.isa.arch import Arch
 

@@ -11,8 +11,7 @@ import pytest
 
 from karyamorph.harness.stages.base import Context, Status
 from karyamorph.harness.stages.sass import SassStage
-from karyamorph.harness.tools.ptxas import Assembly, assemble
-from karyamorph.harness.tools.sass import (
+from karyamorph.harness.tools.nvdisasm import (
     Disassembly,
     SassError,
     disassemble,
@@ -22,6 +21,7 @@ from karyamorph.harness.tools.sass import (
     parse_text,
     supports_json,
 )
+from karyamorph.harness.tools.ptxas import Assembly, assemble
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa.arch import Arch
 

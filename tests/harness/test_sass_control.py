@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from karyamorph.harness.tools.nvdisasm import disassemble
 from karyamorph.harness.tools.ptxas import assemble
-from karyamorph.harness.tools.sass import disassemble
 from karyamorph.harness.tools.sass_control import Scheduled, main_loop, scheduled
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa.arch import Arch

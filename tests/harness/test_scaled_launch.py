@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from karyamorph.harness.stages.scaled_launch import (
+from karyamorph.harness.scaled_launch import (
     ALIGNMENT,
     WORK_BUDGET,
     ScaledLaunch,

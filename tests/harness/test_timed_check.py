@@ -27,7 +27,7 @@ from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.ptx.exactness import nondeterministic_reasons
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 
 ROOT = Path(__file__).resolve().parents[2]
 GAMING = Path(__file__).resolve().parent / "gaming"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from karyamorph.harness.stages.base import Context, StageResult, Status
-from karyamorph.harness.stages.tool_stage import tool_stage_inputs
+from karyamorph.harness.tool_inputs import tool_stage_inputs
 from karyamorph.harness.tools.toolchain import (
     GPU_TOOLS,
     INSTALL,

@@ -22,8 +22,8 @@ import pytest
 from karyamorph.harness.gpu.device import current_device
 from karyamorph.harness.gpu.inputs import as_tensor, make_inputs
 from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, TIMEOUT, CorrectnessReport, JobFailure
+from karyamorph.harness.gpu.measurement import Timing, TimingOptions
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.gpu.timing import Timing, TimingOptions
 from karyamorph.harness.pipeline import RunResult, run_pipeline
 from karyamorph.harness.session import store_run
 from karyamorph.harness.stages.base import Stage

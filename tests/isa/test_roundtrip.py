@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from karyamorph.harness.tools.nvdisasm import Disassembly, disassemble
 from karyamorph.harness.tools.ptxas import assemble
-from karyamorph.harness.tools.sass import Disassembly, disassemble
 from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa.parser import parse, parse_file
 from karyamorph.isa.printer import format_module

@@ -64,7 +64,7 @@ def test_the_first_example_is_complete() -> None:
 
 @pytest.mark.parametrize("index", range(len(toml_blocks())))
 def test_the_examples_load_and_pass_on_the_model(index: int) -> None:
-    from karyamorph.harness.stages.model_run import interpret_spec_file
+    from karyamorph.harness.model_run import interpret_spec_file
 
     spec = spec_from_dict(tomllib.loads(toml_blocks()[index]), EXAMPLES, f"spec-md-{index}.toml")
     prepare(spec)

@@ -9,7 +9,7 @@ import numpy as np
 
 from karyamorph.isa.parser import parse
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model import float_oracle as fo
 
 MACHINE = ptx_machine("sm_120")

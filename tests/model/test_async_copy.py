@@ -14,7 +14,7 @@ from karyamorph.isa.parser import parse
 from karyamorph.model.check.checker import check
 from karyamorph.model.interp.errors import MemoryAccessError
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.oracle.async_copy import kernel, run
 
 M = ptx_machine("sm_80")

@@ -18,7 +18,7 @@ from karyamorph.model.interp.atomics import apply_atomics
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.ptx.data import atomic_update
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.concrete import ConcreteDomain
 from karyamorph.model.semantics.types import PtxType, ptx_type
 

@@ -13,7 +13,7 @@ from karyamorph.isa.parser import parse
 from karyamorph.model.check.checker import check
 from karyamorph.model.interp.errors import ExecutionError
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import UnmodeledError
 from tests.model.oracle.calls import FUNCS, PUT, PUT_CALLER, caller, module
 

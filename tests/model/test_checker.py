@@ -19,7 +19,7 @@ from karyamorph.model.check.checker import check
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.interp.errors import MemoryAccessError
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.kernels.manifest import KernelCase, load_manifest
 
 MANIFEST = load_manifest()

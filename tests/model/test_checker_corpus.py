@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from karyamorph.harness.model_run import interpret_spec_file
 from karyamorph.harness.session import load_bound
 from karyamorph.harness.stages.model import check_spec
-from karyamorph.harness.stages.model_run import interpret_spec_file
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from tests.model.kernels.manifest import load_manifest

@@ -16,7 +16,7 @@ from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.check.checker import check
 from karyamorph.model.check.verdict import Verdict
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.test_checker import launch_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"

@@ -10,7 +10,7 @@ from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.model.check.checker import check
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.kernels.manifest import load_manifest
 from tests.model.test_checker import launch_of
 

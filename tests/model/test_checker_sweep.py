@@ -22,7 +22,7 @@ from karyamorph.model.check.pairs import plan_race
 from karyamorph.model.check.properties import plan_barrier, plan_bounds
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.interp.interpreter import prepare
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.kernels.manifest import load_manifest
 from tests.model.test_checker import launch_of
 

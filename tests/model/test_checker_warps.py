@@ -23,7 +23,7 @@ from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.interp.interpreter import prepare as prepare_program
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.concrete import ConcreteDomain
 from tests.model.kernels.manifest import load_manifest
 

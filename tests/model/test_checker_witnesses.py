@@ -22,7 +22,7 @@ from karyamorph.model.check.checker import check
 from karyamorph.model.check.properties import CONTRADICTED
 from karyamorph.model.check.verdict import Replay
 from karyamorph.model.check.witnesses import source_lines
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.kernels.manifest import load_manifest
 
 MANIFEST = load_manifest()

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from karyamorph.harness.microbench.copies import PATTERNS, REPEATS, copy_spec
-from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.model_run import run_model
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
+from karyamorph.microbench.copies import PATTERNS, REPEATS, copy_spec
 from karyamorph.model.interp.traffic import copy_wavefronts
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "copy_wavefronts_h200.json").read_text())

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from karyamorph.harness.model_run import interpret_spec_file
 from karyamorph.harness.stages.model import check_spec
-from karyamorph.harness.stages.model_run import interpret_spec_file
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import KernelSpec
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import unmodeled
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"

@@ -11,7 +11,7 @@ import pytest
 
 from karyamorph.isa.parser import parse
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import unmodeled
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"

@@ -17,7 +17,7 @@ from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.check.checker import EquivInstance, Side, check_equivalence
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.kernels.manifest import EquivCase, load_manifest
 
 MANIFEST = load_manifest()

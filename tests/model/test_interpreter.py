@@ -20,7 +20,7 @@ from karyamorph.model.interp.errors import (
 )
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.interp.spec_run import interpret_spec
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import UnmodeledError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,11 +12,11 @@ from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
 from karyamorph.model.check.isa_check import check_isa, synthetic
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics import instruction
 from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason, unmodeled
 from karyamorph.model.semantics.instruction import form_text
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 
 M = ptx_machine()
 

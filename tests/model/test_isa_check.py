@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import replace
 
 from karyamorph.model.check.isa_check import check_isa
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.instruction import Exec, Instr, Law, Slot
 from karyamorph.model.semantics.types import U32
 

@@ -10,7 +10,7 @@ from karyamorph.model.interp import memory
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.interp.lazycopy import _SCATTERED, CHUNK_SHIFT
 from karyamorph.model.interp.memory import Allocation, Memory
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 
 LAZY_BYTES = 1 << 20  # the threshold in these tests, to keep their arrays small
 WORDS = 8 * LAZY_BYTES // 4 + 1234  # not a whole number of chunks: the last one is partial

@@ -19,7 +19,7 @@ from karyamorph.isa.parser import parse
 from karyamorph.model.check.checker import check
 from karyamorph.model.interp.errors import MemoryAccessError
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.oracle.matrix import kernel, load_fragments, store_fragments
 
 M = ptx_machine("sm_90")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from karyamorph.isa.parser import parse
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason
 from tests.model.oracle.mma import (
     LAYOUTS,

@@ -11,10 +11,10 @@ from collections import Counter
 from dataclasses import replace
 
 from karyamorph.model.check.isa_check import synthetic
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason
 from karyamorph.model.semantics.instruction import Instr, Slot
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from tests.model.oracle.runner import all_forms
 from tests.model.oracle.table import FORM_CHECKS, ORACLES, uncovered
 

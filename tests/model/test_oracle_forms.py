@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.oracle.runner import Form, all_forms, check_symbolic
 from tests.model.oracle.table import ORACLES, check_form
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from karyamorph.model.check.isa_check import check_isa
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.oracle.mutants import applied, detect, meant, mutated_source
 from tests.model.oracle.slips import SLIPS
 

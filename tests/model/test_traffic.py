@@ -10,7 +10,7 @@ import pytest
 from karyamorph.isa.parser import parse
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.interp.traffic import SAMPLED_WARPS
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 
 # Thread t reads x[t * stride] (4 bytes) or, with v4, x[4 t .. 4 t + 3]; writes y[t] once.
 GLOBAL = """.version 8.7

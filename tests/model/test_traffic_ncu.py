@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.tools.ncu import LDSM, TRAFFIC
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.model.interp.budget import ModelBudget
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.search.templates import template
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "traffic_ncu_h200.json").read_text())

@@ -17,7 +17,7 @@ import pytest
 from karyamorph.isa.parser import parse
 from karyamorph.model.check.checker import check
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.oracle.wmma import Gemm, gemm_problems, run_gemm
 
 M = ptx_machine("sm_80")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.measurement import Timing
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.gpu.timing import Timing
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec

@@ -28,9 +28,9 @@ from karyamorph.harness.gpu.jobs import (
     Trial,
 )
 from karyamorph.harness.gpu.launch import GUARD_BYTES, KernelLaunch, cuda_core_errors, kernel_args, upload
+from karyamorph.harness.gpu.measurement import Timing, measure, spin_kernel
 from karyamorph.harness.gpu.reference import evaluate_reference, output_args
 from karyamorph.harness.gpu.timed_check import LaunchGuard
-from karyamorph.harness.gpu.timing import Timing, measure, spin_kernel
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.signature import prepare

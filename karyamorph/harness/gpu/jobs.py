@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karyamorph.harness.gpu.compare import Comparison
-from karyamorph.harness.gpu.timing import Timing, TimingOptions
+from karyamorph.harness.gpu.measurement import Timing, TimingOptions
 from karyamorph.kernel.bound import BoundKernel
 
 # How a job can fail. "timeout", "crashed" and "cuda_error" end the worker process (the next job
@@ -47,7 +47,7 @@ class CorrectnessJob:
 
 @dataclass(frozen=True, slots=True)
 class TimingJob:
-    """The NVBench-style measurement of :func:`karyamorph.harness.gpu.timing.measure`."""
+    """The NVBench-style measurement of :func:`karyamorph.harness.gpu.measurement.measure`."""
 
     kernel: BoundKernel
     cubin: bytes

@@ -2,7 +2,7 @@
 
 The expression runs on the worker's stream over the inputs a kernel trial of the same seed
 gets, between the same CUDA events, after the same spin kernel and L2 flush
-(:func:`karyamorph.harness.gpu.timing.measure`). Its result is dropped each time: torch's
+(:func:`karyamorph.harness.gpu.measurement.measure`). Its result is dropped each time: torch's
 caching allocator hands the same block back, so what is timed is the operation itself.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 from karyamorph.harness.gpu.execute import WorkerState
 from karyamorph.harness.gpu.jobs import ReferenceTimingJob
+from karyamorph.harness.gpu.measurement import Timing, measure
 from karyamorph.harness.gpu.reference import reference_names
-from karyamorph.harness.gpu.timing import Timing, measure
 from karyamorph.kernel.spec import SpecError
 
 

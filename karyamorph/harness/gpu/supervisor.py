@@ -42,7 +42,7 @@ from karyamorph.harness.gpu.jobs import (
     Reply,
     TimingJob,
 )
-from karyamorph.harness.gpu.timing import Timing, TimingOptions
+from karyamorph.harness.gpu.measurement import Timing, TimingOptions
 from karyamorph.kernel.bound import BoundKernel
 
 LOG_TAIL_BYTES = 8192

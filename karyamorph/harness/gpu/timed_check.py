@@ -2,7 +2,7 @@
 
 A kernel can be right while a harness checks it and idle, stale or approximate while it is
 timed. :class:`LaunchGuard` works around the timing loop of
-:func:`karyamorph.harness.gpu.timing.measure`, outside the timed window of every launch:
+:func:`karyamorph.harness.gpu.measurement.measure`, outside the timed window of every launch:
 
 * before every launch (warm-up and timed) the ``out`` buffers are poisoned and the ``inout``
   ones restored, so that no answer is ever left lying in a buffer the kernel writes;
@@ -192,7 +192,7 @@ class LaunchGuard:
     """The hooks around every launch of one measurement, on the GPU (torch, on the kernel's stream).
 
     Build it with :meth:`open` once the buffers hold the seed's inputs; pass :meth:`prepare` and
-    :meth:`inspect` to :func:`~karyamorph.harness.gpu.timing.measure`, then call :meth:`finish`
+    :meth:`inspect` to :func:`~karyamorph.harness.gpu.measurement.measure`, then call :meth:`finish`
     with a function that launches the kernel once more.
     """
 

@@ -21,8 +21,8 @@ from karyamorph.harness.gpu.jobs import (
 )
 from karyamorph.harness.gpu.reference import output_args
 from karyamorph.harness.gpu.supervisor import use_worker
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, figure, timed
-from karyamorph.harness.stages.model_run import run_model
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.signature import prepare
 from karyamorph.model.ptx.exactness import inexact_reasons

@@ -10,7 +10,7 @@ from typing import Any
 
 from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
+from karyamorph.harness.tool_inputs import tool_stage_inputs, work_folder
 from karyamorph.harness.tools.ncu import (
     CURATED,
     SECTIONS,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from karyamorph.harness.model_gate import rejection, require_ptxas
+from karyamorph.harness.model_run import interpret_spec_file
 from karyamorph.harness.stages.base import Context, Figure, Interpretation, StageResult, Status
-from karyamorph.harness.stages.model_gate import rejection, require_ptxas
-from karyamorph.harness.stages.model_run import interpret_spec_file
 from karyamorph.harness.tools.ptxas import PtxasError
 from karyamorph.harness.tools.toolchain import ToolchainError
 from karyamorph.isa import ast
@@ -16,7 +16,7 @@ from karyamorph.model.check.witnesses import UserTerms
 from karyamorph.model.interp.budget import ModelBudget, TooLargeError
 from karyamorph.model.interp.errors import ExecutionError
 from karyamorph.model.interp.program import expanded_entry
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import unmodeled
 
 PROPERTIES = ("bounds", "race", "barrier")

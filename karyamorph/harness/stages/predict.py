@@ -2,7 +2,7 @@
 
 The counts come from a CPU run of the kernel on the model: the model stage's own run when it
 interpreted the launch, else a run of this stage at sizes scaled down until the estimated work
-fits ``work_budget`` (:func:`~karyamorph.harness.stages.scaled_launch.scale_to_budget`). Counts
+fits ``work_budget`` (:func:`~karyamorph.harness.scaled_launch.scale_to_budget`). Counts
 of a smaller launch are extrapolated to the run's sizes: this stage also runs the kernel at
 sizes smaller still (a quarter of the work), and each count is solved as a part per unit of the
 spec's ``[cost]`` work (flops, else bytes) plus a part per block through both runs
@@ -27,15 +27,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.stages.base import Context, Figure, Interpretation, StageResult, Status
-from karyamorph.harness.stages.model_run import run_model
-from karyamorph.harness.stages.scaled_launch import (
+from karyamorph.harness.model_run import run_model
+from karyamorph.harness.scaled_launch import (
     ALIGNMENT,
     estimated_work,
     scale_to_budget,
     static_instructions,
 )
-from karyamorph.harness.tools.sass import SassError
+from karyamorph.harness.stages.base import Context, Figure, Interpretation, StageResult, Status
+from karyamorph.harness.tools.nvdisasm import SassError
 from karyamorph.harness.tools.sass_control import main_loop, scheduled
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa import ast
@@ -55,7 +55,7 @@ from karyamorph.model.cost.extrapolate import Sample, extrapolated_stats
 from karyamorph.model.cost.issue import Slot
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.errors import ExecutionError, LaunchError
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import UnmodeledError, unmodeled
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]

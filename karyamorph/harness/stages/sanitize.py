@@ -1,7 +1,8 @@
 """The sanitize stage: run the kernel once under each compute-sanitizer tool and collect findings.
 
-The tools run on a launch scaled down to fit a work budget (:mod:`.scaled_launch`), so a large
-problem size still gets a verdict; the sizes used are in the data and the log.
+The tools run on a launch scaled down to fit a work budget
+(:mod:`karyamorph.harness.scaled_launch`), so a large problem size still gets a verdict; the sizes
+used are in the data and the log.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
-from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.stages.scaled_launch import (
+from karyamorph.harness.scaled_launch import (
     WORK_BUDGET,
     ScaledLaunch,
     scale_to_budget,
     static_instructions,
 )
-from karyamorph.harness.stages.tool_stage import tool_stage_inputs, work_folder
+from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
+from karyamorph.harness.tool_inputs import tool_stage_inputs, work_folder
 from karyamorph.harness.tools.sanitizer import (
     TOOLS,
     error_summary,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.tools.sass import SassError, disassemble, instruction_mix, line_map
+from karyamorph.harness.tools.nvdisasm import SassError, disassemble, instruction_mix, line_map
 from karyamorph.harness.tools.toolchain import Toolchain, ToolchainError, discover
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo
 from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, TIMEOUT, JobFailure
+from karyamorph.harness.gpu.measurement import Timing, TimingOptions
 from karyamorph.harness.gpu.supervisor import use_worker
-from karyamorph.harness.gpu.timing import Timing, TimingOptions
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, figure, timed
 
 # FP32 lanes per SM (fused multiply-add results per clock per SM) by compute capability:

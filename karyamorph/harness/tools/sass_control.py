@@ -1,5 +1,5 @@
 """The scheduling ptxas encodes in each SASS instruction, read from its encoding (``nvdisasm
--hex``: :attr:`~karyamorph.harness.tools.sass.SassInstruction.high_word`), and the main loop a
+-hex``: :attr:`~karyamorph.harness.tools.nvdisasm.SassInstruction.high_word`), and the main loop a
 warp spends its time in.
 
 Every instruction of sm_70 and later is 128 bits; bits 105-125 are its control information
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from karyamorph.harness.tools.sass import SassError, SassFunction, branch_target, disassemble
+from karyamorph.harness.tools.nvdisasm import SassError, SassFunction, branch_target, disassemble
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.cost.issue import Slot
 

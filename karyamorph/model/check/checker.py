@@ -37,7 +37,7 @@ from karyamorph.model.check.verdict import Replay, Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.check.witnesses import UserTerms, in_user_terms
 from karyamorph.model.interp.interpreter import prepare
-from karyamorph.model.semantics.machine import SCHEDULING, Machine
+from karyamorph.model.semantics.simt_machine import SCHEDULING, Machine
 
 CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
 PLANS = {"bounds": plan_bounds, "race": plan_race, "barrier": plan_barrier}
@@ -70,7 +70,7 @@ def check(
     module, entry
         The parsed PTX and the ``.entry`` to check.
     machine
-        The machine model (:func:`karyamorph.model.ptx.machine.ptx_machine`).
+        The machine model (:func:`karyamorph.model.ptx.ptx_machine.ptx_machine`).
     launch
         ``(grid, block, dynamic_shared_bytes)``; grid and block are ints or 1-3 tuples.
     buffers

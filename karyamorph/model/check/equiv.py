@@ -26,7 +26,7 @@ from karyamorph.model.check.symexec import Unsupported
 from karyamorph.model.check.verdict import Verdict, Witness
 from karyamorph.model.interp.interpreter import prepare
 from karyamorph.model.semantics.concrete import float_bits
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 
 __all__ = ["EquivInstance", "Side", "check_equivalence"]
 

@@ -35,7 +35,7 @@ from karyamorph.model.semantics.concrete import (
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands, Unmodeled, decode_or_reason
 from karyamorph.model.semantics.domain import Domain
 from karyamorph.model.semantics.instruction import ErrorBound, Instr, Law, form_text
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.symbolic import SymbolicDomain
 from karyamorph.model.semantics.types import PtxType
 

@@ -30,7 +30,7 @@ from karyamorph.model.interp.errors import (
 )
 from karyamorph.model.interp.interpreter import Program, interpret, prepare
 from karyamorph.model.interp.simt import GroupExec
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 
 __all__ = ["MAX_GROUP_STEPS", "MAX_THREAD_INSTRUCTIONS", "Replay", "replay"]
 

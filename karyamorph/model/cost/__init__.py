@@ -6,7 +6,7 @@ No GPU is touched: the figures come from the microbenchmark tables of the arch (
 defaults), the counts from the CPU interpreter at a small size scaled to the timed one.
 """
 
-from karyamorph.model.cost.machine import CostMachine, machine_for
+from karyamorph.model.cost.device_figures import CostMachine, machine_for
 from karyamorph.model.cost.predict import KernelCounts, Prediction, predict, scaled_counts
 from karyamorph.model.cost.tables import measured_figures
 from karyamorph.model.cost.units import UNITS, unit_of

@@ -41,9 +41,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from karyamorph.model.cost.device_figures import CostMachine
 from karyamorph.model.cost.flight import Grid, bracket, loaded_latency_s, peak
 from karyamorph.model.cost.issue import Slot, issue_efficiency, loads_in_flight, lone_warp_cycles
-from karyamorph.model.cost.machine import CostMachine
 from karyamorph.model.cost.memory import atomic_seconds, latency_seconds, rounds_per_warp
 from karyamorph.model.cost.units import unit_of
 
@@ -341,7 +341,7 @@ def block_seconds(machine: CostMachine, threads: int) -> float:
 
     Examples
     --------
-    >>> from karyamorph.model.cost.machine import machine_for
+    >>> from karyamorph.model.cost.device_figures import machine_for
     >>> m = machine_for("sm_90", {"turnover.64": 8e-8, "turnover.256": 1e-7})
     >>> [round(block_seconds(m, t) * 1e9) for t in (32, 128, 1024)]
     [80, 90, 100]
@@ -356,7 +356,7 @@ def block_seconds(machine: CostMachine, threads: int) -> float:
 def level_grid(counts: KernelCounts, machine: CostMachine, level: str) -> Grid | None:
     """The measured grid of a memory level (``dram``, ``l2``) for the kernel's load policy, else
     for plain loads; None when not measured or when the machine does not use its grids
-    (:attr:`~karyamorph.model.cost.machine.CostMachine.use_flight_grids`)."""
+    (:attr:`~karyamorph.model.cost.device_figures.CostMachine.use_flight_grids`)."""
     if not machine.use_flight_grids:
         return None
     return machine.flight.get(f"{level}.{counts.load_policy}") or machine.flight.get(level)

@@ -1,4 +1,4 @@
-"""The measured figures a :class:`~karyamorph.model.cost.machine.CostMachine` takes, read from an
+"""The measured figures a :class:`~karyamorph.model.cost.device_figures.CostMachine` takes, read from an
 arch's microbenchmark tables (``datasets/microbench/<arch>/figures.csv``, written by
 ``karyamorph microbench``): medians over every session of the figures that were measured ``ok``.
 

@@ -28,7 +28,7 @@ from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.interp.program import Program, align_up, prepare
 from karyamorph.model.interp.simt import GroupExec, Stats, make_geometry
 from karyamorph.model.semantics.concrete import UINT, float_bits
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
 Dim3 = tuple[int, int, int]
@@ -392,7 +392,7 @@ def interpret(
     module, entry
         The parsed PTX and the ``.entry`` to run.
     machine
-        The machine model (:func:`karyamorph.model.ptx.machine.ptx_machine`).
+        The machine model (:func:`karyamorph.model.ptx.ptx_machine.ptx_machine`).
     launch
         ``(grid, block, dynamic_shared_bytes)``; grid and block are ints or 1-3 tuples.
     args

@@ -17,7 +17,7 @@ from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WI
 from karyamorph.model.interp.simt import immediate_bits
 from karyamorph.model.interp.variables import InitializerError, ModuleVariable, module_variables
 from karyamorph.model.semantics.decode import Decoded, decode_function
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
 

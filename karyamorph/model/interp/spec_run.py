@@ -8,8 +8,8 @@ from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.inputs import make_inputs
 from karyamorph.model.interp.interpreter import InterpResult, interpret
-from karyamorph.model.ptx.machine import ptx_machine
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
+from karyamorph.model.semantics.simt_machine import Machine
 
 
 def spec_inputs(kernel: BoundKernel, seed: int = 0) -> dict[str, Any]:

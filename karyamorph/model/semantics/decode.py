@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from karyamorph.isa import ast
 from karyamorph.isa.catalog import Requirement
 from karyamorph.model.semantics.instruction import Instr
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
 # Modifiers that change nothing the model observes (alignment promises, cache and scope hints).

@@ -6,7 +6,7 @@ live in a :class:`~karyamorph.model.semantics.domain.Domain`. Example: adding ``
 default mode), which the shipped machine lacks::
 
     from karyamorph.model.semantics.instruction import Instr, Slot
-    from karyamorph.model.ptx.machine import ptx_machine
+    from karyamorph.model.ptx.ptx_machine import ptx_machine
     from karyamorph.model.semantics.types import U32
 
     def prmt(x):  # d.byte[i] = {b, a}.byte[c.nibble[i] & 7], sign-replicated if the nibble has bit 3

@@ -18,7 +18,7 @@ import numpy as np
 from karyamorph.isa.parser import parse
 from karyamorph.model.interp.errors import ExecutionError
 from karyamorph.model.interp.interpreter import interpret
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from tests.model.oracle.expect import NotCovered
 from tests.model.oracle.runner import Form
 

@@ -20,7 +20,7 @@ import numpy as np
 from karyamorph.model.check.isa_check import RegisterExec, synthetic
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain
 from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import PtxType
 from tests.model.oracle import floating, integer
 from tests.model.oracle.expect import AnyNaN, Case, Exact, Expect, NotCovered

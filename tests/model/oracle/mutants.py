@@ -28,9 +28,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from karyamorph.model.check.isa_check import check_law
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.instruction import Instr
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from tests.model.oracle.runner import all_forms, check_symbolic
 from tests.model.oracle.table import ORACLES, check_form
 

@@ -21,7 +21,7 @@ from karyamorph.model.check.isa_check import RegisterExec, synthetic
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, UnsupportedOperation
 from karyamorph.model.semantics.decode import Unmodeled, decode_or_reason
 from karyamorph.model.semantics.instruction import Instr, form_text
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.symbolic import SymbolicDomain
 from karyamorph.model.semantics.types import PtxType
 from tests.model.oracle.expect import Case

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from karyamorph.model.semantics.machine import Machine
+from karyamorph.model.semantics.simt_machine import Machine
 from tests.model.oracle import convert, floating, integer, minmax, mixed
 from tests.model.oracle.async_copy import check_async, knows_async
 from tests.model.oracle.calls import check_calls, knows_calls

@@ -20,7 +20,7 @@ from karyamorph.harness.tools.toolchain import Toolchain, ToolchainError, discov
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.search.space import Value
 from karyamorph.search.template import Template
 from karyamorph.search.templates import TEMPLATES

@@ -21,8 +21,8 @@ import torch
 
 from karyamorph.harness.gpu.compare import compare, tolerance_for
 from karyamorph.harness.gpu.reference import evaluate_reference, output_args
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.stages.model import check_spec
-from karyamorph.harness.stages.model_run import run_model
 from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.parser import parse

@@ -11,13 +11,13 @@ import pytest
 
 from karyamorph.harness.gpu.compare import compare, tolerance_for
 from karyamorph.harness.gpu.reference import evaluate_reference, output_args
-from karyamorph.harness.stages.model_run import run_model
+from karyamorph.harness.model_run import run_model
 from karyamorph.harness.tools.ptxas import assemble
 from karyamorph.harness.tools.toolchain import ToolchainError, discover
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
-from karyamorph.model.ptx.machine import ptx_machine
+from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.search.space import Value
 from karyamorph.search.template import Template
 from karyamorph.search.templates import TEMPLATES

@@ -1,0 +1,152 @@
+"""A KernelSpec on the CPU model: the interpreter's outputs against the spec's torch reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from karyamorph.harness.gpu.compare import compare, tolerance_for, worst_error
+from karyamorph.harness.gpu.inputs import make_inputs
+from karyamorph.harness.gpu.reference import evaluate_reference, output_args
+from karyamorph.isa import ast
+from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import BoundKernel
+from karyamorph.model.interp.budget import Footprint, ModelBudget
+from karyamorph.model.interp.errors import StepLimitError
+from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.interp.program import prepare
+from karyamorph.model.ptx.ptx_machine import ptx_machine
+
+
+@dataclass(frozen=True, slots=True)
+class InterpReport:
+    """The interpreter's verdict on one spec: the ``karyamorph interp --format json`` payload."""
+
+    status: str
+    match: bool
+    max_abs_error: float
+    outputs: dict[str, dict[str, Any]]
+    stats: dict[str, Any]
+    seconds: float
+    seed: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "match": self.match,
+            "max_abs_error": self.max_abs_error,
+            "outputs": self.outputs,
+            "stats": self.stats,
+            "seconds": self.seconds,
+            "seed": self.seed,
+        }
+
+
+def check_budget(kernel: BoundKernel, module: ast.Module, budget: ModelBudget, machine: Any = None) -> int:
+    """Refuse (TooLargeError) a spec's launch over ``budget``, before any input is made: the
+    entry's registers and module variables, the bytes of the launch (the interpreter's, plus the
+    inputs the harness keeps beside them) and the estimated work. Returns the launch's threads."""
+    program = prepare(module, kernel.entry, machine or ptx_machine(), budget)
+    threads = kernel.threads
+    buffers = [kernel.buffer_bytes(arg) for arg in kernel.args if arg.is_pointer]
+    budget.check_work(threads, len(program.decoded))
+    own = program.footprint(kernel.grid, kernel.block, kernel.shared_bytes, buffers)
+    # The harness keeps each input as a torch tensor and a numpy copy besides the model's own.
+    budget.check_bytes(Footprint((*own.parts, ("input copies", 2 * sum(buffers)))))
+    return threads
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRun:
+    """The interpreter's result for a spec and the inputs it ran on, keyed by spec argument name."""
+
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    stats: dict[str, Any]
+    seconds: float
+
+
+def run_model(
+    kernel: BoundKernel,
+    *,
+    seed: int = 0,
+    randomize_order: bool = False,
+    machine: Any = None,
+    budget: ModelBudget | None = None,
+) -> ModelRun:
+    """Run ``spec`` on the model interpreter with the harness's inputs for ``seed`` (the same
+    inputs a GPU trial with that seed gets). Outputs are CPU torch tensors by argument name.
+
+    Spec arguments bind to the ``.entry`` parameters by position, as on the GPU. The launch is
+    checked against ``budget`` (default :class:`ModelBudget`'s) before any input is made, and
+    stops once it has spent the budget's instructions.
+
+    Raises
+    ------
+    TooLargeError
+        The kernel or launch is over ``budget`` (before running), or ran past its instructions.
+    UnmodeledError
+        The kernel uses instructions the machine does not declare (listed with their lines).
+    MemoryAccessError, DivergentBarrierError, ...
+        What the interpreter found wrong, with the thread and the PTX line.
+    """
+    module = parse(kernel.spec.ptx, kernel.spec.ptx_name)
+    machine = machine or ptx_machine()
+    budget = budget or ModelBudget()
+    threads = check_budget(kernel, module, budget, machine)
+    # torch only now: a launch refused above costs no import of it (seconds in a fresh process).
+    import numpy as np
+    import torch
+
+    params = [p.name for p in module.entry(kernel.entry).params]
+    by_param = dict(zip((a.name for a in kernel.args), params, strict=True))
+    tensors = make_inputs(kernel, seed)
+    arrays: dict[str, Any] = {by_param[name]: t.numpy().copy() for name, t in tensors.items()}
+    for arg in kernel.args:
+        if not arg.is_pointer:
+            arrays[by_param[arg.name]] = kernel.scalars[arg.name]
+    try:
+        result = interpret(
+            module, kernel.entry, machine, kernel.launch, arrays,
+            randomize_order=randomize_order, seed=seed, max_steps=budget.steps(threads), budget=budget,
+        )  # fmt: skip
+    except StepLimitError:
+        raise budget.ran_out(threads) from None
+    outputs = {
+        a.name: torch.from_numpy(np.ascontiguousarray(result.outputs[by_param[a.name]]))
+        for a in kernel.args
+        if a.is_pointer
+    }
+    return ModelRun(tensors, outputs, result.stats.as_dict(), result.seconds)
+
+
+def interpret_spec_file(
+    kernel: BoundKernel,
+    *,
+    seed: int = 0,
+    randomize_order: bool = False,
+    machine: Any = None,
+    budget: ModelBudget | None = None,
+) -> InterpReport:
+    """Run ``spec`` on the model (:func:`run_model`) and compare every out/inout buffer with
+    the reference evaluated on the same inputs."""
+
+    run = run_model(
+        kernel,
+        seed=seed,
+        randomize_order=randomize_order,
+        machine=machine,
+        budget=budget,
+    )
+    if kernel.spec.reference.torch is None and kernel.spec.reference.python is None:
+        return InterpReport("pass", True, 0.0, {}, run.stats, run.seconds, seed)
+    outputs: dict[str, dict[str, Any]] = {}
+    match = True
+    expected = evaluate_reference(kernel, {k: v.clone() for k, v in run.inputs.items()})
+    for arg, want in zip(output_args(kernel), expected, strict=True):
+        tol = tolerance_for(arg.dtype, kernel.spec.atol, kernel.spec.rtol)
+        c = compare(arg.name, run.outputs[arg.name], want, tol)
+        outputs[arg.name] = c.as_dict()
+        match = match and c.passed
+    worst = worst_error(o["max_abs_err"] for o in outputs.values())
+    return InterpReport("pass" if match else "fail", match, worst, outputs, run.stats, run.seconds, seed)

@@ -1,0 +1,155 @@
+"""Recorded GPU validation results (``datasets/validation/<arch>/``): write them, read them, replay them.
+
+A recording is a folder: ``header.json`` (device, driver, CUDA and toolchain versions, date,
+parameters, one line per form) and one compressed ``<instruction>.npz`` per instruction with
+its operand tables and the GPU's result bits of every form, each array at its type's own width
+(predicates as booleans). Replaying runs the current model on the recorded operands and
+compares its bits with the recorded GPU bits under the rules of
+:mod:`karyamorph.validation.compare`, so a semantic regression fails on a CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from karyamorph.model.semantics.simt_machine import Machine
+from karyamorph.validation.cases import model_results
+from karyamorph.validation.compare import Disagreement, FormResult, compare_form
+from karyamorph.validation.forms import Form, Operand, enumerate_forms
+from karyamorph.validation.validate import ValidationReport
+
+FORMAT = 1
+HEADER = "header.json"
+
+
+def _dtype(type_name: str, bits: int) -> np.dtype[Any]:
+    return np.dtype(np.bool_) if type_name == "pred" else np.dtype(f"uint{max(8, bits)}")
+
+
+def _narrow(bits: np.ndarray, o: Operand) -> np.ndarray:
+    low = bits & np.uint64((1 << o.bits) - 1) if o.bits < 64 else bits
+    return low.astype(_dtype(o.type_name, o.bits))
+
+
+def _ops(ops: Sequence[Operand]) -> list[list[Any]]:
+    return [[o.slot, o.type_name, o.bits] for o in ops]
+
+
+def _file_name(instruction: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", instruction) + ".npz"
+
+
+def write_recording(report: ValidationReport, folder: Path) -> list[Path]:
+    """Write ``report``'s cases and GPU results under ``folder``; return the files written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    by_instr: dict[str, list[Any]] = {}
+    for run in report.runs:
+        by_instr.setdefault(run.form.instr.name, []).append(run)
+    written: list[Path] = []
+    for name, runs in by_instr.items():
+        arrays: dict[str, Any] = {}
+        tables: list[str] = []
+        forms = []
+        for i, run in enumerate(runs):
+            if run.table not in tables:
+                t = len(tables)
+                tables.append(run.table)
+                for o in report.tables[run.table].reads:
+                    arrays[f"t{t}_{o.slot}"] = _narrow(report.tables[run.table].operands[o.slot], o)
+            for o in run.form.writes:
+                # Only the destination's width is the result; the rest of the word is poison.
+                arrays[f"f{i}_{o.slot}"] = _narrow(run.gpu[o.slot], o)
+            forms.append({"key": run.form.key, "table": tables.index(run.table),
+                          "writes": _ops(run.form.writes)})  # fmt: skip
+        described = [{"key": k, "reads": _ops(report.tables[k].reads)} for k in tables]
+        meta = {"instruction": name, "tables": described, "forms": forms}
+        path = folder / _file_name(name)
+        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
+        written.append(path)
+    header = {
+        "format": FORMAT, "arch": report.arch, "date": report.params.get("date", ""),
+        "environment": report.environment, "params": report.params,
+        "files": sorted(p.name for p in written),
+        "forms": {r.form: [r.status, r.cases, r.disagreements, r.max_ulp] for r in report.results},
+        "unvalidated": {u.name: u.reason for u in report.unvalidated},
+    }  # fmt: skip
+    (folder / HEADER).write_text(json.dumps(header, indent=1, sort_keys=True) + "\n")
+    return [folder / HEADER, *written]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedForm:
+    """One recorded form: its key, its sources' bits and the GPU's result bits (``uint64``, by slot)."""
+
+    instruction: str
+    key: str
+    operands: dict[str, np.ndarray]
+    gpu: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """A recorded validation: the header (device, versions, date, parameters) and every form."""
+
+    folder: Path
+    header: dict[str, Any]
+    forms: tuple[RecordedForm, ...]
+
+    @property
+    def arch(self) -> str:
+        return str(self.header["arch"])
+
+
+def read_recording(folder: Path) -> Recording:
+    """Load a folder written by :func:`write_recording`."""
+    header = json.loads((folder / HEADER).read_text())
+    if header.get("format") != FORMAT:
+        raise ValueError(f"{folder / HEADER}: format {header.get('format')!r}, this code reads {FORMAT}")
+    forms: list[RecordedForm] = []
+    for name in header["files"]:
+        with np.load(folder / name) as z:
+            meta = json.loads(str(z["meta"]))
+            tables = [{s: z[f"t{t}_{s}"].astype(np.uint64) for s, _, _ in tab["reads"]}
+                      for t, tab in enumerate(meta["tables"])]  # fmt: skip
+            for i, f in enumerate(meta["forms"]):
+                gpu = {s: z[f"f{i}_{s}"].astype(np.uint64) for s, _, _ in f["writes"]}
+                forms.append(RecordedForm(meta["instruction"], f["key"], tables[f["table"]], gpu))
+    return Recording(folder, header, tuple(forms))
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """The current model against a recording: a result per recorded form, the disagreements, and
+    the recorded forms the model no longer declares."""
+
+    results: tuple[FormResult, ...]
+    disagreements: tuple[Disagreement, ...]
+    missing: tuple[str, ...]
+
+    @property
+    def failed(self) -> list[FormResult]:
+        return [r for r in self.results if r.status == "fail"]
+
+
+def replay(recording: Recording, machine: Machine) -> Replay:
+    """Compare every recorded GPU result with what ``machine`` computes for the recorded operands."""
+    known: dict[str, Form] = {f.key: f for f in enumerate_forms(machine, recording.arch).forms}
+    results: list[FormResult] = []
+    rows: list[Disagreement] = []
+    missing: list[str] = []
+    for rec in recording.forms:
+        form = known.get(rec.key)
+        if form is None:
+            missing.append(rec.key)
+            continue
+        result, found = compare_form(form, rec.operands, rec.gpu, model_results(form, machine, rec.operands))
+        results.append(result)
+        rows += found
+    return Replay(tuple(results), tuple(rows), tuple(missing))

@@ -1,0 +1,29 @@
+"""On a GPU: `model validate` through the isolated GPU process, against the numpy domain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from karyamorph.harness.gpu.device import current_device
+from karyamorph.model.ptx.ptx_machine import ptx_machine
+from karyamorph.validation.recording import read_recording, replay, write_recording
+from karyamorph.validation.validate import run_on_device
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pattern", ["[bpx]*", "[sv]*.sync*"])  # bfe bfi brev popc xor; shfl vote
+def test_forms_agree_bit_for_bit_on_the_gpu(pattern: str, tmp_path: Path) -> None:
+    device = current_device()
+    if device is None:
+        pytest.skip("no CUDA device")
+    machine = ptx_machine(device.arch)
+    report = run_on_device(machine, None, only=pattern, samples=64)
+    assert report.arch == device.arch and report.environment["device_name"] == device.name
+    assert report.environment["cuda_driver"] and report.environment["ptxas"]
+    ran = [r for r in report.results if r.status in ("pass", "fail")]
+    assert len(ran) >= 8 and report.failed == [], [d.as_dict() for d in report.disagreements[:5]]
+    write_recording(report, tmp_path)
+    again = replay(read_recording(tmp_path), machine)
+    assert again.failed == [] and len(again.results) == len(ran)
