@@ -38,7 +38,7 @@ fi
 
 if [[ $what == cost || $what == all ]]; then
   "$py" benchmarks/ldgsts_wavefronts.py --json "$out/copy_wavefronts_h200.json" 2>&1 | tee "$out/copy_wavefronts.txt"
-  "$py" -m pytest -m gpu -q -p no:cacheprovider -rs tests/harness/test_predict_gpu.py \
+  "$py" -m pytest -m gpu -q -p no:cacheprovider -rs tests/harness/stages/test_predict_gpu.py \
     tests/search/test_search_gpu.py 2>&1 | tee "$out/pytest_cost.txt"
   km demo --db "$out/demo.duckdb" 2>&1 | tee "$out/demo_cost.txt"
 fi
@@ -48,7 +48,7 @@ fi
 if [[ $what == gaming || $what == all ]]; then
   km device | tee "$out/device.txt"
   "$py" -m pytest -m gpu -q -p no:cacheprovider -rs tests/harness/test_gaming_gpu.py \
-    tests/harness/test_gpu_stages.py tests/harness/test_corpus_gpu.py 2>&1 | tee "$out/pytest_gaming.txt"
+    tests/harness/stages/test_gpu_stages.py tests/harness/test_corpus_gpu.py 2>&1 | tee "$out/pytest_gaming.txt"
   for spec in tests/harness/gaming/*.toml; do
     echo "== $spec"
     km run "$spec" --db "$out/gaming.duckdb" --skip model,predict,metrics

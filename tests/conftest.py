@@ -27,3 +27,12 @@ def private_tool_cache() -> Iterator[None]:
         os.environ.pop("KARYAMORPH_CACHE", None)
     else:
         os.environ["KARYAMORPH_CACHE"] = old
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test`` runs on every core), tests that cannot share run in one
+    worker, one after another: GPU tests share the one device (and its timings), and the tests of
+    one module that start a Ray cluster share it rather than start one per worker."""
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(pytest.mark.xdist_group("gpu"))

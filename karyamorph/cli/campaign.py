@@ -10,14 +10,18 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 
-from karyamorph.cli.support import _db_path, _echo, db_option, friendly_errors, invoked_as
+from karyamorph.cli.options import db_option, db_path, open_existing
+from karyamorph.cli.output import echo, friendly_errors, invoked_as
 
 INTERRUPTED = 130
 """The exit status after Ctrl-C (128 + SIGINT, as a shell reports it)."""
+
+# What a missing database's error tells to run: these commands read what campaigns stored.
+_MADE_BY = "`karyamorph campaign run`"
 
 
 @click.group("campaign")
@@ -71,16 +75,16 @@ def _run(campaign_path: Path, db: str | None, label: str | None, resume: str | N
             click.echo(f"error: --ray needs Ray (pip install 'karyamorph[ray]'): {exc}", err=True)
             sys.exit(2)
         executor = RayExecutor(ray_address)
-    path = _db_path(db)
+    path = db_path(db)
     screen = console() if fmt == "table" else None
     report = run_campaign(campaign_path, db=path, executor=executor, label=label, resume=resume,
                           retry_failed=retry_failed, console=screen)  # fmt: skip
     if fmt == "json":
-        _echo(report.as_dict())
+        echo(report.as_dict())
     else:
         with Store.open_to_read(path) as store:
             states = item_states(store, report.info.campaign_id)
-        _echo(report_view(report, states, None if db is None else path, invoked_as()))
+        echo(report_view(report, states, None if db is None else path, invoked_as()))
     if failing(report.info):
         sys.exit(1)
 
@@ -95,7 +99,7 @@ def _interrupted(stop: KeyboardInterrupt, fmt: str, again: str) -> NoReturn:
 
         if isinstance(stop, CampaignInterrupted):
             if fmt == "json":
-                _echo({**stop.report.as_dict(), "interrupted": True})
+                echo({**stop.report.as_dict(), "interrupted": True})
             click.echo(interrupted_view(stop.report, again), err=True)
             sys.exit(INTERRUPTED)
     # Before the items ran (loading the specs, opening the database) or after they all had.
@@ -127,7 +131,7 @@ def campaign_status(campaign_id: str, db: str | None, fmt: str) -> None:
     from karyamorph.campaign.views import status_view
     from karyamorph.store.campaigns import campaign_info, find_campaign, item_states
 
-    with _open_existing(db) as store:
+    with open_existing(db, made_by=_MADE_BY) as store:
         info = campaign_info(store, find_campaign(store, campaign_id))
         states = item_states(store, info.campaign_id)
     if fmt == "json":
@@ -138,9 +142,9 @@ def campaign_status(campaign_id: str, db: str | None, fmt: str) -> None:
             for s in states
             if not_passed(s.verdict)
         ]
-        _echo({**campaign_dict(info), "failures": failures, "runs_not_passed": not_passing})
+        echo({**campaign_dict(info), "failures": failures, "runs_not_passed": not_passing})
     else:
-        _echo(status_view(info, states))
+        echo(status_view(info, states))
 
 
 @campaign_group.command("list")
@@ -153,18 +157,9 @@ def campaign_list(db: str | None, fmt: str) -> None:
     from karyamorph.campaign.views import list_view
     from karyamorph.store.campaigns import list_campaigns
 
-    with _open_existing(db) as store:
+    with open_existing(db, made_by=_MADE_BY) as store:
         infos = list_campaigns(store)
-    _echo([campaign_dict(i) for i in infos] if fmt == "json" else list_view(infos))
-
-
-def _open_existing(db: str | None) -> Any:
-    from karyamorph.store.database import Store, StoreError
-
-    path = _db_path(db)
-    if not path.exists():
-        raise StoreError(f"database {path} does not exist yet: run `karyamorph campaign run` first")
-    return Store.open_to_read(path)
+    echo([campaign_dict(i) for i in infos] if fmt == "json" else list_view(infos))
 
 
 @click.group("datasets")
@@ -189,7 +184,7 @@ def datasets_import(path: str, db: str | None) -> None:
     if not folders:
         click.echo(f"error: {root} holds no dataset (no {PROVENANCE} in it or in its folders)", err=True)
         sys.exit(2)
-    target = _db_path(db)
+    target = db_path(db)
     with open_waiting(target) as store:
         for folder in folders:
             added = store.import_dataset(folder)
@@ -222,7 +217,10 @@ def datasets_export(folder: str, db: str | None, campaigns: tuple[str, ...], not
     """Write the database's tables to FOLDER as Parquet files with a provenance.json."""
     from karyamorph.store.campaigns import find_campaign
 
-    with _open_existing(db) as store:
+    with open_existing(db, made_by=_MADE_BY) as store:
         ids = [find_campaign(store, c) for c in campaigns] or None
         counts = store.export_dataset(folder, campaign_ids=ids, note=note, relative_to=relative_to)
     click.echo(f"wrote {sum(counts.values())} row(s) of {len(counts)} table(s) to {folder}")
+
+
+COMMANDS: tuple[click.Command, ...] = (campaign_group, datasets_group)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from karyamorph.cli.support import EXAMPLES, _db_path, db_option, friendly_errors
+from karyamorph.cli.options import EXAMPLES, db_option, db_path
+from karyamorph.cli.output import friendly_errors
 
 
 @click.command("dashboard")
@@ -42,7 +43,7 @@ def dashboard(spec_path: str | None, db: str | None, host: str, port: int, no_br
     spec = Path(spec_path) if spec_path else None
     if spec is not None:
         from_spec_file(spec)  # a bad spec is an error now, not a surprise on the page
-    state = State.create(_db_path(db), workspace=Path(workspace) if workspace else None, examples=EXAMPLES,
+    state = State.create(db_path(db), workspace=Path(workspace) if workspace else None, examples=EXAMPLES,
                          spec=spec)  # fmt: skip
     server = Server(state, host, port)
 
@@ -71,12 +72,12 @@ def report(run_id: str, db: str | None, output: str, baseline: str | None) -> No
     from karyamorph.dashboard.report import write_report
 
     try:
-        path = write_report(_db_path(db), run_id, Path(output), baseline)
+        path = write_report(db_path(db), run_id, Path(output), baseline)
     except OSError as exc:
         click.echo(f"error: cannot write {output}: {exc}", err=True)
         sys.exit(2)
     click.echo(f"wrote {path}", err=True)
 
 
-COMMANDS = (dashboard, report)
+COMMANDS: tuple[click.Command, ...] = (dashboard, report)
 """The commands the main CLI adds."""

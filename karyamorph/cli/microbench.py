@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from karyamorph.cli.support import _db_path, _echo, db_option, format_option, friendly_errors, timeout_option
+from karyamorph.cli.options import db_option, db_path, format_option, timeout_option
+from karyamorph.cli.output import echo, friendly_errors
 
 
 def _warps(text: str | None) -> tuple[int, ...] | None:
@@ -63,7 +64,8 @@ def _export(items: list[dict[str, Any]], out_dir: Path) -> list[Path]:
 
 
 def _stored(db: Path, arch: str | None) -> list[dict[str, Any]]:
-    from karyamorph.store.database import Store, StoreError
+    from karyamorph.store.database import Store
+    from karyamorph.store.errors import StoreError
 
     if not db.exists():
         raise StoreError(f"database {db} does not exist yet: run `karyamorph microbench` first")
@@ -157,7 +159,7 @@ def microbench_command(
     from karyamorph.microbench.summary import summary_markdown
     from karyamorph.table import render
 
-    path = _db_path(db)
+    path = db_path(db)
     if export_only:
         items = _stored(path, arch)
         if not items:
@@ -185,7 +187,7 @@ def microbench_command(
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
         if report.dry_run:
-            _echo(
+            echo(
                 render(["module", "entry", "registers", "timed SASS (per region)"], list(report.kernels), fmt)
             )
             click.echo(f"{report.launches} launches planned for {report.arch}; nothing was run", err=True)
@@ -199,9 +201,9 @@ def microbench_command(
             items = _stored(path, report.arch) if out_dir or summary_path else items
         latest = [i for i in items if i["microbench_id"] == items[-1]["microbench_id"]] if items else []
         if fmt == "json":
-            _echo([{k: v for k, v in i.items() if k not in ("environment", "params")} for i in latest])
+            echo([{k: v for k, v in i.items() if k not in ("environment", "params")} for i in latest])
         else:
-            _echo(_tables(latest))
+            echo(_tables(latest))
     if out_dir:
         for p in _export(items, Path(out_dir)):
             click.echo(f"wrote {p}", err=True)
@@ -211,3 +213,6 @@ def microbench_command(
         Path(summary_path).write_text(text)
     if export_only or summary_path:
         click.echo(text)
+
+
+COMMANDS: tuple[click.Command, ...] = (microbench_command,)

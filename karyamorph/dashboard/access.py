@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from karyamorph.store.database import DatabaseInUseError, Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import DatabaseInUseError, StoreError
 
 WAIT_S = 5.0
 """How long a request waits for a writer to let go of the database."""

@@ -25,7 +25,7 @@ from karyamorph.dashboard.state import form_fields, state_of
 from karyamorph.dashboard.workbench import initial_workbench
 from karyamorph.harness.pipeline import STAGE_TYPES
 from karyamorph.kernel.limits import ARCHES
-from karyamorph.store.database import StoreError
+from karyamorph.store.errors import StoreError
 
 STATIC = "static"
 

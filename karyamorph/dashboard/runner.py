@@ -26,7 +26,7 @@ from karyamorph.isa.errors import PtxError
 from karyamorph.kernel.expressions import ExpressionError
 from karyamorph.kernel.spec import SpecError
 from karyamorph.model.interp.errors import LaunchError
-from karyamorph.store.database import StoreError
+from karyamorph.store.errors import StoreError
 
 KNOWN_ERRORS = (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError,
                 StageSelectionError, GpuRunError, PtxasError, LaunchError)  # fmt: skip

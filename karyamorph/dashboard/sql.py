@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from karyamorph.dashboard.access import Database
-from karyamorph.store.database import StoreError
+from karyamorph.store.errors import StoreError
 from karyamorph.store.integrity import changes_rows
 
 _READS = frozenset({"SELECT", "EXPLAIN"})  # DESCRIBE, SHOW, SUMMARIZE and VALUES parse as SELECT

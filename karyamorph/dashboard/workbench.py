@@ -22,7 +22,8 @@ from karyamorph.dashboard.spec_form import ArgRow, SpecForm, doc_from_fields, do
 from karyamorph.dashboard.state import State, form_fields, state_of
 from karyamorph.isa.parser import decode
 from karyamorph.kernel.spec import SpecError
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import StoreError
 from karyamorph.store.reading import RunNotFoundError
 
 _SKELETON_PTX = """.version 8.7

@@ -11,90 +11,18 @@ Opcodes match the dotted chain ``opcode.modifier...`` by longest prefix (``ld.gl
 finds ``ld.global.nc``). A :class:`Variant` raises the requirement when all its modifiers are
 present (``"e4m3|e5m2"``: either). Targets compare by :func:`versions.target_supports`, which
 keeps ``a`` and ``f`` targets out of the plain "newer is better" order.
+
+The entries speak the terms of :mod:`karyamorph.isa.requirement`; what an instruction or a whole
+module needs, and whether its ``.version`` and ``.target`` provide it, is
+:mod:`karyamorph.isa.availability`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-from karyamorph.isa import ast
-from karyamorph.isa.versions import Problem, parse_target, parse_version, target_supports
-
-Alternatives = tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    """What an instruction needs: a PTX ISA version and a target (or one of several).
-
-    Attributes
-    ----------
-    min_ptx, min_target : str
-        The lowest ``.version`` and the target that introduced it; later targets have it as
-        :func:`target_supports` says.
-    reason : str
-        What needs it, in words (``"mma (.kind::f8f6f4 or block scaling)"``).
-    also : tuple of (target, min_ptx)
-        Other targets that have it, each from its own PTX version (arch-specific features that
-        reached other families later, e.g. ``tcgen05`` on ``sm_110f`` from PTX 9.0).
-    """
-
-    min_ptx: str
-    min_target: str
-    reason: str
-    also: Alternatives = ()
-
-    @property
-    def options(self) -> Alternatives:
-        """Every (target, min PTX) pair that satisfies it, the first one first."""
-        return ((self.min_target, self.min_ptx), *self.also)
-
-    def satisfied_by(self, ptx_version: str, target: str) -> bool:
-        """Whether PTX declaring ``.version ptx_version`` and ``.target target`` may use it."""
-        have = parse_version(ptx_version)
-        return any(target_supports(target, t) and have >= parse_version(p) for t, p in self.options)
-
-    def describe(self) -> str:
-        """``"PTX ISA >= 8.0 and sm_90a"``, with the alternatives."""
-        return " or ".join(f"PTX ISA >= {p} and {t}" for t, p in self.options)
-
-
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """A modifier combination that raises an entry's requirement.
-
-    ``when`` lists modifiers that must all be present (an item ``"a|b"`` accepts either, an
-    item ``"a*2"`` needs ``a`` twice: ``cvt.bf16.bf16``); ``min_operands`` also requires that
-    many operands (three-input ``min``).
-    """
-
-    when: tuple[str, ...]
-    min_ptx: str
-    min_target: str
-    reason: str
-    also: Alternatives = ()
-    min_operands: int = 0
-
-    def matches(self, modifiers: frozenset[str], operand_count: int, chain: tuple[str, ...] = ()) -> bool:
-        """Whether an instruction with these modifiers (``chain``: in order, repeats kept) and that
-        many operands has this form."""
-
-        def present(item: str) -> bool:
-            name, _, times = item.partition("*")
-            return chain.count(name) >= int(times) if times else name in modifiers
-
-        found = all(any(present(m) for m in item.split("|")) for item in self.when)
-        return found and operand_count >= self.min_operands
-
-
-@dataclass(frozen=True, slots=True)
-class Retirement:
-    """A form that later targets and PTX versions refuse: the opcode without ``.{unless}``."""
-
-    unless: str
-    from_ptx: str
-    from_target: str
+from karyamorph.isa.requirement import Alternatives, Requirement, Retirement, Variant
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,10 +326,11 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
 
 CATALOG: dict[str, CatalogEntry] = {e.opcode: e for e in _ENTRIES}  # keyed by dotted opcode
 _BY_CHAIN: dict[tuple[str, ...], CatalogEntry] = {tuple(k.split(".")): e for k, e in CATALOG.items()}
-_FIRST_WORDS = frozenset(k[0] for k in _BY_CHAIN)
+FIRST_WORDS = frozenset(k[0] for k in _BY_CHAIN)
+"""The first word of every dotted opcode (``cp`` of ``cp.async``): words the catalog knows."""
 
 # ----------------------------------------------------------------------------------------------
-# Queries
+# Lookup
 
 
 def lookup(opcode: str, modifiers: tuple[str, ...] = ()) -> CatalogEntry | None:
@@ -416,124 +345,3 @@ def lookup(opcode: str, modifiers: tuple[str, ...] = ()) -> CatalogEntry | None:
         if entry is not None:
             return entry
     return None
-
-
-def _chain(instruction: ast.Instruction) -> tuple[str, ...]:
-    return tuple(instruction.full_opcode.split("."))
-
-
-def _instructions(module: ast.Module) -> Iterator[ast.Instruction]:
-    for function in module.functions:
-        yield from function.instructions()
-
-
-def _stricter(a: Requirement, b: Requirement) -> Requirement:
-    """The requirement that asks for both: the later PTX version, the more specific target."""
-    a_implies_b = target_supports(a.min_target, b.min_target)
-    keep, other = (a, b) if a_implies_b and not target_supports(b.min_target, a.min_target) else (b, a)
-    floor = max(other.min_ptx, keep.min_ptx, key=parse_version)
-    also = tuple((t, max(p, floor, key=parse_version)) for t, p in keep.also)
-    reason = keep.reason
-    if other.reason and parse_version(other.min_ptx) > parse_version(keep.min_ptx):
-        reason = ", ".join(r for r in (keep.reason, other.reason) if r)
-    return Requirement(floor, keep.min_target, reason, also)
-
-
-def requirement(instruction: ast.Instruction) -> Requirement | None:
-    """What ``instruction`` needs, from its entry and every variant its modifiers match.
-
-    The reason names the opcode and what raised it: ``"mma (.kind::f8f6f4 or block scaling)"``.
-    None for an opcode the catalog does not know (see :func:`unknown_opcodes`).
-    """
-    chain = _chain(instruction)
-    entry = lookup(chain[0], chain[1:])
-    if entry is None:
-        return None
-    mods = frozenset(chain[1:])
-    req = replace(entry.requirement, reason="")
-    for v in entry.variants:
-        if v.matches(mods, len(instruction.operands), chain[1:]):
-            req = _stricter(req, Requirement(v.min_ptx, v.min_target, v.reason, v.also))
-    reason = f"{entry.opcode} ({req.reason})" if req.reason else entry.opcode
-    return Requirement(req.min_ptx, req.min_target, reason, req.also)
-
-
-def module_requirements(
-    module: ast.Module, baseline_ptx: str = "7.0", baseline_target: str = "sm_80"
-) -> list[tuple[ast.Instruction, Requirement]]:
-    """Every instruction whose requirement PTX ``baseline_ptx`` on ``baseline_target`` misses.
-
-    The default baseline (PTX ISA 7.0, sm_80) is the oldest GPU generation the project targets,
-    so the result lists what ties a kernel to newer hardware or a newer toolkit.
-    """
-    found: list[tuple[ast.Instruction, Requirement]] = []
-    for instruction in _instructions(module):
-        req = requirement(instruction)
-        if req is not None and not req.satisfied_by(baseline_ptx, baseline_target):
-            found.append((instruction, req))
-    return found
-
-
-def unknown_opcodes(module: ast.Module) -> set[str]:
-    """Opcodes of ``module`` that the catalog has no entry for.
-
-    An opcode word that only starts longer entries (``cp``) is reported with its first
-    modifier (``cp.foo``), since the word alone says little.
-    """
-    unknown: set[str] = set()
-    for instruction in _instructions(module):
-        if lookup(instruction.opcode, instruction.modifiers) is None:
-            head = instruction.opcode
-            if head in _FIRST_WORDS and instruction.modifiers:
-                head = f"{head}.{instruction.modifiers[0]}"
-            unknown.add(head)
-    return unknown
-
-
-def module_problems(module: ast.Module, target: str | None = None) -> list[Problem]:
-    """Instructions that ``module``'s ``.version`` and ``.target`` (or ``target``) cannot have.
-
-    One error per distinct unmet requirement, naming the first line that needs it and how many
-    instructions do; also an error for retired forms (``shfl`` without ``.sync`` on sm_70+).
-    An empty list when the module has no target to check against.
-    """
-    target = target or module.arch
-    if not target:
-        return []
-    parse_target(target)
-    counts: dict[str, list[ast.Instruction]] = {}
-    for instruction in _instructions(module):
-        for message in _instruction_issues(instruction, module.version, target):
-            counts.setdefault(message, []).append(instruction)
-    problems: list[Problem] = []
-    for message, instructions in counts.items():
-        first = instructions[0]
-        more = f" ({len(instructions)} instructions)" if len(instructions) > 1 else ""
-        where = f"line {first.loc.line}: " if first.loc.line else ""
-        problems.append(Problem("error", f"{where}{message}{more}", "instruction-unsupported"))
-    return problems
-
-
-def _instruction_issues(instruction: ast.Instruction, version: str, target: str) -> list[str]:
-    chain = _chain(instruction)
-    entry = lookup(chain[0], chain[1:])
-    req = requirement(instruction)
-    if entry is None or req is None:
-        return []
-    issues: list[str] = []
-    if not req.satisfied_by(version, target):
-        issues.append(
-            f"{req.reason} needs {req.describe()}; the module has .version {version} .target {target}"
-        )
-    r = entry.retired
-    if (
-        r is not None
-        and r.unless not in chain[1:]
-        and target_supports(target, r.from_target)
-        and parse_version(version) >= parse_version(r.from_ptx)
-    ):
-        issues.append(
-            f"{entry.opcode} without .{r.unless} is not accepted for {r.from_target}+ "
-            f"from PTX ISA {r.from_ptx}: use {entry.opcode}.{r.unless}"
-        )
-    return issues

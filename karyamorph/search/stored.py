@@ -22,7 +22,8 @@ from karyamorph.search.outcome import Failure, Outcome, best_so_far
 from karyamorph.search.recording import Recording, RecordingError
 from karyamorph.search.space import Parameter, Space, Value
 from karyamorph.search.winner import WinnerFiles, WinnerUnavailable, rerender
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import StoreError
 from karyamorph.store.records import canonical_json
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,39 +13,17 @@ from typing import Any
 
 import duckdb
 
-from karyamorph.store import DEFAULT_FILE, integrity, schema, writer
+from karyamorph.store import DEFAULT_FILE, integrity, writer
+from karyamorph.store.errors import OlderSchemaError, StoreError, damaged, interrupted, open_error
 from karyamorph.store.exchange import export_rows, import_rows
 from karyamorph.store.items import ItemRecord, ItemStateError, insert_campaign, settle_item
 from karyamorph.store.microbench import MicrobenchRecord, read_figures, write_microbench
+from karyamorph.store.migration import current_version, migrate
 from karyamorph.store.records import RunRecord, canonical_json
+from karyamorph.store.transaction import atomic
 from karyamorph.store.validation import ValidationRecord, write_validation
 
 DEFAULT_PATH = Path(DEFAULT_FILE)
-
-
-class StoreError(Exception):
-    """A store operation failed; the message names the database file and the operation."""
-
-
-class DatabaseInUseError(StoreError):
-    """Another process holds the database file (DuckDB allows one writing process per file)."""
-
-
-class NotADatabaseError(StoreError):
-    """The file exists but is not a DuckDB database."""
-
-
-class DamagedDatabaseError(StoreError):
-    """The file is a database that cannot be read back as it was written (truncated, bytes
-    changed, blocks lost): "database PATH is damaged: what". Nothing is written to it."""
-
-
-class SchemaVersionError(StoreError):
-    """The database's schema version does not match what this code can use."""
-
-
-class OlderSchemaError(SchemaVersionError):
-    """The database's schema is older than this code's, and it was opened read-only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +81,14 @@ class Store:
         try:
             con = duckdb.connect(where, read_only=read_only)
         except duckdb.Error as e:
-            raise _open_error(where, e) from e
+            raise open_error(where, e) from e
         try:
             # Stored instants are absolute; fetching them in UTC keeps results machine-independent.
             con.execute("SET TimeZone = 'UTC'")
-            _migrate(con, where, read_only)
+            migrate(con, where, read_only)
         except duckdb.Error as e:
             con.close()
-            raise _open_error(where, e) from e
+            raise open_error(where, e) from e
         except BaseException:
             con.close()
             raise
@@ -148,7 +126,7 @@ class Store:
     @property
     def schema_version(self) -> int:
         """The schema version recorded in the file."""
-        return _current_version(self._connection(), str(self.path))
+        return current_version(self._connection(), str(self.path))
 
     def record_run(self, run: RunRecord) -> str:
         """Write ``run`` and all its rows in one transaction; return its run id.
@@ -212,7 +190,7 @@ class Store:
             return read_figures(self._connection(), arch)
         except duckdb.Error as e:
             if integrity.is_damage(e):
-                raise _damaged(str(self.path), e) from e
+                raise damaged(str(self.path), e) from e
             raise StoreError(f"reading microbenchmarks from {self.path} failed: {e}") from e
 
     def create_campaign(
@@ -357,12 +335,12 @@ class Store:
         try:
             return self._run(con, sql, params)
         except (duckdb.Error, RuntimeError) as e:
-            if _interrupted(e):
+            if interrupted(e):
                 raise KeyboardInterrupt from None
             if not isinstance(e, duckdb.Error):
                 raise
             if integrity.is_damage(e):
-                raise _damaged(str(self.path), e) from e
+                raise damaged(str(self.path), e) from e
             raise StoreError(f"query on {self.path} failed: {e}\n  sql: {sql}") from e
 
     @staticmethod
@@ -394,132 +372,6 @@ class Store:
     def _transaction(self, what: str) -> Iterator[None]:
         """A write: the body and the new row counts commit together, or nothing does."""
         con = self._connection()
-        with _atomic(con, f"{what} in {self.path}", str(self.path)):
+        with atomic(con, f"{what} in {self.path}", str(self.path)):
             yield
             integrity.record_counts(con)
-
-
-@contextmanager
-def _atomic(con: duckdb.DuckDBPyConnection, what: str, where: str) -> Iterator[None]:
-    """Run the body in BEGIN/COMMIT; roll back on any exception, including KeyboardInterrupt.
-
-    DuckDB errors are re-raised as StoreError naming ``what`` (DamagedDatabaseError naming the
-    file ``where`` when they say it is damaged), DuckDB's interrupted statements as
-    KeyboardInterrupt; other exceptions unchanged.
-    """
-    con.begin()
-    try:
-        yield
-    except BaseException as e:
-        with suppress(duckdb.Error):
-            con.rollback()
-        if _interrupted(e):
-            raise KeyboardInterrupt from None
-        if not isinstance(e, duckdb.Error):
-            raise
-        if integrity.is_damage(e):
-            raise _damaged(where, e, "; nothing was written") from e
-        raise StoreError(f"{what} failed, nothing was written: {e}") from e
-    try:
-        con.commit()
-    except BaseException as e:
-        if _interrupted(e):
-            with suppress(duckdb.Error):
-                con.rollback()
-            raise KeyboardInterrupt from None
-        if not isinstance(e, duckdb.Error):
-            raise
-        # DuckDB normally aborts the transaction itself when COMMIT fails; make sure of it.
-        with suppress(duckdb.Error):
-            con.rollback()
-        if integrity.is_damage(e):
-            raise _damaged(where, e, "; nothing was written") from e
-        raise StoreError(f"{what} failed at commit, nothing was written: {e}") from e
-
-
-def _interrupted(error: BaseException) -> bool:
-    """Whether ``error`` is DuckDB's answer to Ctrl-C during a statement (a RuntimeError "Query
-    interrupted", or its InterruptException), which callers are to see as the KeyboardInterrupt
-    it was. A KeyboardInterrupt itself passes through unchanged."""
-    if isinstance(error, duckdb.InterruptException):
-        return True
-    return type(error) is RuntimeError and str(error) == "Query interrupted"
-
-
-def _damaged(where: str, e: duckdb.Error | str, note: str = "") -> DamagedDatabaseError:
-    lines = str(e).strip().splitlines()
-    what = lines[0] if lines else type(e).__name__
-    return DamagedDatabaseError(f"database {where} is damaged: {what}{note}")
-
-
-def _open_error(where: str, e: duckdb.Error) -> StoreError:
-    # DuckDB reports these cases as IOException; only the message tells them apart.
-    message = str(e)
-    if "Could not set lock" in message or "Conflicting lock" in message:
-        return DatabaseInUseError(
-            f"database {where} is in use by another process (DuckDB allows one process per file; "
-            f"close the other one or choose another database file): {message}"
-        )
-    if "not a valid DuckDB database" in message:
-        return NotADatabaseError(
-            f"{where} is not a DuckDB database file (or is damaged in its first bytes): {message}"
-        )
-    if integrity.is_damage(e):
-        return _damaged(where, e)
-    return StoreError(f"cannot open database {where}: {message}")
-
-
-def _current_version(con: duckdb.DuckDBPyConnection, where: str) -> int:
-    tables = {
-        row[0]
-        for row in con.execute(
-            "SELECT table_name FROM duckdb_tables() "
-            "WHERE database_name = current_database() AND schema_name = 'main'"
-        ).fetchall()
-    }
-    if "schema_version" not in tables:
-        if tables:
-            raise StoreError(
-                f"database {where} is not a karyamorph store: it has tables "
-                f"({', '.join(sorted(tables))}) but no schema_version table"
-            )
-        return 0
-    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
-    return int(row[0]) if row is not None else 0
-
-
-def _migrate(con: duckdb.DuckDBPyConnection, where: str, read_only: bool) -> None:
-    current = _current_version(con, where)
-    latest = schema.latest_version(schema.MIGRATIONS)
-    if current > latest:
-        raise SchemaVersionError(
-            f"database {where} has schema version {current}, newer than version {latest} known to "
-            f"this karyamorph; upgrade karyamorph to open it"
-        )
-    damage = integrity.find_damage(con, frozenset(schema.TABLES))
-    if damage is not None:
-        raise _damaged(where, damage)
-    steps = schema.pending(schema.MIGRATIONS, current)
-    if not steps:
-        return
-    if read_only:
-        raise OlderSchemaError(
-            f"database {where} has schema version {current}, older than {latest}; "
-            f"open it once without read_only to migrate it"
-        )
-    first, last = steps[0][0], steps[-1][0]
-    with _atomic(con, f"migrating {where} from schema version {current} to {last}", where):
-        for version, migration in steps:
-            for statement in migration.statements:
-                try:
-                    con.execute(statement)
-                except duckdb.Error as e:
-                    raise StoreError(
-                        f"migration {version} ({migration.description}) of {where} failed "
-                        f"(versions {first}..{last} rolled back): {e}"
-                    ) from e
-            con.execute(
-                "INSERT INTO schema_version VALUES (?, ?, ?)",
-                [version, migration.description, datetime.now(UTC)],
-            )
-        integrity.record_counts(con)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import StoreError
 
 SHOWN = 10
 """How many matches an ambiguous prefix lists (the newest first)."""

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from karyamorph.store.database import DamagedDatabaseError, DatabaseInUseError, Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import DamagedDatabaseError, DatabaseInUseError, StoreError
 from karyamorph.store.records import RunRecord
 
 WAIT_S = 10.0

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from karyamorph.isa import ast
-from karyamorph.isa.catalog import Requirement, requirement
+from karyamorph.isa.availability import requirement
+from karyamorph.isa.requirement import Requirement
 from karyamorph.isa.versions import min_ptx_for_target, target_supports
 from karyamorph.model.check.isa_check import HookUsed, RegisterExec
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, UnsupportedOperation

@@ -15,7 +15,8 @@ from karyamorph.store.campaigns import (
     item_states,
     list_campaigns,
 )
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import StoreError
 from karyamorph.store.items import ItemRecord
 from karyamorph.store.records import StageRecord
 from tests.store.test_store import RUN_TABLES, make_run, rows_of_run

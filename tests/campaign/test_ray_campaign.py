@@ -27,6 +27,10 @@ SWEEP = ROOT / "datasets" / "campaigns" / "compile_sweep.toml"
 STAGES = ("compile", "sass", "static")
 
 
+# One Ray cluster for the module: its tests run in one worker under pytest-xdist.
+pytestmark = pytest.mark.xdist_group("ray")
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
     # One GPU declared as a Ray resource (there is none): a campaign with GPU stages then goes to

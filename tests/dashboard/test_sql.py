@@ -9,7 +9,8 @@ import pytest
 
 from karyamorph.dashboard.access import Database, NoDatabaseError
 from karyamorph.dashboard.sql import MAX_ROWS, ReadOnlyError, run_sql
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import StoreError
 
 
 def counts(db: Path) -> dict[str, int]:

@@ -5,7 +5,7 @@ false alarm with the same checks on.
 
 Marked ``gpu``; skipped only when no CUDA device exists. The checks that need no GPU (the
 timed-check report, the checked samples, the spec's other sizes, device-side launches) are in
-tests/harness/test_timed_check.py.
+tests/harness/gpu/test_timed_check.py.
 """
 
 from __future__ import annotations

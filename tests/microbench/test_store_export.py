@@ -14,7 +14,8 @@ from karyamorph.microbench.export import FIGURE_COLUMNS, SESSION_COLUMNS, read_d
 from karyamorph.microbench.plots import write_plots
 from karyamorph.microbench.summary import headlines, summary_markdown
 from karyamorph.store import schema
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import StoreError
 from karyamorph.store.microbench import FigureRow, MicrobenchRecord
 from karyamorph.store.records import DeviceRecord, ToolchainRecord
 

@@ -19,7 +19,8 @@ from click.testing import CliRunner
 
 from karyamorph.cli import main
 from karyamorph.store import schema
-from karyamorph.store.database import DamagedDatabaseError, NotADatabaseError, Store
+from karyamorph.store.database import Store
+from karyamorph.store.errors import DamagedDatabaseError, NotADatabaseError
 from karyamorph.store.integrity import FOOTER
 from karyamorph.store.pending import pending_dir
 from tests.store.test_store import make_run

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from karyamorph.cli import main
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import StoreError
 from karyamorph.store.pending import WAIT_ENV, WAIT_S, park, pending_dir, record_or_park, wait_seconds
 from tests.store.test_store import make_run as sample_run
 

@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from karyamorph.store import schema
-from karyamorph.store.database import OlderSchemaError, Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import OlderSchemaError, StoreError
 from karyamorph.store.reading import RunNotFoundError, describe_tables, find_run, load_run
 from karyamorph.store.records import (
     FindingRecord,

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from karyamorph.store import schema
-from karyamorph.store.database import Store, StoreError
+from karyamorph.store.database import Store
+from karyamorph.store.errors import StoreError
 
 SUMMARY = {"evaluations": 3, "winner": {"config": {"block": 256}, "spec_file": "k.toml"}}
 WINNER = ("k", '[kernel]\nptx = "k.ptx"\nentry = "k"\n', ".version 8.0\n.target sm_90\n")

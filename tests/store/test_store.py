@@ -14,13 +14,8 @@ from pathlib import Path
 import pytest
 
 from karyamorph.store import schema, writer
-from karyamorph.store.database import (
-    DatabaseInUseError,
-    NotADatabaseError,
-    SchemaVersionError,
-    Store,
-    StoreError,
-)
+from karyamorph.store.database import Store
+from karyamorph.store.errors import DatabaseInUseError, NotADatabaseError, SchemaVersionError, StoreError
 from karyamorph.store.records import (
     DeviceRecord,
     FindingRecord,

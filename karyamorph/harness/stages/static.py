@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status
-from karyamorph.isa.catalog import module_problems
+from karyamorph.isa.availability import module_problems
 from karyamorph.isa.versions import compatibility
 from karyamorph.model.resources.occupancy import occupancy
 

@@ -8,7 +8,7 @@ section 2.1): stall cycles (105-108), yield (109), write barrier (110-112, 7: no
 barrier (113-115, 7: none), wait-barrier mask (116-121) and operand reuse flags (122-125).
 nvdisasm prints the two 64-bit words of each instruction as comments, low word first; the
 control bits are bits 41-61 of the high word. Checked on ptxas 13 output for sm_90 and sm_120
-(tests/harness/test_sass_control.py): every wait bit names a barrier that some instruction sets,
+(tests/harness/tools/test_sass_control.py): every wait bit names a barrier that some instruction sets,
 a load's first consumer waits on the load's barrier, and a ``cp.async`` pipeline's ``DEPBAR``
 leaves its stages less one groups pending.
 """

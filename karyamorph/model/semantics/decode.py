@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from karyamorph.isa import ast
-from karyamorph.isa.catalog import Requirement
+from karyamorph.isa.requirement import Requirement
 from karyamorph.model.semantics.instruction import Instr
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import PtxType, ptx_type

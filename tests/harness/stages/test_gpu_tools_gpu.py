@@ -34,8 +34,8 @@ pytestmark = [
     pytest.mark.skipif(current_device() is None, reason="no CUDA device"),
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[3]
+DATA = Path(__file__).parents[1] / "data"
 EXAMPLES = sorted((ROOT / "datasets" / "kernels").glob("*.toml"))
 
 

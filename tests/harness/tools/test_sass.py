@@ -25,7 +25,7 @@ from karyamorph.harness.tools.ptxas import Assembly, assemble
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa.arch import Arch
 
-GOLDEN = Path(__file__).parent.parent / "golden"
+GOLDEN = Path(__file__).parents[2] / "golden"
 # Text prints targets as labels (`(.L_x_0)), JSON and cuobjdump as names or offsets.
 BRANCHES = {"BRA", "CALL", "RET", "JMP", "BRX", "JMX"}
 HEADER = re.compile(

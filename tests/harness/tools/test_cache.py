@@ -13,7 +13,7 @@ from karyamorph.harness.tools.cache import cache_key, cached_text
 from karyamorph.harness.tools.ptxas import assemble
 from karyamorph.harness.tools.toolchain import discover
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+EXAMPLES = Path(__file__).resolve().parents[3] / "datasets" / "kernels"
 
 
 def test_keys_do_not_collide_across_part_boundaries() -> None:

@@ -42,9 +42,9 @@ from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import DTYPES, KernelSpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "datasets" / "kernels"
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.toml"))
 
 DEVICE = current_device()

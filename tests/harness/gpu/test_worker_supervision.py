@@ -37,9 +37,9 @@ from karyamorph.harness.gpu.supervisor import GpuWorker, describe_exit
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import SpecError
-from tests.harness import worker_faults as faults
+from tests.harness.gpu import worker_faults as faults
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+EXAMPLES = Path(__file__).resolve().parents[3] / "datasets" / "kernels"
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from karyamorph.harness.tools.ptxas import (
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa.arch import Arch
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "ptxas"
+GOLDEN = Path(__file__).parents[2] / "golden" / "ptxas"
 HEADER = re.compile(
     r"# tool: ptxas (?P<version>\d+\.\d+\.\d+); exit status: (?P<rc>\d+); command: (?P<cmd>.*)"
 )

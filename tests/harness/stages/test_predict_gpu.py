@@ -22,7 +22,7 @@ from karyamorph.harness.stages.static import StaticStage
 from karyamorph.harness.stages.timing import TimingStage
 from karyamorph.kernel.loader import load_spec
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+EXAMPLES = Path(__file__).resolve().parents[3] / "datasets" / "kernels"
 DEVICE = current_device()
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(DEVICE is None, reason="no CUDA device")]

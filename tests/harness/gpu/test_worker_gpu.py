@@ -37,9 +37,9 @@ from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.store.database import Store
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "datasets" / "kernels"
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 DEVICE = current_device()
 FAST = TimingOptions(max_wall_seconds=2.0, max_samples=500)
 

@@ -28,9 +28,9 @@ from karyamorph.harness.stages.timing import TimingStage
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
-from tests.harness import worker_faults as faults
+from tests.harness.gpu import worker_faults as faults
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+EXAMPLES = Path(__file__).resolve().parents[3] / "datasets" / "kernels"
 EXACT = Tolerance(0.0, 0.0)
 
 

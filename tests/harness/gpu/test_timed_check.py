@@ -29,8 +29,8 @@ from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.ptx.exactness import nondeterministic_reasons
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 
-ROOT = Path(__file__).resolve().parents[2]
-GAMING = Path(__file__).resolve().parent / "gaming"
+ROOT = Path(__file__).resolve().parents[3]
+GAMING = Path(__file__).resolve().parents[1] / "gaming"
 EXAMPLES = ROOT / "datasets" / "kernels"
 
 

@@ -15,7 +15,7 @@ from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.spec import SpecError
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+EXAMPLES = Path(__file__).resolve().parents[3] / "datasets" / "kernels"
 WHY = SpecError("vadd.toml: reference.torch", "result for 'c' has shape () (1 elements)")
 
 

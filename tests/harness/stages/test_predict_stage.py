@@ -30,7 +30,7 @@ from karyamorph.model.cost import machine_for
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.search.templates import template
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "datasets" / "kernels"
 SM90_FIGURES = ROOT / "datasets" / "microbench" / "sm_90" / "figures.csv"
 

@@ -23,8 +23,8 @@ from karyamorph.harness.tools.sanitizer_report import (
 from karyamorph.harness.tools.toolchain import discover, parse_version
 from karyamorph.isa.arch import Arch
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "compute-sanitizer"
-DATA = Path(__file__).parent / "data"
+GOLDEN = Path(__file__).parents[2] / "golden" / "compute-sanitizer"
+DATA = Path(__file__).parents[1] / "data"
 META = json.loads((GOLDEN / "meta.json").read_text())
 
 

@@ -22,7 +22,7 @@ from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.store.database import Store
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+EXAMPLES = Path(__file__).resolve().parents[3] / "datasets" / "kernels"
 EXACT = Tolerance(0.0, 0.0)
 
 

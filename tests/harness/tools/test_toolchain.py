@@ -110,7 +110,7 @@ def test_a_ptxas_that_does_not_report_a_version_is_an_error(tmp_path: Path) -> N
 
 # -- one helper for every tool -------------------------------------------------------------------
 
-GOLDEN = Path(__file__).parent.parent / "golden"
+GOLDEN = Path(__file__).parents[2] / "golden"
 
 
 def recorded_version_output(tool: str) -> tuple[str, str]:

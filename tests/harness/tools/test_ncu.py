@@ -30,8 +30,8 @@ from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "ncu"
-ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parents[2] / "golden" / "ncu"
+ROOT = Path(__file__).resolve().parents[3]
 META = json.loads((GOLDEN / "meta.json").read_text())
 SPEC = load_spec(ROOT / META["spec"])
 N = SPEC.sizes["n"]
