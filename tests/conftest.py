@@ -18,6 +18,15 @@ settings.load_profile("karyamorph")
 
 
 @pytest.fixture(autouse=True, scope="session")
+def no_inherited_width() -> None:
+    # pytest-xdist's workers start with COLUMNS=80 and LINES=24 set; the command-line tests read
+    # output as a pipe gets it (as wide as its rows need unless $COLUMNS says), so a test sees
+    # only a width it sets itself.
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+
+
+@pytest.fixture(autouse=True, scope="session")
 def private_tool_cache() -> Iterator[None]:
     old = os.environ.get("KARYAMORPH_CACHE")
     with tempfile.TemporaryDirectory(prefix="karyamorph-test-cache-") as tmp:
