@@ -23,9 +23,11 @@ lint: $(VENV)/.installed
 
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy karyamorph
+	$(BIN)/mypy --strict karyamorph/model
 
+# Every core (pytest-xdist); GPU tests share one worker, as do a Ray module's (tests/conftest.py).
 unit: $(VENV)/.installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 test: lint typecheck unit
 

@@ -391,7 +391,8 @@ def _operand(x: Any) -> ast.Operand:
         if x.type == "NUMBER":
             return ast.Immediate(str(x))
         return ast.Symbol(str(x))
-    return x
+    operand: ast.Operand = x  # a subtree the transformer already turned into an operand
+    return operand
 
 
 def _deepest(text: str) -> ast.Loc:

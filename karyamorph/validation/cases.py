@@ -26,7 +26,7 @@ import numpy as np
 
 from karyamorph.isa.parser import parse
 from karyamorph.model.check.isa_check import RegisterExec
-from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.interp.interpreter import KernelArg, interpret
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import FLOAT_FORMAT, PtxType
@@ -295,6 +295,6 @@ def _interpreted(
         raise ValueError(f"{form.key}: {n} cases is not a whole number of warps")
     kernel = build_microkernel(form.instr.name, [form], [n], "sm_80")  # the interpreter ignores .target
     words = np.zeros((kernel.rows, kernel.out_slots), dtype=np.uint64)
-    args = {"inp": pack_inputs(kernel, [operands]), "out": words, "rows": np.uint32(n)}
+    args: dict[str, KernelArg] = {"inp": pack_inputs(kernel, [operands]), "out": words, "rows": np.uint32(n)}
     result = interpret(parse(kernel.ptx), kernel.entry, machine, (kernel.grid, BLOCK_THREADS, 0), args)
     return unpack_outputs(kernel, result.outputs["out"])[0]

@@ -10,7 +10,7 @@ once per kernel and instantiated for the second thread by renaming its variables
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import overload
 
 import z3
 
@@ -21,14 +21,20 @@ from karyamorph.model.check.loops import counted_loops
 from karyamorph.model.check.symexec import (
     SLOT,
     Allocation,
+    AtomicUpdate,
     Frame,
     Layout,
     SymExec,
+    Term,
+    WarpAnswer,
+    bitvec,
     global_base,
     provenance,
     slot_base,
 )
+from karyamorph.model.interp.program import Program
 from karyamorph.model.semantics.concrete import float_bits
+from karyamorph.model.semantics.symbolic import BitVec, Bool
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
 Dim3 = tuple[int, int, int]
@@ -51,13 +57,13 @@ class Access:
     line: int
     text: str
     space: str
-    addr: Any
+    addr: BitVec
     nbytes: int
     write: bool
     atomic: bool
-    guard: Any
-    value: Any = None  # a load's free value
-    epoch: Any = None  # barriers the thread passed before it (64-bit term)
+    guard: Bool
+    value: BitVec | None = None  # a load's free value
+    epoch: BitVec | None = None  # barriers the thread passed before it (64-bit term)
 
 
 @dataclass(slots=True)
@@ -68,10 +74,10 @@ class BarrierEvent:
     index: int
     line: int
     text: str
-    guard: Any
-    exited: Any
-    epoch: Any = None
-    loops: tuple[Any, ...] = ()
+    guard: Bool
+    exited: Bool
+    epoch: BitVec | None = None
+    loops: tuple[BitVec, ...] = ()
 
 
 @dataclass(slots=True)
@@ -81,28 +87,30 @@ class Trace:
     events: list[Access | BarrierEvent]
     cuts: list[Cut]
     abstracted: list[int]
-    specials: dict[str, Any]
-    coords: dict[str, Any]  # "tid.x" ... "ctaid.z" -> term (constant 0 for a dimension of 1)
-    thread_vars: list[Any]  # every variable private to thread A (renamed for thread B)
+    specials: dict[str, BitVec]
+    coords: dict[str, BitVec]  # "tid.x" ... "ctaid.z" -> term (constant 0 for a dimension of 1)
+    thread_vars: list[Term]  # every variable private to thread A (renamed for thread B)
     abstract: set[str]  # names of free variables that stand for unknown state (not inputs)
-    inputs: dict[str, Any]  # free scalar parameters, by parameter name
+    inputs: dict[str, BitVec]  # free scalar parameters, by parameter name
     layout: Layout
     grid: Dim3
     block: Dim3
     warp_size: int
-    latches: list[tuple[Any, Any]] = field(default_factory=list)  # (k, latch) of loops with a symbolic range
+    latches: list[tuple[BitVec, Bool]] = field(
+        default_factory=list
+    )  # (k, latch) of loops with a symbolic range
     # (k, fact, position): iteration k of a loop with a symbolic range is the one it leaves
     # after, a fact for every event from ``position`` on (a thread there has left the loop)
-    assumptions: list[tuple[Any, Any, int]] = field(default_factory=list)
+    assumptions: list[tuple[BitVec, Bool, int]] = field(default_factory=list)
 
 
 def build_layout(
-    program: Any,
+    program: Program,
     module: ast.Module,
     buffers: dict[str, int],
     scalars: dict[str, int | float],
     shared_bytes: int,
-) -> tuple[Layout, dict[str, Any]]:
+) -> tuple[Layout, dict[str, BitVec]]:
     """Allocations and parameter values of a launch; returns the layout and the free scalars."""
     fn = program.fn
     allocations: list[Allocation] = []
@@ -147,14 +155,14 @@ def build_layout(
         allocations.append(Allocation(var.name, var.space, base, var.size, var.data))
         symbols[var.name] = base
     symbols.update(program.functions)
-    params: dict[str, tuple[int, int, Any]] = {}
-    free: dict[str, Any] = {}
+    params: dict[str, tuple[int, int, BitVec]] = {}
+    free: dict[str, BitVec] = {}
     for p in fn.params:
         nbytes = p.size_bytes
         bits = 8 * nbytes
         if p.name in buffers:
             a = next(x for x in allocations if x.name == p.name and x.space == "global")
-            value: Any = z3.BitVecVal(a.base % (1 << bits), bits)
+            value: BitVec = z3.BitVecVal(a.base % (1 << bits), bits)
         elif p.name in scalars:
             v = scalars[p.name]
             t = ptx_type(p.type) if p.type in ("f16", "f32", "f64") else None
@@ -177,9 +185,11 @@ def _decls(statements: tuple[ast.Statement, ...]) -> list[ast.VarDecl]:
     return out
 
 
-def thread_coords(tag: str, grid: Dim3, block: Dim3, warp_size: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def thread_coords(
+    tag: str, grid: Dim3, block: Dim3, warp_size: int
+) -> tuple[dict[str, BitVec], dict[str, BitVec]]:
     """(special registers, coordinates) of a symbolic thread; a dimension of 1 gives constant 0."""
-    coords: dict[str, Any] = {}
+    coords: dict[str, BitVec] = {}
     for name, dims in (("tid", block), ("ctaid", grid)):
         for axis, n in zip("xyz", dims, strict=True):
             coords[f"{name}.{axis}"] = (
@@ -197,7 +207,7 @@ def thread_coords(tag: str, grid: Dim3, block: Dim3, warp_size: int) -> tuple[di
     return sp, coords
 
 
-def _coord_limits(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[tuple[Any, int]]:
+def _coord_limits(coords: dict[str, BitVec], grid: Dim3, block: Dim3) -> list[tuple[BitVec, int]]:
     out = []
     for name, dims in (("tid", block), ("ctaid", grid)):
         for axis, n in zip("xyz", dims, strict=True):
@@ -207,7 +217,7 @@ def _coord_limits(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[tuple
     return out
 
 
-def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[Any]:
+def coord_constraints(coords: dict[str, BitVec], grid: Dim3, block: Dim3) -> list[Bool]:
     return [z3.ULT(v, n) for v, n in _coord_limits(coords, grid, block)]
 
 
@@ -216,7 +226,7 @@ def coord_constraints(coords: dict[str, Any], grid: Dim3, block: Dim3) -> list[A
 MAX_CONSTANT_ELEMENTS = 1024
 
 
-def constant_load(layout: Layout, addr: Any, ty: PtxType, other: Any) -> Any:
+def constant_load(layout: Layout, addr: BitVec, ty: PtxType, other: BitVec) -> BitVec | None:
     """The value a ``ld.const`` of ``ty`` at ``addr`` reads from the module's ``.const``
     variables, which hold their initial bytes (zeros without an initializer) for the whole
     launch: exact for a constant address, a choice among the elements of the one variable a
@@ -246,11 +256,17 @@ class TwoThreadLog:
 
     tag: str = "A"
     events: list[Access | BarrierEvent] = field(default_factory=list)
-    thread_vars: list[Any] = field(default_factory=list)
+    thread_vars: list[Term] = field(default_factory=list)
     abstract: set[str] = field(default_factory=set)
     counter: int = 0
 
-    def fresh(self, name: str, sort: Any, abstract: bool = True) -> Any:
+    @overload
+    def fresh(self, name: str, sort: z3.BitVecSortRef, abstract: bool = True) -> BitVec: ...
+    @overload
+    def fresh(self, name: str, sort: z3.BoolSortRef, abstract: bool = True) -> Bool: ...
+    def fresh(self, name: str, sort: z3.BitVecSortRef | z3.BoolSortRef, abstract: bool = True) -> Term:
+        """A new free variable of ``sort``, private to this thread (``abstract``: it stands for
+        unknown state, not an input)."""
         self.counter += 1
         v = z3.Const(f"{name}#{self.counter}@{self.tag}", sort)
         self.thread_vars.append(v)
@@ -265,7 +281,14 @@ class TwoThreadLog:
         del self.events[n:]
 
     def _log(
-        self, x: SymExec, space: str, addr: Any, ty: PtxType, write: bool, atomic: bool, value: Any = None
+        self,
+        x: SymExec,
+        space: str,
+        addr: BitVec,
+        ty: PtxType,
+        write: bool,
+        atomic: bool,
+        value: BitVec | None = None,
     ) -> None:
         d = x.dec
         self.events.append(
@@ -284,7 +307,7 @@ class TwoThreadLog:
             )
         )
 
-    def load(self, x: SymExec, space: str, addr: Any, ty: PtxType) -> Any:
+    def load(self, x: SymExec, space: str, addr: BitVec, ty: PtxType) -> BitVec:
         if space == "const":
             other = self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits))
             known = constant_load(x.layout, addr, ty, other)
@@ -298,20 +321,29 @@ class TwoThreadLog:
         self._log(x, space, addr, ty, False, False, v)
         return v
 
-    def store(self, x: SymExec, space: str, addr: Any, value: Any, ty: PtxType) -> None:
+    def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None:
         self._log(x, space, addr, ty, True, False)
 
     def atomic(
-        self, x: SymExec, space: str, op: str, addr: Any, ty: PtxType, update: Any, b: Any, c: Any | None
-    ) -> Any:
+        self,
+        x: SymExec,
+        space: str,
+        op: str,
+        addr: BitVec,
+        ty: PtxType,
+        update: AtomicUpdate | None,
+        b: BitVec,
+        c: BitVec | None,
+    ) -> BitVec:
         self._log(x, space, addr, ty, True, True)
         return self.fresh(f"atom{x.dec.line}", z3.BitVecSort(ty.bits))
 
-    def warp(self, x: SymExec, kind: str, args: tuple[Any, ...]) -> Any:
+    def warp(self, x: SymExec, kind: str, args: tuple[Term, ...]) -> WarpAnswer:
         line = x.dec.line
         if kind.startswith("shfl"):
+            value = bitvec(args[0], f"line {line}: {kind}")
             return (
-                self.fresh(f"shfl{line}", z3.BitVecSort(args[0].size())),
+                self.fresh(f"shfl{line}", z3.BitVecSort(value.size())),
                 self.fresh(f"shflp{line}", z3.BoolSort()),
             )
         if kind == "vote.ballot":
@@ -319,7 +351,7 @@ class TwoThreadLog:
         return self.fresh(f"vote{line}", z3.BoolSort())
 
 
-def _module_variable(layout: Layout, addr: Any) -> bool:
+def _module_variable(layout: Layout, addr: BitVec) -> bool:
     """Whether a global address lies in a module variable (by its constant base)."""
     k = provenance(addr)
     alloc, _ = layout.find("global", k << 32) if k is not None else (None, 0)
@@ -327,7 +359,7 @@ def _module_variable(layout: Layout, addr: Any) -> bool:
 
 
 def build_trace(
-    program: Any,
+    program: Program,
     module: ast.Module,
     grid: Dim3,
     block: Dim3,
@@ -358,7 +390,7 @@ def build_trace(
         opaque_products=True,
         bounds=IntTranslation({v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}),
     )
-    regs: dict[str, Any] = {}
+    regs: dict[str, Term] = {}
     for name, t in program.registers.items():
         regs[name] = z3.BoolVal(False) if t.kind == "pred" else z3.BitVecVal(0, t.bits)
     frame = Frame(regs, z3.BoolVal(True), z3.BoolVal(False))

@@ -36,7 +36,7 @@ from karyamorph.model.check.symexec import Unsupported
 from karyamorph.model.check.verdict import Replay, Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.check.witnesses import UserTerms, in_user_terms
-from karyamorph.model.interp.interpreter import prepare
+from karyamorph.model.interp.program import prepare
 from karyamorph.model.semantics.simt_machine import SCHEDULING, Machine
 
 CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}

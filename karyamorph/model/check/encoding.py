@@ -9,10 +9,11 @@ says so, and the property becomes unknown, never refuted.
 
 from __future__ import annotations
 
+import ctypes
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar, cast
 
 import z3
 from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
@@ -20,16 +21,19 @@ from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 from karyamorph.model.check.accesses import Access, Trace, coord_constraints
 from karyamorph.model.check.intquery import NotLinear, Outcome, QuerySolver
 from karyamorph.model.check.sweep import Sweep
-from karyamorph.model.check.symexec import provenance
+from karyamorph.model.check.symexec import Term, provenance
 from karyamorph.model.check.terms import constant_names
 from karyamorph.model.check.verdict import Replay, ThreadId, Witness
 from karyamorph.model.check.warpvalues import WarpStores
+from karyamorph.model.semantics.symbolic import BitVec, Bool
+
+_E = TypeVar("_E", bound=z3.ExprRef)
 
 # Iterations of a loop with a symbolic range that a witness may pick (each one is confirmed).
 CONFIRMED_ITERATIONS = 4096
 
 
-def consts(term: Any, out: dict[str, Any]) -> dict[str, Any]:
+def consts(term: z3.ExprRef, out: dict[str, z3.ExprRef]) -> dict[str, z3.ExprRef]:
     """The uninterpreted constants of ``term`` by name, added to ``out``."""
     out.update(constant_names(term))
     return out
@@ -40,16 +44,18 @@ class Substitution:
     """A fixed simultaneous substitution, applied through z3's C API with arrays built once
     (``z3.substitute`` rebuilds and re-checks every pair on each call)."""
 
-    pairs: list[tuple[Any, Any]]
-    _arrays: tuple[Any, Any] | None = None
-    _done: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id -> (term kept alive, result)
+    pairs: Sequence[tuple[Term, Term]]
+    _arrays: tuple[ctypes.Array[z3.Ast], ctypes.Array[z3.Ast]] | None = None
+    # id -> (term kept alive, result)
+    _done: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = field(default_factory=dict)
 
-    def __call__(self, term: Any) -> Any:
+    def __call__(self, term: _E) -> _E:
         if not self.pairs:
             return term
+        # The result has the sort of ``term``, and _to_expr_ref wraps it in that sort's class.
         hit = self._done.get(term.get_id())
         if hit is not None:
-            return hit[1]
+            return cast(_E, hit[1])
         if self._arrays is None:
             n = len(self.pairs)
             src, dst = (z3.Ast * n)(), (z3.Ast * n)()
@@ -60,7 +66,7 @@ class Substitution:
         ctx = term.ctx
         out = _to_expr_ref(z3.Z3_substitute(ctx.ref(), term.as_ast(), len(self.pairs), src, dst), ctx)
         self._done[term.get_id()] = (term, out)
-        return out
+        return cast(_E, out)
 
 
 @dataclass(slots=True)
@@ -77,14 +83,14 @@ class Encoding:
     done: int = 0  # planned queries decided
     cached: int = 0  # queries answered from the cache
     # (thread, position, fact): what a loop's exit iteration satisfies, for events from position on
-    assumptions: list[tuple[str, int, Any]] = field(default_factory=list)
+    assumptions: list[tuple[str, int, Bool]] = field(default_factory=list)
     # Replays a witness on the interpreter (None: witnesses are not replayed while deciding)
     vet: Callable[[str, Witness], Replay] | None = None
     strict: bool = False  # same-value stores by the lanes of a warp count as races
     stores: WarpStores | None = None  # proves such stores (None: none are benign)
     readonly: dict[int, str] = field(default_factory=dict)  # global window -> buffer no thread writes
     sweep: Sweep | None = None  # every thread's values of coordinate-only terms
-    _cache: dict[int, tuple[Any, Outcome]] = field(default_factory=dict)
+    _cache: dict[int, tuple[Bool, Outcome]] = field(default_factory=dict)
 
     @staticmethod
     def of(trace: Trace, scheduling: str, timeout_ms: int, deadline: float | None = None) -> Encoding:
@@ -92,7 +98,7 @@ class Encoding:
         inputs, written = _read_only_loads(trace, sweep)
         rename = [(v, z3.Const(v.decl().name().replace("@A", "@B"), v.sort())) for v in trace.thread_vars]
         abstract = set(trace.abstract)
-        ro_names = {a.value.decl().name() for a, _, _ in inputs}
+        ro_names = {a.value.decl().name() for a, _, _ in inputs if a.value is not None}
         for e in trace.events:
             if isinstance(e, Access) and e.value is not None and e.space == "global":
                 name = e.value.decl().name()
@@ -116,10 +122,10 @@ class Encoding:
             enc.assumptions += [("A", position, fact), ("B", position, enc.b(fact))]
         return enc
 
-    def _coord_pairs(self) -> list[tuple[Any, Any]]:
+    def _coord_pairs(self) -> list[tuple[BitVec, BitVec]]:
         return [(v, self.b(v)) for v in self.trace.coords.values()]
 
-    def same_block(self) -> Any:
+    def same_block(self) -> Bool:
         return z3.And(
             [
                 a == b
@@ -129,14 +135,14 @@ class Encoding:
             or [z3.BoolVal(True)]
         )
 
-    def distinct(self) -> Any:
+    def distinct(self) -> Bool:
         return z3.Or([a != b for a, b in self._coord_pairs()] or [z3.BoolVal(False)])
 
-    def same_warp(self) -> Any:
+    def same_warp(self) -> Bool:
         lin = self.trace.specials["%warpid"]
         return z3.And(self.same_block(), lin == self.b(lin))
 
-    def facts(self, a: int | None, b: int | None = None) -> list[Any]:
+    def facts(self, a: int | None, b: int | None = None) -> list[Bool]:
         """What thread A at its event ``a`` and thread B at its event ``b`` (trace positions,
         None: no event) know: each has left the loops that come before, at an exit iteration.
         Only loops before the event: a thread that never leaves a later loop still gets there."""
@@ -146,7 +152,7 @@ class Encoding:
             if (at := a if who == "A" else b) is not None and position <= at
         ]
 
-    def check(self, *constraints: Any, effort: int = 0) -> Outcome:
+    def check(self, *constraints: Bool, effort: int = 0) -> Outcome:
         """Decide a query (with the assumptions it needs); the same query is decided once.
         ``effort``: a resource limit for the solver (0: none, see :meth:`QuerySolver.check`)."""
         goal = z3.And(*constraints) if len(constraints) != 1 else constraints[0]
@@ -161,7 +167,7 @@ class Encoding:
             self._cache[goal.get_id()] = (goal, out)
         return out
 
-    def span(self, addr: Any) -> tuple[int, int] | None:
+    def span(self, addr: BitVec) -> tuple[int, int] | None:
         """Lowest and highest value an address term can take (interval bounds), if known."""
         try:
             _, lo, hi = self.solver.ints.value(addr)
@@ -169,7 +175,7 @@ class Encoding:
             return None
         return lo, hi
 
-    def confirm(self, violation: Any, model: z3.ModelRef) -> tuple[z3.ModelRef | None, str]:
+    def confirm(self, violation: Bool, model: z3.ModelRef) -> tuple[z3.ModelRef | None, str]:
         """A model of ``violation`` that is a real counterexample (every loop iteration it picks
         is reached, its violation does not hinge on abstracted state), or None and what it hinges
         on, in words."""
@@ -193,7 +199,7 @@ class Encoding:
             return model, ""
         return None, f"{self.free_values(violation)}, which the two-thread abstraction leaves free"
 
-    def genuine(self, violation: Any, model: z3.ModelRef) -> bool:
+    def genuine(self, violation: Bool, model: z3.ModelRef) -> bool:
         """Whether ``violation`` holds for every value of the abstract variables, with the
         choices (threads, inputs, iterations) fixed to the model's."""
         names = consts(violation, {})
@@ -204,7 +210,7 @@ class Encoding:
         ]
         return self.solver.check(*fixed, z3.Not(violation)).result == z3.unsat
 
-    def pinned(self, violation: Any) -> Any:
+    def pinned(self, violation: Bool) -> Bool:
         """``violation`` with every abstract variable set to zero: satisfiable whenever
         ``violation`` has a genuine model (one that holds for every value of the abstract
         variables holds for zero), so an unsatisfiable one rules out every counterexample."""
@@ -212,7 +218,7 @@ class Encoding:
         zeros = [(v, z3.BitVecVal(0, v.size())) for v in free]
         return z3.substitute(violation, *zeros) if zeros else violation
 
-    def free_values(self, violation: Any) -> str:
+    def free_values(self, violation: Bool) -> str:
         """What the values a violation hinges on stand for, in words: the abstract variables it
         mentions, named after the instruction that made them (``atom51#4@A``: line 51's atomic)."""
         said: dict[str, None] = {}
@@ -246,6 +252,8 @@ class Encoding:
                 if not z3.is_true(model.eval(guard, model_completion=True)):
                     continue
                 addr = acc.addr if which == "A" else self.b(acc.addr)
+                if acc.value is None:  # (a read-only load always has its value)
+                    continue
                 value = acc.value if which == "A" else self.b(acc.value)
                 a = int(model.eval(addr, model_completion=True).as_long())
                 alloc, off = self.trace.layout.find(acc.space, a)
@@ -275,7 +283,7 @@ _WORDS = {
 }
 
 
-def _iterations_reached(latches: list[tuple[Any, Any]], model: z3.ModelRef) -> bool:
+def _iterations_reached(latches: list[tuple[BitVec, Bool]], model: z3.ModelRef) -> bool:
     """Whether each iteration ``k`` the model picks in a loop whose range condition is only
     "the previous back edge was taken" follows an unbroken run of taken back edges."""
     for k, latch in latches:
@@ -307,7 +315,7 @@ def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str
             written.add(k)
             writes.setdefault(k, []).append(a)
     out = []
-    pairs: list[tuple[Any, Any]] = []
+    pairs: list[tuple[BitVec, BitVec]] = []
     loaded: set[str] = set()  # names of the load values replaced so far
     for a in accesses:
         if a.space != "global" or a.write or a.value is None:
@@ -323,7 +331,9 @@ def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str
         if alloc is None or alloc.init is not None:  # a module variable is state, not an input
             continue
         bits = a.value.size()
-        f = z3.Function(f"{alloc.name}.u{bits}", z3.BitVecSort(64), z3.BitVecSort(bits))
+        f: z3.FuncDeclRef[BitVec] = z3.Function(
+            f"{alloc.name}.u{bits}", z3.BitVecSort(64), z3.BitVecSort(bits)
+        )
         pairs.append((a.value, f(addr)))
         loaded.add(a.value.decl().name())
         out.append((a, alloc.name, a.nbytes))
@@ -332,7 +342,8 @@ def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str
         by_name = {v.decl().name(): r for v, r in pairs}
         for e in trace.events:
             e.guard = sub(e.guard)
-            e.epoch = sub(e.epoch)
+            if e.epoch is not None:
+                e.epoch = sub(e.epoch)
             if isinstance(e, Access):
                 e.addr = sub(e.addr)
                 if e.value is not None and e.value.decl().name() in by_name:

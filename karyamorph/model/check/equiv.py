@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import z3
 
@@ -24,9 +23,10 @@ from karyamorph.model.check.allthreads import Kernel, Side, run_launch
 from karyamorph.model.check.encoding import consts
 from karyamorph.model.check.symexec import Unsupported
 from karyamorph.model.check.verdict import Verdict, Witness
-from karyamorph.model.interp.interpreter import prepare
+from karyamorph.model.interp.program import prepare
 from karyamorph.model.semantics.concrete import float_bits
 from karyamorph.model.semantics.simt_machine import Machine
+from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 __all__ = ["EquivInstance", "Side", "check_equivalence"]
 
@@ -43,12 +43,12 @@ class EquivInstance:
 
 
 def _symbolic_scalars(
-    side: str, params: Any, values: list[dict[str, int | float]]
-) -> tuple[dict[str, Any], list[list[Any]]]:
+    side: str, params: tuple[ast.Param, ...], values: list[dict[str, int | float]]
+) -> tuple[dict[str, BitVec], list[list[Bool]]]:
     """Scalar parameter terms (constant where every instance agrees) and, per instance, the
     equalities that select its values."""
-    terms: dict[str, Any] = {}
-    eqs: list[list[Any]] = [[] for _ in values]
+    terms: dict[str, BitVec] = {}
+    eqs: list[list[Bool]] = [[] for _ in values]
     for p in params:
         if p.name not in values[0]:
             continue
@@ -108,7 +108,7 @@ def check_equivalence(
     t0 = time.perf_counter()
     ka = Kernel(prepare(a[0], a[1], machine), a[0], machine.warp_size)
     kb = Kernel(prepare(b[0], b[1], machine), b[0], machine.warp_size)
-    groups: dict[Any, list[EquivInstance]] = {}
+    groups: dict[tuple[str, str, tuple[int, ...]], list[EquivInstance]] = {}
     for inst in instances:
         key = (repr(inst.a.launch), repr(inst.b.launch), inst.outputs)
         groups.setdefault(key, []).append(inst)
@@ -160,14 +160,14 @@ def _check_group(
     store_b, cuts_b = run_launch(kb, "b", Side(first.b.launch, biggest_b, {}), sb, unroll, floats)
     cut_lines += cuts_a + cuts_b
     choice = []
-    sizes: dict[int, Any] = {}
+    sizes: dict[int, BitVec] = {}
     for pos in first.outputs:
         sizes[pos] = z3.BitVec(f"size{pos}", 64)
     for i, inst in enumerate(insts):
         sel = [*eqa[i], *eqb[i]]
         sel += [sizes[pos] == inst.a.buffers[pa[pos].name] for pos in first.outputs]
         choice.append(z3.And(sel) if sel else z3.BoolVal(True))
-    chunks: list[tuple[int, int, Any, Any]] = []
+    chunks: list[tuple[int, int, BitVec, BitVec]] = []
     for pos in first.outputs:
         name_a, name_b = pa[pos].name, pb[pos].name
         base_a = next(x.base for x in store_a.layout.of_space("global") if x.name == name_a)
@@ -187,7 +187,7 @@ def _check_group(
     got = _solve([z3.Or(choice), z3.Or(diffs)], min(timeout_ms, 3000))
     if got == "unsat":
         return None
-    if got != "unknown":
+    if isinstance(got, z3.ModelRef):
         return _witness(got, insts, choice, chunks, diffs, pa, floats)
     for i, inst in enumerate(insts):
         pairs = [
@@ -212,13 +212,13 @@ def _check_group(
         got = _solve([choice[i], z3.Or([d for *_, d in left])], timeout_ms)
         if got == "unknown":
             return "unknown", None, f"z3 gave up at {_sizes(inst)}"
-        if got != "unsat":
+        if isinstance(got, z3.ModelRef):
             sub = [(p, o, va, vb) for p, o, va, vb, _ in left]
             return _witness(got, [inst], [choice[i]], sub, [d for *_, d in left], pa, floats)
     return None
 
 
-def _ptype(params: Any, name: str) -> str:
+def _ptype(params: tuple[ast.Param, ...], name: str) -> str:
     return str(next(p.type for p in params if p.name == name))
 
 
@@ -226,7 +226,8 @@ def _sizes(inst: EquivInstance) -> str:
     return ", ".join(f"{n} = {v}" for n, v in inst.sizes)
 
 
-def _solve(constraints: list[Any], timeout_ms: int) -> Any:
+def _solve(constraints: list[Bool], timeout_ms: int) -> z3.ModelRef | str:
+    """A model of ``constraints``, or "unsat" or "unknown"."""
     s = z3.Solver()
     s.set("timeout", timeout_ms)
     s.add(*constraints)
@@ -235,12 +236,12 @@ def _solve(constraints: list[Any], timeout_ms: int) -> Any:
 
 
 def _witness(
-    m: Any,
+    m: z3.ModelRef,
     insts: list[EquivInstance],
-    choice: list[Any],
-    chunks: list[tuple[int, int, Any, Any]],
-    diffs: list[Any],
-    pa: Any,
+    choice: list[Bool],
+    chunks: list[tuple[int, int, BitVec, BitVec]],
+    diffs: list[Bool],
+    pa: tuple[ast.Param, ...],
     floats: str,
 ) -> tuple[str, Witness | None, str]:
     k = next(i for i, c in enumerate(choice) if z3.is_true(m.eval(c, model_completion=True)))
@@ -280,7 +281,7 @@ def _witness(
     )
 
 
-def _uninterpreted(term: Any) -> set[str]:
+def _uninterpreted(term: z3.ExprRef) -> set[str]:
     """Names of uninterpreted functions applied in ``term`` (float arithmetic, approximations)."""
     out: set[str] = set()
     seen: set[int] = set()
@@ -296,5 +297,6 @@ def _uninterpreted(term: Any) -> set[str]:
     return out
 
 
-def _inputs_of(term: Any) -> dict[str, Any]:
-    return {n: v for n, v in consts(term, {}).items() if n.startswith("in")}
+def _inputs_of(term: z3.ExprRef) -> dict[str, BitVec]:
+    """The input words ``term`` reads (bit-vector constants named ``in<position>[<offset>]``)."""
+    return {n: v for n, v in consts(term, {}).items() if n.startswith("in") and isinstance(v, z3.BitVecRef)}

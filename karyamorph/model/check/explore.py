@@ -16,27 +16,34 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, Protocol, overload
 
 import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.intquery import IntTranslation, OutOfTime
 from karyamorph.model.check.loops import CountedLoop
-from karyamorph.model.check.symexec import Frame, SymExec, Unsupported, as_const
+from karyamorph.model.check.symexec import (
+    Frame,
+    SymExec,
+    Term,
+    Unsupported,
+    WarpAnswer,
+    as_const,
+    bitvec,
+    boolean,
+)
 from karyamorph.model.check.terms import constant_names
 from karyamorph.model.interp.simt import immediate_bits
 from karyamorph.model.semantics.decode import Decoded
+from karyamorph.model.semantics.symbolic import BitVec, Bool
 from karyamorph.model.semantics.types import int_type
-
-Event = tuple[Any, ...]
-Gen = Generator[Event, Any, None]
 
 
 class WarpRequest(Exception):
     """Raised by a memory model whose warp hook needs the other lanes; the driver yields it."""
 
-    def __init__(self, kind: str, args: tuple[Any, ...]) -> None:
+    def __init__(self, kind: str, args: tuple[Term, ...]) -> None:
         super().__init__(kind)
         self.kind = kind
         self.args_ = args
@@ -47,7 +54,25 @@ class Cut:
     """Paths not explored: a loop at ``line`` continued past the unrolling depth under ``cond``."""
 
     line: int
-    cond: Any
+    cond: Bool
+
+
+# What the driver yields: ("barrier", decoded, frame, cond, loops) or ("warp", request, decoded,
+# frame); what it is sent back: the answer to a warp request (None: none yet).
+BarrierStop = tuple[Literal["barrier"], Decoded, Frame, Bool, tuple[BitVec, ...]]
+WarpStop = tuple[Literal["warp"], WarpRequest, Decoded, Frame]
+Event = BarrierStop | WarpStop
+Gen = Generator[Event, WarpAnswer | None, None]
+
+
+class Fresh(Protocol):
+    """``fresh(name, sort, abstract)``: a free variable of the thread; abstract: it stands for
+    unknown state (havoc), not for a choice a witness may make (an iteration number)."""
+
+    @overload
+    def __call__(self, name: str, sort: z3.BitVecSortRef, abstract: bool, /) -> BitVec: ...
+    @overload
+    def __call__(self, name: str, sort: z3.BoolSortRef, abstract: bool, /) -> Bool: ...
 
 
 def is_product(dec: Decoded) -> bool:
@@ -55,7 +80,7 @@ def is_product(dec: Decoded) -> bool:
     return dec.instr.kind == "warp" and dec.instr.opcode in ("mma", "wmma")
 
 
-def free_vars(term: Any, into: set[str] | None = None) -> set[str]:
+def free_vars(term: z3.ExprRef, into: set[str] | None = None) -> set[str]:
     """Names of the uninterpreted constants in a z3 term."""
     out: set[str] = set() if into is None else into
     out.update(constant_names(term))
@@ -72,7 +97,7 @@ class Explorer:
     loops: dict[int, CountedLoop] = field(default_factory=dict)  # by latch
     # (name, sort, abstract) -> a free variable of this thread; abstract: it stands for unknown
     # state (havoc), not for a choice a witness may make (an iteration number)
-    fresh: Callable[[str, Any, bool], Any] | None = None
+    fresh: Fresh | None = None
     mark: Callable[[], int] | None = None
     truncate: Callable[[int], None] | None = None
     exact_trips: int = 8
@@ -88,15 +113,15 @@ class Explorer:
     abstracted: list[int] = field(default_factory=list)
     # (k, latch at the end of iteration k) of loops whose range condition only says "the
     # previous back edge was taken": a witness's k must be confirmed iteration by iteration
-    latches: list[tuple[Any, Any]] = field(default_factory=list)
+    latches: list[tuple[BitVec, Bool]] = field(default_factory=list)
     # (k, fact, position) of loops with a symbolic range: k is the iteration the loop leaves
     # after; position: the number of events logged before the loop (what comes later may use it)
-    exits: list[tuple[Any, Any, int]] = field(default_factory=list)
+    exits: list[tuple[BitVec, Bool, int]] = field(default_factory=list)
     steps: int = 0
     _depth: dict[int, int] = field(default_factory=dict)
     _headers: dict[int, CountedLoop] = field(default_factory=dict)
     _inside: set[int] = field(default_factory=set)  # headers of loops being abstracted
-    _ks: list[Any] = field(default_factory=list)  # iteration variables of those loops
+    _ks: list[BitVec] = field(default_factory=list)  # iteration variables of those loops
 
     def __post_init__(self) -> None:
         if self.fresh is None:
@@ -114,19 +139,19 @@ class Explorer:
     def run(self, frame: Frame) -> Gen:
         yield from self.region(0, len(self.decoded), frame)
 
-    def _guard(self, dec: Decoded, fr: Frame) -> Any:
+    def _guard(self, dec: Decoded, fr: Frame) -> Bool | Literal[False] | None:
         """The guard predicate's value: None when absent or true, False when false, else a term."""
         g = dec.source.guard
         if g is None:
             return None
-        v = fr.regs[g.register]
+        v = boolean(fr.regs[g.register], f"line {dec.line}: guard {g.register}")
         v = z3.Not(v) if g.negated else v
         c = as_const(v)
         if c is None and self.bounds is not None:
             c = self.bounds.decided(v)
         return None if c is True else False if c is False else v
 
-    def _execute(self, dec: Decoded, fr: Frame, guard: Any) -> Gen:
+    def _execute(self, dec: Decoded, fr: Frame, guard: Bool | None) -> Gen:
         """Run one instruction's semantics, answering warp requests through the generator."""
         if self.opaque_products and self.fresh is not None and is_product(dec):
             self.x.set(dec, fr, guard)
@@ -202,7 +227,7 @@ class Explorer:
                     continue
                 pc = yield from self._branch(pc, target, guard, fr)
 
-    def _branch(self, pc: int, target: int, g: Any, fr: Frame) -> Generator[Event, Any, int]:
+    def _branch(self, pc: int, target: int, g: Bool, fr: Frame) -> Generator[Event, WarpAnswer | None, int]:
         cfg = self.x.program.cfg
         n = len(self.decoded)
         r = cfg.reconvergence_pc(cfg.block_of[pc], n)
@@ -226,7 +251,7 @@ class Explorer:
         _replace(fr, merge(g, taken, fall, fr))
         return r
 
-    def _abstract(self, loop: CountedLoop, fr: Frame) -> Generator[Event, Any, Frame | None]:
+    def _abstract(self, loop: CountedLoop, fr: Frame) -> Generator[Event, WarpAnswer | None, Frame | None]:
         """All iterations of a counted loop entered with ``fr`` as one run of its body for a free
         iteration ``k``; the frame after the loop, or None to run the loop as it comes (its
         trip count is short, or its exit depends on state the abstraction leaves free)."""
@@ -245,7 +270,7 @@ class Explorer:
             havoc.add(v.decl().name())
             # Iteration 0 starts from the entry state; later ones from whatever came before.
             st.regs[name] = z3.If(first, fr.regs[name], v)
-        per_iteration: dict[str, Any] = {}  # an induction's change over one whole iteration
+        per_iteration: dict[str, BitVec] = {}  # an induction's change over one whole iteration
         for i in loop.inductions:
             w = regs[i.reg].bits
             step = self._step(i.step, fr, w)
@@ -254,7 +279,7 @@ class Explorer:
         for reg, step in per_iteration.items():
             w = regs[reg].bits
             delta = z3.Extract(w - 1, 0, k) * step if w < 64 else k * step
-            st.regs[reg] = z3.simplify(fr.regs[reg] + delta)
+            st.regs[reg] = z3.simplify(bitvec(fr.regs[reg], f"line {line}: {reg}") + delta)
         if loop.barriers:
             st.epoch = z3.simplify(fr.epoch + k * loop.barriers)
         self._inside.add(loop.header)
@@ -275,7 +300,7 @@ class Explorer:
                 entered = z3.ULT(k, trips)
             else:
                 unwrapped = [
-                    _unwrapped(k, fr.regs[r], c, regs[r].bits, latch)
+                    _unwrapped(k, bitvec(fr.regs[r], f"line {line}: {r}"), c, regs[r].bits, latch)
                     for r, c in ((r, as_const(s)) for r, s in per_iteration.items())
                     if isinstance(c, int) and not isinstance(c, bool)
                 ]
@@ -308,17 +333,19 @@ class Explorer:
         out = {r: z3.simplify(z3.substitute(v, at)) for r, v in st.regs.items()}
         return Frame(out, fr.active, fr.exited, fr.pruned, z3.simplify(z3.substitute(st.epoch, at)))
 
-    def _step(self, op: Any, fr: Frame, bits: int) -> Any:
+    def _step(self, op: ast.Operand, fr: Frame, bits: int) -> BitVec:
         if isinstance(op, ast.Immediate):
             return z3.BitVecVal(immediate_bits(op.text, int_type(bits)), bits)
-        v = self.x.specials[op.name] if op.name in self.x.specials else fr.regs[op.name]
+        if not isinstance(op, ast.Register):
+            raise Unsupported(f"a loop step must be a register or an immediate, got {op}")
+        v = self.x.specials[op.name] if op.name in self.x.specials else bitvec(fr.regs[op.name], op.name)
         have = v.size()
         return (
             v if have == bits else z3.Extract(bits - 1, 0, v) if have > bits else z3.ZeroExt(bits - have, v)
         )
 
 
-def _unwrapped(k: Any, start: Any, step: int, w: int, latch: Any) -> Any:
+def _unwrapped(k: BitVec, start: BitVec, step: int, w: int, latch: Bool) -> Bool:
     """A condition every reached iteration ``k`` of a loop meets, for an induction register of
     ``w`` bits entering at ``start`` and changing by the constant ``step`` per iteration: its value
     at iteration ``k`` has not wrapped around (signed or unsigned), or the loop went on through
@@ -346,7 +373,7 @@ def _unwrapped(k: Any, start: Any, step: int, w: int, latch: Any) -> Any:
     return z3.And(out)
 
 
-def _trip_count(latch: Any, k: Any, cap: int = 4096) -> int | None:
+def _trip_count(latch: Bool, k: BitVec, cap: int = 4096) -> int | None:
     """The number of iterations of a loop whose back edge at the end of iteration ``k`` is taken
     under ``latch``, when that depends on ``k`` alone (a concrete trip count); None otherwise or
     beyond ``cap``."""
@@ -361,9 +388,9 @@ def _trip_count(latch: Any, k: Any, cap: int = 4096) -> int | None:
     return None
 
 
-def merge(g: Any, taken: Frame, fall: Frame, before: Frame) -> Frame:
+def merge(g: Bool, taken: Frame, fall: Frame, before: Frame) -> Frame:
     """The frame after both sides of a branch on ``g`` reconverge."""
-    regs = {}
+    regs: dict[str, Term] = {}
     for name, t in taken.regs.items():
         f = fall.regs[name]
         regs[name] = t if t.eq(f) else z3.If(g, t, f)

@@ -14,25 +14,27 @@ the query goes to the bit-vector solver as before.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import z3
+
+from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 
 class NotLinear(Exception):
     """A term outside the fragment the integer translation covers."""
 
 
-Bounds = tuple[Any, int, int]  # (integer term, lowest value, highest value)
+Bounds = tuple[z3.ArithRef, int, int]  # (integer term, lowest value, highest value)
 
-_CMP = {
+_CMP: dict[int, Callable[[z3.ArithRef, z3.ArithRef], Bool]] = {
     z3.Z3_OP_ULEQ: lambda a, b: a <= b,
     z3.Z3_OP_ULT: lambda a, b: a < b,
     z3.Z3_OP_UGEQ: lambda a, b: a >= b,
     z3.Z3_OP_UGT: lambda a, b: a > b,
 }
-_SCMP = {
+_SCMP: dict[int, Callable[[z3.ArithRef, z3.ArithRef], Bool]] = {
     z3.Z3_OP_SLEQ: lambda a, b: a <= b,
     z3.Z3_OP_SLT: lambda a, b: a < b,
     z3.Z3_OP_SGEQ: lambda a, b: a >= b,
@@ -51,12 +53,14 @@ class IntTranslation:
     """
 
     limits: dict[str, int]
-    variables: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # name -> (bv, int)
-    ranges: list[Any] = field(default_factory=list)  # range constraints not yet given to a solver
-    _cache: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id -> (term kept alive, result)
-    _functions: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, tuple[BitVec, z3.ArithRef]] = field(default_factory=dict)  # name -> (bv, int)
+    ranges: list[Bool] = field(default_factory=list)  # range constraints not yet given to a solver
+    # id -> (term kept alive, result): of Boolean terms, and of bit-vector terms
+    _cache: dict[int, tuple[z3.ExprRef, Bool]] = field(default_factory=dict)
+    _values: dict[int, tuple[z3.ExprRef, Bounds]] = field(default_factory=dict)
+    _functions: dict[str, z3.FuncDeclRef[z3.ArithRef]] = field(default_factory=dict)
 
-    def formula(self, t: Any) -> Any:
+    def formula(self, t: z3.ExprRef) -> Bool:
         """The integer formula equisatisfiable with the Boolean bit-vector formula ``t``."""
         hit = self._cache.get(t.get_id())
         if hit is not None:
@@ -65,16 +69,16 @@ class IntTranslation:
         self._cache[t.get_id()] = (t, r)
         return r
 
-    def value(self, t: Any) -> Bounds:
+    def value(self, t: z3.ExprRef) -> Bounds:
         """The unsigned value of the bit-vector term ``t`` as an integer term, with its bounds."""
-        hit = self._cache.get(t.get_id())
+        hit = self._values.get(t.get_id())
         if hit is not None:
             return hit[1]
         r = self._value(t)
-        self._cache[t.get_id()] = (t, r)
+        self._values[t.get_id()] = (t, r)
         return r
 
-    def decided(self, t: Any) -> bool | None:
+    def decided(self, t: z3.ExprRef) -> bool | None:
         """The value of the Boolean bit-vector formula ``t`` when interval bounds alone fix it
         (a comparison whose two sides' ranges do not meet), else None. Never calls a solver."""
         if z3.is_true(t):
@@ -101,7 +105,7 @@ class IntTranslation:
         except NotLinear:
             return None
         if signed:
-            half = 1 << (ch[0].size() - 1)
+            half = 1 << (_bits(ch[0]).size() - 1)
             if ahi >= half or bhi >= half:
                 return None  # a negative value would reorder the ranges
         if k == z3.Z3_OP_EQ:
@@ -114,7 +118,9 @@ class IntTranslation:
             return True if ahi < blo else False if alo >= bhi else None
         return True if ahi <= blo else False if alo > bhi else None
 
-    def _formula(self, t: Any) -> Any:
+    def _formula(self, t: z3.ExprRef) -> Bool:
+        if not isinstance(t, z3.BoolRef):
+            raise NotLinear(f"not a formula: {t.sort()}")
         if z3.is_true(t) or z3.is_false(t):
             return t
         k, ch = t.decl().kind(), t.children()
@@ -143,14 +149,14 @@ class IntTranslation:
             return t
         raise NotLinear(f"Boolean operation {t.decl().name()}")
 
-    def _signed(self, t: Any) -> Any:
-        w = t.size()
+    def _signed(self, t: z3.ExprRef) -> z3.ArithRef:
+        w = _bits(t).size()
         x, _, hi = self.value(t)
         if hi < 1 << (w - 1):
             return x
         return z3.If(x >= 1 << (w - 1), x - (1 << w), x)
 
-    def _var(self, t: Any) -> Bounds:
+    def _var(self, t: BitVec) -> Bounds:
         name = t.decl().name()
         top = min(self.limits.get(name, 1 << t.size()), 1 << t.size()) - 1
         if name not in self.variables:
@@ -159,7 +165,7 @@ class IntTranslation:
             self.ranges += [v >= 0, v <= top]
         return self.variables[name][1], 0, top
 
-    def _apply(self, t: Any) -> Bounds:
+    def _apply(self, t: BitVec) -> Bounds:
         """An uninterpreted function of bit-vectors as one of integers (equal arguments, equal
         results: the translation is injective on each width, so congruence carries over)."""
         d = t.decl()
@@ -175,7 +181,7 @@ class IntTranslation:
         return r, 0, top
 
     @staticmethod
-    def _mask(a: Any, m: int, w: int) -> tuple[Any, int]:
+    def _mask(a: z3.ArithRef, m: int, w: int) -> tuple[z3.ArithRef, int]:
         """``a & m`` for a constant ``m`` as the sum of its runs of ones, and its highest value."""
         parts, rest = [], m % (1 << w)
         while rest:
@@ -189,13 +195,14 @@ class IntTranslation:
         return (parts[0] if len(parts) == 1 else z3.Sum(parts)), m % (1 << w)
 
     @staticmethod
-    def _wrap(x: Any, lo: int, hi: int, w: int) -> Bounds:
+    def _wrap(x: z3.ArithRef, lo: int, hi: int, w: int) -> Bounds:
         m = 1 << w
         if lo >= 0 and hi < m:
             return x, lo, hi
         return x % m, 0, m - 1
 
-    def _value(self, t: Any) -> Bounds:
+    def _value(self, t: z3.ExprRef) -> Bounds:
+        t = _bits(t)
         w = t.size()
         if z3.is_bv_value(t):
             v = int(t.as_long())
@@ -231,9 +238,9 @@ class IntTranslation:
             return self._wrap(c * a, c * lo, c * hi, w)
         if k == z3.Z3_OP_CONCAT:
             x, lo, hi = self.value(ch[0])
-            for c in ch[1:]:
-                s = 1 << c.size()
-                y, ylo, yhi = self.value(c)
+            for part in ch[1:]:
+                s = 1 << _bits(part).size()
+                y, ylo, yhi = self.value(part)
                 x, lo, hi = x * s + y, lo * s + ylo, hi * s + yhi
             return x, lo, hi
         if k == z3.Z3_OP_EXTRACT:
@@ -245,7 +252,7 @@ class IntTranslation:
         if k == z3.Z3_OP_ZERO_EXT:
             return self.value(ch[0])
         if k == z3.Z3_OP_SIGN_EXT:
-            half = 1 << (ch[0].size() - 1)
+            half = 1 << (_bits(ch[0]).size() - 1)
             a, lo, hi = self.value(ch[0])
             if hi < half:
                 return a, lo, hi  # non-negative: the same as a zero extension
@@ -285,14 +292,21 @@ class IntTranslation:
         raise NotLinear(f"bit-vector operation {t.decl().name()}")
 
 
-def _shifted(x: Any, lo: int, hi: int, s: int) -> Bounds:
+def _bits(t: z3.ExprRef) -> BitVec:
+    """``t`` as the bit-vector term it must be here (anything else is outside the fragment)."""
+    if not isinstance(t, z3.BitVecRef):
+        raise NotLinear(f"not a bit-vector term: {t.sort()}")
+    return t
+
+
+def _shifted(x: z3.ArithRef, lo: int, hi: int, s: int) -> Bounds:
     """``x >> s`` of a non-negative ``x`` in ``[lo, hi]``: a constant when the bounds fix it."""
     if lo >> s == hi >> s:
         return z3.IntVal(lo >> s), lo >> s, lo >> s
     return x / (1 << s), lo >> s, hi >> s
 
 
-def has_divmod(t: Any, memo: dict[int, bool]) -> bool:
+def has_divmod(t: z3.ExprRef, memo: dict[int, bool]) -> bool:
     """Whether an integer formula uses ``div`` or ``mod`` (``memo`` by term id, across calls)."""
     todo, order = [t], []
     while todo:
@@ -337,7 +351,7 @@ class QuerySolver:
     solver's cuts took seconds (a bitonic sort's 64 pairs: 1 s against 22 s).
     """
 
-    background: list[Any]
+    background: list[Bool]
     limits: dict[str, int]
     timeout_ms: int
     deadline: float | None = None
@@ -358,7 +372,7 @@ class QuerySolver:
             raise OutOfTime
         return max(1, min(self.timeout_ms, left))
 
-    def check(self, *constraints: Any, effort: int = 0) -> Outcome:
+    def check(self, *constraints: Bool, effort: int = 0) -> Outcome:
         """Whether the conjunction of ``constraints`` (and the background) is satisfiable.
 
         ``effort``: z3's resource limit (``rlimit``) for each solver call of the query, 0 for
@@ -410,7 +424,7 @@ class QuerySolver:
             timeout = self._timeout()
         return self._bitvector(goal, [], timeout, effort)
 
-    def _bitvector(self, goal: Any, pins: list[Any], timeout: int, effort: int = 0) -> Outcome:
+    def _bitvector(self, goal: Bool, pins: list[Bool], timeout: int, effort: int = 0) -> Outcome:
         s = z3.Solver()
         s.set("timeout", timeout)
         s.set("rlimit", effort)

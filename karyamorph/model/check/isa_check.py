@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
 import numpy as np
 import z3
@@ -27,16 +27,18 @@ import z3
 from karyamorph.isa import ast
 from karyamorph.model.semantics.concrete import (
     UINT,
+    BoolArray,
     ConcreteDomain,
+    UIntArray,
     UnsupportedOperation,
     bits_float,
     float_bits,
 )
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands, Unmodeled, decode_or_reason
-from karyamorph.model.semantics.domain import Domain
+from karyamorph.model.semantics.domain import B, Domain, V
 from karyamorph.model.semantics.instruction import ErrorBound, Instr, Law, form_text
 from karyamorph.model.semantics.simt_machine import Machine
-from karyamorph.model.semantics.symbolic import SymbolicDomain
+from karyamorph.model.semantics.symbolic import BitVec, Bool, SymbolicDomain
 from karyamorph.model.semantics.types import PtxType
 
 
@@ -55,16 +57,17 @@ class HookUsed(Exception):
     """A compute instruction called a memory, warp or control hook."""
 
 
-class RegisterExec(DecodedOperands):
+class RegisterExec(DecodedOperands, Generic[V, B]):
     """An :class:`~karyamorph.model.semantics.instruction.Exec` over registers only: inputs come from
-    ``source(slot, ty)``, writes are kept."""
+    ``source(slot, ty)``, writes are kept: ``writes[slot]`` is ``(value, type)``, or
+    ``(predicate, None)``."""
 
     def __init__(
         self,
-        domain: Domain,
+        domain: Domain[V, B],
         dec: Decoded,
-        source: Callable[[str, PtxType], Any],
-        pred_source: Callable[[str], Any],
+        source: Callable[[str, PtxType], V],
+        pred_source: Callable[[str], B],
         imms: dict[str, int],
     ) -> None:
         self.D = domain
@@ -72,7 +75,7 @@ class RegisterExec(DecodedOperands):
         self.source = source
         self.pred_source = pred_source
         self.imms = imms
-        self.writes: dict[str, Any] = {}
+        self.writes: dict[str, tuple[V | B, PtxType | None]] = {}
 
     def count(self, slot: str) -> int:
         return 1
@@ -80,19 +83,19 @@ class RegisterExec(DecodedOperands):
     def imm(self, slot: str) -> int:
         return self.imms[slot]
 
-    def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any:
+    def read(self, slot: str, ty: PtxType, elem: int = 0) -> V:
         return self.source(slot, ty)
 
-    def read_pred(self, slot: str) -> Any:
+    def read_pred(self, slot: str) -> B:
         return self.pred_source(slot)
 
-    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
+    def write(self, slot: str, value: V, ty: PtxType, elem: int = 0) -> None:
         self.writes[slot] = (value, ty)
 
-    def write_pred(self, slot: str, value: Any) -> None:
+    def write_pred(self, slot: str, value: B) -> None:
         self.writes[slot] = (value, None)
 
-    def _hook(self, *args: Any, **kwargs: Any) -> Any:
+    def _hook(self, *args: Any, **kwargs: Any) -> Any:  # Any: it stands in for every hook's signature
         raise HookUsed(f"{self.dec.source.full_opcode} uses a memory/warp/control hook")
 
     address = load = store = atomic = cvta = shuffle = vote = branch = exit = trap = barrier = _hook
@@ -172,19 +175,19 @@ def _check_form(instr: Instr, form: str, machine: Machine, samples: int, seed: i
     t0 = time.perf_counter()
     dec = _decode(form, instr, machine)
     rng = np.random.default_rng(seed)
-    conc: dict[tuple[str, str], np.ndarray] = {}
-    preds: dict[str, np.ndarray] = {}
+    conc: dict[tuple[str, str], UIntArray] = {}
+    preds: dict[str, BoolArray] = {}
     size = samples + 40
     imms = {s.name: int(rng.integers(0, 256)) for s in instr.slots if s.kind == "imm"}
 
-    def csrc(slot: str, ty: PtxType) -> Any:
+    def csrc(slot: str, ty: PtxType) -> UIntArray:
         key = (slot, ty.name)
         if key not in conc:
             v = _samples(ty, size, rng)
             conc[key] = rng.permutation(v)
         return conc[key]
 
-    def cpred(slot: str) -> Any:
+    def cpred(slot: str) -> BoolArray:
         if slot not in preds:
             preds[slot] = rng.integers(0, 2, size).astype(bool)
         return preds[slot]
@@ -210,13 +213,13 @@ def _check_form(instr: Instr, form: str, machine: Machine, samples: int, seed: i
     )
     # The same semantics over z3 (IEEE floats), on free variables, then each sample substituted.
     sd = SymbolicDomain("ieee")
-    svars: dict[tuple[str, str], Any] = {}
-    spreds: dict[str, Any] = {}
+    svars: dict[tuple[str, str], BitVec] = {}
+    spreds: dict[str, Bool] = {}
 
-    def ssrc(slot: str, ty: PtxType) -> Any:
+    def ssrc(slot: str, ty: PtxType) -> BitVec:
         return svars.setdefault((slot, ty.name), z3.BitVec(f"{slot}_{ty.name}", ty.bits))
 
-    def spred(slot: str) -> Any:
+    def spred(slot: str) -> Bool:
         return spreds.setdefault(slot, z3.Bool(f"{slot}_p"))
 
     sx = RegisterExec(sd, dec, ssrc, spred, imms)
@@ -225,6 +228,7 @@ def _check_form(instr: Instr, form: str, machine: Machine, samples: int, seed: i
     approx = False
     is_approx = dec.mods.get("rnd") in ("approx", "full")
     for k in range(size):
+        subs: list[tuple[z3.ExprRef, z3.ExprRef]]
         subs = [(v, z3.BitVecVal(int(conc[key][k]), v.size())) for key, v in svars.items()]
         subs += [(p, z3.BoolVal(bool(preds[s][k]))) for s, p in spreds.items()]
         for slot, (cval, ty) in cx.writes.items():
@@ -245,7 +249,7 @@ def _check_form(instr: Instr, form: str, machine: Machine, samples: int, seed: i
             else:
                 # simplify does not fold every FP conversion; ask the solver instead.
                 solver = z3.Solver()
-                solver.add(term != (z3.BoolVal(want) if ty is None else z3.BitVecVal(int(want), term.size())))
+                solver.add(term != _constant(term, want))
                 s_val = want if solver.check() == z3.unsat else (not want if ty is None else -1)
             if want != s_val:
                 inputs = {key[0]: hex(int(v[k])) for key, v in conc.items()}
@@ -268,32 +272,67 @@ def _check_form(instr: Instr, form: str, machine: Machine, samples: int, seed: i
     return out
 
 
-def _law_runner(d: SymbolicDomain, machine: Machine) -> Callable[..., Any]:
-    """``run(form, *operands)``: evaluate an instruction form over ``d``; its first destination."""
+def _constant(term: BitVec | Bool, want: int | bool) -> BitVec | Bool:
+    """``want`` as a constant of the sort of ``term``."""
+    return z3.BitVecVal(int(want), term.size()) if isinstance(term, z3.BitVecRef) else z3.BoolVal(bool(want))
 
-    def run(form: str, *operands: Any) -> Any:
+
+def _immediate(form: str, v: BitVec | Bool | int) -> int:
+    if not isinstance(v, int):
+        raise ValueError(f"{form}: an immediate operand must be an int, got {v}")
+    return int(v)
+
+
+class _LawRunner:
+    """The ``run`` of a law (:class:`~karyamorph.model.semantics.instruction.LawRun`): evaluate an
+    instruction form over ``d``; its first destination."""
+
+    def __init__(self, d: SymbolicDomain, machine: Machine) -> None:
+        self.d = d
+        self.machine = machine
+
+    def _first(self, form: str, operands: tuple[BitVec | Bool | int, ...]) -> BitVec | Bool:
+        d, machine = self.d, self.machine
         words = form.split(".")
         target = next(i for i in machine.candidates(words[0]) if _decode_ok(form, i, machine))
         dec = _decode(form, target, machine)
         srcs = [s for s in target.slots if not s.dest and s.kind != "imm"]
         imm_slots = [s for s in target.slots if s.kind == "imm"]
         values = dict(zip([s.name for s in srcs], operands, strict=False))
-        imms = {s.name: int(v) for s, v in zip(imm_slots, operands[len(srcs) :], strict=False)}
+        imms = {s.name: _immediate(form, v) for s, v in zip(imm_slots, operands[len(srcs) :], strict=False)}
 
-        def src(slot: str, ty: PtxType) -> Any:
+        def src(slot: str, ty: PtxType) -> BitVec:
             v = values[slot]
             if isinstance(v, int):
                 return d.const(v, ty.bits)
+            if not isinstance(v, z3.BitVecRef):
+                raise ValueError(f"{form}: operand {slot} must be a value, got the predicate {v}")
             if v.size() != ty.bits:
                 return d.trunc(v, v.size(), ty.bits) if v.size() > ty.bits else d.zext(v, v.size(), ty.bits)
             return v
 
-        x = RegisterExec(d, dec, src, lambda s: values[s], imms)
+        def psrc(slot: str) -> Bool:
+            v = values[slot]
+            if not isinstance(v, z3.BoolRef):
+                raise ValueError(f"{form}: operand {slot} must be a predicate, got {v}")
+            return v
+
+        x = RegisterExec(d, dec, src, psrc, imms)
         target.semantics(x)
         first = next(s for s in target.slots if s.dest)
         return x.writes[first.name][0]
 
-    return run
+    def __call__(self, form: str, *operands: BitVec | Bool | int) -> BitVec:
+        v = self._first(form, operands)
+        if not isinstance(v, z3.BitVecRef):
+            raise ValueError(f"{form} gives a predicate: a law evaluates it with run.pred")
+        return v
+
+    def pred(self, form: str, *operands: BitVec | Bool | int) -> Bool:
+        v = self._first(form, operands)
+        if not isinstance(v, z3.BoolRef):
+            raise ValueError(f"{form} gives a value: a law evaluates it with run")
+        return v
 
 
 def check_law(law: Law, instr: Instr, machine: Machine, timeout_ms: int = 10_000) -> list[IsaCheckResult]:
@@ -304,7 +343,7 @@ def check_law(law: Law, instr: Instr, machine: Machine, timeout_ms: int = 10_000
         d = SymbolicDomain("uf")
         bits = int(t[1:]) if t[1:].isdigit() else 32
 
-        run = _law_runner(d, machine)
+        run = _LawRunner(d, machine)
         vars_ = [z3.BitVec(f"v{i}", bits) for i in range(law.arity)]
         try:
             lhs, rhs = law.fn(run, d, t, *vars_)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 import z3
 
@@ -20,8 +19,9 @@ from karyamorph.model.check.accesses import Access
 from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.properties import Finish, Query, batched, decide
 from karyamorph.model.check.symexec import provenance
-from karyamorph.model.check.verdict import Verdict, Witness
+from karyamorph.model.check.verdict import Replay, Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores
+from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 SAME_STORE = "same-store"  # a query's tag: one store instruction, two threads
 
@@ -34,8 +34,8 @@ class _Site:
     acc: Access
     provenance: int | None
     span: tuple[int, int] | None  # of the bytes it may touch: [lo, hi)
-    epoch: Any  # of thread A, simplified
-    epoch_b: Any  # of thread B
+    epoch: BitVec  # of thread A, simplified
+    epoch_b: BitVec  # of thread B
     interval: int | None  # the barrier interval, when concrete for both threads
 
 
@@ -46,6 +46,8 @@ def _sites(enc: Encoding) -> list[_Site]:
             continue
         prov = provenance(e.addr) if e.space == "global" else None
         span = enc.span(e.addr)
+        if e.epoch is None:
+            raise ValueError(f"line {e.line}: {e.text} has no barrier epoch")
         ea, eb = z3.simplify(e.epoch), z3.simplify(enc.b(e.epoch))
         interval = int(ea.as_long()) if z3.is_bv_value(ea) and ea.eq(eb) else None
         hull = (span[0], span[1] + e.nbytes) if span is not None else None
@@ -127,7 +129,7 @@ def plan_race(enc: Encoding) -> list[Query]:
 
 
 def _pair(
-    enc: Encoding, sa: _Site, sc: _Site, same_block: Any, distinct: Any, same_warp: Any
+    enc: Encoding, sa: _Site, sc: _Site, same_block: Bool, distinct: Bool, same_warp: Bool | None
 ) -> Query | None:
     a, c = sa.acc, sc.acc
     if not (a.write or c.write) or (a.atomic and c.atomic):
@@ -227,11 +229,13 @@ def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
 
     benign = None if enc.strict or enc.stores is None else _Benign(enc, enc.stores)
 
-    def noted(prop: str, verdict: str, w: Witness | None, reason: str, **kw: Any) -> Verdict:
+    def noted(
+        prop: str, verdict: str, w: Witness | None, reason: str, /, replay: Replay | None = None
+    ) -> Verdict:
         if benign is None:
-            return finish(prop, verdict, w, reason, **kw)
+            return finish(prop, verdict, w, reason, replay=replay)
         verdict, reason = benign.settle(verdict, reason)
-        return finish(prop, verdict, w, "; ".join(x for x in (reason, benign.note()) if x), **kw)
+        return finish(prop, verdict, w, "; ".join(x for x in (reason, benign.note()) if x), replay=replay)
 
     return decide(
         enc,

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import z3
 
 from karyamorph.model.check.accesses import Access, BarrierEvent
 from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.verdict import Replay, Verdict, Witness
+from karyamorph.model.semantics.symbolic import Bool
 
 # Single queries per top-level disjunction: the disjunction of 64 overlap or bounds conditions is
 # decided in about the time of one of them, and a refutation needs about 2 * log2(64) more calls.
@@ -37,7 +38,7 @@ class Query:
 
     A query with ``parts`` is a batch: its violation is the disjunction of theirs."""
 
-    violation: Any
+    violation: Bool
     events: tuple[Access | BarrierEvent, ...] = ()
     parts: tuple[Query, ...] = ()
     tag: str = ""  # what a property's refinement needs to know about a single query
@@ -56,7 +57,14 @@ def batched(leaves: list[Query], size: int = BATCH) -> list[Query]:
     return [node(leaves[i : i + size]) for i in range(0, len(leaves), size)]
 
 
-Finish = Callable[..., Verdict]
+class Finish(Protocol):
+    """``finish(prop, verdict, witness, reason, replay=None)``: the verdict as the checker keeps it."""
+
+    def __call__(
+        self, prop: str, verdict: str, witness: Witness | None, reason: str, /, replay: Replay | None = None
+    ) -> Verdict: ...
+
+
 Refine = Callable[[Query, z3.ModelRef], "Query | None"]
 
 
@@ -131,7 +139,7 @@ def decide(
 CONTRADICTED = "counterexample contradicted by its replay"
 
 
-def _in_bounds(enc: Encoding, acc: Access) -> Any:
+def _in_bounds(enc: Encoding, acc: Access) -> Bool:
     ok = []
     for al in enc.trace.layout.of_space(acc.space):
         if al.size < acc.nbytes:

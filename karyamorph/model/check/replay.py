@@ -15,7 +15,6 @@ import re
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -28,7 +27,8 @@ from karyamorph.model.interp.errors import (
     MemoryAccessError,
     StepLimitError,
 )
-from karyamorph.model.interp.interpreter import Program, interpret, prepare
+from karyamorph.model.interp.interpreter import KernelArg, interpret
+from karyamorph.model.interp.program import Program, prepare
 from karyamorph.model.interp.simt import GroupExec
 from karyamorph.model.semantics.simt_machine import Machine
 
@@ -192,7 +192,7 @@ def _race(
     entry: str,
     machine: Machine,
     launch: tuple[tuple[int, int, int], tuple[int, int, int], int],
-    args: dict[str, Any],
+    args: dict[str, KernelArg],
     program: Program,
     w: Witness,
     seeds: int,
@@ -290,10 +290,10 @@ def _arguments(
     scalars: dict[str, int | float],
     inputs: tuple[tuple[str, int], ...],
     element_bytes: dict[str, int],
-) -> dict[str, Any]:
+) -> dict[str, KernelArg]:
     """Concrete arguments: byte buffers with small values, the witness's elements and scalars."""
     given = dict(inputs)
-    args: dict[str, Any] = {}
+    args: dict[str, KernelArg] = {}
     for p in program.fn.params:
         if p.name in buffers:
             width = element_bytes.get(p.name, 4)
@@ -317,14 +317,14 @@ def _arguments(
         width = element_bytes.get(m.group(1), 4)
         at = int(m.group(2)) * width
         buf = args[m.group(1)]
-        if at + width <= buf.size:
+        if isinstance(buf, np.ndarray) and at + width <= buf.size:  # (a buffer's argument is one)
             buf[at : at + width] = np.frombuffer(
                 (value % (1 << 8 * width)).to_bytes(width, "little"), np.uint8
             )
     return args
 
 
-def _copy(args: dict[str, Any]) -> dict[str, Any]:
+def _copy(args: dict[str, KernelArg]) -> dict[str, KernelArg]:
     return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
 
 

@@ -13,7 +13,6 @@ answers "no thread can" or "cannot tell".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import z3
@@ -25,6 +24,13 @@ MAX_THREADS = 1 << 16
 U64 = np.uint64
 Value = tuple[np.ndarray, np.ndarray]  # (values, known) per thread
 Truth = tuple[np.ndarray, np.ndarray]  # (may be true, may be false) per thread
+
+
+def _width(t: z3.ExprRef) -> int:
+    """The width of ``t``, an operand of a bit-vector operation (so a bit-vector itself)."""
+    if not isinstance(t, z3.BitVecRef):
+        raise TypeError(f"expected a bit-vector term, got {t.sort()}")
+    return t.size()
 
 
 def _mask(w: int) -> np.uint64:
@@ -39,7 +45,8 @@ class Sweep:
     size: int
     blockwide: bool  # the domain is one block (block coordinates unknown)
     block_of: np.ndarray  # each thread's linear block index (0 when blockwide)
-    _memo: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id -> (term kept alive, result)
+    # id -> (term kept alive, result)
+    _memo: dict[int, tuple[z3.ExprRef, Value | Truth]] = field(default_factory=dict)
 
     @staticmethod
     def of(trace: Trace) -> Sweep:
@@ -62,7 +69,7 @@ class Sweep:
         return Sweep(coords, size, blockwide, b.astype(U64))
 
     # --- evaluation ---------------------------------------------------------------------------
-    def value(self, t: Any) -> Value:
+    def value(self, t: z3.ExprRef) -> Value:
         hit = self._memo.get(t.get_id())
         if hit is not None:
             return hit[1]
@@ -70,7 +77,7 @@ class Sweep:
         self._memo[t.get_id()] = (t, r)
         return r
 
-    def truth(self, t: Any) -> Truth:
+    def truth(self, t: z3.ExprRef) -> Truth:
         hit = self._memo.get(t.get_id())
         if hit is not None:
             return hit[1]
@@ -84,9 +91,9 @@ class Sweep:
     def _either(self) -> Truth:
         return np.ones(self.size, bool), np.ones(self.size, bool)
 
-    def _value(self, t: Any) -> Value:
+    def _value(self, t: z3.ExprRef) -> Value:
         n = self.size
-        if not z3.is_bv(t) or t.size() > 64:
+        if not isinstance(t, z3.BitVecRef) or t.size() > 64:
             return self._unknown_value()
         w = t.size()
         m = _mask(w)
@@ -109,14 +116,14 @@ class Sweep:
             return self.value(ch[0])
         if k == z3.Z3_OP_SIGN_EXT:
             a, ka = self.value(ch[0])
-            src = ch[0].size()
+            src = _width(ch[0])
             neg = (a >> U64(src - 1)) & U64(1)
             return np.where(neg == 1, (a | (m & ~_mask(src))) & m, a), ka
         if k == z3.Z3_OP_CONCAT:
             a, ka = self.value(ch[0])
             for c in ch[1:]:
                 b, kb = self.value(c)
-                a, ka = ((a << U64(c.size())) | b) & m, ka & kb
+                a, ka = ((a << U64(_width(c))) | b) & m, ka & kb
             return a, ka
         xs = [self.value(c) for c in ch]
         known = np.logical_and.reduce([x[1] for x in xs])
@@ -158,7 +165,7 @@ class Sweep:
             return r, known & ~zero
         return self._unknown_value()
 
-    def _truth(self, t: Any) -> Truth:
+    def _truth(self, t: z3.ExprRef) -> Truth:
         n = self.size
         if z3.is_true(t):
             return np.ones(n, bool), np.zeros(n, bool)

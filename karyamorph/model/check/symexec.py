@@ -13,17 +13,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.interp.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
+from karyamorph.model.interp.program import Program
 from karyamorph.model.interp.simt import immediate_bits
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands
-from karyamorph.model.semantics.symbolic import SymbolicDomain
+from karyamorph.model.semantics.symbolic import BitVec, Bool, SymbolicDomain
 from karyamorph.model.semantics.types import PtxType
+
+# What a register holds: a bit-vector term of its width, or a Boolean term for a predicate.
+Term = BitVec | Bool
+# An atomic's ``update(old, b, c)`` (see Exec.atomic).
+AtomicUpdate = Callable[[BitVec, BitVec, BitVec | None], BitVec]
+# A warp hook's answer: (value, predicate) for ``shfl.*``, a value for ``vote.ballot``, a
+# predicate for the other votes.
+WarpAnswer = tuple[BitVec, Bool] | BitVec | Bool
+_E = TypeVar("_E", bound=z3.ExprRef)
 
 WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
 # Shared and local variables each get a slot of their own, so an overrun of one never lands in
@@ -52,7 +62,7 @@ class Layout:
 
     allocations: list[Allocation]
     symbols: dict[str, int]
-    params: dict[str, tuple[int, int, Any]]  # name -> (offset in param space, bytes, value term)
+    params: dict[str, tuple[int, int, BitVec]]  # name -> (offset in param space, bytes, value term)
 
     def of_space(self, space: str) -> list[Allocation]:
         return [a for a in self.allocations if a.space == space]
@@ -79,30 +89,55 @@ def slot_base(k: int) -> int:
 class Frame:
     """A thread's state on one predicated path: registers, active condition, exited condition."""
 
-    regs: dict[str, Any]
-    active: Any
-    exited: Any
+    regs: dict[str, Term]
+    active: Bool
+    exited: Bool
     pruned: int = 0  # bumped whenever paths leave ``active`` (exit, cut loop): merges must not revive them
     # Barriers passed so far: two threads of a block are in one barrier interval exactly when
     # they have passed equally many (barriers are aligned; the barrier property checks that).
-    epoch: Any = field(default_factory=lambda: z3.BitVecVal(0, 64))
+    epoch: BitVec = field(default_factory=lambda: z3.BitVecVal(0, 64))
 
-    def fork(self, active: Any) -> Frame:
+    def fork(self, active: Bool) -> Frame:
         return Frame(dict(self.regs), active, self.exited, self.pruned, self.epoch)
 
 
 class MemoryModel(Protocol):
     """What the memory and warp hooks of :class:`SymExec` delegate to."""
 
-    def load(self, x: SymExec, space: str, addr: Any, ty: PtxType) -> Any: ...
-    def store(self, x: SymExec, space: str, addr: Any, value: Any, ty: PtxType) -> None: ...
+    def load(self, x: SymExec, space: str, addr: BitVec, ty: PtxType) -> BitVec: ...
+    def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None: ...
     def atomic(
-        self, x: SymExec, space: str, op: str, addr: Any, ty: PtxType, update: Any, b: Any, c: Any | None
-    ) -> Any: ...
-    def warp(self, x: SymExec, kind: str, args: tuple[Any, ...]) -> Any: ...
+        self,
+        x: SymExec,
+        space: str,
+        op: str,
+        addr: BitVec,
+        ty: PtxType,
+        update: AtomicUpdate | None,
+        b: BitVec,
+        c: BitVec | None,
+    ) -> BitVec: ...
+
+    def warp(self, x: SymExec, kind: str, args: tuple[Term, ...]) -> WarpAnswer:
+        """The warp hook ``kind`` (``shfl.idx``, ``vote.ballot`` ...) with the Exec hook's operands."""
+        ...
 
 
-def provenance(addr: Any) -> int | None:
+def bitvec(t: Term, what: str) -> BitVec:
+    """``t``, the term of a register of a value type (a bit-vector); ``what`` names it."""
+    if not isinstance(t, z3.BitVecRef):
+        raise Unsupported(f"{what}: a predicate used as a value")
+    return t
+
+
+def boolean(t: Term, what: str) -> Bool:
+    """``t``, the term of a predicate register; ``what`` names it."""
+    if not isinstance(t, z3.BoolRef):
+        raise Unsupported(f"{what}: a value used as a predicate")
+    return t
+
+
+def provenance(addr: BitVec) -> int | None:
     """The global allocation window (``address >> 32``) a pointer term is based on, read from its
     constant addend (the parameter's base), or from its interval bounds when the simplifier has
     folded the base into the high bits (``Concat(base >> 10, x, 0)`` for ``base + x * 4``); None
@@ -120,12 +155,12 @@ def provenance(addr: Any) -> int | None:
     return lo >> 32 if lo >> 32 == hi >> 32 else None
 
 
-def simple(term: Any) -> Any:
+def simple(term: _E) -> _E:
     """``term`` simplified (constants fold, so that concrete control flow is recognised)."""
     return z3.simplify(term)
 
 
-def as_const(term: Any) -> int | bool | None:
+def as_const(term: z3.ExprRef) -> int | bool | None:
     """The value of a term that simplifies to a constant, else None."""
     t = z3.simplify(term)
     if z3.is_bv_value(t):
@@ -145,18 +180,18 @@ class SymExec(DecodedOperands):
     warp hooks. The driver calls :meth:`set` before each instruction and reads :attr:`ctl` after.
     """
 
-    program: Any
+    program: Program
     layout: Layout
-    specials: dict[str, Any]
+    specials: dict[str, BitVec]
     memory: MemoryModel
     D: SymbolicDomain = field(default_factory=SymbolicDomain)
     dec: Decoded = field(default=None)  # type: ignore[assignment]
     frame: Frame = field(default=None)  # type: ignore[assignment]
-    guard: Any = None
-    cond: Any = None
-    ctl: tuple[Any, ...] | None = None
+    guard: Bool | None = None
+    cond: Bool = field(default=None)  # type: ignore[assignment]
+    ctl: tuple[str, ...] | None = None
 
-    def set(self, dec: Decoded, frame: Frame, guard: Any) -> None:
+    def set(self, dec: Decoded, frame: Frame, guard: Bool | None) -> None:
         self.dec, self.frame, self.guard, self.ctl = dec, frame, guard, None
         self.cond = frame.active if guard is None else z3.simplify(z3.And(frame.active, guard))
 
@@ -173,7 +208,7 @@ class SymExec(DecodedOperands):
             raise Unsupported(f"{self.where()}: register {name} is not declared")
         return t
 
-    def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any:
+    def read(self, slot: str, ty: PtxType, elem: int = 0) -> BitVec:
         op = self._operand(slot, elem)
         bits = ty.bits
         if isinstance(op, ast.Register):
@@ -183,7 +218,7 @@ class SymExec(DecodedOperands):
                 t = self._reg_type(op.name)
                 if t.kind == "pred":
                     raise Unsupported(f"{self.where()}: predicate {op.name} used as a {ty} value")
-                v, have = self.frame.regs[op.name], t.bits
+                v, have = self.value_register(op.name), t.bits
             if have == bits:
                 return v
             if have > bits:
@@ -202,26 +237,34 @@ class SymExec(DecodedOperands):
             return self.layout.params[name][0]
         raise Unsupported(f"{self.where()}: symbol {name!r} is not a variable, parameter or function")
 
-    def read_pred(self, slot: str) -> Any:
+    def value_register(self, name: str) -> BitVec:
+        """The term of a register of a value type (a bit-vector of its width)."""
+        return bitvec(self.frame.regs[name], f"{self.where()}: register {name}")
+
+    def pred_register(self, name: str) -> Bool:
+        """The term of a predicate register."""
+        return boolean(self.frame.regs[name], f"{self.where()}: register {name}")
+
+    def read_pred(self, slot: str) -> Bool:
         op = self.dec.operands[slot]
         neg = isinstance(op, ast.Negated)
         if isinstance(op, ast.Negated):
             op = op.operand
         if isinstance(op, ast.Immediate):
-            v: Any = z3.BoolVal(bool(int(op.value)))
+            v = z3.BoolVal(bool(int(op.value)))
         elif isinstance(op, ast.Register) and op.name in self.frame.regs:
-            v = self.frame.regs[op.name]
+            v = self.pred_register(op.name)
         else:
             raise Unsupported(f"{self.where()}: operand {slot} must be a predicate register")
         return z3.Not(v) if neg else v
 
-    def _assign(self, name: str, value: Any) -> None:
+    def _assign(self, name: str, value: Term) -> None:
         if self.guard is not None:
             value = z3.If(self.guard, value, self.frame.regs[name])
         # Folding constants as they arise keeps loop counters concrete and terms small.
         self.frame.regs[name] = z3.simplify(value)
 
-    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
+    def write(self, slot: str, value: BitVec, ty: PtxType, elem: int = 0) -> None:
         op = self._operand(slot, elem)
         if isinstance(op, ast.Symbol) and op.name == "_":
             return
@@ -235,7 +278,7 @@ class SymExec(DecodedOperands):
             value = z3.Extract(have - 1, 0, value)
         self._assign(op.name, value)
 
-    def write_pred(self, slot: str, value: Any) -> None:
+    def write_pred(self, slot: str, value: Bool) -> None:
         op = self.dec.operands[slot]
         if isinstance(op, ast.Symbol) and op.name == "_":
             return
@@ -243,7 +286,7 @@ class SymExec(DecodedOperands):
             raise Unsupported(f"{self.where()}: destination {slot} ({op}) is not a predicate register")
         self._assign(op.name, value)
 
-    def havoc(self, slot: str, fresh: Callable[[int], Any]) -> None:
+    def havoc(self, slot: str, fresh: Callable[[int], Term]) -> None:
         """Give every register of ``slot`` a value of ``fresh(bits)`` (kept where the guard is false)."""
         for j in range(self.count(slot)):
             op = self._operand(slot, j)
@@ -255,21 +298,21 @@ class SymExec(DecodedOperands):
             self._assign(op.name, fresh(t.bits))
 
     # --- memory -----------------------------------------------------------------------------------
-    def address(self, slot: str) -> tuple[Any, int]:
+    def address(self, slot: str) -> tuple[BitVec, int]:
         op = self.dec.operands[slot]
         if not isinstance(op, ast.Address):
             raise Unsupported(f"{self.where()}: operand {slot} is not an address")
         base = op.base
         if isinstance(base, ast.Register):
             t = self._reg_type(base.name)
-            v = self.frame.regs[base.name]
+            v = self.value_register(base.name)
             return (v + op.offset if op.offset else v), t.bits
         if isinstance(base, ast.Symbol):
             return z3.BitVecVal(self.symbol_address(base.name, self.mod("space")) + op.offset, 64), 64
         start = int(base.value) if isinstance(base, ast.Immediate) else 0
         return z3.BitVecVal(start + op.offset, 64), 64
 
-    def resolve(self, space: str, addr: Any, addr_bits: int) -> tuple[str, Any]:
+    def resolve(self, space: str, addr: BitVec, addr_bits: int) -> tuple[str, BitVec]:
         """(state space, 64-bit address inside it) of an access; generic addresses by window."""
         a = z3.ZeroExt(64 - addr_bits, addr) if addr_bits < 64 else addr
         if space != "generic":
@@ -280,7 +323,7 @@ class SymExec(DecodedOperands):
             return "global", a
         return named, a - WINDOWS[named]
 
-    def _narrowed(self, when: Any) -> Any:
+    def _narrowed(self, when: Bool | None) -> Bool:
         """The active condition narrowed by a per-thread ``when`` (None: unchanged), or False."""
         if when is None:
             return self.cond
@@ -289,7 +332,7 @@ class SymExec(DecodedOperands):
             return self.cond
         return z3.BoolVal(False) if c is False else z3.simplify(z3.And(self.cond, when))
 
-    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType, when: Any = None) -> Any:
+    def load(self, space: str, addr: BitVec, addr_bits: int, ty: PtxType, when: Bool | None = None) -> BitVec:
         sp, a = self.resolve(space, addr, addr_bits)
         if sp == "param":
             return self._param(a, ty)
@@ -303,7 +346,7 @@ class SymExec(DecodedOperands):
             self.cond = outer
         return v if when is None else z3.If(when, v, z3.BitVecVal(0, ty.bits))
 
-    def _param(self, a: Any, ty: PtxType) -> Any:
+    def _param(self, a: BitVec, ty: PtxType) -> BitVec:
         off = as_const(a)
         if not isinstance(off, int):
             raise Unsupported(f"{self.where()}: parameter address is not a constant")
@@ -313,7 +356,9 @@ class SymExec(DecodedOperands):
                 return z3.Extract(lo + ty.bits - 1, lo, value) if value.size() > ty.bits or lo else value
         raise Unsupported(f"{self.where()}: parameter offset {off} is outside every parameter")
 
-    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None) -> None:
+    def store(
+        self, space: str, addr: BitVec, addr_bits: int, value: BitVec, ty: PtxType, when: Bool | None = None
+    ) -> None:
         sp, a = self.resolve(space, addr, addr_bits)
         if sp == "param":
             raise Unsupported(f"{self.where()}: stores to the parameter space are not modeled")
@@ -327,7 +372,7 @@ class SymExec(DecodedOperands):
             self.cond = outer
 
     def copy_async(
-        self, dst: Any, dst_bits: int, src: Any, src_bits: int, nbytes: int, src_nbytes: Any
+        self, dst: BitVec, dst_bits: int, src: BitVec, src_bits: int, nbytes: int, src_nbytes: BitVec
     ) -> None:
         # Encoded where it is issued (the read of global, the write of shared); where the copy
         # may land after a barrier, the checker reports the race property as unknown.
@@ -345,16 +390,29 @@ class SymExec(DecodedOperands):
     def async_group(self, op: str, n: int = 0) -> None:
         return None  # copies are encoded where they are issued
 
-    def atomic(self, space: str, op: str, addr: Any, addr_bits: int, ty: PtxType, *operands: Any) -> Any:
+    def atomic(
+        self,
+        space: str,
+        op: str,
+        addr: BitVec,
+        addr_bits: int,
+        ty: PtxType,
+        update: AtomicUpdate | BitVec,
+        b: BitVec | None = None,
+        c: BitVec | None = None,
+    ) -> BitVec:
         # The declared hook passes (update, b, c); older declarations passed (b, c) only.
-        update = operands[0] if operands and callable(operands[0]) else None
-        rest = operands[1:] if update is not None else operands
-        b = rest[0]
-        c = rest[1] if len(rest) > 1 else None
+        fn: AtomicUpdate | None
+        if callable(update):
+            fn = update
+        else:
+            fn, b, c = None, update, b
+        if b is None:
+            raise Unsupported(f"{self.where()}: atomic without an operand")
         sp, a = self.resolve(space, addr, addr_bits)
-        return self.memory.atomic(self, sp, op, a, ty, update, b, c)
+        return self.memory.atomic(self, sp, op, a, ty, fn, b, c)
 
-    def cvta(self, space: str, to_space: bool, value: Any, bits: int) -> Any:
+    def cvta(self, space: str, to_space: bool, value: BitVec, bits: int) -> BitVec:
         w = WINDOWS.get(space)
         if w is None:
             return value
@@ -362,14 +420,20 @@ class SymExec(DecodedOperands):
         return value - delta if to_space else value + delta
 
     # --- warp and control -------------------------------------------------------------------------
-    def lane(self) -> Any:
+    def lane(self) -> BitVec:
         return self.specials["%laneid"]
 
-    def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]:
-        return self.memory.warp(self, f"shfl.{mode}", (a, b, c, mask))
+    def shuffle(self, mode: str, a: BitVec, b: BitVec, c: BitVec, mask: BitVec) -> tuple[BitVec, Bool]:
+        got = self.memory.warp(self, f"shfl.{mode}", (a, b, c, mask))
+        if not isinstance(got, tuple):
+            raise Unsupported(f"{self.where()}: the memory model answered a shuffle with {got}")
+        return got
 
-    def vote(self, mode: str, p: Any, mask: Any) -> Any:
-        return self.memory.warp(self, f"vote.{mode}", (p, mask))
+    def vote(self, mode: str, p: Bool, mask: BitVec) -> BitVec | Bool:
+        got = self.memory.warp(self, f"vote.{mode}", (p, mask))
+        if isinstance(got, tuple):
+            raise Unsupported(f"{self.where()}: the memory model answered a vote with {got}")
+        return got
 
     def branch(self, slot: str, uniform: bool) -> None:
         op = self.dec.operands[slot]
@@ -386,7 +450,7 @@ class SymExec(DecodedOperands):
         # is proved with it holds; a barrier waits only for threads that have not exited.
         self.ctl = ("exit",)
 
-    def barrier(self, barrier_id: Any, count: Any | None) -> None:
+    def barrier(self, barrier_id: BitVec, count: BitVec | None) -> None:
         if count is not None:
             raise Unsupported(f"{self.where()}: barriers with a thread count are not modeled")
         self.ctl = ("barrier",)

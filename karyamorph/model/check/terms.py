@@ -9,13 +9,12 @@ milliseconds.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import z3
 from z3.z3 import _to_expr_ref
 
 
-def _nodes(term: Any) -> Iterator[tuple[Any, Any, Any, int]]:
+def _nodes(term: z3.ExprRef) -> Iterator[tuple[z3.Ast, z3.ContextObj, z3.Ast, int]]:
     """Each distinct application node of ``term`` once, as (ast, C context, app, argument count);
     the caller may stop early."""
     ref = term.ctx.ref()
@@ -36,10 +35,10 @@ def _nodes(term: Any) -> Iterator[tuple[Any, Any, Any, int]]:
             stack.append(z3.Z3_get_app_arg(ref, app, k))
 
 
-def uninterpreted(term: Any, constants: bool = True, applications: bool = False) -> list[Any]:
+def uninterpreted(term: z3.ExprRef, constants: bool = True, applications: bool = False) -> list[z3.ExprRef]:
     """The distinct uninterpreted constants (and, with ``applications``, the applications of
     uninterpreted functions) that occur in ``term``, as z3 expressions."""
-    out: list[Any] = []
+    out: list[z3.ExprRef] = []
     for a, ref, app, n in _nodes(term):
         kind = z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app))
         if kind == z3.Z3_OP_UNINTERPRETED and ((n == 0 and constants) or (n > 0 and applications)):
@@ -47,12 +46,12 @@ def uninterpreted(term: Any, constants: bool = True, applications: bool = False)
     return out
 
 
-def constant_names(term: Any) -> dict[str, Any]:
+def constant_names(term: z3.ExprRef) -> dict[str, z3.ExprRef]:
     """Uninterpreted constants of ``term`` by name."""
     return {c.decl().name(): c for c in uninterpreted(term)}
 
 
-def dag_size(term: Any, limit: int | None = None) -> int:
+def dag_size(term: z3.ExprRef, limit: int | None = None) -> int:
     """The number of distinct application subterms of ``term`` (its size as a shared graph),
     counting stops once it passes ``limit``."""
     count = 0

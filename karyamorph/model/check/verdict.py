@@ -58,7 +58,7 @@ class Witness:
     inputs: tuple[tuple[str, int], ...] = ()
     sources: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:  # Any: a JSON row of strings, numbers and lists
         return {
             "threads": [{"block": list(t.block), "thread": list(t.thread)} for t in self.threads],
             "lines": list(self.lines),
@@ -105,7 +105,7 @@ class Replay:
         if self.status not in REPLAY_STATUSES:
             raise ValueError(f"replay status must be one of {REPLAY_STATUSES}, got {self.status!r}")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:  # Any: a JSON row of strings, numbers and lists
         return {"status": self.status, "detail": self.detail}
 
     def __str__(self) -> str:
@@ -159,7 +159,7 @@ class Verdict:
         """True for proved and proved-up-to-k; refuted and unknown never pass."""
         return self.verdict in ("proved", "proved-up-to-k")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:  # Any: a JSON row of strings, numbers and lists
         """The JSON shape of ``karyamorph check``: property, verdict, k, witness, reason, seconds,
         replay (``{"status", "detail"}`` or None)."""
         return {

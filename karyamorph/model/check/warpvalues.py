@@ -20,8 +20,9 @@ stores compared are the two that can race.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar, overload
 
 import networkx as nx
 import z3
@@ -30,9 +31,26 @@ from karyamorph.isa import ast
 from karyamorph.model.check.explore import Explorer
 from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.loops import counted_loops
-from karyamorph.model.check.symexec import Frame, Layout, SymExec, Unsupported, as_const, provenance
+from karyamorph.model.check.symexec import (
+    AtomicUpdate,
+    Frame,
+    Layout,
+    SymExec,
+    Term,
+    Unsupported,
+    WarpAnswer,
+    as_const,
+    bitvec,
+    boolean,
+    provenance,
+)
 from karyamorph.model.check.terms import dag_size, uninterpreted
+from karyamorph.model.interp.program import Program
+from karyamorph.model.semantics.decode import Decoded
+from karyamorph.model.semantics.symbolic import BitVec, Bool
 from karyamorph.model.semantics.types import PtxType
+
+_E = TypeVar("_E", bound=z3.ExprRef)
 
 Dim3 = tuple[int, int, int]
 # Uninterpreted float operations whose first two operands commute: IEEE 754 addition and
@@ -60,17 +78,23 @@ class _Reached(Exception):
 class _Lane:
     """The memory and warp hooks of the symbolic lane ``lane`` (a term) of a warp of ``width``."""
 
-    lane: Any
+    lane: BitVec
     width: int
-    exists: Any  # lane number -> whether that lane is a thread of the block (a Python callable)
-    target: Any  # the Decoded instruction whose stores are recorded
+    exists: Callable[[BitVec], Bool]  # lane number -> whether that lane is a thread of the block
+    target: Decoded  # the instruction whose stores are recorded
     readonly: dict[int, str]  # global window -> buffer name, for buffers no thread writes
     counter: int = 0
-    records: list[tuple[Any, Any, Any]] = field(default_factory=list)  # (guard, address, value)
+    records: list[tuple[Bool, BitVec, BitVec]] = field(default_factory=list)  # (guard, address, value)
 
-    def fresh(self, name: str, sort: Any, abstract: bool = True) -> Any:
+    @overload
+    def fresh(self, name: str, sort: z3.BitVecSortRef, abstract: bool = True) -> BitVec: ...
+    @overload
+    def fresh(self, name: str, sort: z3.BoolSortRef, abstract: bool = True) -> Bool: ...
+    def fresh(self, name: str, sort: z3.BitVecSortRef | z3.BoolSortRef, abstract: bool = True) -> Term:
+        """A free value of ``sort`` per lane: an uninterpreted function of the lane number."""
         self.counter += 1
-        return z3.Function(f"{name}#{self.counter}", z3.BitVecSort(32), sort)(self.lane)
+        f: z3.FuncDeclRef[Term] = z3.Function(f"{name}#{self.counter}", z3.BitVecSort(32), sort)
+        return f(self.lane)
 
     def mark(self) -> int:
         return len(self.records)
@@ -78,35 +102,45 @@ class _Lane:
     def truncate(self, n: int) -> None:
         del self.records[n:]
 
-    def at(self, term: Any, j: Any) -> Any:
+    def at(self, term: _E, j: BitVec) -> _E:
         """``term`` as lane ``j`` has it (folded when ``j`` is a constant)."""
         out = z3.substitute(term, (self.lane, j))
         return z3.simplify(out) if z3.is_bv_value(j) else out
 
-    def load(self, x: SymExec, space: str, addr: Any, ty: PtxType) -> Any:
+    def load(self, x: SymExec, space: str, addr: BitVec, ty: PtxType) -> BitVec:
         window = provenance(addr) if space == "global" else None
         name = self.readonly.get(window) if window is not None else None
         if name is not None:
             # An input no thread writes: lanes reading one address read one value.
-            f = z3.Function(f"{name}.u{ty.bits}", z3.BitVecSort(64), z3.BitVecSort(ty.bits))
+            f: z3.FuncDeclRef[BitVec] = z3.Function(
+                f"{name}.u{ty.bits}", z3.BitVecSort(64), z3.BitVecSort(ty.bits)
+            )
             return f(addr)
         return self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits))
 
-    def store(self, x: SymExec, space: str, addr: Any, value: Any, ty: PtxType) -> None:
+    def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None:
         if x.dec is self.target:
             self.records.append((x.cond, addr, value))
             if len(self.records) == x.count("b"):
                 raise _Reached  # the lane's part is known: what follows cannot change it
 
     def atomic(
-        self, x: SymExec, space: str, op: str, addr: Any, ty: PtxType, update: Any, b: Any, c: Any | None
-    ) -> Any:
+        self,
+        x: SymExec,
+        space: str,
+        op: str,
+        addr: BitVec,
+        ty: PtxType,
+        update: AtomicUpdate | None,
+        b: BitVec,
+        c: BitVec | None,
+    ) -> BitVec:
         return self.fresh(f"atom{x.dec.line}", z3.BitVecSort(ty.bits))
 
-    def warp(self, x: SymExec, kind: str, args: tuple[Any, ...]) -> Any:
+    def warp(self, x: SymExec, kind: str, args: tuple[Term, ...]) -> WarpAnswer:
         me = self.lane
         if kind.startswith("shfl"):
-            a, b, c, _mask = args
+            a, b, c = (bitvec(v, f"{x.where()}: {kind}") for v in args[:3])
             bv, cv = as_const(b), as_const(c)
             if not isinstance(bv, int) or not isinstance(cv, int) or isinstance(bv, bool):
                 raise Unsupported(f"{x.where()}: shuffle lane operands are not constants")
@@ -118,7 +152,7 @@ class _Lane:
             ok = j >= hi if mode == "up" else j <= hi  # signed: l - b may be negative
             ok = z3.And(ok, j >= 0, j < self.width, self.exists(j))
             return z3.If(ok, self.at(a, j), a), ok
-        p = args[0]
+        p = boolean(args[0], f"{x.where()}: {kind}")
         lanes = [self.at(p, z3.BitVecVal(i, 32)) for i in range(self.width)]
         live = [z3.And(q, self.exists(z3.BitVecVal(i, 32))) for i, q in enumerate(lanes)]
         mode = kind.split(".")[1]
@@ -171,7 +205,7 @@ def _commutes(x: SymExec) -> bool:
     return _COMMUTES[form]
 
 
-def _fit(v: Any, x: SymExec, reg: str) -> Any:
+def _fit(v: BitVec, x: SymExec, reg: str) -> BitVec:
     have = x.program.registers[reg].bits
     return v if have == v.size() else z3.ZeroExt(have - v.size(), v)
 
@@ -182,7 +216,7 @@ class _LaneExec(SymExec):
 
     __slots__ = ()
 
-    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
+    def write(self, slot: str, value: BitVec, ty: PtxType, elem: int = 0) -> None:
         if slot == "d" and _commutes(self):
             slots = _operands(self)
             name = self.dec.source.full_opcode + ("/3" if len(slots) == 3 else "")
@@ -191,7 +225,7 @@ class _LaneExec(SymExec):
         SymExec.write(self, slot, value, ty, elem)
 
 
-def _commutativity(terms: list[Any]) -> list[Any]:
+def _commutativity(terms: list[BitVec]) -> list[Bool]:
     """``f(a, b, ...) == f(b, a, ...)`` for every commutative float application in ``terms``."""
     out, seen = [], set()
     for t in uninterpreted(z3.And([v == v for v in terms]), constants=False, applications=True):
@@ -210,7 +244,7 @@ class WarpStores:
     """Decides, per store instruction, whether the lanes of a warp storing to one address there
     store one value."""
 
-    program: Any
+    program: Program
     layout: Layout
     grid: Dim3
     block: Dim3
@@ -234,7 +268,7 @@ class WarpStores:
             b in c and len(c) > 1 for c in nx.strongly_connected_components(cfg.graph)
         )
 
-    def _specials(self, lane: Any, warp: Any, block: list[Any]) -> tuple[dict[str, Any], Any]:
+    def _specials(self, lane: BitVec, warp: BitVec, block: list[BitVec]) -> tuple[dict[str, BitVec], Bool]:
         bx, by, bz = self.block
         n = bx * by * bz
         lin = warp * self.warp_size + lane
@@ -243,7 +277,7 @@ class WarpStores:
             z3.URem(z3.UDiv(lin, bx), by),
             z3.UDiv(lin, bx * by),
         )
-        sp: dict[str, Any] = {}
+        sp: dict[str, BitVec] = {}
         for i, axis in enumerate("xyz"):
             sp[f"%tid.{axis}"] = tid[i] if self.block[i] > 1 else z3.BitVecVal(0, 32)
             sp[f"%ntid.{axis}"] = z3.BitVecVal(self.block[i], 32)
@@ -280,7 +314,7 @@ class WarpStores:
             x, unroll=self.unroll, loops=counted_loops(decoded, self.program.labels),
             fresh=mem.fresh, mark=mem.mark, truncate=mem.truncate, exact_trips=0, deadline=self.deadline,
         )  # fmt: skip
-        regs = {
+        regs: dict[str, Term] = {
             r: z3.BoolVal(False) if t.kind == "pred" else z3.BitVecVal(0, t.bits)
             for r, t in self.program.registers.items()
         }
@@ -315,9 +349,9 @@ class WarpStores:
 
 
 def _equal_where_same_address(
-    items: list[tuple[int, Any, Any, Any]],
-    warp: Any,
-    block: list[Any],
+    items: list[tuple[int, Bool, BitVec, BitVec]],
+    warp: BitVec,
+    block: list[BitVec],
     grid: Dim3,
     warps: int,
     line: int,
@@ -342,15 +376,23 @@ def _equal_where_same_address(
         return None, f"line {line}: z3 gave up ({_why(s)})"
     i, j = z3.BitVec("i@W", 16), z3.BitVec("j@W", 16)
 
-    def pick(sel: Any, k: int) -> Any:
-        out = items[-1][k] if k else z3.BitVecVal(items[-1][0], 16)
-        for idx in range(len(items) - 2, -1, -1):
-            out = z3.If(sel == idx, items[idx][k] if k else z3.BitVecVal(items[idx][0], 16), out)
+    def pick(sel: BitVec, column: list[_E]) -> _E:
+        """The entry ``sel`` of a column of ``items``."""
+        out = column[-1]
+        for idx in range(len(column) - 2, -1, -1):
+            out = z3.If(sel == idx, column[idx], out)
         return out
 
+    lanes = [z3.BitVecVal(lane, 16) for lane, _, _, _ in items]
+    guards, addrs, values = (
+        [g for _, g, _, _ in items],
+        [a for _, _, a, _ in items],
+        [v for _, _, _, v in items],
+    )
     r = s.check(
-        z3.ULT(i, len(items)), z3.ULT(j, len(items)), pick(i, 0) != pick(j, 0),
-        pick(i, 1), pick(j, 1), pick(i, 2) == pick(j, 2), pick(i, 3) != pick(j, 3),
+        z3.ULT(i, len(items)), z3.ULT(j, len(items)), pick(i, lanes) != pick(j, lanes),
+        pick(i, guards), pick(j, guards), pick(i, addrs) == pick(j, addrs),
+        pick(i, values) != pick(j, values),
     )  # fmt: skip
     if r == z3.unsat:
         return True, f"lanes storing to one address at line {line} store one value"

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from karyamorph.model.interp.simt import Counts
 
 COLLINEAR = 1e-3
 """Relative difference of two launches' work-per-block below which they cannot tell a count's
@@ -30,12 +31,12 @@ class Sample:
     """One interpreted launch: its statistics (:meth:`~karyamorph.model.interp.simt.Stats.as_dict`),
     work and blocks."""
 
-    stats: Mapping[str, Any]
+    stats: Mapping[str, Counts]
     work: float
     blocks: float
 
 
-def extrapolated_stats(samples: Sequence[Sample], work: float, blocks: float) -> dict[str, Any]:
+def extrapolated_stats(samples: Sequence[Sample], work: float, blocks: float) -> dict[str, Counts]:
     """The statistics of a launch of ``work`` and ``blocks`` from ``samples`` (one or two), every
     number fitted as described in the module's description; nested mappings key by key.
 
@@ -56,7 +57,10 @@ def extrapolated_stats(samples: Sequence[Sample], work: float, blocks: float) ->
     if not samples or any(s.work <= 0 for s in samples):
         raise ValueError("extrapolating counts needs at least one interpreted launch with work")
     largest = max(range(len(samples)), key=lambda i: samples[i].work)
-    return _fit(tuple(s.stats for s in samples), samples, largest, _independent_pair(samples), work, blocks)
+    fitted: dict[str, Counts] = _fit(
+        tuple(s.stats for s in samples), samples, largest, _independent_pair(samples), work, blocks
+    )
+    return fitted
 
 
 def _independent_pair(samples: Sequence[Sample]) -> tuple[int, int] | None:
@@ -71,8 +75,8 @@ def _independent_pair(samples: Sequence[Sample]) -> tuple[int, int] | None:
     return None
 
 
-def _fit(values: tuple[Any, ...], samples: Sequence[Sample], largest: int, pair: tuple[int, int] | None,
-         work: float, blocks: float) -> Any:  # fmt: skip
+def _fit(values: tuple[Counts, ...], samples: Sequence[Sample], largest: int, pair: tuple[int, int] | None,
+         work: float, blocks: float) -> Counts:  # fmt: skip
     """``values`` (one per sample, the same shape) at ``work`` and ``blocks``; ``largest`` and
     ``pair`` index ``samples``."""
     first = values[0]

@@ -119,7 +119,8 @@ def issue_efficiency(cycles_per_instruction: float, warps_per_scheduler: float) 
     """
     if cycles_per_instruction <= 1.0 or warps_per_scheduler <= 0:
         return 1.0
-    return 1.0 - (1.0 - 1.0 / cycles_per_instruction) ** warps_per_scheduler
+    idle: float = (1.0 - 1.0 / cycles_per_instruction) ** warps_per_scheduler  # a base in (0, 1)
+    return 1.0 - idle
 
 
 def loads_in_flight(slots: Sequence[Slot]) -> float:

@@ -46,6 +46,7 @@ from karyamorph.model.cost.flight import Grid, bracket, loaded_latency_s, peak
 from karyamorph.model.cost.issue import Slot, issue_efficiency, loads_in_flight, lone_warp_cycles
 from karyamorph.model.cost.memory import atomic_seconds, latency_seconds, rounds_per_warp
 from karyamorph.model.cost.units import unit_of
+from karyamorph.model.interp.simt import Counts
 
 SECTOR_BYTES = 32
 GLOBAL_LOADS = frozenset({"LDG", "LD", "ATOMG", "ATOM", "LDGDEPBAR"})
@@ -113,7 +114,7 @@ class KernelCounts:
     issue_slots: tuple[Slot, ...] = ()
 
 
-def scaled_counts(stats: Mapping[str, Any], *, scale: float, blocks: int, warps_per_block: int,
+def scaled_counts(stats: Mapping[str, Counts], *, scale: float, blocks: int, warps_per_block: int,
                   dram_bytes: float, load_batch_bytes: float = 0.0, interpreted_blocks: int = 0,
                   issue_slots: tuple[Slot, ...] = ()) -> KernelCounts:  # fmt: skip
     """The interpreter's statistics of a small launch
@@ -213,7 +214,7 @@ class Prediction:
     terms: dict[str, float]
     issue_efficiency: float = 1.0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:  # Any: a JSON row of numbers, a string and a table
         return {"seconds": self.seconds, "bound": self.bound, "terms": dict(self.terms),
                 "issue_efficiency": self.issue_efficiency}  # fmt: skip
 
@@ -289,7 +290,8 @@ def combined(seconds: Iterable[float], p: float = OVERLAP_NORM) -> float:
     if any(math.isinf(v) for v in values):
         return math.inf
     top = max(values)  # scaled by the largest: no overflow for any p
-    return top * sum((v / top) ** p for v in values) ** (1.0 / p)
+    total: float = sum((v / top) ** p for v in values) ** (1.0 / p)  # a positive base: real
+    return top * total
 
 
 def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, waves: int) -> dict[str, float]:

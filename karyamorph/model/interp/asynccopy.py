@@ -14,13 +14,33 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from karyamorph.model.interp.errors import MemoryAccessError
 from karyamorph.model.interp.memory import Memory, MemoryFault
+from karyamorph.model.semantics.concrete import UIntArray
 from karyamorph.model.semantics.decode import Decoded
+
+
+class LaunchShape(Protocol):
+    """What the hooks read of a launch's geometry (:class:`~karyamorph.model.interp.simt.Geometry`)."""
+
+    block_index: np.ndarray  # each thread's linear block index
+
+    def describe(self, t: int) -> str:
+        """Thread ``t`` in words: ``block (0,0,0) thread (3,0,0)``."""
+        ...
+
+
+class Counters(Protocol):
+    """The counters of a launch (:class:`~karyamorph.model.interp.simt.Stats`) that landing copies
+    add their bytes to."""
+
+    bytes_loaded: dict[str, int]
+    bytes_stored: dict[str, int]
+
 
 # observe(copy's instruction, threads, buffers, elements, nbytes), as the interpreter's observer.
 CopyObserver = Callable[[Decoded, np.ndarray, np.ndarray, np.ndarray, int], None]
@@ -46,7 +66,9 @@ class AsyncCopy:
 class AsyncCopies:
     """The copies in flight of one launch, and every thread's count of committed groups."""
 
-    def __init__(self, memory: Memory, n_threads: int, describe: Callable[[int], str], stats: Any) -> None:
+    def __init__(
+        self, memory: Memory, n_threads: int, describe: Callable[[int], str], stats: Counters
+    ) -> None:
         self.memory = memory
         self.committed = np.zeros(n_threads, np.int64)
         self.copies: list[AsyncCopy] = []
@@ -146,7 +168,7 @@ class AsyncHooks:
     n: int
     lo: int
     dec: Decoded
-    geo: Any
+    geo: LaunchShape
     async_copies: AsyncCopies | None
     observe: Callable[..., None] | None
 
@@ -155,11 +177,17 @@ class AsyncHooks:
         def _active(self) -> np.ndarray: ...
         def _error(self, message: str, thread: int | None = None) -> Exception: ...
         def _note(
-            self, space: str, kind: str, addr: Any, idx: np.ndarray, nbytes: int, sources: Any = None
+            self,
+            space: str,
+            kind: str,
+            addr: UIntArray,
+            idx: np.ndarray,
+            nbytes: int,
+            sources: UIntArray | None = None,
         ) -> None: ...
 
     def copy_async(
-        self, dst: Any, dst_bits: int, src: Any, src_bits: int, nbytes: int, src_nbytes: Any
+        self, dst: UIntArray, dst_bits: int, src: UIntArray, src_bits: int, nbytes: int, src_nbytes: UIntArray
     ) -> None:
         idx = self._active()
         t = idx + self.lo
@@ -217,6 +245,7 @@ class AsyncHooks:
         return seen
 
 
-def as_threads(values: Any, n: int, idx: np.ndarray, dtype: Any) -> np.ndarray:
+def as_threads(values: UIntArray, n: int, idx: np.ndarray, dtype: type[np.integer]) -> np.ndarray:
     """The entries of a per-thread (or uniform) operand for the threads ``idx`` of a group."""
-    return np.broadcast_to(np.asarray(values), (n,))[idx].astype(dtype)
+    out: np.ndarray = np.broadcast_to(np.asarray(values), (n,))[idx].astype(dtype)
+    return out

@@ -15,14 +15,14 @@ result equals applying the update thread by thread, without a Python loop over t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from karyamorph.model.interp.memory import Memory
-from karyamorph.model.semantics.concrete import UINT
+from karyamorph.model.semantics.concrete import UINT, UIntArray
 
-Update = Callable[[Any, Any, Any], Any]
+# ``update(old, b, c)`` on the values of the accesses (c: compare-and-swap only).
+Update = Callable[[UIntArray, UIntArray, UIntArray | None], UIntArray]
 
 
 def apply_atomics(

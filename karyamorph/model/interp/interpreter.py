@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -32,6 +31,8 @@ from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import PtxType, ptx_type
 
 Dim3 = tuple[int, int, int]
+# A kernel argument: a numpy array for a pointer parameter, a number for a scalar one.
+KernelArg = np.ndarray | np.generic | int | float
 # Interleaved order: the chance that a group hands over to another after each instruction. One
 # half interleaves read-modify-write sequences of a few instructions often enough to be seen
 # within a handful of seeds.
@@ -78,7 +79,7 @@ class _Run:
         grid: Dim3,
         block: Dim3,
         shared_bytes: int,
-        args: dict[str, Any],
+        args: Mapping[str, KernelArg],
         randomize: bool,
         seed: int,
         max_steps: int,
@@ -150,7 +151,7 @@ class _Run:
             for name, t in program.registers.items()
         }
 
-    def _bind_args(self, args: dict[str, Any]) -> None:
+    def _bind_args(self, args: Mapping[str, KernelArg]) -> None:
         fn = self.p.fn
         names = {p.name for p in fn.params}
         extra = sorted(set(args) - names)
@@ -375,7 +376,7 @@ def interpret(
     entry: str,
     machine: Machine,
     launch: tuple[Dim3 | tuple[int, ...] | int, Dim3 | tuple[int, ...] | int, int],
-    args: dict[str, Any],
+    args: Mapping[str, KernelArg],
     *,
     randomize_order: bool = False,
     seed: int = 0,
@@ -453,7 +454,7 @@ def interpret(
     return InterpResult(run.outputs(), run.stats, run.geo.n_threads, seconds, variables)
 
 
-def _dim3(v: Any) -> Dim3:
+def _dim3(v: Dim3 | tuple[int, ...] | int) -> Dim3:
     t = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
     if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
         raise LaunchError(f"launch dimensions must be 1-3 positive integers, got {v!r}")

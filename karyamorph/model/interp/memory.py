@@ -267,7 +267,8 @@ class Memory:
             return np.zeros(0, UINT[nbytes * 8])
         b0 = int(bufs[0])
         if bufs.strides[0] == 0 or (bufs == b0).all():
-            return self._typed(b0, elems, nbytes)[elems]
+            got: np.ndarray = self._typed(b0, elems, nbytes)[elems]
+            return got
         out: np.ndarray = np.zeros(bufs.shape, UINT[nbytes * 8])
         for b in np.unique(bufs):
             sel = bufs == b

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -21,9 +21,21 @@ from karyamorph.model.interp.errors import ExecutionError, MemoryAccessError
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
 from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
 from karyamorph.model.interp.warp import WarpHooks
-from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
+from karyamorph.model.semantics.concrete import UINT, BoolArray, ConcreteDomain, UIntArray, float_bits
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands
 from karyamorph.model.semantics.types import PtxType
+
+
+class Symbols(Protocol):
+    """What a group reads of its program (:class:`~karyamorph.model.interp.program.Program`):
+    the bits of literals and the addresses of symbols."""
+
+    def immediate_bits(self, text: str, ty: PtxType) -> int: ...
+    def symbol_address(self, name: str, space: str | None) -> int: ...
+
+
+# A statistic of :meth:`Stats.as_dict`: a count, or counts by key, nested to any depth.
+Counts = Any  # Any: a recursive type would cost every reader of the statistics a narrowing
 
 _WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
 _NO_REGISTER = np.zeros(0, np.uint8)
@@ -46,7 +58,7 @@ class Stats:
     def total_thread_instructions(self) -> int:
         return sum(self.thread_instructions.values())
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Counts]:
         return {
             "thread_instructions": dict(sorted(self.thread_instructions.items())),
             "total_thread_instructions": self.total_thread_instructions,
@@ -105,10 +117,11 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
     interpreter sets ``dec`` and the mask."""
 
     D = ConcreteDomain()
+    geo: Geometry  # the hooks need only a LaunchShape of it
 
     def __init__(
         self,
-        program: Any,
+        program: Symbols,
         regs: dict[str, np.ndarray],
         memory: Memory,
         geometry: Geometry,
@@ -179,7 +192,9 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             v = self._views[name] = arr[self.lo : self.hi]
         return v
 
-    def _const(self, key: tuple[str, str, int, str], bits: int, make: Callable[..., int], *args: Any) -> Any:
+    def _const(
+        self, key: tuple[str, str, int, str], bits: int, make: Callable[..., int], *args: str | PtxType | None
+    ) -> UIntArray:
         c = self.consts.get(key)
         if c is None:
             c = self.D.const(make(*args), bits)
@@ -187,7 +202,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             self.consts[key] = c
         return c
 
-    def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any:
+    def read(self, slot: str, ty: PtxType, elem: int = 0) -> UIntArray:
         op = self.dec.operands[slot]
         if isinstance(op, ast.Vector):
             op = op.elements[elem]
@@ -219,20 +234,20 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             return self._const(("sym", op.name, bits, ""), bits, self.program.symbol_address, op.name, None)
         raise self._error(f"operand {slot} ({op}) cannot be read as a value")
 
-    def read_pred(self, slot: str) -> Any:
+    def read_pred(self, slot: str) -> BoolArray:
         op = self.dec.operands[slot]
         neg = isinstance(op, ast.Negated)
         if neg:
             op = op.operand  # type: ignore[union-attr]
         if isinstance(op, ast.Register) and op.name in self.regs:
-            v: Any = self.register_view(op.name)
+            v: BoolArray = self.register_view(op.name)
         elif isinstance(op, ast.Immediate):
             v = np.asarray(bool(int(op.value)))
         else:
             raise self._error(f"operand {slot} must be a predicate register")
         return ~v if neg else v
 
-    def _store(self, view: np.ndarray, value: Any) -> None:
+    def _store(self, view: np.ndarray, value: UIntArray | BoolArray) -> None:
         if self.full:
             view[...] = value
         else:
@@ -249,7 +264,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             return None
         raise self._error(f"destination {slot} ({op}) is not a declared register")
 
-    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None:
+    def write(self, slot: str, value: UIntArray, ty: PtxType, elem: int = 0) -> None:
         view = self._destination(slot, elem)
         if view is None:
             return
@@ -264,7 +279,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             value = np.asarray(value).astype(UINT[have])
         self._store(view, value)
 
-    def write_pred(self, slot: str, value: Any) -> None:
+    def write_pred(self, slot: str, value: BoolArray) -> None:
         op = self.dec.operands[slot]
         if isinstance(op, ast.Symbol) and op.name == "_":
             return
@@ -273,7 +288,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self._store(self.register_view(op.name), value)
 
     # --- memory -------------------------------------------------------------------------------
-    def address(self, slot: str) -> tuple[Any, int]:
+    def address(self, slot: str) -> tuple[UIntArray, int]:
         op = self.dec.operands[slot]
         assert isinstance(op, ast.Address)
         space = self.dec.mods.get("space")
@@ -300,13 +315,16 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             return np.full(idx.size, value, value.dtype)
         if idx is self._all and value.shape == (self.n,):
             return value
-        return np.broadcast_to(value, (self.n,))[idx]
+        picked: np.ndarray = np.broadcast_to(value, (self.n,))[idx]
+        return picked
 
     def _per_access(self, value: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """A uniform (0-d) value as it is, else its elements for the accesses ``idx``."""
         return value if value.ndim == 0 else self._pick(value, idx)
 
-    def _resolve(self, space: str, addr: Any, idx: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+    def _resolve(
+        self, space: str, addr: UIntArray, idx: np.ndarray, nbytes: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         a = self._pick(np.asarray(addr), idx).astype(np.uint64, copy=False)
         if idx is self._all:
             t, blocks = self._threads, self._blocks
@@ -325,14 +343,17 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
             self.observe(self, t, bufs, elems, nbytes)
         return bufs, elems
 
-    def _selected(self, when: Any) -> np.ndarray:
+    def _selected(self, when: BoolArray | None) -> np.ndarray:
         """Active threads, narrowed to those where ``when`` holds."""
         idx = self._active()
         if when is None:
             return idx
-        return idx[self._pick(np.asarray(when, bool), idx)]
+        narrowed: np.ndarray = idx[self._pick(np.asarray(when, bool), idx)]
+        return narrowed
 
-    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType, when: Any = None) -> Any:
+    def load(
+        self, space: str, addr: UIntArray, addr_bits: int, ty: PtxType, when: BoolArray | None = None
+    ) -> UIntArray:
         idx, nb = self._selected(when), ty.bytes
         bufs, elems = self._resolve(space, addr, idx, nb)
         vals = self.memory.gather(bufs, elems, nb)
@@ -344,7 +365,15 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         out[idx] = vals
         return out
 
-    def store(self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None) -> None:
+    def store(
+        self,
+        space: str,
+        addr: UIntArray,
+        addr_bits: int,
+        value: UIntArray,
+        ty: PtxType,
+        when: BoolArray | None = None,
+    ) -> None:
         idx = self._selected(when)
         if self.rng is not None:
             idx = self.rng.permutation(idx)
@@ -359,13 +388,13 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self,
         space: str,
         op: str,
-        addr: Any,
+        addr: UIntArray,
         addr_bits: int,
         ty: PtxType,
-        update: Callable[[Any, Any, Any], Any],
-        b: Any,
-        c: Any | None = None,
-    ) -> Any:
+        update: Callable[[UIntArray, UIntArray, UIntArray | None], UIntArray],
+        b: UIntArray,
+        c: UIntArray | None = None,
+    ) -> UIntArray:
         idx = self._active()
         if self.rng is not None:
             idx = self.rng.permutation(idx)
@@ -385,8 +414,8 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self._count(self.stats.bytes_stored, space, idx.size * nb)
         return old
 
-    def _note(self, space: str, kind: str, addr: Any, idx: np.ndarray, nbytes: int,
-              sources: Any = None) -> None:  # fmt: skip
+    def _note(self, space: str, kind: str, addr: UIntArray, idx: np.ndarray, nbytes: int,
+              sources: UIntArray | None = None) -> None:  # fmt: skip
         if space not in ("global", "shared") or not idx.size:
             return
         scale = 1
@@ -413,7 +442,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
     def _count(table: dict[str, int], space: str, n: int) -> None:
         table[space] = table.get(space, 0) + n
 
-    def cvta(self, space: str, to_space: bool, value: Any, bits: int) -> Any:
+    def cvta(self, space: str, to_space: bool, value: UIntArray, bits: int) -> UIntArray:
         w = _WINDOWS.get(space)
         if w is None:
             return value
@@ -432,7 +461,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
     def trap(self) -> None:
         raise self.operand_error("trap: the kernel aborts here")
 
-    def barrier(self, barrier_id: Any, count: Any | None) -> None:
+    def barrier(self, barrier_id: UIntArray, count: UIntArray | None) -> None:
         self.ctl = ("barrier",)
 
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.inputs import make_inputs
-from karyamorph.model.interp.interpreter import InterpResult, interpret
+from karyamorph.model.interp.interpreter import InterpResult, KernelArg, interpret
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.simt_machine import Machine
 
 
-def spec_inputs(kernel: BoundKernel, seed: int = 0) -> dict[str, Any]:
+def spec_inputs(kernel: BoundKernel, seed: int = 0) -> dict[str, KernelArg]:
     """The kernel's seeded buffers (:func:`karyamorph.kernel.inputs.make_inputs`, the GPU's own
     inputs for ``seed``) and its scalars, by argument name."""
     arrays = make_inputs(kernel, seed)
@@ -23,11 +21,11 @@ def interpret_spec(
     kernel: BoundKernel,
     machine: Machine | None = None,
     *,
-    inputs: dict[str, Any] | None = None,
+    inputs: dict[str, KernelArg] | None = None,
     seed: int = 0,
     randomize_order: bool = False,
     max_steps: int = 10_000_000,
-) -> tuple[InterpResult, dict[str, Any]]:
+) -> tuple[InterpResult, dict[str, KernelArg]]:
     """Interpret a spec's kernel for its launch.
 
     Returns

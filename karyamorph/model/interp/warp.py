@@ -8,11 +8,11 @@ collective reached by part of a warp is an error, never a silent partial result.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from karyamorph.model.interp.asynccopy import LaunchShape
 from karyamorph.model.interp.errors import WarpSyncError
+from karyamorph.model.semantics.concrete import BoolArray, UIntArray
 from karyamorph.model.semantics.decode import Decoded
 
 
@@ -24,7 +24,7 @@ class WarpHooks:
     mask: np.ndarray
     full: bool
     dec: Decoded
-    geo: Any
+    geo: LaunchShape
     lane_ids: np.ndarray
     _lane32: np.ndarray
     warp_base: np.ndarray
@@ -32,10 +32,10 @@ class WarpHooks:
     warp_len: np.ndarray
     n_warps: int
 
-    def lane(self) -> Any:
+    def lane(self) -> UIntArray:
         return self._lane32
 
-    def _check_members(self, mask: Any, what: str) -> np.ndarray:
+    def _check_members(self, mask: UIntArray, what: str) -> np.ndarray:
         """Per-thread membermask (uint32), after checking it against the executing lanes."""
         m = np.broadcast_to(np.asarray(mask, np.uint32), (self.n,)).astype(np.int64)
         bit = np.left_shift(np.int64(1), self.lane_ids)
@@ -59,7 +59,9 @@ class WarpHooks:
             )
         return m
 
-    def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]:
+    def shuffle(
+        self, mode: str, a: UIntArray, b: UIntArray, c: UIntArray, mask: UIntArray
+    ) -> tuple[UIntArray, BoolArray]:
         self._check_members(mask, self.dec.source.full_opcode)
         n = self.n
         lane = self.lane_ids
@@ -86,7 +88,7 @@ class WarpHooks:
         av = np.broadcast_to(np.asarray(a), (n,))
         return av[src], p
 
-    def vote(self, mode: str, p: Any, mask: Any) -> Any:
+    def vote(self, mode: str, p: BoolArray, mask: UIntArray) -> UIntArray | BoolArray:
         m = self._check_members(mask, self.dec.source.full_opcode)
         act = self.mask if not self.full else np.ones(self.n, bool)
         pv = np.broadcast_to(np.asarray(p, bool), (self.n,))
@@ -94,11 +96,17 @@ class WarpHooks:
         w, nw = self.warp_index, self.n_warps
         if mode == "ballot":
             bits = np.where(member & pv, np.left_shift(np.int64(1), self.lane_ids), 0)
-            return np.bincount(w, weights=bits, minlength=nw).astype(np.uint64)[w].astype(np.uint32)
+            ballot: UIntArray = (
+                np.bincount(w, weights=bits, minlength=nw).astype(np.uint64)[w].astype(np.uint32)
+            )
+            return ballot
         true_n = np.bincount(w, weights=member & pv, minlength=nw)[w]
         all_n = np.bincount(w, weights=member, minlength=nw)[w]
+        voted: BoolArray  # (numpy's annotations leave == untyped)
         if mode == "all":
-            return true_n == all_n
-        if mode == "any":
-            return true_n > 0
-        return (true_n == all_n) | (true_n == 0)
+            voted = true_n == all_n
+        elif mode == "any":
+            voted = true_n > 0
+        else:
+            voted = (true_n == all_n) | (true_n == 0)
+        return voted

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from karyamorph.model.semantics.concrete import float_bits
-from karyamorph.model.semantics.domain import Domain, fsign
-from karyamorph.model.semantics.instruction import Exec, Instr, Slot
+from karyamorph.model.semantics.domain import B, Domain, V, fsign
+from karyamorph.model.semantics.instruction import Exec, Instr, Semantics, Slot
 from karyamorph.model.semantics.types import FLOAT_FORMAT, U32, PtxType, canonical_nan, int_type
 
 RND = ("rn", "rz", "rm", "rp")
@@ -19,7 +17,7 @@ D_ABC = (Slot("d", dest=True), Slot("a"), Slot("b"), Slot("c"))
 
 
 # --- float helpers (generic over the domain) ------------------------------------------------------
-def fconst(d: Domain, value: float, ft: str) -> Any:
+def fconst(d: Domain[V, B], value: float, ft: str) -> V:
     return d.const(float_bits(value, ft), PtxType(ft, fbits(ft), "f").bits)
 
 
@@ -29,11 +27,11 @@ def fbits(ft: str) -> int:
     return 1 + e + m
 
 
-def rnd(x: Exec) -> str:
+def rnd(x: Exec[V, B]) -> str:
     return x.mod("rnd") or "rn"
 
 
-def flush(d: Domain, v: Any, ft: str) -> Any:
+def flush(d: Domain[V, B], v: V, ft: str) -> V:
     """Flush a subnormal to zero of the same sign (``.ftz``)."""
     e, m = FLOAT_FORMAT[ft]
     n = 1 + e + m
@@ -49,7 +47,7 @@ def flush(d: Domain, v: Any, ft: str) -> Any:
 _WIDER = {"f32": ("f64", 2.0**-126), "f16": ("f32", 2.0**-14), "bf16": ("f64", 2.0**-126)}
 
 
-def tiny_before_rounding(d: Domain, op: str, a: Any, b: Any, ft: str) -> Any:
+def tiny_before_rounding(d: Domain[V, B], op: str, a: V, b: V, ft: str) -> B:
     """Whether the exact ``a * b`` (``op="mul"``) or ``a / b`` (``op="div"``) is nonzero and
     below the smallest normal of ``ft`` in magnitude.
 
@@ -71,13 +69,13 @@ def tiny_before_rounding(d: Domain, op: str, a: Any, b: Any, ft: str) -> Any:
     return d.band(d.flt(zero, num, wide), d.flt(num, den, wide))
 
 
-def signed_zero(d: Domain, a: Any, b: Any, ft: str) -> Any:
+def signed_zero(d: Domain[V, B], a: V, b: V, ft: str) -> V:
     """The zero whose sign is the product's (or quotient's) of ``a`` and ``b``."""
     n = fbits(ft)
     return d.and_(d.xor(a, b, n), d.const(1 << (n - 1), n), n)
 
 
-def saturate(d: Domain, v: Any, ft: str) -> Any:
+def saturate(d: Domain[V, B], v: V, ft: str) -> V:
     """``.sat``: clamp to [0.0, 1.0] and NaN to +0.0 (PTX ISA 9.7.3 "Saturation modifier").
 
     Every result whose sign bit is set, -0.0 included, becomes +0.0: the H200 (sm_90) returns
@@ -91,13 +89,13 @@ def saturate(d: Domain, v: Any, ft: str) -> Any:
     return d.ite(d.flt(one, v, ft), one, v, n)
 
 
-def fin(x: Exec, slot: str) -> Any:
+def fin(x: Exec[V, B], slot: str) -> V:
     """Read a float operand, flushed when the instruction says ``.ftz`` (f32 only)."""
     v = x.read(slot, x.ty)
     return flush(x.D, v, x.ty.name) if x.mod("ftz") and x.ty.name == "f32" else v
 
 
-def fout(x: Exec, v: Any) -> Any:
+def fout(x: Exec[V, B], v: V) -> V:
     """Apply ``.ftz`` and ``.sat`` (clamp to [0, 1], NaN -> 0) to a float result."""
     d, ft, _n = x.D, x.ty.name, x.ty.bits
     if x.mod("ftz") and ft == "f32":
@@ -107,7 +105,7 @@ def fout(x: Exec, v: Any) -> Any:
     return v
 
 
-def fminmax(d: Domain, a: Any, b: Any, ft: str, is_max: bool, propagate_nan: bool = False) -> Any:
+def fminmax(d: Domain[V, B], a: V, b: V, ft: str, is_max: bool, propagate_nan: bool = False) -> V:
     """PTX floating-point min/max of two lanes, every format (PTX ISA 9.7.3.11/9.7.3.12
     ``min_num``/``max_num`` and ``min_nan``/``max_nan``; 9.7.4.7/9.7.4.8 for the half formats).
 
@@ -129,7 +127,7 @@ def fminmax(d: Domain, a: Any, b: Any, ft: str, is_max: bool, propagate_nan: boo
     return d.ite(d.band(an, bn), nan, d.ite(an, b, d.ite(bn, a, pick, n), n), n)
 
 
-def _sat_s32(d: Domain, wide: Any) -> Any:
+def _sat_s32(d: Domain[V, B], wide: V) -> V:
     lo, hi = d.const(-(1 << 31), 64), d.const((1 << 31) - 1, 64)
     v = d.ite(d.lt(wide, lo, 64, True), lo, d.ite(d.lt(hi, wide, 64, True), hi, wide, 64), 64)
     return d.trunc(v, 64, 32)
@@ -154,7 +152,7 @@ def _float_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
 
 
 # --- add sub mul mad fma div rem neg abs min max -------------------------------------------------
-def _addsub(x: Exec, sub: bool) -> None:
+def _addsub(x: Exec[V, B], sub: bool) -> None:
     d, t = x.D, x.ty
     if t.is_float:
         a, b = fin(x, "a"), fin(x, "b")
@@ -169,7 +167,7 @@ def _addsub(x: Exec, sub: bool) -> None:
     x.write("d", d.sub(a, b, t.bits) if sub else d.add(a, b, t.bits), t)
 
 
-def _mul(x: Exec) -> None:
+def _mul(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     if t.is_float:
         a, b = fin(x, "a"), fin(x, "b")
@@ -190,7 +188,7 @@ def _mul(x: Exec) -> None:
         x.write("d", d.mul(a, b, n), t)
 
 
-def _mad(x: Exec) -> None:
+def _mad(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     if t.is_float:
         x.write("d", fout(x, d.ffma(fin(x, "a"), fin(x, "b"), fin(x, "c"), t.name, rnd(x))), t)
@@ -207,12 +205,12 @@ def _mad(x: Exec) -> None:
     x.write("d", d.add(p, x.read("c", t), n), t)
 
 
-def _fma(x: Exec) -> None:
+def _fma(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     x.write("d", fout(x, d.ffma(fin(x, "a"), fin(x, "b"), fin(x, "c"), t.name, rnd(x))), t)
 
 
-def _div(x: Exec) -> None:
+def _div(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     if t.is_float:
         a, b = fin(x, "a"), fin(x, "b")
@@ -232,7 +230,7 @@ def _div(x: Exec) -> None:
     x.write("d", d.div(x.read("a", t), x.read("b", t), t.bits, t.signed), t)
 
 
-def _div_approx(d: Domain, a: Any, b: Any, ft: str) -> Any:
+def _div_approx(d: Domain[V, B], a: V, b: V, ft: str) -> V:
     """div.approx.f32: "computed as d = a * (1/b)"; "For 2**126 < |b| < 2**128, if a is infinity,
     div.approx.f32 returns NaN, otherwise it returns a sign-preserving zero"."""
     n = fbits(ft)
@@ -254,12 +252,12 @@ def _div_approx(d: Domain, a: Any, b: Any, ft: str) -> Any:
     return d.ite(d.band(a_zero, b_sub), zero, r, n)
 
 
-def _rem(x: Exec) -> None:
+def _rem(x: Exec[V, B]) -> None:
     t = x.ty
     x.write("d", x.D.rem(x.read("a", t), x.read("b", t), t.bits, t.signed), t)
 
 
-def _neg(x: Exec) -> None:
+def _neg(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     if t.is_float:
         x.write("d", fout(x, d.xor(fin(x, "a"), d.const(1 << (t.bits - 1), t.bits), t.bits)), t)
@@ -267,7 +265,7 @@ def _neg(x: Exec) -> None:
         x.write("d", d.neg(x.read("a", t), t.bits), t)
 
 
-def _abs(x: Exec) -> None:
+def _abs(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     if t.is_float:
         a = fin(x, "a")
@@ -280,7 +278,7 @@ def _abs(x: Exec) -> None:
     x.write("d", d.ite(d.lt(a, d.const(0, t.bits), t.bits, True), d.neg(a, t.bits), a, t.bits), t)
 
 
-def _minmax(x: Exec, is_max: bool) -> None:
+def _minmax(x: Exec[V, B], is_max: bool) -> None:
     d, t = x.D, x.ty
     if t.is_float:
         x.write("d", fout(x, fminmax(d, fin(x, "a"), fin(x, "b"), t.name, is_max)), t)
@@ -291,8 +289,8 @@ def _minmax(x: Exec, is_max: bool) -> None:
 
 
 # --- logic and bits -------------------------------------------------------------------------------
-def _logic(op: str) -> Any:
-    def sem(x: Exec) -> None:
+def _logic(op: str) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, t = x.D, x.ty
         if t.kind == "pred":
             a = x.read_pred("a")
@@ -302,17 +300,17 @@ def _logic(op: str) -> Any:
             b = x.read_pred("b")
             x.write_pred("d", {"and": d.band, "or": d.bor, "xor": d.bxor}[op](a, b))
             return
-        a = x.read("a", t)
+        v = x.read("a", t)
         if op == "not":
-            x.write("d", d.not_(a, t.bits), t)
+            x.write("d", d.not_(v, t.bits), t)
             return
         fn = {"and": d.and_, "or": d.or_, "xor": d.xor}[op]
-        x.write("d", fn(a, x.read("b", t), t.bits), t)
+        x.write("d", fn(v, x.read("b", t), t.bits), t)
 
     return sem
 
 
-def shift_amount(d: Domain, amount32: Any, bits: int) -> Any:
+def shift_amount(d: Domain[V, B], amount32: V, bits: int) -> V:
     """A u32 shift amount as a value of ``bits``, clamped to ``bits`` (PTX clamps, never wraps)."""
     if bits == 32:
         return amount32
@@ -322,8 +320,8 @@ def shift_amount(d: Domain, amount32: Any, bits: int) -> Any:
     return d.ite(big, d.const(bits, bits), d.trunc(amount32, 32, bits), bits)
 
 
-def _shift(left: bool) -> Any:
-    def sem(x: Exec) -> None:
+def _shift(left: bool) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, t = x.D, x.ty
         a, n = x.read("a", t), shift_amount(d, x.read("b", U32), t.bits)
         right = d.ashr if t.signed else d.lshr
@@ -332,7 +330,7 @@ def _shift(left: bool) -> Any:
     return sem
 
 
-def _lop3(x: Exec) -> None:
+def _lop3(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     n = t.bits
     a, b, c = x.read("a", t), x.read("b", t), x.read("c", t)
@@ -346,8 +344,8 @@ def _lop3(x: Exec) -> None:
     x.write("d", out, t)
 
 
-def _count(op: str) -> Any:
-    def sem(x: Exec) -> None:
+def _count(op: str) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, t = x.D, x.ty
         a = x.read("a", t)
         r = d.popc(a, t.bits) if op == "popc" else d.clz(a, t.bits)
@@ -356,17 +354,17 @@ def _count(op: str) -> Any:
     return sem
 
 
-def _brev(x: Exec) -> None:
+def _brev(x: Exec[V, B]) -> None:
     t = x.ty
     x.write("d", x.D.brev(x.read("a", t), t.bits), t)
 
 
-def _low_mask(d: Domain, length: Any, n: int) -> Any:
+def _low_mask(d: Domain[V, B], length: V, n: int) -> V:
     """(1 << length) - 1, all ones when length >= n."""
     return d.sub(d.shl(d.const(1, n), length, n), d.const(1, n), n)
 
 
-def _field(x: Exec, slot: str) -> Any:
+def _field(x: Exec[V, B], slot: str) -> V:
     """A bit-field position or length operand.
 
     The PTX ISA ("bfe", "bfi") restricts both to ``0..255`` (``b & 0xff``). The 32-bit forms do
@@ -378,7 +376,7 @@ def _field(x: Exec, slot: str) -> Any:
     return v if x.ty.bits == 64 else x.D.and_(v, x.D.const(0xFF, 32), 32)
 
 
-def _bfe(x: Exec) -> None:
+def _bfe(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     n = t.bits
     a = x.read("a", t)
@@ -399,7 +397,7 @@ def _bfe(x: Exec) -> None:
     x.write("d", value, t)
 
 
-def _bfi(x: Exec) -> None:
+def _bfi(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     n = t.bits
     a, b = x.read("a", t), x.read("b", t)

@@ -20,13 +20,14 @@ may still be in flight at a barrier (:mod:`karyamorph.model.check.caveats`).
 
 from __future__ import annotations
 
+from karyamorph.model.semantics.domain import B, V
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
 from karyamorph.model.semantics.types import U32
 
 COPY_SIZES = (4, 8, 16)
 
 
-def _copy(x: Exec) -> None:
+def _copy(x: Exec[V, B]) -> None:
     n = x.imm("size")
     if n not in COPY_SIZES:
         raise x.operand_error(f"cp-size must be 4, 8 or 16, got {n}")
@@ -40,15 +41,15 @@ def _copy(x: Exec) -> None:
     x.copy_async(dst, dst_bits, src, src_bits, n, src_n)
 
 
-def _commit(x: Exec) -> None:
+def _commit(x: Exec[V, B]) -> None:
     x.async_group("commit")
 
 
-def _wait(x: Exec) -> None:
+def _wait(x: Exec[V, B]) -> None:
     x.async_group("wait", x.imm("n"))
 
 
-def _wait_all(x: Exec) -> None:
+def _wait_all(x: Exec[V, B]) -> None:
     x.async_group("wait_all")
 
 

@@ -21,19 +21,20 @@ it, so race verdicts of kernels that use it under independent thread scheduling 
 
 from __future__ import annotations
 
+from karyamorph.model.semantics.domain import B, V
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
 from karyamorph.model.semantics.types import U32
 
 
-def _call(x: Exec) -> None:
+def _call(x: Exec[V, B]) -> None:
     raise x.operand_error("call is expanded before execution; this one was not (a bug in the caller)")
 
 
-def _trap(x: Exec) -> None:
+def _trap(x: Exec[V, B]) -> None:
     x.trap()
 
 
-def _warp_sync(x: Exec) -> None:
+def _warp_sync(x: Exec[V, B]) -> None:
     x.vote("all", x.D.bconst(True), x.read("mask", U32))
 
 

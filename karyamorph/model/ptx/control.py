@@ -6,24 +6,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from karyamorph.model.ptx.arith import D_A, RND, fconst, fin, fout, rnd
-from karyamorph.model.semantics.instruction import Exec, Instr, Slot
+from karyamorph.model.semantics.domain import B, V
+from karyamorph.model.semantics.instruction import Exec, Instr, Semantics, Slot
 from karyamorph.model.semantics.types import U32
 
 
-def _bra(x: Exec) -> None:
+def _bra(x: Exec[V, B]) -> None:
     x.branch("target", bool(x.mod("uni")))
 
 
-def _exit(x: Exec) -> None:
+def _exit(x: Exec[V, B]) -> None:
     x.exit()
 
 
-def _bar(x: Exec) -> None:
+def _bar(x: Exec[V, B]) -> None:
     count = x.read("b", U32) if x.has("b") else None
     x.barrier(x.read("a", U32) if x.has("a") else x.D.const(0, 32), count)
 
 
-def _shfl(x: Exec) -> None:
+def _shfl(x: Exec[V, B]) -> None:
     t = x.ty
     mode = x.mod("mode") or "idx"
     v, p = x.shuffle(mode, x.read("a", t), x.read("b", U32), x.read("c", U32), x.read("mask", U32))
@@ -32,7 +33,7 @@ def _shfl(x: Exec) -> None:
         x.write_pred("p", p)
 
 
-def _vote(x: Exec) -> None:
+def _vote(x: Exec[V, B]) -> None:
     mode = x.mod("mode") or "all"
     r = x.vote(mode, x.read_pred("a"), x.read("mask", U32))
     if mode == "ballot":
@@ -41,8 +42,8 @@ def _vote(x: Exec) -> None:
         x.write_pred("d", r)
 
 
-def _approx(op: str) -> Callable[[Exec], None]:
-    def sem(x: Exec) -> None:
+def _approx(op: str) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, t = x.D, x.ty
         a = fin(x, "a")
         mode = x.mod("rnd") or "approx"

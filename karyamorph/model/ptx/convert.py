@@ -17,18 +17,22 @@ Plain ``cvt.rn.f16.f32`` / ``cvt.rn.bf16.f32`` stay with :mod:`karyamorph.model.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from karyamorph.model.ptx.arith import D_A, D_AB, RND, fconst
 from karyamorph.model.ptx.lanes import fabs, relu
-from karyamorph.model.semantics.instruction import Exec, Instr, Law
+from karyamorph.model.semantics.domain import B, V
+from karyamorph.model.semantics.instruction import Exec, Instr, Law, LawDomain, LawRun, LawSides
 from karyamorph.model.semantics.types import F32, PACKED
+
+if TYPE_CHECKING:  # laws are proved over z3 terms only
+    from karyamorph.model.semantics.symbolic import BitVec
 
 GROUPS: dict[str, tuple[str, ...]] = {"rnd": RND, "relu": ("relu",), "satfinite": ("satfinite",)}
 MAX_NORM = {"f16": (0x7BFF, 65504.0), "bf16": (0x7F7F, float.fromhex("0x1.fep127"))}
 
 
-def convert(x: Exec, a: Any, ft: str) -> Any:
+def convert(x: Exec[V, B], a: V, ft: str) -> V:
     """One .f32 value converted to ``ft`` with the instruction's rounding, .satfinite, .relu."""
     d = x.D
     r = d.fcvt(a, "f32", ft, x.mod("rnd") or "rn")
@@ -40,13 +44,13 @@ def convert(x: Exec, a: Any, ft: str) -> Any:
     return relu(d, r, ft) if x.mod("relu") else r
 
 
-def _pack(x: Exec) -> None:
+def _pack(x: Exec[V, B]) -> None:
     ft = PACKED[x.types[0].name][0]
     hi, lo = convert(x, x.read("a", F32), ft), convert(x, x.read("b", F32), ft)
     x.write("d", x.D.concat(hi, lo, 16, 16), x.types[0])
 
 
-def _scalar(x: Exec) -> None:
+def _scalar(x: Exec[V, B]) -> None:
     x.write("d", convert(x, x.read("a", F32), x.types[0].name), x.types[0])
 
 
@@ -74,7 +78,7 @@ def _halves_law(t: str) -> Law:
     """The upper half of ``cvt.rn.<t>x2.f32(a, b)`` is ``cvt.rn.<t>.f32(a)``, the lower half
     ``cvt.rn.<t>.f32(b)``: the operand order the PTX ISA states."""
 
-    def fn(run: Any, D: Any, _t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def fn(run: LawRun, D: LawDomain, _t: str, a: BitVec, b: BitVec) -> LawSides:
         packed = run(f"cvt.rn.{t}x2.f32", a, b)
         return packed, D.concat(run(f"cvt.rn.{t}.f32", a), run(f"cvt.rn.{t}.f32", b), 16, 16)
 

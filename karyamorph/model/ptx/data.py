@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from karyamorph.model.ptx.arith import (
     BITS,
     D_A,
@@ -17,7 +15,7 @@ from karyamorph.model.ptx.arith import (
     fout,
     saturate,
 )
-from karyamorph.model.semantics.domain import Domain
+from karyamorph.model.semantics.domain import B, Domain, V
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
 from karyamorph.model.semantics.types import PtxType, int_type, ptx_type
 
@@ -28,7 +26,7 @@ CMP_FLOAT_ONLY = ("equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
 
 
 # --- mov -------------------------------------------------------------------------------------------
-def _mov(x: Exec) -> None:
+def _mov(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     if t.kind == "pred":
         x.write_pred("d", x.read_pred("a"))
@@ -51,7 +49,7 @@ def _mov(x: Exec) -> None:
 
 
 # --- setp / selp -----------------------------------------------------------------------------------
-def compare(d: Domain, op: str, a: Any, b: Any, t: PtxType) -> Any:
+def compare(d: Domain[V, B], op: str, a: V, b: V, t: PtxType) -> B:
     """A PTX comparison operator on two values of type ``t``, as a predicate."""
     if t.is_float:
         ft = t.name
@@ -84,7 +82,7 @@ def compare(d: Domain, op: str, a: Any, b: Any, t: PtxType) -> Any:
     return d.le(b, a, n, sg)
 
 
-def _setp(x: Exec) -> None:
+def _setp(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     op = x.mod("cmp") or "eq"
     a, b = (fin(x, s) for s in "ab") if t.is_float else (x.read(s, t) for s in "ab")
@@ -113,7 +111,7 @@ def _setp_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     return None
 
 
-def _selp(x: Exec) -> None:
+def _selp(x: Exec[V, B]) -> None:
     t = x.ty
     x.write("d", x.D.ite(x.read_pred("c"), x.read("a", t), x.read("b", t), t.bits), t)
 
@@ -123,7 +121,7 @@ def _int_bounds(t: PtxType) -> tuple[int, int]:
     return (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.signed else (0, (1 << t.bits) - 1)
 
 
-def _cvt(x: Exec) -> None:
+def _cvt(x: Exec[V, B]) -> None:
     d = x.D
     dt, at = x.types
     r = x.mod("rnd")
@@ -168,13 +166,13 @@ def _cvt(x: Exec) -> None:
         x.write("d", _int_cvt(d, x.read("a", at), at, dt, bool(x.mod("sat"))), dt)
 
 
-def _fsat(x: Exec, v: Any, t: PtxType) -> Any:
+def _fsat(x: Exec[V, B], v: V, t: PtxType) -> V:
     if not x.mod("sat"):
         return v
     return saturate(x.D, v, t.name)
 
 
-def _int_cvt(d: Domain, a: Any, at: PtxType, dt: PtxType, sat: bool) -> Any:
+def _int_cvt(d: Domain[V, B], a: V, at: PtxType, dt: PtxType, sat: bool) -> V:
     """Integer -> integer: truncate or extend by the source's signedness; .sat clamps."""
     if not sat:  # extending to 64 bits and truncating is extending (or truncating) directly
         if at.bits < dt.bits:
@@ -236,11 +234,11 @@ def _cvt_ptxas_rule(dt: PtxType, at: PtxType, rnd: str | None, sat: bool) -> str
 
 
 # --- memory ----------------------------------------------------------------------------------------
-def _space(x: Exec) -> str:
+def _space(x: Exec[V, B]) -> str:
     return x.mod("space") or "generic"
 
 
-def _ld(x: Exec) -> None:
+def _ld(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     addr, abits = x.address("a")
     for k in range(x.count("d")):
@@ -248,7 +246,7 @@ def _ld(x: Exec) -> None:
         x.write("d", x.load(_space(x), at, abits, t), t, k)
 
 
-def _st(x: Exec) -> None:
+def _st(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     addr, abits = x.address("a")
     for k in range(x.count("b")):
@@ -256,13 +254,13 @@ def _st(x: Exec) -> None:
         x.store(_space(x), at, abits, x.read("b", t, k), t)
 
 
-def _cvta(x: Exec) -> None:
+def _cvta(x: Exec[V, B]) -> None:
     t = x.ty
     space = x.mod("space") or "global"
     x.write("d", x.cvta(space, bool(x.mod("dir")), x.read("a", t), t.bits), t)
 
 
-def atomic_update(d: Domain, op: str, t: PtxType, old: Any, b: Any, c: Any) -> Any:
+def atomic_update(d: Domain[V, B], op: str, t: PtxType, old: V, b: V, c: V | None) -> V:
     """The value an atomic ``op`` stores, given the old value and the operands: its semantics."""
     n = t.bits
     if op == "add":
@@ -275,6 +273,8 @@ def atomic_update(d: Domain, op: str, t: PtxType, old: Any, b: Any, c: Any) -> A
     if op == "exch":
         return b
     if op == "cas":
+        if c is None:
+            raise ValueError("atom.cas needs its operand c")
         return d.ite(d.eq(old, b, n), c, old, n)
     if op == "inc":  # ((old >= b) ? 0 : old + 1), unsigned
         return d.ite(d.le(b, old, n, False), d.const(0, n), d.add(old, d.const(1, n), n), n)
@@ -285,7 +285,7 @@ def atomic_update(d: Domain, op: str, t: PtxType, old: Any, b: Any, c: Any) -> A
     return fn(old, b, n)
 
 
-def _atom(x: Exec) -> None:
+def _atom(x: Exec[V, B]) -> None:
     t = x.ty
     addr, abits = x.address("a")
     op = x.mod("op") or "add"
@@ -296,7 +296,7 @@ def _atom(x: Exec) -> None:
     x.write("d", old, t)
 
 
-def _red(x: Exec) -> None:
+def _red(x: Exec[V, B]) -> None:
     t = x.ty
     addr, abits = x.address("a")
     op = x.mod("op") or "add"

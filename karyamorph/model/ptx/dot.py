@@ -15,27 +15,30 @@ are ``.u32``, ``.s32`` otherwise) changes no bit of the result.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from karyamorph.model.ptx.arith import D_ABC
-from karyamorph.model.semantics.domain import Domain
-from karyamorph.model.semantics.instruction import Exec, Instr, Law
+from karyamorph.model.semantics.domain import B, Domain, V
+from karyamorph.model.semantics.instruction import Exec, Instr, Law, LawDomain, LawRun, LawSides
 from karyamorph.model.semantics.types import U32, PtxType, int_type
+
+if TYPE_CHECKING:  # laws are proved over z3 terms only
+    from karyamorph.model.semantics.symbolic import BitVec
 
 TYPES = ("u32", "s32")
 
 
-def fields(d: Domain, v: Any, width: int, signed: bool) -> list[Any]:
+def fields(d: Domain[V, B], v: V, width: int, signed: bool) -> list[V]:
     """The ``32 // width`` fields of a 32-bit value, least significant first, extended to 32."""
     ext = d.sext if signed else d.zext
     return [ext(d.extract(v, width * (k + 1) - 1, width * k, 32), width, 32) for k in range(32 // width)]
 
 
-def _result_type(x: Exec) -> PtxType:
+def _result_type(x: Exec[V, B]) -> PtxType:
     return int_type(32, signed=any(t.signed for t in x.types))
 
 
-def _dot(x: Exec, va: list[Any], vb: list[Any]) -> None:
+def _dot(x: Exec[V, B], va: list[V], vb: list[V]) -> None:
     d = x.D
     acc = x.read("c", U32)
     for p, q in zip(va, vb, strict=True):
@@ -43,12 +46,12 @@ def _dot(x: Exec, va: list[Any], vb: list[Any]) -> None:
     x.write("d", acc, _result_type(x))
 
 
-def _dp4a(x: Exec) -> None:
+def _dp4a(x: Exec[V, B]) -> None:
     at, bt = x.types
     _dot(x, fields(x.D, x.read("a", U32), 8, at.signed), fields(x.D, x.read("b", U32), 8, bt.signed))
 
 
-def _dp2a(x: Exec) -> None:
+def _dp2a(x: Exec[V, B]) -> None:
     at, bt = x.types
     vb = fields(x.D, x.read("b", U32), 8, bt.signed)
     s = 2 if x.mod("mode") == "hi" else 0
@@ -65,7 +68,7 @@ def _symmetric(t: str) -> Law:
 def _halves(t: str) -> Law:
     """.hi reads the upper two bytes of b: swapping b's 16-bit halves turns .lo into .hi."""
 
-    def fn(run: Any, D: Any, _t: str, a: Any, b: Any, c: Any) -> tuple[Any, Any]:
+    def fn(run: LawRun, D: LawDomain, _t: str, a: BitVec, b: BitVec, c: BitVec) -> LawSides:
         swapped = D.concat(D.extract(b, 15, 0, 32), D.extract(b, 31, 16, 32), 16, 16)
         return run(f"dp2a.lo.{t}.{t}", a, swapped, c), run(f"dp2a.hi.{t}.{t}", a, b, c)
 

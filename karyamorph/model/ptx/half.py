@@ -12,12 +12,10 @@ model returns the canonical NaN (0x7fff), as its domains do for every format, an
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC, RND, fbits, signed_zero, tiny_before_rounding
 from karyamorph.model.ptx.lanes import HALVES, element, fabs, finish, fneg, ftz_in, lanewise
-from karyamorph.model.semantics.instruction import Exec, Instr, Law
+from karyamorph.model.semantics.domain import B, V
+from karyamorph.model.semantics.instruction import Exec, Instr, Law, Semantics
 
 # Every rounding mode is recognised so that a refused one is named as such by the type rule.
 GROUPS: dict[str, tuple[str, ...]] = {"rnd": RND, "ftz": ("ftz",), "sat": ("sat",)}
@@ -33,12 +31,12 @@ def _rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     return None
 
 
-def _binary(op: str) -> Callable[[Exec], None]:
-    def sem(x: Exec) -> None:
+def _binary(op: str) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, ft = x.D, element(x.ty)[0]
         f = {"add": d.fadd, "sub": d.fsub, "mul": d.fmul}[op]
 
-        def lane(a: Any, b: Any) -> Any:
+        def lane(a: V, b: V) -> V:
             a, b = ftz_in(x, a, ft), ftz_in(x, b, ft)
             r = f(a, b, ft, "rn")
             if op == "mul" and x.mod("ftz"):
@@ -51,17 +49,17 @@ def _binary(op: str) -> Callable[[Exec], None]:
     return sem
 
 
-def _fma(x: Exec) -> None:
+def _fma(x: Exec[V, B]) -> None:
     d, ft = x.D, element(x.ty)[0]
 
-    def lane(a: object, b: object, c: object) -> object:
+    def lane(a: V, b: V, c: V) -> V:
         return finish(x, d.ffma(ftz_in(x, a, ft), ftz_in(x, b, ft), ftz_in(x, c, ft), ft, "rn"), ft)
 
     lanewise(x, ("a", "b", "c"), lane)
 
 
-def _sign(negate: bool) -> Callable[[Exec], None]:
-    def sem(x: Exec) -> None:
+def _sign(negate: bool) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, ft = x.D, element(x.ty)[0]
         f = fneg if negate else fabs
         lanewise(x, ("a",), lambda a: finish(x, f(d, ftz_in(x, a, ft), ft), ft))

@@ -9,10 +9,9 @@ bit patterns of one format (``ft``) and use only the domain protocol, so both do
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from karyamorph.model.ptx.arith import fbits, flush, saturate
-from karyamorph.model.semantics.domain import Domain, fsign
+from karyamorph.model.semantics.domain import B, Domain, V, fsign
 from karyamorph.model.semantics.instruction import Exec
 from karyamorph.model.semantics.types import PACKED, PtxType, canonical_nan
 
@@ -24,7 +23,7 @@ def element(t: PtxType) -> tuple[str, int]:
     return PACKED.get(t.name, (t.name, 1))
 
 
-def lanewise(x: Exec, slots: tuple[str, ...], op: Callable[..., Any], ty: PtxType | None = None) -> None:
+def lanewise(x: Exec[V, B], slots: tuple[str, ...], op: Callable[..., V], ty: PtxType | None = None) -> None:
     """``d = op(a, b, ...)`` on every lane of the operands in ``slots``, written to ``d``.
 
     ``op(*lane_values)`` gets one bit pattern per slot in the element format of ``ty`` (the
@@ -35,30 +34,32 @@ def lanewise(x: Exec, slots: tuple[str, ...], op: Callable[..., Any], ty: PtxTyp
     w = fbits(ft)
     d = x.D
     values = [x.read(s, t) for s in slots]
-    out: Any = None
-    for k in range(n):
-        args = [v if n == 1 else d.extract(v, w * (k + 1) - 1, w * k, t.bits) for v in values]
-        r = op(*args)
-        out = r if k == 0 else d.concat(r, out, w, w * k)
+
+    def lane(k: int) -> V:
+        return op(*[v if n == 1 else d.extract(v, w * (k + 1) - 1, w * k, t.bits) for v in values])
+
+    out = lane(0)
+    for k in range(1, n):
+        out = d.concat(lane(k), out, w, w * k)
     x.write("d", out, t)
 
 
-def nan(d: Domain, ft: str) -> Any:
+def nan(d: Domain[V, B], ft: str) -> V:
     """The canonical NaN of a format (all ones but the sign)."""
     return d.const(canonical_nan(ft), fbits(ft))
 
 
-def fabs(d: Domain, v: Any, ft: str) -> Any:
+def fabs(d: Domain[V, B], v: V, ft: str) -> V:
     n = fbits(ft)
     return d.and_(v, d.const((1 << (n - 1)) - 1, n), n)
 
 
-def fneg(d: Domain, v: Any, ft: str) -> Any:
+def fneg(d: Domain[V, B], v: V, ft: str) -> V:
     n = fbits(ft)
     return d.xor(v, d.const(1 << (n - 1), n), n)
 
 
-def relu(d: Domain, v: Any, ft: str) -> Any:
+def relu(d: Domain[V, B], v: V, ft: str) -> V:
     """``.relu``: "clamps the result to 0 if negative. NaN results are converted to canonical
     NaN" (PTX ISA 9.7.4.4 fma, 9.7.9.21 cvt). -0.0 becomes +0.0 too, as on the H200 (sm_90:
     ``fma.rn.relu.f16 0, -0, -0`` gives 0x0000; datasets/validation/sm_90)."""
@@ -67,12 +68,12 @@ def relu(d: Domain, v: Any, ft: str) -> Any:
     return d.ite(d.fisnan(v, ft), nan(d, ft), v, n)
 
 
-def ftz_in(x: Exec, v: Any, ft: str) -> Any:
+def ftz_in(x: Exec[V, B], v: V, ft: str) -> V:
     """An input lane, flushed when the instruction says ``.ftz``."""
     return flush(x.D, v, ft) if x.mod("ftz") else v
 
 
-def finish(x: Exec, v: Any, ft: str) -> Any:
+def finish(x: Exec[V, B], v: V, ft: str) -> V:
     """A result lane with the instruction's ``.ftz``, then ``.sat`` or ``.relu`` applied.
 
     The order matters only for the sign of a zero: a negative subnormal under ``.ftz.relu``

@@ -10,15 +10,17 @@ prover, so float laws speak of what is bit-exact: comparisons, ``min``/``max``, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from karyamorph.model.semantics.instruction import Law
+from karyamorph.model.semantics.instruction import Law, LawDomain, LawRun, LawSides
+
+if TYPE_CHECKING:  # laws are proved over z3 terms only
+    from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 INTS = ("s32", "u32", "s64", "u64", "s16", "u16")
 SIGNED = ("s32", "s64", "s16")
 BITS = ("b32", "b64")
 FLOATS = ("f32", "f64")
-Run = Any
 
 
 def bits_of(t: str) -> int:
@@ -29,24 +31,24 @@ def _w(t: str) -> str:
     return f"{t[0]}{2 * bits_of(t)}"
 
 
-def _widen(d: Any, t: str, c: Any) -> Any:
+def _widen(d: LawDomain, t: str, c: BitVec) -> BitVec:
     """Use a ``2 * bits`` value for the addend of mad.wide: extend the narrow free variable."""
     n = bits_of(t)
     return (d.sext if t[0] == "s" else d.zext)(c, n, 2 * n)
 
 
-def _le(d: Any, x: Any, y: Any, t: str) -> Any:
+def _le(d: LawDomain, x: BitVec, y: BitVec, t: str) -> Bool:
     return d.le(x, y, bits_of(t), t[0] == "s")
 
 
-def _one_of(d: Any, r: Any, a: Any, b: Any, n: int) -> Any:
+def _one_of(d: LawDomain, r: BitVec, a: BitVec, b: BitVec, n: int) -> Bool:
     return d.bor(d.eq(r, a, n), d.eq(r, b, n))
 
 
 def _int_order(is_max: bool) -> tuple[Law, ...]:
     op = "max" if is_max else "min"
 
-    def bound(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def bound(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         r = run(f"{op}.{t}", a, b)
         ok = d.band(_le(d, a, r, t), _le(d, b, r, t)) if is_max else d.band(_le(d, r, a, t), _le(d, r, b, t))
         return ok, d.bconst(True)
@@ -61,24 +63,24 @@ def _int_order(is_max: bool) -> tuple[Law, ...]:
     )  # fmt: skip
 
 
-def _nan(d: Any, x: Any, t: str) -> Any:
+def _nan(d: LawDomain, x: BitVec, t: str) -> Bool:
     return d.fisnan(x, t)
 
 
 def _float_order(is_max: bool) -> tuple[Law, ...]:
     op = "max" if is_max else "min"
 
-    def bound(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def bound(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         r = run(f"{op}.{t}", a, b)
         beyond = d.bor(d.flt(r, a, t), d.flt(r, b, t)) if is_max else d.bor(d.flt(a, r, t), d.flt(b, r, t))
         return d.bor(d.bor(_nan(d, a, t), _nan(d, b, t)), d.bnot(beyond)), d.bconst(True)
 
-    def member(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def member(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         r, n = run(f"{op}.{t}", a, b), bits_of(t)
         both_nan = d.band(_nan(d, a, t), _nan(d, b, t))
         return d.bor(both_nan, _one_of(d, r, a, b, n)), d.bconst(True)
 
-    def nan_rule(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def nan_rule(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         # "if (isNaN(x) && isNaN(y)) z = NaN; else if (isNaN(x)) z = y; else if (isNaN(y)) z = x";
         # that NaN is the canonical one for .f32 and b made quiet for .f64, as the H200 (sm_90)
         # computes it (datasets/validation/sm_90)
@@ -87,7 +89,7 @@ def _float_order(is_max: bool) -> tuple[Law, ...]:
         rule = d.ite(_nan(d, a, t), d.ite(_nan(d, b, t), canon, b, n), d.ite(_nan(d, b, t), a, r, n), n)
         return r, rule
 
-    def zeros(run: Run, d: Any, t: str) -> tuple[Any, Any]:
+    def zeros(run: LawRun, d: LawDomain, t: str) -> LawSides:
         # "If values of both inputs are 0.0, then +0.0 > -0.0", in either operand order
         n = bits_of(t)
         pz, nz = d.const(0, n), d.const(1 << (n - 1), n)
@@ -108,36 +110,36 @@ def _float_order(is_max: bool) -> tuple[Law, ...]:
     )
 
 
-def _true(d: Any, p: Any) -> tuple[Any, Any]:
+def _true(d: LawDomain, p: Bool) -> tuple[Bool, Bool]:
     return p, d.bconst(True)
 
 
-def _float_abs(run: Run, d: Any, t: str, a: Any) -> tuple[Any, Any]:
+def _float_abs(run: LawRun, d: LawDomain, t: str, a: BitVec) -> LawSides:
     n = bits_of(t)
     r, cleared = run(f"abs.{t}", a), d.and_(a, d.const((1 << (n - 1)) - 1, n), n)
     nan_ok = d.eq(r, a, n) if t == "f64" else d.fisnan(r, t)  # "For abs.f64, NaN input is passed
     return d.bite(d.fisnan(a, t), nan_ok, d.eq(r, cleared, n)), d.bconst(True)  # through unchanged"
 
 
-def _float_neg(run: Run, d: Any, t: str, a: Any) -> tuple[Any, Any]:
+def _float_neg(run: LawRun, d: LawDomain, t: str, a: BitVec) -> LawSides:
     n = bits_of(t)
     flipped = d.eq(run(f"neg.{t}", a), d.xor(a, d.const(1 << (n - 1), n), n), n)
     return d.bor(d.fisnan(a, t), flipped), d.bconst(True)
 
 
 def _shift_laws() -> tuple[Law, ...]:
-    def sign_kept(run: Run, d: Any, t: str, a: Any, k: Any) -> tuple[Any, Any]:
+    def sign_kept(run: LawRun, d: LawDomain, t: str, a: BitVec, k: BitVec) -> LawSides:
         n = bits_of(t)
         r = run(f"shr.{t}", a, k)
         return d.lt(r, d.const(0, n), n, True), d.lt(a, d.const(0, n), n, True)
 
-    def past_width(run: Run, d: Any, t: str, a: Any, k: Any) -> tuple[Any, Any]:
+    def past_width(run: LawRun, d: LawDomain, t: str, a: BitVec, k: BitVec) -> LawSides:
         # "Shift amounts greater than the register width N are clamped to N"
         n = bits_of(t)
         small = d.lt(k, d.const(n, n), n, False)
         return _true(d, d.bor(small, d.eq(run(f"shl.{t}", a, k), d.const(0, n), n)))
 
-    def signed_past_width(run: Run, d: Any, t: str, a: Any) -> tuple[Any, Any]:
+    def signed_past_width(run: LawRun, d: LawDomain, t: str, a: BitVec) -> LawSides:
         n = bits_of(t)
         fill = d.ite(d.lt(a, d.const(0, n), n, True), d.const(-1, n), d.const(0, n), n)
         at_n, past_n = run(f"shr.{t}", a, n), run(f"shr.{t}", a, n + 1)
@@ -156,25 +158,25 @@ def _shift_laws() -> tuple[Law, ...]:
 
 
 def _arith_laws() -> dict[str, tuple[Law, ...]]:
-    def sat(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def sat(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         r = run("add.sat.s32", a, b)  # b >= 0 never lowers the sum, b < 0 never raises it
         zero = d.const(0, 32)
         up = d.le(a, r, 32, True)
         down = d.le(r, a, 32, True)
         return d.bite(d.lt(b, zero, 32, True), down, up), d.bconst(True)
 
-    def rem_sign(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def rem_sign(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         n = bits_of(t)  # C division truncates: a nonzero remainder has the dividend's sign
         r, zero = run(f"rem.{t}", a, b), d.const(0, n)
         same = d.bnot(d.bxor(d.lt(r, zero, n, True), d.lt(a, zero, n, True)))
         return _true(d, d.bor(d.eq(r, zero, n), same))
 
-    def hi_of_one(run: Run, d: Any, t: str, a: Any) -> tuple[Any, Any]:
+    def hi_of_one(run: LawRun, d: LawDomain, t: str, a: BitVec) -> LawSides:
         n = bits_of(t)
         neg = d.lt(a, d.const(0, n), n, True) if t[0] == "s" else d.bconst(False)
         return run(f"mul.hi.{t}", a, 1), d.ite(neg, d.const(-1, n), d.const(0, n), n)
 
-    def abs_law(run: Run, d: Any, t: str, a: Any) -> tuple[Any, Any]:
+    def abs_law(run: LawRun, d: LawDomain, t: str, a: BitVec) -> LawSides:
         n = bits_of(t)
         r, mn = run(f"abs.{t}", a), d.const(1 << (n - 1), n)
         nonneg = d.le(d.const(0, n), r, n, True)
@@ -229,7 +231,7 @@ def _arith_laws() -> dict[str, tuple[Law, ...]]:
     }  # fmt: skip
 
 
-def _max_commutes(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+def _max_commutes(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
     """max(a, b) == max(b, a); two NaNs give b made quiet on .f64, which is not symmetric."""
     r, s = run(f"max.{t}", a, b), run(f"max.{t}", b, a)
     if t != "f64":
@@ -237,27 +239,27 @@ def _max_commutes(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
     return d.bor(d.band(_nan(d, a, t), _nan(d, b, t)), d.eq(r, s, 64)), d.bconst(True)
 
 
-def _zero(d: Any, t: str) -> Any:
+def _zero(d: LawDomain, t: str) -> BitVec:
     return d.const(0, bits_of(t))
 
 
 def _bit_laws() -> dict[str, tuple[Law, ...]]:
-    def clz_of_bit(run: Run, d: Any, t: str, k: Any) -> tuple[Any, Any]:
+    def clz_of_bit(run: LawRun, d: LawDomain, t: str, k: BitVec) -> LawSides:
         n = bits_of(t)
         one_bit = run(f"shl.{t}", 1, k)
         count = d.zext(run(f"clz.{t}", one_bit), 32, n) if n > 32 else run(f"clz.{t}", one_bit)
         wide = d.le(d.const(n, n), k, n, False)
         return _true(d, d.bor(wide, d.eq(d.add(count, k, n), d.const(n - 1, n), n)))
 
-    def popc_ends(run: Run, d: Any, t: str) -> tuple[Any, Any]:
+    def popc_ends(run: LawRun, d: LawDomain, t: str) -> LawSides:
         return d.concat(run(f"popc.{t}", 0), run(f"popc.{t}", -1), 32, 32), d.const(bits_of(t), 64)
 
-    def bfi_ends(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def bfi_ends(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         n = bits_of(t)
         empty, whole = run(f"bfi.{t}", a, b, 0, 0), run(f"bfi.{t}", a, b, 0, n)
         return _true(d, d.band(d.eq(empty, b, n), d.eq(whole, a, n)))
 
-    def bfe_bit(run: Run, d: Any, t: str, a: Any, p: Any) -> tuple[Any, Any]:
+    def bfe_bit(run: LawRun, d: LawDomain, t: str, a: BitVec, p: BitVec) -> LawSides:
         n = bits_of(t)  # a one-bit field is 0 or 1 unsigned, 0 or -1 signed
         r = run(f"bfe.{t}", a, p, 1)
         return _true(d, d.bor(d.eq(r, d.const(0, n), n), d.eq(r, d.const(1 if t[0] == "u" else -1, n), n)))
@@ -309,22 +311,22 @@ def _bit_laws() -> dict[str, tuple[Law, ...]]:
 
 
 def _data_laws() -> dict[str, tuple[Law, ...]]:
-    def sat8(run: Run, d: Any, t: str, a: Any) -> tuple[Any, Any]:
+    def sat8(run: LawRun, d: LawDomain, t: str, a: BitVec) -> LawSides:
         r = d.zext(run("cvt.sat.u8.s32", a), 8, 32)  # "limits the result to MININT..MAXINT"
         lo, hi = d.const(0, 32), d.const(255, 32)
         want = d.ite(d.lt(a, lo, 32, True), lo, d.ite(d.lt(hi, a, 32, True), hi, a, 32), 32)
         return r, want
 
-    def reflexive(run: Run, d: Any, t: str, a: Any) -> tuple[Any, Any]:
-        eq_iff_number = d.bxor(run(f"setp.eq.{t}", a, a), d.fisnan(a, t))
-        return _true(d, d.band(run(f"setp.equ.{t}", a, a), eq_iff_number))
+    def reflexive(run: LawRun, d: LawDomain, t: str, a: BitVec) -> LawSides:
+        eq_iff_number = d.bxor(run.pred(f"setp.eq.{t}", a, a), d.fisnan(a, t))
+        return _true(d, d.band(run.pred(f"setp.equ.{t}", a, a), eq_iff_number))
 
-    def select(run: Run, d: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def select(run: LawRun, d: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         n = bits_of(t)
         on, off = run(f"selp.{t}", a, b, d.bconst(True)), run(f"selp.{t}", a, b, d.bconst(False))
         return _true(d, d.band(d.eq(on, a, n), d.eq(off, b, n)))
 
-    def nan_to_int(run: Run, d: Any, t: str) -> tuple[Any, Any]:
+    def nan_to_int(run: LawRun, d: LawDomain, t: str) -> LawSides:
         # "Zero if source is not .f64 and destination is not .s64, .u64. Otherwise 1 << (w - 1)"
         nan = d.const(0x7FC00000, 32)
         high = d.extract(run("cvt.rni.u64.f32", nan), 63, 32, 64)
@@ -341,14 +343,16 @@ def _data_laws() -> dict[str, tuple[Law, ...]]:
                 Law("cvt.sat.u8.s32 clamps to 0..255", ("s32",), 1, sat8),
                 Law("cvt of a NaN: 0 to 32-bit from f32, 1 << 63 to 64-bit", ("f32",), 0, nan_to_int)),
         "setp": (Law("setp.lt(a, b) == setp.gt(b, a)", (*INTS, *FLOATS), 2,
-                     lambda run, d, t, a, b: (run(f"setp.lt.{t}", a, b), run(f"setp.gt.{t}", b, a))),
+                     lambda run, d, t, a, b: (run.pred(f"setp.lt.{t}", a, b),
+                                              run.pred(f"setp.gt.{t}", b, a))),
                  Law("setp.ge(a, b) == !setp.lt(a, b) on integers", INTS, 2,
-                     lambda run, d, t, a, b: (run(f"setp.ge.{t}", a, b), d.bnot(run(f"setp.lt.{t}", a, b)))),
+                     lambda run, d, t, a, b: (run.pred(f"setp.ge.{t}", a, b),
+                                              d.bnot(run.pred(f"setp.lt.{t}", a, b)))),
                  Law("setp.eq(a, a) is false only for NaN; setp.equ(a, a) is always true", FLOATS, 1,
                      reflexive),
                  Law("setp.num(a, b) == !setp.nan(a, b)", FLOATS, 2,
-                     lambda run, d, t, a, b: (run(f"setp.num.{t}", a, b),
-                                              d.bnot(run(f"setp.nan.{t}", a, b))))),
+                     lambda run, d, t, a, b: (run.pred(f"setp.num.{t}", a, b),
+                                              d.bnot(run.pred(f"setp.nan.{t}", a, b))))),
         "selp": (Law("selp(a, b, true) == a and selp(a, b, false) == b", ("b32", "f32", "s64"), 2, select),),
         "mov": (Law("mov(a) == a", ("b32", "b64", "f32", "u16"), 1,
                     lambda run, d, t, a: (run(f"mov.{t}", a), a)),),

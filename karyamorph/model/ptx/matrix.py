@@ -17,9 +17,7 @@ column i / 4)`` of the rows in memory.
 
 from __future__ import annotations
 
-from typing import Any
-
-from karyamorph.model.semantics.domain import Domain
+from karyamorph.model.semantics.domain import B, Domain, V
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
 from karyamorph.model.semantics.types import B32
 
@@ -27,11 +25,11 @@ FULL_MASK = 0xFFFFFFFF
 MATRIX_SPACES = ("shared", "shared::cta")
 
 
-def c32(d: Domain, value: int) -> Any:
+def c32(d: Domain[V, B], value: int) -> V:
     return d.const(value, 32)
 
 
-def from_lane(x: Exec, value: Any, src: Any) -> Any:
+def from_lane(x: Exec[V, B], value: V, src: V) -> V:
     """``value`` as held by lane ``src`` of the executing warp (a ``shfl.sync.idx`` over the
     whole warp, which every lane of a ``.aligned`` collective executes)."""
     d = x.D
@@ -39,7 +37,7 @@ def from_lane(x: Exec, value: Any, src: Any) -> Any:
     return got
 
 
-def select(d: Domain, index: Any, options: list[Any], bits: int) -> Any:
+def select(d: Domain[V, B], index: V, options: list[V], bits: int) -> V:
     """``options[index]`` for a per-thread ``index`` (a 32-bit value below ``len(options)``)."""
     out = options[-1]
     for k in range(len(options) - 2, -1, -1):
@@ -47,18 +45,18 @@ def select(d: Domain, index: Any, options: list[Any], bits: int) -> Any:
     return out
 
 
-def half(d: Domain, word: Any, upper: Any) -> Any:
+def half(d: Domain[V, B], word: V, upper: V) -> V:
     """The upper (where ``upper``, a 32-bit 0/1 value, is 1) or lower 16 bits of a word."""
     shifted = d.lshr(word, d.mul(upper, c32(d, 16), 32), 32)
     return d.and_(shifted, c32(d, 0xFFFF), 32)
 
 
-def pack(d: Domain, lo16: Any, hi16: Any) -> Any:
+def pack(d: Domain[V, B], lo16: V, hi16: V) -> V:
     """Two 16-bit values (in 32-bit words) as one word, ``lo16`` in the lower half."""
     return d.or_(d.shl(hi16, c32(d, 16), 32), lo16, 32)
 
 
-def matrices(x: Exec, slot: str) -> int:
+def matrices(x: Exec[V, B], slot: str) -> int:
     """The ``.xN`` matrix count, checked against the register vector of ``slot``."""
     num = int((x.mod("num") or "x1")[1:])
     if x.count(slot) != num:
@@ -66,21 +64,21 @@ def matrices(x: Exec, slot: str) -> int:
     return num
 
 
-def _space(x: Exec) -> str:
+def _space(x: Exec[V, B]) -> str:
     return "shared" if x.mod("space") else "generic"
 
 
-def _row_address(x: Exec, word: int) -> tuple[Any, int]:
+def _row_address(x: Exec[V, B], word: int) -> tuple[V, int]:
     addr, bits = x.address("a")
     return (addr if word == 0 else x.D.add(addr, x.D.const(4 * word, bits), bits)), bits
 
 
-def _suppliers(x: Exec, num: int) -> Any:
+def _suppliers(x: Exec[V, B], num: int) -> B | None:
     """Where the lane supplies a row address (lanes 0 .. 8 num - 1); None for all lanes."""
     return None if num == 4 else x.D.lt(x.lane(), c32(x.D, 8 * num), 32, False)
 
 
-def _ldmatrix(x: Exec) -> None:
+def _ldmatrix(x: Exec[V, B]) -> None:
     d = x.D
     num = matrices(x, "d")
     when = _suppliers(x, num)
@@ -106,7 +104,7 @@ def _ldmatrix(x: Exec) -> None:
         x.write("d", v, B32, m)
 
 
-def _stmatrix(x: Exec) -> None:
+def _stmatrix(x: Exec[V, B]) -> None:
     d = x.D
     num = matrices(x, "b")
     when = _suppliers(x, num)

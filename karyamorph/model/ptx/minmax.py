@@ -15,25 +15,28 @@ declarations here refuse exactly those forms, so no form has two meanings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from karyamorph.model.ptx.arith import D_AB, D_ABC, fbits, flush, fminmax
 from karyamorph.model.ptx.lanes import HALVES, element, fabs, lanewise
-from karyamorph.model.semantics.instruction import Exec, Instr, Law
+from karyamorph.model.semantics.domain import B, V
+from karyamorph.model.semantics.instruction import Exec, Instr, Law, LawDomain, LawRun, LawSides, Semantics
+
+if TYPE_CHECKING:  # laws are proved over z3 terms only
+    from karyamorph.model.semantics.symbolic import BitVec
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "ftz": ("ftz",), "nan": ("NaN",), "xorsign": ("xorsign",), "abs": ("abs",),
 }  # fmt: skip
 
 
-def _semantics(is_max: bool) -> Callable[[Exec], None]:
-    def sem(x: Exec) -> None:
+def _semantics(is_max: bool) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, ft = x.D, element(x.ty)[0]
         n = fbits(ft)
         three = x.has("c")
 
-        def lane(*ops: Any) -> Any:
+        def lane(*ops: V) -> V:
             if x.mod("ftz"):
                 ops = tuple(flush(d, v, ft) for v in ops)
             sign = d.and_(d.xor(ops[0], ops[1], n), d.const(1 << (n - 1), n), n)
@@ -81,7 +84,7 @@ def _order_law(op: str, t: str, mods: str = "") -> Law:
     min/max returning the other extreme fails."""
     form = ".".join(p for p in (op, mods, t) if p)
 
-    def fn(run: Any, D: Any, _t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def fn(run: LawRun, D: LawDomain, _t: str, a: BitVec, b: BitVec) -> LawSides:
         # The law checker makes free variables of 32 bits for type names it cannot size (bf16).
         a, b = (D.trunc(v, v.size(), fbits(t)) if v.size() != fbits(t) else v for v in (a, b))
         r = run(form, a, b)
@@ -94,7 +97,7 @@ def _order_law(op: str, t: str, mods: str = "") -> Law:
 def _three_law(op: str) -> Law:
     """Three-input ``.abs`` min/max does not depend on the order of its operands."""
 
-    def fn(run: Any, D: Any, t: str, a: Any, b: Any, c: Any) -> tuple[Any, Any]:
+    def fn(run: LawRun, D: LawDomain, t: str, a: BitVec, b: BitVec, c: BitVec) -> LawSides:
         return run(f"{op}.abs.f32", a, b, c), run(f"{op}.abs.f32", c, b, a)
 
     return Law(f"{op}.abs.f32(a, b, c) == {op}.abs.f32(c, b, a)", ("f32",), 3, fn)

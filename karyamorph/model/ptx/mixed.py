@@ -14,11 +14,9 @@ sm_120a.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from karyamorph.model.ptx.arith import RND
-from karyamorph.model.ptx.lanes import saturate
-from karyamorph.model.semantics.instruction import Exec, Instr, Slot
+from karyamorph.model.ptx.arith import RND, saturate
+from karyamorph.model.semantics.domain import B, V
+from karyamorph.model.semantics.instruction import Exec, Instr, Semantics, Slot
 from karyamorph.model.semantics.types import F32
 
 GROUPS: dict[str, tuple[str, ...]] = {"rnd": RND, "sat": ("sat",)}
@@ -31,13 +29,13 @@ def _rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     return None
 
 
-def _widen(x: Exec, slot: str) -> object:
+def _widen(x: Exec[V, B], slot: str) -> V:
     at = x.types[1]
     return x.D.fcvt(x.read(slot, at), at.name, "f32", "rn")
 
 
-def _addsub(sub: bool) -> Callable[[Exec], None]:
-    def sem(x: Exec) -> None:
+def _addsub(sub: bool) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, rnd = x.D, x.mod("rnd") or "rn"
         a, c = _widen(x, "a"), x.read("c", F32)
         r = d.fsub(a, c, "f32", rnd) if sub else d.fadd(a, c, "f32", rnd)
@@ -46,7 +44,7 @@ def _addsub(sub: bool) -> Callable[[Exec], None]:
     return sem
 
 
-def _fma(x: Exec) -> None:
+def _fma(x: Exec[V, B]) -> None:
     d = x.D
     r = d.ffma(_widen(x, "a"), _widen(x, "b"), x.read("c", F32), "f32", x.mod("rnd") or "rn")
     x.write("d", saturate(d, r, "f32") if x.mod("sat") else r, F32)

@@ -38,10 +38,8 @@ tolerance.
 
 from __future__ import annotations
 
-from typing import Any
-
 from karyamorph.model.ptx.matrix import c32, from_lane
-from karyamorph.model.semantics.domain import Domain
+from karyamorph.model.semantics.domain import B, Domain, V
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
 from karyamorph.model.semantics.types import B32, PtxType
 
@@ -71,16 +69,16 @@ def per_register(t: PtxType) -> int:
     return 32 // t.bits
 
 
-def _element(d: Domain, reg: Any, e: int, bits: int) -> Any:
+def _element(d: Domain[V, B], reg: V, e: int, bits: int) -> V:
     return d.extract(reg, bits * (e + 1) - 1, bits * e, 32)
 
 
-def gather_a(x: Exec, regs: list[Any], t: PtxType, k: int) -> dict[tuple[int, int], Any]:
+def gather_a(x: Exec[V, B], regs: list[V], t: PtxType, k: int) -> dict[tuple[int, int], V]:
     """The elements of A the lane needs: ``(r, kk) -> A[g + 8 r][kk]`` for ``r`` in 0, 1."""
     d, p = x.D, per_register(t)
     lane = x.lane()
     base = d.and_(lane, c32(d, ~3 & 0xFFFFFFFF), 32)  # lane 4g
-    out: dict[tuple[int, int], Any] = {}
+    out: dict[tuple[int, int], V] = {}
     for tp in range(4):  # the four lanes 4g + tp that hold rows g and g + 8
         got = [from_lane(x, r, d.add(base, c32(d, tp), 32)) for r in regs]
         for j, reg in enumerate(got):
@@ -91,11 +89,11 @@ def gather_a(x: Exec, regs: list[Any], t: PtxType, k: int) -> dict[tuple[int, in
     return out
 
 
-def gather_b(x: Exec, regs: list[Any], t: PtxType, k: int) -> dict[tuple[int, int], Any]:
+def gather_b(x: Exec[V, B], regs: list[V], t: PtxType, k: int) -> dict[tuple[int, int], V]:
     """The elements of B the lane needs: ``(c, kk) -> B[kk][2t + c]`` for ``c`` in 0, 1."""
     d, p = x.D, per_register(t)
     base = d.shl(d.and_(x.lane(), c32(d, 3), 32), c32(d, 3), 32)  # lane 4 (2t)
-    out: dict[tuple[int, int], Any] = {}
+    out: dict[tuple[int, int], V] = {}
     for c in range(2):
         for tp in range(4):  # lanes 4 (2t + c) + tp hold column 2t + c
             got = [from_lane(x, r, d.add(base, c32(d, 4 * c + tp), 32)) for r in regs]
@@ -106,7 +104,7 @@ def gather_b(x: Exec, regs: list[Any], t: PtxType, k: int) -> dict[tuple[int, in
     return out
 
 
-def fp8_to_f64(d: Domain, v: Any, fmt: str) -> Any:
+def fp8_to_f64(d: Domain[V, B], v: V, fmt: str) -> V:
     """The float64 bit pattern of the 8-bit float ``v`` (an 8-bit value): exact, as every
     e4m3/e5m2 value is a float64 value."""
     ebits, mbits = FP8[fmt]
@@ -131,19 +129,19 @@ def fp8_to_f64(d: Domain, v: Any, fmt: str) -> Any:
     return d.or_(mag, sign, 64)
 
 
-def _to_f64(d: Domain, v: Any, t: PtxType) -> Any:
+def _to_f64(d: Domain[V, B], v: V, t: PtxType) -> V:
     return fp8_to_f64(d, v, t.name) if t.name in FP8 else d.fcvt(v, t.name, "f64", "rn")
 
 
 def product(
-    x: Exec,
-    a_regs: list[Any],
-    b_regs: list[Any],
-    c_elems: list[Any],
+    x: Exec[V, B],
+    a_regs: list[V],
+    b_regs: list[V],
+    c_elems: list[V],
     types: tuple[PtxType, PtxType, PtxType, PtxType],
     k: int,
     satfinite: bool = False,
-) -> list[Any]:
+) -> list[V]:
     """The lane's four elements of ``D = A B + C`` (bit patterns of the D type)."""
     d = x.D
     dt, at, bt, ct = types
@@ -172,7 +170,7 @@ def product(
     return out
 
 
-def read_accumulator(x: Exec, slot: str, t: PtxType, first: int = 0, n: int = 4) -> list[Any]:
+def read_accumulator(x: Exec[V, B], slot: str, t: PtxType, first: int = 0, n: int = 4) -> list[V]:
     """``n`` accumulator elements from the registers of ``slot`` starting at element ``first``
     (``.f16`` accumulators hold two elements a register, the first in the low half)."""
     d = x.D
@@ -185,7 +183,7 @@ def read_accumulator(x: Exec, slot: str, t: PtxType, first: int = 0, n: int = 4)
     return out
 
 
-def write_accumulator(x: Exec, slot: str, t: PtxType, values: list[Any], first: int = 0) -> None:
+def write_accumulator(x: Exec[V, B], slot: str, t: PtxType, values: list[V], first: int = 0) -> None:
     d = x.D
     if t.bits == 32:
         for i, v in enumerate(values):
@@ -200,7 +198,7 @@ def registers(t: PtxType, elements: int) -> int:
     return elements // per_register(t) if t.bits < 32 else elements
 
 
-def _mma(x: Exec) -> None:
+def _mma(x: Exec[V, B]) -> None:
     dt, at, bt, ct = x.types
     k = depth(x.mod("shape") or "")
     want = {"a": registers(at, 16 * k // 32), "b": registers(bt, 8 * k // 32), "c": registers(ct, 4),

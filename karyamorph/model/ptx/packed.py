@@ -9,21 +9,33 @@ results; no ``.sat``. Requires PTX ISA 8.6 and sm_100 or higher (Triton emits th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from karyamorph.model.ptx.arith import D_AB, D_ABC, RND
 from karyamorph.model.ptx.lanes import finish, ftz_in, lanewise
-from karyamorph.model.semantics.instruction import Exec, Instr, Law
+from karyamorph.model.semantics.domain import B, V
+from karyamorph.model.semantics.instruction import (
+    Exec,
+    Instr,
+    Law,
+    LawDomain,
+    LawRun,
+    LawSides,
+    Semantics,
+    Slot,
+)
+
+if TYPE_CHECKING:  # laws are proved over z3 terms only
+    from karyamorph.model.semantics.symbolic import BitVec
 
 GROUPS: dict[str, tuple[str, ...]] = {"rnd": RND, "ftz": ("ftz",)}
 
 
-def _arith(op: str) -> Callable[[Exec], None]:
-    def sem(x: Exec) -> None:
+def _arith(op: str) -> Semantics:
+    def sem(x: Exec[V, B]) -> None:
         d, rnd = x.D, x.mod("rnd") or "rn"
 
-        def lane(*ops: Any) -> Any:
+        def lane(*ops: V) -> V:
             a, b, *c = (ftz_in(x, v, "f32") for v in ops)
             if op == "fma":
                 r = d.ffma(a, b, c[0], "f32", rnd)
@@ -39,7 +51,7 @@ def _arith(op: str) -> Callable[[Exec], None]:
 def _lane_law(op: str) -> Law:
     """Each lane of ``op.f32x2`` is the scalar ``op.f32`` of the same lanes."""
 
-    def fn(run: Any, D: Any, t: str, a: Any, b: Any) -> tuple[Any, Any]:
+    def fn(run: LawRun, D: LawDomain, t: str, a: BitVec, b: BitVec) -> LawSides:
         lo = run(f"{op}.rz.f32", D.extract(a, 31, 0, 64), D.extract(b, 31, 0, 64))
         hi = run(f"{op}.rz.f32", D.extract(a, 63, 32, 64), D.extract(b, 63, 32, 64))
         return run(f"{op}.rz.f32x2", a, b), D.concat(hi, lo, 32, 32)
@@ -48,9 +60,11 @@ def _lane_law(op: str) -> Law:
                ("b64",), 2, fn)  # fmt: skip
 
 
-def _declare(op: str, slots: Any, doc: str, **kw: Any) -> Instr:
+def _declare(
+    op: str, slots: tuple[Slot, ...], doc: str, laws: tuple[Law, ...] = (), required: tuple[str, ...] = ()
+) -> Instr:
     return Instr(op, ("f32x2",), slots, _arith(op), GROUPS, min_ptx="8.6", min_target="sm_100",
-                 doc=doc, **kw)  # fmt: skip
+                 doc=doc, laws=laws, required=required)  # fmt: skip
 
 
 PACKED_F32: tuple[Instr, ...] = (

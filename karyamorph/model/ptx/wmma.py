@@ -24,10 +24,9 @@ columns 0-7 and 8-15 of D), with the arithmetic stated there.
 
 from __future__ import annotations
 
-from typing import Any
-
 from karyamorph.model.ptx.matrix import c32
 from karyamorph.model.ptx.mma import product, read_accumulator, write_accumulator
+from karyamorph.model.semantics.domain import B, V
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
 from karyamorph.model.semantics.types import B32, U32, PtxType, ptx_type
 
@@ -35,7 +34,7 @@ SPACES = ("global", "shared", "shared::cta")
 DEFAULT_STRIDE = 16  # the leading dimension of every .m16n16k16 matrix
 
 
-def _coords(x: Exec, matrix: str, i: int) -> tuple[Any, Any]:
+def _coords(x: Exec[V, B], matrix: str, i: int) -> tuple[V, V]:
     """(row, column) of element ``i`` of the lane's fragment, as 32-bit values."""
     d = x.D
     lane = x.lane()
@@ -50,7 +49,7 @@ def _coords(x: Exec, matrix: str, i: int) -> tuple[Any, Any]:
     return d.add(g, c32(d, 8 * (ii // 2)), 32), d.add(t2, c32(d, 8 * blk + ii % 2), 32)
 
 
-def _element_address(x: Exec, matrix: str, i: int, size: int) -> tuple[Any, int]:
+def _element_address(x: Exec[V, B], matrix: str, i: int, size: int) -> tuple[V, int]:
     d = x.D
     base, bits = x.address("a")
     stride = x.read("stride", U32) if x.has("stride") else c32(d, DEFAULT_STRIDE)
@@ -61,7 +60,7 @@ def _element_address(x: Exec, matrix: str, i: int, size: int) -> tuple[Any, int]
     return d.add(base, d.mul(wide, d.const(size, bits), bits), bits), bits
 
 
-def _space(x: Exec) -> str:
+def _space(x: Exec[V, B]) -> str:
     s = x.mod("space")
     return "generic" if s is None else "shared" if s.startswith("shared") else s
 
@@ -72,7 +71,7 @@ def _fragment_registers(matrix: str, t: PtxType) -> int:
     return 8 if t.bits == 32 else 4
 
 
-def _load(x: Exec) -> None:
+def _load(x: Exec[V, B]) -> None:
     d, t = x.D, x.ty
     matrix = x.mod("matrix") or "a"
     n = _fragment_registers(matrix, t)
@@ -91,7 +90,7 @@ def _load(x: Exec) -> None:
         x.write("d", words[j % len(words)], B32, j)
 
 
-def _store(x: Exec) -> None:
+def _store(x: Exec[V, B]) -> None:
     t = x.ty
     n = _fragment_registers("d", t)
     if x.count("b") != n:
@@ -102,7 +101,7 @@ def _store(x: Exec) -> None:
         x.store(_space(x), addr, bits, v, t)
 
 
-def _mma(x: Exec) -> None:
+def _mma(x: Exec[V, B]) -> None:
     if len(x.types) == 2:
         dt, ct = x.types
         at = bt = ptx_type("f16")

@@ -18,17 +18,26 @@ own arithmetic; ``fma.f64`` and the directed roundings of ``f64`` are correctly 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from karyamorph.model.semantics import exact
 from karyamorph.model.semantics.native import binary32, ieee_float32
 from karyamorph.model.semantics.types import FLOAT_FORMAT, canonical_nan
 
-UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-SINT = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
-FLOAT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+# A value of the concrete domain: bit patterns, one per thread, of an unsigned dtype of the
+# value's width (numpy's annotations call a 0-d result an array too). A predicate: booleans.
+UIntArray = npt.NDArray[np.unsignedinteger]
+BoolArray = npt.NDArray[np.bool_]
+
+UINT: dict[int, type[np.unsignedinteger] | type[np.bool_]] = {
+    1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64,
+}  # fmt: skip
+# The same for value widths only, where the result must be an unsigned array.
+_UNSIGNED: dict[int, type[np.unsignedinteger]] = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+SINT: dict[int, type[np.signedinteger]] = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+FLOAT: dict[str, type[np.floating]] = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 _FBITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 
 
@@ -37,16 +46,16 @@ class UnsupportedOperation(NotImplementedError):
     as skipped); every form of the shipped machine is computed."""
 
 
-def u(a: Any, bits: int) -> np.ndarray:
+def u(a: npt.ArrayLike, bits: int) -> UIntArray:
     """``a`` as an unsigned array of ``bits`` (no copy when it already is one)."""
     return np.asarray(a, dtype=UINT[bits]) if not isinstance(a, np.ndarray) or a.dtype != UINT[bits] else a
 
 
-def s(a: Any, bits: int) -> np.ndarray:
+def s(a: npt.ArrayLike, bits: int) -> npt.NDArray[np.signedinteger]:
     return u(a, bits).view(SINT[bits])
 
 
-def _fl(a: Any, ft: str) -> np.ndarray:
+def _fl(a: npt.ArrayLike, ft: str) -> npt.NDArray[np.floating]:
     """Bit patterns -> float values (float64 for bf16)."""
     if ft == "bf16":
         return (u(a, 16).astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
@@ -134,23 +143,23 @@ class ConcreteDomain:
 
     name = "concrete"
 
-    def const(self, value: int, bits: int) -> Any:
+    def const(self, value: int, bits: int) -> UIntArray:
         return np.asarray(int(value) & ((1 << bits) - 1), dtype=UINT[bits])
 
-    def bconst(self, value: bool) -> Any:
+    def bconst(self, value: bool) -> BoolArray:
         return np.asarray(bool(value))
 
     # --- integers -----------------------------------------------------------------------------
-    def add(self, a: Any, b: Any, bits: int) -> Any:
+    def add(self, a: UIntArray, b: UIntArray, bits: int) -> UIntArray:
         return np.add(u(a, bits), u(b, bits))
 
-    def sub(self, a: Any, b: Any, bits: int) -> Any:
+    def sub(self, a: UIntArray, b: UIntArray, bits: int) -> UIntArray:
         return np.subtract(u(a, bits), u(b, bits))
 
-    def mul(self, a: Any, b: Any, bits: int) -> Any:
+    def mul(self, a: UIntArray, b: UIntArray, bits: int) -> UIntArray:
         return np.multiply(u(a, bits), u(b, bits))
 
-    def mulhi(self, a: Any, b: Any, bits: int, signed: bool) -> Any:
+    def mulhi(self, a: UIntArray, b: UIntArray, bits: int, signed: bool) -> UIntArray:
         if bits <= 32:
             conv = (
                 (lambda x: s(x, bits).astype(np.int64))
@@ -167,9 +176,10 @@ class ConcreteDomain:
         hi = hh + (lh >> np.uint64(32)) + (hl >> np.uint64(32)) + (mid >> np.uint64(32))
         if signed:
             hi = hi - np.where(s(ua, 64) < 0, ub, np.uint64(0)) - np.where(s(ub, 64) < 0, ua, np.uint64(0))
-        return hi
+        out: UIntArray = hi  # uint64 throughout (numpy's annotations lose the dtype)
+        return out
 
-    def div(self, a: Any, b: Any, bits: int, signed: bool) -> Any:
+    def div(self, a: UIntArray, b: UIntArray, bits: int, signed: bool) -> UIntArray:
         ua, ub = np.broadcast_arrays(u(a, bits), u(b, bits))
         zero = ub == 0
         one = UINT[bits](1)
@@ -185,27 +195,27 @@ class ConcreteDomain:
         by_zero = np.where(na, one, UINT[bits]((1 << bits) - 1))
         return np.where(zero, by_zero, q).astype(UINT[bits])
 
-    def rem(self, a: Any, b: Any, bits: int, signed: bool) -> Any:
+    def rem(self, a: UIntArray, b: UIntArray, bits: int, signed: bool) -> UIntArray:
         q = self.div(a, b, bits, signed)
         r = self.sub(a, self.mul(q, b, bits), bits)
         return np.where(u(b, bits) == 0, u(a, bits), r).astype(UINT[bits])
 
-    def neg(self, a: Any, bits: int) -> Any:
+    def neg(self, a: UIntArray, bits: int) -> UIntArray:
         return np.subtract(UINT[bits](0), u(a, bits))
 
-    def and_(self, a: Any, b: Any, bits: int) -> Any:
+    def and_(self, a: UIntArray, b: UIntArray, bits: int) -> UIntArray:
         return np.bitwise_and(u(a, bits), u(b, bits))
 
-    def or_(self, a: Any, b: Any, bits: int) -> Any:
+    def or_(self, a: UIntArray, b: UIntArray, bits: int) -> UIntArray:
         return np.bitwise_or(u(a, bits), u(b, bits))
 
-    def xor(self, a: Any, b: Any, bits: int) -> Any:
+    def xor(self, a: UIntArray, b: UIntArray, bits: int) -> UIntArray:
         return np.bitwise_xor(u(a, bits), u(b, bits))
 
-    def not_(self, a: Any, bits: int) -> Any:
+    def not_(self, a: UIntArray, bits: int) -> UIntArray:
         return np.invert(u(a, bits))
 
-    def _shift(self, a: Any, n: Any, bits: int, op: str) -> Any:
+    def _shift(self, a: UIntArray, n: UIntArray, bits: int, op: str) -> UIntArray:
         ua, un = u(a, bits), u(n, bits)
         big = un >= bits
         k = np.minimum(un, UINT[bits](bits - 1))
@@ -219,19 +229,19 @@ class ConcreteDomain:
             else np.asarray(np.right_shift(s(ua, bits), k.astype(SINT[bits]))).view(UINT[bits])
         )
 
-    def shl(self, a: Any, n: Any, bits: int) -> Any:
+    def shl(self, a: UIntArray, n: UIntArray, bits: int) -> UIntArray:
         return self._shift(a, n, bits, "shl")
 
-    def lshr(self, a: Any, n: Any, bits: int) -> Any:
+    def lshr(self, a: UIntArray, n: UIntArray, bits: int) -> UIntArray:
         return self._shift(a, n, bits, "lshr")
 
-    def ashr(self, a: Any, n: Any, bits: int) -> Any:
+    def ashr(self, a: UIntArray, n: UIntArray, bits: int) -> UIntArray:
         return self._shift(a, n, bits, "ashr")
 
-    def popc(self, a: Any, bits: int) -> Any:
+    def popc(self, a: UIntArray, bits: int) -> UIntArray:
         return np.bitwise_count(u(a, bits)).astype(UINT[bits])
 
-    def clz(self, a: Any, bits: int) -> Any:
+    def clz(self, a: UIntArray, bits: int) -> UIntArray:
         ua = u(a, bits)
         n = np.full(np.shape(ua), bits, dtype=np.int64)
         nz = ua != 0
@@ -248,65 +258,68 @@ class ConcreteDomain:
             n = np.where(nz, bits - 1 - lg, bits)
         return n.astype(UINT[bits])
 
-    def brev(self, a: Any, bits: int) -> Any:
+    def brev(self, a: UIntArray, bits: int) -> UIntArray:
         ua = u(a, bits)
         by = np.ascontiguousarray(ua).reshape(-1).view(np.uint8)
         rev = np.unpackbits(by, bitorder="little").reshape(-1, bits)[:, ::-1]
         return np.packbits(rev, axis=1, bitorder="little").view(UINT[bits]).reshape(np.shape(ua))
 
     # --- widths -------------------------------------------------------------------------------
-    def zext(self, a: Any, frm: int, to: int) -> Any:
+    def zext(self, a: UIntArray, frm: int, to: int) -> UIntArray:
         return u(a, frm).astype(UINT[to])
 
-    def sext(self, a: Any, frm: int, to: int) -> Any:
+    def sext(self, a: UIntArray, frm: int, to: int) -> UIntArray:
         return (
             s(a, frm).astype(SINT[to]).view(UINT[to])
             if np.ndim(a)
             else np.asarray(s(a, frm).astype(SINT[to])).view(UINT[to])
         )
 
-    def trunc(self, a: Any, frm: int, to: int) -> Any:
+    def trunc(self, a: UIntArray, frm: int, to: int) -> UIntArray:
         return u(a, frm).astype(UINT[to])
 
-    def extract(self, a: Any, hi: int, lo: int, bits: int) -> Any:
+    def extract(self, a: UIntArray, hi: int, lo: int, bits: int) -> UIntArray:
         w = hi - lo + 1
-        v = np.right_shift(u(a, bits), UINT[bits](lo)) & UINT[bits]((1 << w) - 1)
-        return v.astype(UINT[w]) if w in UINT and w > 1 else v
+        ub = _UNSIGNED[bits]
+        v: UIntArray = np.right_shift(u(a, bits), ub(lo)) & ub((1 << w) - 1)
+        return v.astype(_UNSIGNED[w]) if w in _UNSIGNED else v
 
-    def concat(self, hi: Any, lo: Any, hi_bits: int, lo_bits: int) -> Any:
+    def concat(self, hi: UIntArray, lo: UIntArray, hi_bits: int, lo_bits: int) -> UIntArray:
         w = hi_bits + lo_bits
-        return (u(hi, hi_bits).astype(UINT[w]) << UINT[w](lo_bits)) | u(lo, lo_bits).astype(UINT[w])
+        uw = _UNSIGNED[w]
+        out: UIntArray = (u(hi, hi_bits).astype(uw) << uw(lo_bits)) | u(lo, lo_bits).astype(uw)
+        return out
 
     # --- comparisons --------------------------------------------------------------------------
-    def eq(self, a: Any, b: Any, bits: int) -> Any:
+    def eq(self, a: UIntArray, b: UIntArray, bits: int) -> BoolArray:
         return np.equal(u(a, bits), u(b, bits))
 
-    def lt(self, a: Any, b: Any, bits: int, signed: bool) -> Any:
+    def lt(self, a: UIntArray, b: UIntArray, bits: int, signed: bool) -> BoolArray:
         return np.less(s(a, bits), s(b, bits)) if signed else np.less(u(a, bits), u(b, bits))
 
-    def le(self, a: Any, b: Any, bits: int, signed: bool) -> Any:
+    def le(self, a: UIntArray, b: UIntArray, bits: int, signed: bool) -> BoolArray:
         return np.less_equal(s(a, bits), s(b, bits)) if signed else np.less_equal(u(a, bits), u(b, bits))
 
-    def band(self, a: Any, b: Any) -> Any:
+    def band(self, a: BoolArray, b: BoolArray) -> BoolArray:
         return np.logical_and(a, b)
 
-    def bor(self, a: Any, b: Any) -> Any:
+    def bor(self, a: BoolArray, b: BoolArray) -> BoolArray:
         return np.logical_or(a, b)
 
-    def bxor(self, a: Any, b: Any) -> Any:
+    def bxor(self, a: BoolArray, b: BoolArray) -> BoolArray:
         return np.logical_xor(a, b)
 
-    def bnot(self, a: Any) -> Any:
+    def bnot(self, a: BoolArray) -> BoolArray:
         return np.logical_not(a)
 
-    def ite(self, c: Any, a: Any, b: Any, bits: int) -> Any:
+    def ite(self, c: BoolArray, a: UIntArray, b: UIntArray, bits: int) -> UIntArray:
         return np.where(c, u(a, bits), u(b, bits))
 
-    def bite(self, c: Any, a: Any, b: Any) -> Any:
+    def bite(self, c: BoolArray, a: BoolArray, b: BoolArray) -> BoolArray:
         return np.where(c, a, b)
 
     # --- floating point -----------------------------------------------------------------------
-    def _binary(self, op: str, a: Any, b: Any, ft: str, rnd: str) -> Any:
+    def _binary(self, op: str, a: UIntArray, b: UIntArray, ft: str, rnd: str) -> UIntArray:
         if ft == "f32" and rnd == "rn" and ieee_float32():
             return _bits_of(binary32(op, _fl(a, ft), _fl(b, ft)), ft)
         fa, fb = _fl(a, ft).astype(np.float64), _fl(b, ft).astype(np.float64)
@@ -335,19 +348,19 @@ class ConcreteDomain:
                     out = np.where(fix, UINT[_FBITS[ft]](1 << (_FBITS[ft] - 1)), out)
             return out
 
-    def fadd(self, a: Any, b: Any, ft: str, rnd: str) -> Any:
+    def fadd(self, a: UIntArray, b: UIntArray, ft: str, rnd: str) -> UIntArray:
         return self._binary("add", a, b, ft, rnd)
 
-    def fsub(self, a: Any, b: Any, ft: str, rnd: str) -> Any:
+    def fsub(self, a: UIntArray, b: UIntArray, ft: str, rnd: str) -> UIntArray:
         return self._binary("sub", a, b, ft, rnd)
 
-    def fmul(self, a: Any, b: Any, ft: str, rnd: str) -> Any:
+    def fmul(self, a: UIntArray, b: UIntArray, ft: str, rnd: str) -> UIntArray:
         return self._binary("mul", a, b, ft, rnd)
 
-    def fdiv(self, a: Any, b: Any, ft: str, rnd: str) -> Any:
+    def fdiv(self, a: UIntArray, b: UIntArray, ft: str, rnd: str) -> UIntArray:
         return self._binary("div", a, b, ft, rnd)
 
-    def ffma(self, a: Any, b: Any, c: Any, ft: str, rnd: str) -> Any:
+    def ffma(self, a: UIntArray, b: UIntArray, c: UIntArray, ft: str, rnd: str) -> UIntArray:
         fa, fb, fc = (_fl(x, ft).astype(np.float64) for x in (a, b, c))
         with np.errstate(all="ignore"):
             if ft == "f64":
@@ -363,14 +376,14 @@ class ConcreteDomain:
                 out = np.where(zero, np.where(neg, UINT[_FBITS[ft]](1 << (_FBITS[ft] - 1)), pos_bits), out)
             return out
 
-    def fsqrt(self, a: Any, ft: str, rnd: str) -> Any:
+    def fsqrt(self, a: UIntArray, ft: str, rnd: str) -> UIntArray:
         fa = _fl(a, ft).astype(np.float64)
         with np.errstate(invalid="ignore"):
             if ft == "f64":
                 return _bits_of(np.sqrt(fa) if rnd == "rn" else exact.f64_op("sqrt", [fa], rnd), "f64")
             return _round(np.sqrt(fa), 0.0, ft, rnd)
 
-    def frint(self, a: Any, ft: str, rnd: str) -> Any:
+    def frint(self, a: UIntArray, ft: str, rnd: str) -> UIntArray:
         fa = _fl(a, ft)
         f = {"rn": np.rint, "rz": np.trunc, "rm": np.floor, "rp": np.ceil}[rnd]
         r = f(fa)
@@ -378,18 +391,21 @@ class ConcreteDomain:
             return _bf16_round(r.astype(np.float32), "rn")
         return _bits_of(np.asarray(r, dtype=FLOAT[ft]), ft)
 
-    def flt(self, a: Any, b: Any, ft: str) -> Any:
+    def flt(self, a: UIntArray, b: UIntArray, ft: str) -> BoolArray:
         with np.errstate(invalid="ignore"):
-            return np.less(_fl(a, ft), _fl(b, ft))
+            r: BoolArray = np.less(_fl(a, ft), _fl(b, ft))
+        return r
 
-    def feq(self, a: Any, b: Any, ft: str) -> Any:
+    def feq(self, a: UIntArray, b: UIntArray, ft: str) -> BoolArray:
         with np.errstate(invalid="ignore"):
-            return np.equal(_fl(a, ft), _fl(b, ft))
+            r: BoolArray = np.equal(_fl(a, ft), _fl(b, ft))
+        return r
 
-    def fisnan(self, a: Any, ft: str) -> Any:
-        return np.isnan(_fl(a, ft))
+    def fisnan(self, a: UIntArray, ft: str) -> BoolArray:
+        r: BoolArray = np.isnan(_fl(a, ft))
+        return r
 
-    def fcvt(self, a: Any, frm: str, to: str, rnd: str) -> Any:
+    def fcvt(self, a: UIntArray, frm: str, to: str, rnd: str) -> UIntArray:
         fa = _fl(a, frm).astype(np.float64)
         if to == "f64":
             return _bits_of(fa, "f64")
@@ -397,7 +413,7 @@ class ConcreteDomain:
             return _bf16_of64(fa, rnd)
         return _round(fa, 0.0, to, rnd)
 
-    def i2f(self, a: Any, bits: int, signed: bool, ft: str, rnd: str) -> Any:
+    def i2f(self, a: UIntArray, bits: int, signed: bool, ft: str, rnd: str) -> UIntArray:
         if bits == 64:
             ua = u(a, 64)
             hi = (s(ua, 64) >> 32) if signed else (ua >> np.uint64(32)).astype(np.int64)
@@ -414,7 +430,7 @@ class ConcreteDomain:
             return _bf16_of64(np.asarray(sm, dtype=np.float64), rnd, e)
         return _round(sm, e, ft, rnd)
 
-    def f2i(self, a: Any, ft: str, bits: int, signed: bool) -> Any:
+    def f2i(self, a: UIntArray, ft: str, bits: int, signed: bool) -> UIntArray:
         fa = _fl(a, ft)
         with np.errstate(invalid="ignore"):
             safe = np.where(np.isfinite(fa), fa, 0)
@@ -428,7 +444,7 @@ class ConcreteDomain:
                 return np.where(big, low + np.uint64(1 << 63), low)
             return np.asarray(safe).astype(np.float64).astype(np.int64).astype(UINT[bits])
 
-    def fapprox(self, op: str, a: Any, ft: str) -> Any:
+    def fapprox(self, op: str, a: UIntArray, ft: str) -> UIntArray:
         fa = _fl(a, ft).astype(np.float64)
         with np.errstate(all="ignore"):
             fns: dict[str, Callable[[np.ndarray], np.ndarray]] = {

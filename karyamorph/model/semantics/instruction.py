@@ -35,10 +35,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from karyamorph.model.semantics.domain import Domain
+from karyamorph.model.semantics.domain import B, Domain, V
 from karyamorph.model.semantics.types import PtxType
+
+if TYPE_CHECKING:  # for annotations only: declaring an instruction imports neither
+    import numpy as np
+    import numpy.typing as npt
+    import z3
 
 KINDS = ("compute", "memory", "control", "warp", "barrier")
 
@@ -70,15 +75,16 @@ class Slot:
     pair: str | None = None
 
 
-class Exec(Protocol):
+class Exec(Protocol[V, B]):
     """What a semantics function sees: a decoded instruction, operands, hooks, one domain.
 
     Drivers (the interpreter over all threads, the checker over two symbolic threads, the ISA
     check over register-only samples) implement it. Hooks a driver does not support raise.
+    ``V`` and ``B`` are the value and predicate types of the driver's domain :attr:`D`.
     """
 
     @property
-    def D(self) -> Domain: ...
+    def D(self) -> Domain[V, B]: ...
     @property
     def ty(self) -> PtxType: ...
     @property
@@ -92,43 +98,41 @@ class Exec(Protocol):
     def has(self, slot: str) -> bool: ...
     def count(self, slot: str) -> int: ...
     def imm(self, slot: str) -> int: ...
-    def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any: ...
-    def read_pred(self, slot: str) -> Any: ...
-    def write(self, slot: str, value: Any, ty: PtxType, elem: int = 0) -> None: ...
-    def write_pred(self, slot: str, value: Any) -> None: ...
-    def lane(self) -> Any:
+    def read(self, slot: str, ty: PtxType, elem: int = 0) -> V: ...
+    def read_pred(self, slot: str) -> B: ...
+    def write(self, slot: str, value: V, ty: PtxType, elem: int = 0) -> None: ...
+    def write_pred(self, slot: str, value: B) -> None: ...
+    def lane(self) -> V:
         """The executing thread's lane in its warp, as a 32-bit value."""
         ...
 
-    def address(self, slot: str) -> tuple[Any, int]: ...
+    def address(self, slot: str) -> tuple[V, int]: ...
 
-    def load(self, space: str, addr: Any, addr_bits: int, ty: PtxType, when: Any = None) -> Any:
+    def load(self, space: str, addr: V, addr_bits: int, ty: PtxType, when: B | None = None) -> V:
         """Load ``ty`` at ``addr``; with ``when`` (a predicate) only the threads where it holds
         access memory, the others get 0 (warp-collective instructions whose lanes differ)."""
         ...
 
     def store(
-        self, space: str, addr: Any, addr_bits: int, value: Any, ty: PtxType, when: Any = None
+        self, space: str, addr: V, addr_bits: int, value: V, ty: PtxType, when: B | None = None
     ) -> None: ...
     def atomic(
         self,
         space: str,
         op: str,
-        addr: Any,
+        addr: V,
         addr_bits: int,
         ty: PtxType,
-        update: Callable[[Any, Any, Any], Any],
-        b: Any,
-        c: Any | None = None,
-    ) -> Any:
+        update: Callable[[V, V, V | None], V],
+        b: V,
+        c: V | None = None,
+    ) -> V:
         """Atomically replace the value at ``addr`` by ``update(old, b, c)``; return ``old``."""
         ...
 
-    def cvta(self, space: str, to_space: bool, value: Any, bits: int) -> Any: ...
+    def cvta(self, space: str, to_space: bool, value: V, bits: int) -> V: ...
 
-    def copy_async(
-        self, dst: Any, dst_bits: int, src: Any, src_bits: int, nbytes: int, src_nbytes: Any
-    ) -> None:
+    def copy_async(self, dst: V, dst_bits: int, src: V, src_bits: int, nbytes: int, src_nbytes: V) -> None:
         """Start a copy of ``nbytes`` from global ``src`` to shared ``dst`` (``cp.async``): the
         first ``src_nbytes`` bytes come from ``src``, the rest are zeros."""
         ...
@@ -138,34 +142,56 @@ class Exec(Protocol):
         ``n`` committed groups are pending; ``wait_all``: commit, then wait for every copy."""
         ...
 
-    def shuffle(self, mode: str, a: Any, b: Any, c: Any, mask: Any) -> tuple[Any, Any]: ...
-    def vote(self, mode: str, p: Any, mask: Any) -> Any: ...
+    def shuffle(self, mode: str, a: V, b: V, c: V, mask: V) -> tuple[V, B]: ...
+    def vote(self, mode: str, p: B, mask: V) -> Any:  # Any: a value for .ballot, else a predicate
+        """The warp vote ``mode``: a 32-bit value for ``ballot``, a predicate for the others."""
+        ...
+
     def branch(self, slot: str, uniform: bool) -> None: ...
     def exit(self) -> None: ...
     def trap(self) -> None:
         """``trap``: the launch aborts here (the interpreter raises; the checker ends the path)."""
         ...
 
-    def barrier(self, barrier_id: Any, count: Any | None) -> None: ...
+    def barrier(self, barrier_id: V, count: V | None) -> None: ...
 
 
-Semantics = Callable[[Exec], None]
+class Semantics(Protocol):
+    """A semantics function: one definition, run by every driver over its own domain."""
+
+    def __call__(self, x: Exec[V, B], /) -> None: ...
+
+
+class LawRun(Protocol):
+    """How a law evaluates an instruction form over the symbolic domain: ``run(form, *operands)``
+    gives the form's first destination, a bit-vector; ``run.pred(form, *operands)`` that of a
+    form whose first destination is a predicate (``setp``). An int operand is a constant."""
+
+    def __call__(self, form: str, *operands: z3.BitVecRef | z3.BoolRef | int) -> z3.BitVecRef: ...
+    def pred(self, form: str, *operands: z3.BitVecRef | z3.BoolRef | int) -> z3.BoolRef: ...
+
+
+# What a law function gets as ``d`` (the symbolic domain), and what it returns: the law's two
+# sides, both values or both predicates.
+LawDomain = Domain["z3.BitVecRef", "z3.BoolRef"]
+LawSides = tuple["z3.BitVecRef", "z3.BitVecRef"] | tuple["z3.BoolRef", "z3.BoolRef"]
 
 
 @dataclass(frozen=True, slots=True)
 class Law:
     """An equation the author states: ``lhs(run, vars) == rhs(run, vars)`` for all inputs.
 
-    ``fn(run, t, *vars) -> (lhs, rhs)``: ``run(form, *operands)`` evaluates an instruction form
-    (``"mad.lo.s32"``) on domain values and returns its first destination; ``t`` is the type
-    name the law is instantiated at, one of ``types``; ``arity`` variables of that type are free.
-    Proved with z3 by :mod:`karyamorph.model.check.isa_check`.
+    ``fn(run, d, t, *vars) -> (lhs, rhs)``: ``run(form, *operands)`` evaluates an instruction
+    form (``"mad.lo.s32"``) on domain values and returns its first destination (see
+    :class:`LawRun`); ``d`` is the symbolic domain; ``t`` is the type name the law is
+    instantiated at, one of ``types``; ``arity`` variables of that type are free. Proved with
+    z3 by :mod:`karyamorph.model.check.isa_check`.
     """
 
     name: str
     types: tuple[str, ...]
     arity: int
-    fn: Callable[..., tuple[Any, Any]]
+    fn: Callable[..., LawSides]  # (run, d, t, *vars): the arity varies from law to law
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +204,7 @@ class ErrorBound:
     """
 
     form: str
-    reference: Callable[[Any], Any]
+    reference: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.floating]]
     low: float
     high: float
     max_ulp: float | None = None
