@@ -85,7 +85,7 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, a
     from karyamorph.model.semantics.decode import UnmodeledError
     from karyamorph.render.views import interp_view
 
-    kernel, module = load_bound(Path(spec_path), sizes)
+    kernel, module = load_bound(Path(spec_path), sizes, arch)
     _require_ptxas(kernel, module, arch)
     budget = ModelBudget(max_registers=max_registers, max_bytes=max_bytes, max_thread_instructions=max_work)
     try:
@@ -127,7 +127,7 @@ def check(
     from karyamorph.model.semantics.decode import UnmodeledError
     from karyamorph.render.views import check_view
 
-    kernel, module = load_bound(Path(spec_path), sizes)
+    kernel, module = load_bound(Path(spec_path), sizes, arch)
     wanted = tuple(split_names(props) or ())
     unknown = [p for p in wanted if p not in PROPERTIES]
     if unknown:

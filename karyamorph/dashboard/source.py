@@ -1,10 +1,11 @@
-"""The kernel's PTX lines as the page shows them: highlighted, each with its SASS, and marked with
-what the run found on that line (ptxas errors, sanitizer findings, model witnesses, executions)."""
+"""The kernel's PTX lines as the page shows them: highlighted, each with its SASS (and, for a spec
+of CUDA source, the source line it comes from), and marked with what the run found on that line
+(ptxas errors, sanitizer findings, model witnesses, executions)."""
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from markupsafe import Markup
@@ -13,6 +14,7 @@ from pygments.formatters import HtmlFormatter
 
 from karyamorph.render.highlight import lexer_for
 from karyamorph.render.report import source_map
+from karyamorph.render.source_lines import SourcePosition, source_positions
 from karyamorph.store.reading import StoredRun
 
 CSS_SCOPE = ".code"
@@ -29,22 +31,28 @@ class Mark:
 @dataclass(frozen=True, slots=True)
 class Row:
     """One PTX line (``line`` None gathers SASS with no PTX line): highlighted PTX, its SASS
-    instructions ``(offset, highlighted text)``, its marks and its executed-instruction count."""
+    instructions ``(offset, highlighted text)``, its marks and its executed-instruction count;
+    ``source`` (``file:line``) and ``source_code`` (highlighted) are the CUDA source line it
+    comes from, given where it differs from the row above."""
 
     line: int | None
     ptx: Markup
     sass: tuple[tuple[int, Markup], ...] = ()
     marks: tuple[Mark, ...] = ()
     executed: int | None = None
+    source: str = ""
+    source_code: Markup = field(default_factory=Markup)
 
 
 @dataclass(frozen=True, slots=True)
 class SourceView:
-    """The rows, and whether any has SASS (else only the PTX column is shown)."""
+    """The rows, whether any has SASS (else only the PTX column is shown), and whether the run's
+    spec gives CUDA source (then a source column comes first)."""
 
     rows: tuple[Row, ...]
     has_sass: bool
     marks: dict[int, tuple[Mark, ...]] = field(default_factory=dict)
+    has_source: bool = False
 
 
 @functools.cache
@@ -127,11 +135,13 @@ def _executed(run: StoredRun) -> dict[int, int]:
 
 def source_view(run: StoredRun) -> SourceView:
     """The run's PTX with its SASS beside it where the sass stage mapped lines (the whole PTX,
-    marked, when it did not: a kernel that failed to compile still shows its errors in place)."""
+    marked, when it did not: a kernel that failed to compile still shows its errors in place),
+    and the CUDA source line of each PTX line for a spec of CUDA source."""
     marks = line_marks(run)
     executed = _executed(run)
     mapped = source_map(run)
     ptx = code_lines(run.ptx, "ptx")
+    positions = source_positions(run)
 
     def ptx_line(number: int | None, text: str) -> Markup:
         return ptx[number - 1] if number is not None and 1 <= number <= len(ptx) else Markup.escape(text)
@@ -149,4 +159,26 @@ def source_view(run: StoredRun) -> SourceView:
         rows += [Row(n, ptx_line(n, ""), (), m) for n, m in sorted(marks.items()) if n not in shown]
     else:
         rows = [Row(i, html, (), marks.get(i, ()), executed.get(i)) for i, html in enumerate(ptx, start=1)]
-    return SourceView(tuple(rows), bool(mapped), marks)
+    if positions:
+        rows = _with_source(rows, positions)
+    return SourceView(tuple(rows), bool(mapped), marks, bool(positions))
+
+
+def _with_source(rows: list[Row], positions: dict[int, SourcePosition]) -> list[Row]:
+    """``rows`` with the CUDA source line of each, where it differs from the row above."""
+    shown: list[SourcePosition | None] = []
+    previous: SourcePosition | None = None
+    for row in rows:
+        position = positions.get(row.line) if row.line is not None else None
+        shown.append(position if position != previous else None)
+        previous = position
+    # One highlighting pass over every shown line (see code_lines), then dealt back.
+    code = iter(code_lines("\n".join((p.text or "").strip() for p in shown if p is not None), "cuda"))
+    out = []
+    for row, position in zip(rows, shown, strict=True):
+        if position is None:
+            out.append(row)
+            continue
+        html = next(code)
+        out.append(replace(row, source=position.label, source_code=html if position.text else Markup("")))
+    return out

@@ -1,4 +1,5 @@
-"""The stage pipeline: prepare a KernelSpec (parse, check), then run the ordered stages on it.
+"""The stage pipeline: prepare a KernelSpec (lower CUDA source, parse, check), then run the
+ordered stages on it.
 
 A stage that names the stages it ``overlaps`` (:attr:`Stage.overlaps`; the sass stage: nvdisasm's
 fixed cost) runs in a thread while those run; any other stage waits for it first. Results keep
@@ -27,6 +28,7 @@ from karyamorph.harness.stages.sanitize import SanitizeStage
 from karyamorph.harness.stages.sass import SassStage
 from karyamorph.harness.stages.static import StaticStage
 from karyamorph.harness.stages.timing import TimingStage
+from karyamorph.harness.tools.nvcc import lower
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch, ArchError
@@ -162,6 +164,44 @@ def default_arch(module: ast.Module | None, device: DeviceInfo | None) -> Arch:
         return FALLBACK_ARCH
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedSpec:
+    """A spec made ready for one target: its PTX (compiled from its CUDA source for the target,
+    when it gives that), the parsed PTX checked against its ``[[args]]``, and the target."""
+
+    spec: KernelSpec
+    module: ast.Module
+    arch: Arch
+
+
+def prepare_spec(
+    spec: KernelSpec,
+    arch: Arch | str | None = None,
+    device: DeviceInfo | None = None,
+    module: ast.Module | None = None,
+) -> PreparedSpec:
+    """Where a spec meets its target: lower CUDA source for it, parse the PTX, check the entry.
+
+    The target is ``arch``, else the device's, else the PTX's ``.target`` (a spec of CUDA
+    source has none before it is compiled: sm_120 then). ``module`` is the PTX already parsed
+    (of a spec already lowered, if it gives CUDA source).
+
+    Raises
+    ------
+    SpecError
+        nvcc rejected the CUDA source (at its line), or the entry or the arguments do not fit
+        the PTX.
+    PtxError
+        The PTX does not parse.
+    ArchError, ToolchainError
+        The target is unknown, or nvcc is missing.
+    """
+    if spec.cuda is not None and module is None:
+        spec = lower(spec, check_arch(arch or default_arch(None, device)))
+    module = module or prepare(spec)
+    return PreparedSpec(spec, module, check_arch(arch or default_arch(module, device)))
+
+
 def run_pipeline(
     spec: KernelSpec,
     *,
@@ -179,7 +219,7 @@ def run_pipeline(
     Parameters
     ----------
     spec : KernelSpec
-        What to run.
+        What to run; CUDA source is compiled for the target first (:func:`prepare_spec`).
     arch : Arch or str, optional
         Target architecture (``sm_120``); default: the device's, else the PTX ``.target``.
     toolchain : Toolchain, optional
@@ -215,8 +255,8 @@ def run_pipeline(
                                 module=module, sizes=sizes, worker=own, on_stage=on_stage)  # fmt: skip
     if needs_worker and worker is not None:
         worker.start()
-    module = module or prepare(spec)
-    target = check_arch(arch or default_arch(module, device))
+    prepared = prepare_spec(spec, arch, device, module)
+    spec, module, target = prepared.spec, prepared.module, prepared.arch
     kernel = bind(spec, target, sizes)
     toolchain = toolchain or discover()
     ctx = Context(kernel=kernel, arch=target, toolchain=toolchain, device=device, module=module,

@@ -21,6 +21,7 @@ from karyamorph.harness.pipeline import (
     check_arch,
     default_arch,
     default_stages,
+    prepare_spec,
     run_pipeline,
     select_stages,
 )
@@ -31,7 +32,6 @@ from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.loader import load_spec
-from karyamorph.kernel.signature import prepare
 from karyamorph.kernel.spec import KernelSpec, SpecError
 from karyamorph.model.check.interrupts import z3_leaves_ctrl_c
 from karyamorph.store import DEFAULT_FILE
@@ -170,10 +170,16 @@ def bind_sizes(spec: KernelSpec, items: Sequence[str]) -> BoundKernel:
     return bind(spec, sizes=overrides)
 
 
-def load_bound(path: Path, sizes: Sequence[str] = ()) -> tuple[BoundKernel, ast.Module]:
-    """The spec at ``path`` bound with ``NAME=VALUE`` size overrides, and its checked PTX module."""
+def load_bound(
+    path: Path, sizes: Sequence[str] = (), arch: str | None = None
+) -> tuple[BoundKernel, ast.Module]:
+    """The spec at ``path`` bound with ``NAME=VALUE`` size overrides, and its checked PTX module;
+    CUDA source is compiled for ``arch`` (default sm_120) first (:func:`prepare_spec`)."""
     kernel = bind_sizes(load_spec(path), sizes)
-    return kernel, prepare(kernel.spec)
+    prepared = prepare_spec(kernel.spec, arch)
+    if prepared.spec is not kernel.spec:
+        kernel = bind_sizes(prepared.spec, sizes)
+    return kernel, prepared.module
 
 
 def run_spec_file(

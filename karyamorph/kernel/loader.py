@@ -14,9 +14,11 @@ from karyamorph.kernel.reference import check_reference
 from karyamorph.kernel.spec import (
     DTYPES,
     INITS,
+    INLINE_CUDA,
     ROLES,
     SPEC_VERSION,
     ArgSpec,
+    CudaSource,
     Init,
     KernelSpec,
     Launch,
@@ -29,7 +31,7 @@ MAX_SPEC_BYTES = 1 << 20
 
 KEYS: dict[str, tuple[str, ...]] = {
     "": ("version", "kernel", "sizes", "launch", "args", "reference", "check", "cost"),
-    "kernel": ("ptx", "source", "entry"),
+    "kernel": ("ptx", "source", "cu", "cuda", "options", "entry"),
     "sizes": (),
     "launch": ("grid", "block", "shared_bytes"),
     "args": ("name", "role", "dtype", "shape", "init", "value"),
@@ -42,6 +44,24 @@ KEYS: dict[str, tuple[str, ...]] = {
 
 # The PTX grammar's identifier (isa/ptx.lark): an entry name outside it cannot be in the PTX.
 _PTX_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+
+# Each way of giving the kernel, as the "give either ... or ..., not both" message names it.
+_SOURCES = {"ptx": "ptx (a file)", "source": "source (inline PTX)", "cu": "cu (a CUDA file)",
+            "cuda": "cuda (inline CUDA)"}  # fmt: skip
+
+# nvcc options that would undo what the harness asks of nvcc: PTX, for the run's target, into
+# the file it reads back. Each also matches as ``OPTION=VALUE``.
+_RESERVED_OPTIONS = {
+    "the target is the run's (--arch)": (
+        "-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code",
+    ),
+    "the harness names the output": ("-o", "--output-file", "-odir", "--output-directory"),
+    "the harness asks for PTX (-ptx)": (
+        "-c", "--compile", "-cubin", "--cubin", "-fatbin", "--fatbin", "-E", "--preprocess", "-M",
+        "--generate-dependencies", "-dc", "--device-c", "-dw", "--device-w", "-link", "--link", "-lib",
+        "--lib", "-run", "--run", "-optix-ir", "--optix-ir", "-ltoir", "--ltoir",
+    ),
+}  # fmt: skip
 
 
 _INIT_RE = re.compile(r"^\s*randint\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*$")
@@ -133,30 +153,13 @@ def spec_from_dict(
         )
     kernel = _table(doc, "kernel", name)
     _unknown_keys(kernel, "kernel", f"{name}: [kernel]")
-    ptx_file, source, entry = (
-        _string(kernel, key, f"{name}: kernel.{key}") for key in ("ptx", "source", "entry")
-    )
+    given = {key: _string(kernel, key, f"{name}: kernel.{key}") for key in _SOURCES}
+    entry = _string(kernel, "entry", f"{name}: kernel.entry")
     if entry is None:
         raise SpecError(f"{name}: kernel.entry", "missing the name of the .entry to run")
     if not _PTX_NAME.match(entry):
         raise SpecError(f"{name}: kernel.entry", f"{entry!r} is not a PTX name ([A-Za-z_$][A-Za-z0-9_$]*)")
-    ptx_path: Path | None = None
-    if source is not None and ptx_file is not None:
-        raise SpecError(f"{name}: [kernel]", "give either ptx (a file) or source (inline PTX), not both")
-    if source is not None:
-        ptx = source
-    elif ptx_file is not None:
-        ptx_path = Path(ptx_file)
-        if base is not None and not ptx_path.is_absolute():
-            ptx_path = base / ptx_path
-        try:
-            ptx = decode(ptx_path.read_bytes(), str(ptx_path))
-        except FileNotFoundError:
-            raise SpecError(f"{name}: kernel.ptx", f"PTX file not found: {ptx_path}") from None
-        except OSError as exc:
-            raise SpecError(f"{name}: kernel.ptx", f"cannot read {ptx_path}: {exc.strerror}") from None
-    else:
-        raise SpecError(f"{name}: [kernel]", 'missing ptx = "file.ptx" or source = """..."""')
+    ptx, ptx_path, cuda = _kernel_source(kernel, given, base, name)
 
     sizes = _table(doc, "sizes", name, required=False)
     for k, v in sizes.items():
@@ -215,7 +218,7 @@ def spec_from_dict(
         ptx=ptx, entry=entry, sizes=dict(sizes), launch=launch, args=args, reference=reference,
         atol=check.get("atol"), rtol=check.get("rtol"), check_sizes=check_sizes, cost_bytes=cost.get("bytes"),
         cost_flops=cost.get("flops"), ptx_path=ptx_path,
-        source_path=(base / name) if base is not None and name != "<spec>" else None, text=text,
+        source_path=(base / name) if base is not None and name != "<spec>" else None, cuda=cuda, text=text,
     )  # fmt: skip
     # Bind once now, so that a typo, a value out of range or a launch beyond every arch's limits
     # is reported before anything runs; the same for every size the correctness stage also checks.
@@ -227,6 +230,89 @@ def spec_from_dict(
             where = f"{name}: check.sizes[{i}]"
             raise SpecError(where, f"the spec does not bind at {other}: {exc}") from None
     return spec
+
+
+def _kernel_source(
+    kernel: dict[str, Any], given: dict[str, str | None], base: Path | None, name: str
+) -> tuple[str, Path | None, CudaSource | None]:
+    """``[kernel]``'s one way of giving the kernel (``given``: each way's string, or None):
+    ``(ptx, ptx_path, None)`` for PTX, ``("", None, source)`` for CUDA C++, which the harness
+    compiles once it knows the target."""
+    chosen = [key for key, value in given.items() if value is not None]
+    if len(chosen) > 1:
+        first, second = (_SOURCES[key] for key in chosen[:2])
+        raise SpecError(f"{name}: [kernel]", f"give either {first} or {second}, not both")
+    if not chosen:
+        raise SpecError(
+            f"{name}: [kernel]",
+            'missing ptx = "file.ptx" or source = """...""" (PTX), or cu = "file.cu" or '
+            'cuda = """...""" (CUDA C++)',
+        )
+    key = chosen[0]
+    value = given[key]
+    assert value is not None  # chosen holds the keys whose value is given
+    options = _options(kernel.get("options"), f"{name}: kernel.options")
+    if options is not None and key in ("ptx", "source"):
+        raise SpecError(f"{name}: kernel.options", "options are nvcc's: they go with cu or cuda, not PTX")
+    if key == "source":
+        return value, None, None
+    if key == "cuda":
+        return "", None, CudaSource(value, INLINE_CUDA, options or (), None, base)
+    path = Path(value)
+    if base is not None and not path.is_absolute():
+        path = base / path
+    what = "PTX" if key == "ptx" else "CUDA"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SpecError(f"{name}: kernel.{key}", f"{what} file not found: {path}") from None
+    except OSError as exc:
+        raise SpecError(f"{name}: kernel.{key}", f"cannot read {path}: {exc.strerror}") from None
+    if key == "ptx":
+        return decode(data, str(path)), path, None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{name}: kernel.cu", f"{path} is not UTF-8 text (byte {exc.start})") from None
+    return "", None, CudaSource(text, value, options or (), path, path.parent)
+
+
+def _options(raw: Any, where: str) -> tuple[str, ...] | None:
+    """``[kernel] options``: nvcc options, each a non-empty string; None when absent."""
+    if raw is None:
+        return None
+    example = '["-DBLOCK=256", "--use_fast_math"]'
+    if not isinstance(raw, list):
+        raise SpecError(where, f"expected a list of strings such as {example}, got {raw!r}")
+    for i, option in enumerate(raw):
+        if not isinstance(option, str) or not option.strip():
+            raise SpecError(f"{where}[{i}]", f"expected a non-empty string (an nvcc option), got {option!r}")
+        flag = option.split("=", 1)[0]
+        for why, flags in _RESERVED_OPTIONS.items():
+            if flag in flags:
+                raise SpecError(f"{where}[{i}]", f"{option!r} is not an option a spec may set: {why}")
+    return tuple(raw)
+
+
+def cuda_source(text: str, base: Path | None) -> CudaSource | None:
+    """The CUDA source the spec ``text`` gives (its ``.cu`` file read from beside ``base``), or
+    None for a spec of PTX. Only ``[kernel]`` is read: what shows a stored run's source lines
+    needs the source, not a spec that binds.
+
+    Raises
+    ------
+    SpecError
+        The text is not TOML, or its ``[kernel]`` gives no usable source.
+    """
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError("<spec>", f"not valid TOML: {exc}") from None
+    kernel = doc.get("kernel")
+    if not isinstance(kernel, dict):
+        raise SpecError("<spec>", "missing [kernel] table")
+    given = {key: _string(kernel, key, f"<spec>: kernel.{key}") for key in _SOURCES}
+    return _kernel_source(kernel, given, base, "<spec>")[2]
 
 
 def _check_sizes(raw: Any, sizes: dict[str, Any], where: str) -> tuple[dict[str, int], ...]:

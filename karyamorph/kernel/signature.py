@@ -65,8 +65,15 @@ def prepare(spec: KernelSpec) -> ast.Module:
     PtxSyntaxError
         Malformed PTX, with file:line:col.
     SpecError
-        Entry not found or spec/signature mismatch, naming both sides.
+        Entry not found or spec/signature mismatch, naming both sides; or a spec of CUDA
+        source that is not compiled yet (the harness lowers it for a target first).
     """
+    if spec.cuda is not None and not spec.ptx:
+        raise SpecError(
+            f"{spec.where}: {spec.cuda.key}",
+            "CUDA source has no PTX until it is compiled for a target "
+            "(karyamorph.harness.pipeline.prepare_spec does both)",
+        )
     module = parse(spec.ptx, spec.ptx_name)
     try:
         entry = module.entry(spec.entry)

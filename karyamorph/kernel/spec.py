@@ -1,4 +1,4 @@
-"""KernelSpec: what to run (PTX, entry, args, launch, reference, tolerances), as plain data."""
+"""KernelSpec: what to run (PTX or CUDA C++, entry, args, launch, reference, tolerances), as plain data."""
 
 from __future__ import annotations
 
@@ -141,6 +141,46 @@ class Reference:
     python: str | None = None
 
 
+INLINE_CUDA = "<kernel.cuda>"
+"""The name of a spec's inline CUDA source (``[kernel] cuda``) in nvcc's messages and the PTX's
+``.file``: there is no file, and a name that cannot be one says so."""
+
+
+@dataclass(frozen=True, slots=True)
+class CudaSource:
+    """CUDA C++ source a spec gives in place of PTX (``[kernel] cu`` or ``cuda``).
+
+    The spec keeps it as data: the harness compiles it to PTX for the run's target (which the
+    loader does not know), and until then the spec's ``ptx`` is empty.
+
+    Attributes
+    ----------
+    text : str
+        The source text.
+    name : str
+        How messages and the PTX's ``.file`` name it: the ``cu`` path as the spec writes it, or
+        :data:`INLINE_CUDA`.
+    options : tuple of str
+        Options for nvcc (``-DBLOCK=256``, ``--use_fast_math``), in order.
+    path : Path or None
+        The ``.cu`` file; None when inline.
+    folder : Path or None
+        Where ``#include "..."`` looks after the source's own folder: the ``.cu`` file's folder,
+        or the spec's for inline source (None: a spec built in memory).
+    """
+
+    text: str
+    name: str = INLINE_CUDA
+    options: tuple[str, ...] = ()
+    path: Path | None = None
+    folder: Path | None = None
+
+    @property
+    def key(self) -> str:
+        """The spec key that gives the source: ``kernel.cu`` or ``kernel.cuda``."""
+        return "kernel.cuda" if self.path is None else "kernel.cu"
+
+
 @dataclass(frozen=True, slots=True)
 class KernelSpec:
     """Everything needed to run one kernel. Build with :func:`load_spec` or directly.
@@ -148,9 +188,11 @@ class KernelSpec:
     Attributes
     ----------
     ptx : str
-        The PTX source text.
+        The PTX source text; empty for a spec of CUDA source until the harness lowers it for a
+        target (:func:`karyamorph.harness.tools.nvcc.lower`).
     entry : str
-        The ``.entry`` to launch.
+        The ``.entry`` to launch (for CUDA source: the ``extern "C"`` name or the mangled one;
+        once lowered, always the PTX's name).
     sizes : dict
         Named integers usable in every expression.
     ptx_path : Path or None
@@ -160,6 +202,8 @@ class KernelSpec:
     check_sizes : tuple of dict
         Other sizes the correctness stage runs a trial at too (``[check] sizes``), so that a
         kernel fitted to the timed size fails.
+    cuda : CudaSource or None
+        The CUDA C++ source the PTX is compiled from; None for a spec of PTX.
     """
 
     ptx: str
@@ -175,6 +219,7 @@ class KernelSpec:
     cost_flops: str | int | None = None
     ptx_path: Path | None = None
     source_path: Path | None = None
+    cuda: CudaSource | None = None
     text: str = field(default="", compare=False)
 
     @property

@@ -57,19 +57,30 @@ def _arg(arg: ArgSpec) -> dict[str, Scalar | Sequence[Scalar] | None]:
             "init": _init(arg.init)}  # fmt: skip
 
 
+def _kernel(spec: KernelSpec, source_file: str) -> dict[str, Value | None]:
+    """``[kernel]``: the PTX file, or for a spec of CUDA source not yet lowered, the ``.cu`` file
+    and nvcc's options."""
+    if spec.cuda is None or spec.ptx:
+        return {"ptx": source_file, "entry": spec.entry}
+    return {"cu": source_file, "entry": spec.entry, "options": list(spec.cuda.options) or None}
+
+
 def spec_toml(spec: KernelSpec, ptx_file: str, header: str = "") -> str:
     """The TOML of ``spec`` with its PTX in ``ptx_file`` (a path relative to the TOML file).
+
+    A spec of CUDA source that has no PTX yet (not lowered for a target) names ``ptx_file`` as
+    its ``cu`` file instead, with its nvcc options; a lowered one is written as its PTX.
 
     Parameters
     ----------
     spec : KernelSpec
     ptx_file : str
-        Where the PTX text is written beside the spec (see :func:`write_spec`).
+        Where the PTX text (or the CUDA source) is written beside the spec (see :func:`write_spec`).
     header : str
         Comment lines put first (each line gets ``# ``).
     """
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
-    lines += ["", *_table("kernel", {"ptx": ptx_file, "entry": spec.entry})]
+    lines += ["", *_table("kernel", _kernel(spec, ptx_file))]
     lines += _table("sizes", dict(spec.sizes))
     launch = spec.launch
     lines += _table("launch", {"grid": list(launch.grid), "block": list(launch.block),
@@ -86,10 +97,13 @@ def spec_toml(spec: KernelSpec, ptx_file: str, header: str = "") -> str:
 def write_spec(spec: KernelSpec, path: Path, header: str = "") -> tuple[Path, Path]:
     """Write ``spec`` as ``path`` (TOML) and its PTX beside it (same stem, ``.ptx``); return both.
 
+    A spec of CUDA source not yet lowered gets its source beside it instead (``.cu``).
     ``karyamorph run PATH`` then runs exactly this kernel.
     """
-    ptx_path = path.with_suffix(".ptx")
+    cuda = spec.cuda if spec.cuda is not None and not spec.ptx else None
+    source_path = path.with_suffix(".ptx" if cuda is None else ".cu")
     path.parent.mkdir(parents=True, exist_ok=True)
-    ptx_path.write_text(spec.ptx)
-    path.write_text(spec_toml(spec, ptx_path.name, header))
-    return path, ptx_path
+    # newline="": the text byte for byte, so line numbers in messages stay the source's.
+    source_path.write_text(spec.ptx if cuda is None else cuda.text, newline="")
+    path.write_text(spec_toml(spec, source_path.name, header))
+    return path, source_path

@@ -18,6 +18,7 @@ from karyamorph.harness.session import summarize
 from karyamorph.harness.stages.base import Figure, StageResult, Status
 from karyamorph.harness.tools.nvdisasm import SassInstruction, parse_text
 from karyamorph.render.highlight import highlighted
+from karyamorph.render.source_lines import SourcePosition, source_positions
 from karyamorph.store.reading import StoredRun, StoredStage
 from karyamorph.table import cell, relative, status_text, table
 
@@ -30,12 +31,14 @@ class ReportError(ValueError):
 class SourceLine:
     """One PTX line of the kernel and the SASS instructions the sass stage mapped to it.
 
-    ``line`` is None for the row that gathers SASS instructions with no PTX line.
+    ``line`` is None for the row that gathers SASS instructions with no PTX line. ``source`` is
+    the CUDA source line the PTX line was compiled from, for a spec of CUDA source.
     """
 
     line: int | None
     ptx: str
     sass: tuple[tuple[int, str], ...]
+    source: SourcePosition | None = None
 
 
 def stage_result(run: StoredRun, stage: StoredStage) -> StageResult:
@@ -86,8 +89,9 @@ def _entry_range(ptx: list[str], entry: str) -> tuple[int, int]:
 
 
 def source_map(run: StoredRun) -> list[SourceLine]:
-    """The kernel's PTX lines, each with the SASS the sass stage mapped to it (empty when the
-    run stored no SASS or no line map). Blank PTX lines without SASS are left out."""
+    """The kernel's PTX lines, each with the SASS the sass stage mapped to it and, for a spec of
+    CUDA source, the source line it comes from (empty when the run stored no SASS or no line
+    map). Blank PTX lines without SASS are left out."""
     stage = run.stage("sass")
     text = run.sass.get(run.arch) or next(iter(run.sass.values()), "")
     if stage is None or not text or not stage.data.get("lines"):
@@ -101,13 +105,15 @@ def source_map(run: StoredRun) -> list[SourceLine]:
     lines = {int(k): v for k, v in stage.data["lines"].items()}
     ptx = run.ptx.splitlines()
     first, last = _entry_range(ptx, run.entry)
+    positions = source_positions(run)
     out: list[SourceLine] = []
     shown: set[int] = set()
     for number in range(first, last + 1):
         offsets = [o for o in lines.get(number, ()) if o in by_offset]
         if not offsets and not ptx[number - 1].strip():
             continue
-        out.append(SourceLine(number, ptx[number - 1], tuple((o, by_offset[o]) for o in offsets)))
+        sass = tuple((o, by_offset[o]) for o in offsets)
+        out.append(SourceLine(number, ptx[number - 1], sass, positions.get(number)))
         shown.update(offsets)
     rest = tuple((o, t) for o, t in sorted(by_offset.items()) if o not in shown)
     if rest:
@@ -116,13 +122,31 @@ def source_map(run: StoredRun) -> list[SourceLine]:
 
 
 def source_view(rows: Sequence[SourceLine]) -> RenderableType:
-    """The SASS beside the PTX: one row per PTX line, its SASS instructions with their offsets."""
-    cells = []
+    """The SASS beside the PTX: one row per PTX line, its SASS instructions with their offsets;
+    for a spec of CUDA source, the source line first, where it changes."""
+    with_source = any(row.source is not None for row in rows)
+    cells: list[tuple[Any, ...]] = []
+    previous: SourcePosition | None = None
     for row in rows:
         sass = "\n".join(f"/*{offset:04x}*/ {text}" for offset, text in row.sass)
-        cells.append(("" if row.line is None else row.line, highlighted(row.ptx.expandtabs(4), "ptx"),
-                      highlighted(sass, "sass") if sass else ""))  # fmt: skip
-    return table(["line", "PTX", "SASS"], cells)
+        ptx = ("" if row.line is None else row.line, highlighted(row.ptx.expandtabs(4), "ptx"),
+               highlighted(sass, "sass") if sass else "")  # fmt: skip
+        if not with_source:
+            cells.append(ptx)
+            continue
+        shown = row.source if row.source != previous else None
+        previous = row.source
+        cells.append((*source_cells(shown), *ptx))
+    head = ["line", "PTX", "SASS"]
+    return table(["source", "CUDA", *head] if with_source else head, cells)
+
+
+def source_cells(position: SourcePosition | None) -> tuple[str, RenderableType]:
+    """A CUDA source line as two cells: ``file:line``, and the line's text (coloured)."""
+    if position is None:
+        return "", ""
+    text = position.text
+    return position.label, highlighted(text.strip().expandtabs(4), "cuda") if text else ""
 
 
 def run_json(run: StoredRun) -> dict[str, Any]:

@@ -14,8 +14,10 @@ from karyamorph.kernel.loader import spec_from_dict
 from karyamorph.kernel.spec import SpecError
 
 ROOT = Path(__file__).resolve().parents[2]
-SPECS = sorted([*(ROOT / "datasets" / "kernels").glob("*.toml"),
-                *(ROOT / "tests" / "harness" / "data").glob("*.toml")])  # fmt: skip
+# The form edits specs of PTX: a spec of CUDA source (softmax_cu) is not one it opens.
+SPECS = sorted(p for p in [*(ROOT / "datasets" / "kernels").glob("*.toml"),
+                           *(ROOT / "tests" / "harness" / "data").glob("*.toml")]
+               if "cu" not in tomllib.loads(p.read_text())["kernel"])  # fmt: skip
 
 
 def round_trip(doc: dict[str, object], source: str | None = None) -> dict[str, object]:

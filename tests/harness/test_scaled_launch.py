@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from karyamorph.harness.pipeline import prepare_spec
 from karyamorph.harness.scaled_launch import (
     ALIGNMENT,
     WORK_BUDGET,
@@ -75,7 +76,7 @@ def check_invariants(spec: KernelSpec, launch: ScaledLaunch, sizes: dict[str, in
 @pytest.mark.parametrize("toml", SPECS, ids=[p.stem for p in SPECS])
 @pytest.mark.parametrize("budget", [WORK_BUDGET, 1e4])
 def test_every_spec_scales_to_sizes_it_accepts(toml: Path, budget: float) -> None:
-    spec = load_spec(toml)
+    spec = prepare_spec(load_spec(toml), ARCH).spec  # CUDA source: its PTX for the target
     launch = scaled(spec, budget)
     check_invariants(spec, launch)
     if launch.spec_work <= budget:

@@ -48,13 +48,13 @@ def _mutate(text: str, rng: random.Random) -> str:
 
 
 def write_mutant(folder: Path, rng: random.Random) -> tuple[Path, Path]:
-    """A mutant of a randomly chosen shipped spec in ``folder``, beside the PTX files it names:
-    (the original, the mutant)."""
+    """A mutant of a randomly chosen shipped spec in ``folder``, beside the PTX (or CUDA) files it
+    names: (the original, the mutant)."""
     source = rng.choice(SPECS)
     folder.mkdir()
-    for ptx in source.parent.glob("*.ptx"):
-        if ptx.name in source.read_text():
-            (folder / ptx.name).write_bytes(ptx.read_bytes())
+    for kernel in [*source.parent.glob("*.ptx"), *source.parent.glob("*.cu")]:
+        if kernel.name in source.read_text():
+            (folder / kernel.name).write_bytes(kernel.read_bytes())
     path = folder / source.name
     path.write_text(_mutate(source.read_text(), rng))
     return source, path

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from karyamorph.harness.pipeline import prepare_spec
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import KEYS, spec_from_dict
 from karyamorph.kernel.signature import prepare
+from tests.harness.tools.nvcc_probe import require_nvcc
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "spec.md"
 EXAMPLES = ROOT / "datasets" / "kernels"
-ALTERNATIVES = {"kernel.source", "reference.python"}
+ALTERNATIVES = {"kernel.source", "kernel.cu", "kernel.cuda", "kernel.options", "reference.python"}
 """Keys the complete example leaves out because it gives their alternative (ptx, torch)."""
 
 
@@ -67,6 +69,9 @@ def test_the_examples_load_and_pass_on_the_model(index: int) -> None:
     from karyamorph.harness.model_run import interpret_spec_file
 
     spec = spec_from_dict(tomllib.loads(toml_blocks()[index]), EXAMPLES, f"spec-md-{index}.toml")
+    if spec.cuda is not None:
+        require_nvcc()
+        spec = prepare_spec(spec, "sm_90").spec
     prepare(spec)
     report = interpret_spec_file(bind(spec))
     assert report.match and report.outputs, report

@@ -35,12 +35,15 @@ class Bad(NamedTuple):
     """``field`` set to ``value`` (after the fields in ``also``) must fail with ``words``.
 
     In a field, ``args[-1]`` is the last argument (a u32 scalar in every example); in a field or
-    a value, ``SIZE`` is the example's first size and ``ARG0`` the name of its first argument."""
+    a value, ``SIZE`` is the example's first size and ``ARG0`` the name of its first argument.
+    ``only`` limits the case to the examples of one kind: ``ptx`` (a PTX file) or ``cu`` (a
+    CUDA file)."""
 
     field: str
     value: Any
     words: str
     also: tuple[tuple[str, Any], ...] = ()
+    only: str | None = None
 
 
 BAD = [
@@ -54,11 +57,30 @@ BAD = [
     Bad("kernel.colour", 1, "unknown key(s) colour"),
     Bad("kernel.ptx", 5, "expected a string"),
     Bad("kernel.ptx", "", "expected a non-empty string"),
-    Bad("kernel.ptx", "nope.ptx", "PTX file not found"),
-    Bad("kernel.ptx", DELETE, 'missing ptx = "file.ptx" or source'),
-    Bad("kernel.source", ".version 8.0", "give either ptx (a file) or source (inline PTX), not both"),
-    Bad("kernel.source", "  \n", "expected a non-empty string", (("kernel.ptx", DELETE),)),
-    Bad("kernel.source", [".version 8.0"], "expected a string", (("kernel.ptx", DELETE),)),
+    Bad("kernel.ptx", "nope.ptx", "PTX file not found", only="ptx"),
+    Bad("kernel.ptx", "x.ptx", "give either ptx (a file) or cu (a CUDA file), not both", only="cu"),
+    Bad("kernel.ptx", DELETE, 'missing ptx = "file.ptx" or source', only="ptx"),
+    Bad("kernel.source", ".version 8.0", "give either ptx (a file) or source (inline PTX), not both",
+        only="ptx"),
+    Bad("kernel.source", "  \n", "expected a non-empty string", (("kernel.ptx", DELETE),), only="ptx"),
+    Bad("kernel.source", [".version 8.0"], "expected a string"),
+    Bad("kernel.cu", 5, "expected a string"),
+    Bad("kernel.cu", "", "expected a non-empty string"),
+    Bad("kernel.cu", "nope.cu", "CUDA file not found", only="cu"),
+    Bad("kernel.cu", "x.cu", "give either ptx (a file) or cu (a CUDA file), not both", only="ptx"),
+    Bad("kernel.cu", DELETE, 'missing ptx = "file.ptx" or source', only="cu"),
+    Bad("kernel.cuda", "__global__ void k() {}", "give either cu (a CUDA file) or cuda (inline CUDA)",
+        only="cu"),
+    Bad("kernel.cuda", "  \n", "expected a non-empty string", (("kernel.cu", DELETE),), only="cu"),
+    Bad("kernel.cuda", 7, "expected a string"),
+    Bad("kernel.options", "-DBLOCK=256", "expected a list of strings"),
+    Bad("kernel.options", ["-DBLOCK=256", 3], "expected a non-empty string (an nvcc option)"),
+    Bad("kernel.options", [""], "expected a non-empty string (an nvcc option)"),
+    Bad("kernel.options", ["-arch=sm_80"], "the target is the run's (--arch)", only="cu"),
+    Bad("kernel.options", ["--gpu-code", "sm_80"], "the target is the run's (--arch)", only="cu"),
+    Bad("kernel.options", ["-o", "x.ptx"], "the harness names the output", only="cu"),
+    Bad("kernel.options", ["-cubin"], "the harness asks for PTX", only="cu"),
+    Bad("kernel.options", ["-DBLOCK=256"], "options are nvcc's: they go with cu or cuda", only="ptx"),
     Bad("kernel.entry", DELETE, "missing the name of the .entry"),
     Bad("kernel.entry", 5, "expected a string"),
     Bad("kernel.entry", "", "expected a non-empty string"),
@@ -199,8 +221,17 @@ def _parts(field: str) -> list[str]:
     return field.split(".")
 
 
-@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
-@pytest.mark.parametrize("bad", BAD, ids=[f"{b.field}={b.value!r:.20}" for b in BAD])
+def kind(path: Path) -> str:
+    """``cu`` for an example of CUDA source, else ``ptx``."""
+    return "cu" if "cu" in tomllib.loads(path.read_text())["kernel"] else "ptx"
+
+
+CASES = [(path, bad) for bad in BAD for path in SPECS if bad.only in (None, kind(path))]
+
+
+@pytest.mark.parametrize(
+    ("path", "bad"), CASES, ids=[f"{b.field}={b.value!r:.20}-{p.stem}" for p, b in CASES]
+)
 def test_a_bad_field_fails_at_load_naming_it(path: Path, bad: Bad) -> None:
     doc, field = mutated(path, bad)
     with pytest.raises(SpecError) as info:
@@ -223,4 +254,5 @@ def test_the_table_tries_every_field_the_loader_reads() -> None:
 def test_the_examples_as_shipped_load(path: Path) -> None:
     spec = load_spec(path)
     assert spec_from_dict(tomllib.loads(path.read_text()), path.parent, path.name) == spec
-    assert len(SPECS) == 5
+    assert len(SPECS) == 6
+    assert {kind(p) for p in SPECS} == {"ptx", "cu"}  # every case above meets an example

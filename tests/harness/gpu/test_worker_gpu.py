@@ -24,7 +24,7 @@ from karyamorph.harness.gpu.inputs import as_tensor, make_inputs
 from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, TIMEOUT, CorrectnessReport, JobFailure
 from karyamorph.harness.gpu.measurement import Timing, TimingOptions
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.pipeline import RunResult, run_pipeline
+from karyamorph.harness.pipeline import RunResult, prepare_spec, run_pipeline
 from karyamorph.harness.session import store_run
 from karyamorph.harness.stages.base import Stage
 from karyamorph.harness.stages.compile import CompileStage
@@ -50,7 +50,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(DEVICE is None, reason="no CUD
 def compiled(path: Path, n: int | None = None) -> tuple[BoundKernel, bytes]:
     """The spec at ``path`` (with size n when given) bound for this GPU, and its cubin."""
     assert DEVICE is not None
-    spec = load_spec(path)
+    spec = prepare_spec(load_spec(path), DEVICE.arch).spec  # CUDA source: its PTX for this GPU
     if n is not None:
         spec = dataclasses.replace(spec, sizes={**spec.sizes, "n": n})
     return bind(spec, DEVICE.arch), assemble(spec.ptx, DEVICE.arch, discover()).cubin

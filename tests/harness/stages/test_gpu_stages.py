@@ -29,7 +29,7 @@ from karyamorph.harness.gpu.worker import (
     spec_file,
     spec_toml,
 )
-from karyamorph.harness.pipeline import RunResult, run_pipeline
+from karyamorph.harness.pipeline import RunResult, prepare_spec, run_pipeline
 from karyamorph.harness.stages.base import Context, StageResult, Status
 from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.correctness import CorrectnessStage
@@ -142,7 +142,7 @@ def test_worker_runs_standalone_and_says_there_is_no_device(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")) + sorted(DATA.glob("*.toml")), ids=str)
 def test_spec_toml_loads_back_as_the_same_spec(path: Path, tmp_path: Path) -> None:
-    spec = load_spec(path)
+    spec = prepare_spec(load_spec(path), "sm_90").spec  # the worker gets CUDA source as its PTX
     copy = tmp_path / "copy.toml"
     copy.write_text(spec_toml(spec))
     again = load_spec(copy)
