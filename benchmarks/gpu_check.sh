@@ -4,7 +4,7 @@
 # Logs go to ${OUT:-gpu-logs}.
 #   usage: benchmarks/gpu_check.sh [tests|runs|validate|bench|cost|gaming|all]   (from the project root)
 # `cost`: the cost model's GPU side alone: the cp.async wavefront counts (the recording
-# tests/model/test_copy_wavefronts.py reads), the prediction tests and the demo's predictions.
+# tests/model/interp/test_copy_wavefronts.py reads), the prediction tests and the demo's predictions.
 set -u
 out=${OUT:-gpu-logs}
 mkdir -p "$out"

@@ -6,7 +6,7 @@ swizzle. Nsight Compute counts the shared-memory wavefronts of those copies
 (``smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts``) and the copies executed;
 their ratio is printed per pattern, as markdown and JSON (with the device, its driver and the
 ncu version: tests/model/data/copy_wavefronts_h200.json is this file, and
-tests/model/test_copy_wavefronts.py holds the interpreter's rule to it).
+tests/model/interp/test_copy_wavefronts.py holds the interpreter's rule to it).
 
     python benchmarks/ldgsts_wavefronts.py [--json out.json]
 

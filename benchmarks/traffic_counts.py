@@ -5,7 +5,7 @@ its template's check sizes, run once on the CPU model (its ``requests``, ``secto
 ``wavefronts`` by space) and once under ncu (one pass, the metrics of
 :data:`karyamorph.harness.tools.ncu.TRAFFIC`); both count the same launch. Printed as markdown
 (model, ncu and their ratio per counter) and JSON (with the device and the ncu version;
-tests/model/test_traffic_ncu.py holds the model to it).
+tests/model/interp/test_traffic_ncu.py holds the model to it).
 
     python benchmarks/traffic_counts.py --db searches.duckdb [--templates sgemm,hgemm] [--per 8] \
         [--json out.json]

@@ -2,7 +2,7 @@
 pattern: where the chunks land decides how many shared-memory wavefronts the copies cost
 (benchmarks/ldgsts_wavefronts.py counts them with Nsight Compute; the interpreter's rule for
 them, :func:`karyamorph.model.interp.traffic.copy_wavefronts`, is held to those counts by
-tests/model/test_copy_wavefronts.py).
+tests/model/interp/test_copy_wavefronts.py).
 
 Pattern ``(row, pitch, offset, xor)``: lane ``l`` copies chunk ``l % (row / 16)`` of row
 ``l // (row / 16)``, read from a 4 KiB-aligned global row and written at ``offset + row_index *

@@ -47,7 +47,7 @@ WARP_VALIDATED = ("shfl.sync", "vote.sync")
 # Warp collectives left to kernel-level tests, with the reason.
 WARP_REASON = (
     "a matrix-fragment collective (operands are register vectors spread over a warp, or shared "
-    "memory): held to the PTX ISA's fragment tables by tests/model/test_mma.py, test_ldmatrix.py "
+    "memory): held to the PTX ISA's fragment tables by tests/model/ptx/test_mma.py, test_ldmatrix.py "
     "and test_wmma.py, and to the GPU by the correctness stage on kernels that use it"
 )
 

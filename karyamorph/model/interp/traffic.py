@@ -12,7 +12,7 @@ time: per pair, as many wavefronts as the most distinct ``(phase, word)`` any on
 again), and at least one per 128 distinct bytes of its phases. A conflict-free ``ld.shared.v4``
 of 32 distinct vectors is 4 wavefronts; one whose quarter-warps each read one vector, 2.
 Nsight Compute's ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` on the H200 agrees for
-the SGEMM and HGEMM templates' loads (benchmarks/traffic_counts.py, tests/model/test_traffic_ncu.py);
+the SGEMM and HGEMM templates' loads (benchmarks/traffic_counts.py, tests/model/interp/test_traffic_ncu.py);
 that 8-byte accesses pair their half-warps the same way is this rule's reading, not measured.
 
 A ``cp.async`` copy's write of shared memory (``shared.cp``) follows another rule, read off

@@ -27,7 +27,7 @@ default mode), which the shipped machine lacks::
 
 ``karyamorph.model.check.isa_check.check_isa(machine, only=["prmt"])`` then checks the declaration
 (frame condition, concrete == symbolic on samples) and ``interpret(module, entry, machine, ...)``
-runs kernels that use it (``tests/model/test_isa.py`` runs this very example).
+runs kernels that use it (``tests/model/ptx/test_isa.py`` runs this very example).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The deliberate slips ``tests/model/test_semantic_slips.py`` applies: every instruction family,
+"""The deliberate slips ``tests/model/check/test_semantic_slips.py`` applies: every instruction family,
 the four from the issue (min returning the max, fma rounding toward zero, signed min comparing
 unsigned, shr.s32 shifting logically) and the usual suspects (swapped operands, wrong sign,
 off-by-one clamps, a dropped ``.sat`` or ``.ftz``, a dropped NaN rule, a wrong rounding mode, a

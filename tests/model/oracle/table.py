@@ -3,7 +3,7 @@
 Every form the machine declares (:func:`tests.model.oracle.runner.all_forms`) is looked up here
 by its declaration's name; the oracle returns the :class:`~tests.model.oracle.expect.Case` list
 that holds it to the PTX ISA, or raises :class:`~tests.model.oracle.expect.NotCovered` for a type
-or modifier it was not written for. ``tests/model/test_oracle_coverage.py`` fails on both a
+or modifier it was not written for. ``tests/model/ptx/test_oracle_coverage.py`` fails on both a
 missing name and a ``NotCovered`` form, so a new instruction form (f16 arithmetic, ``.f32x2``,
 three-input ``min``) cannot land without an independent oracle: add a function and a row.
 Register-only forms go in :data:`ORACLES` (cases run lane by lane on both domains); forms whose

@@ -23,7 +23,7 @@ from karyamorph.model.interp.spec_run import interpret_spec
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import UnmodeledError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KERNELS = ROOT / "datasets" / "kernels"
 NVCC = ROOT / "tests" / "corpus" / "nvcc"
 M = ptx_machine()

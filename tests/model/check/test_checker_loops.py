@@ -11,8 +11,8 @@ from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.model.check.checker import check
 from karyamorph.model.ptx.ptx_machine import ptx_machine
+from tests.model.check.test_checker import launch_of
 from tests.model.kernels.manifest import load_manifest
-from tests.model.test_checker import launch_of
 
 MANIFEST = load_manifest()
 

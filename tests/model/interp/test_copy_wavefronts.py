@@ -20,7 +20,7 @@ from karyamorph.kernel.bound import bind
 from karyamorph.microbench.copies import PATTERNS, REPEATS, copy_spec
 from karyamorph.model.interp.traffic import copy_wavefronts
 
-RECORDED = json.loads((Path(__file__).parent / "data" / "copy_wavefronts_h200.json").read_text())
+RECORDED = json.loads((Path(__file__).parents[1] / "data" / "copy_wavefronts_h200.json").read_text())
 MEASURED = {(r["row"], r["pitch"], r["offset"], r["xor"]): r["per_copy"] for r in RECORDED["rows"]}
 
 

@@ -14,7 +14,7 @@ from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import unmodeled
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 M = ptx_machine("sm_120")
 NVCC_ARCHS = ("sm_80", "sm_90", "sm_120")
 # Instruction families this model decodes in every form the corpus uses.

@@ -97,7 +97,7 @@ def test_ties_share_their_mean_rank_and_errors_are_relative() -> None:
 
 
 def test_the_h200_tables_give_the_machine_its_measured_figures() -> None:
-    folder = Path(__file__).resolve().parents[2] / "datasets" / "microbench" / "sm_90"
+    folder = Path(__file__).resolve().parents[3] / "datasets" / "microbench" / "sm_90"
     figures = measured_figures(folder)
     scalars = {k for k in figures if not k.startswith(("flight.", "turnover."))}
     assert scalars == {

@@ -26,8 +26,8 @@ from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.kernels.manifest import load_manifest
 
 MANIFEST = load_manifest()
-KERNELS = Path(__file__).resolve().parent / "kernels"
-CORPUS = Path(__file__).resolve().parent / "corpus"
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 SPECS = [c.spec_path for c in MANIFEST.kernels] + sorted(CORPUS.glob("*.toml"))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from karyamorph.isa.parser import parse
 from karyamorph.model.ptx.exactness import inexact_reasons, nondeterministic_reasons
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 
 
 def reasons(relative: str) -> list[str]:

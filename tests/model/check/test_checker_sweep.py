@@ -23,11 +23,11 @@ from karyamorph.model.check.properties import plan_barrier, plan_bounds
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.interp.interpreter import prepare
 from karyamorph.model.ptx.ptx_machine import ptx_machine
+from tests.model.check.test_checker import launch_of
 from tests.model.kernels.manifest import load_manifest
-from tests.model.test_checker import launch_of
 
 MANIFEST = load_manifest()
-CORPUS = Path(__file__).resolve().parent / "corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 TID = z3.BitVec("tid.x@A", 32)
 CTA = z3.BitVec("ctaid.x@A", 32)
 LOAD = z3.BitVec("ld9#1@A", 32)  # not a coordinate: unknown to a sweep

@@ -17,9 +17,9 @@ from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.check.checker import check
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.ptx.ptx_machine import ptx_machine
-from tests.model.test_checker import launch_of
+from tests.model.check.test_checker import launch_of
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "kernels"
+EXAMPLES = Path(__file__).resolve().parents[3] / "datasets" / "kernels"
 NAMES = ("vadd", "scale", "reduce_sum", "transpose", "sgemm")
 
 

@@ -21,7 +21,7 @@ from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.oracle.wmma import Gemm, gemm_problems, run_gemm
 
 M = ptx_machine("sm_80")
-NVCC = Path(__file__).resolve().parents[1] / "corpus" / "nvcc"
+NVCC = Path(__file__).resolve().parents[2] / "corpus" / "nvcc"
 
 
 LAYOUTS = [

@@ -15,7 +15,7 @@ from karyamorph.model.semantics.decode import UnmodeledError, unmodeled
 from tests.model.elementwise import MACHINE
 
 torch = pytest.importorskip("torch")
-TRITON = Path(__file__).resolve().parents[1] / "corpus" / "triton"
+TRITON = Path(__file__).resolve().parents[2] / "corpus" / "triton"
 SCRATCH = {"scratch": np.zeros(1, np.uint8)}
 
 

@@ -15,10 +15,10 @@ from karyamorph.harness.session import load_bound
 from karyamorph.harness.stages.model import check_spec
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
+from tests.model.interp.test_corpus_builds import NOT_PROVED, UP_TO_K
 from tests.model.kernels.manifest import load_manifest
-from tests.model.test_corpus_builds import NOT_PROVED, UP_TO_K
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 SPECS = sorted(CORPUS.glob("*.toml"))
 NOT_ALL_PROVED = {spec for spec, _ in NOT_PROVED} | {spec for spec, _ in UP_TO_K}
 PROVED = [p for p in SPECS if p.stem not in NOT_ALL_PROVED]

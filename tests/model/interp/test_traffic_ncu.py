@@ -28,7 +28,7 @@ from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.search.templates import template
 
-RECORDED = json.loads((Path(__file__).parent / "data" / "traffic_ncu_h200.json").read_text())
+RECORDED = json.loads((Path(__file__).parents[1] / "data" / "traffic_ncu_h200.json").read_text())
 
 
 @functools.cache

@@ -160,7 +160,7 @@ def picking(expr: str, width: int) -> str:
     ],
 )
 def test_sixteen_byte_shared_loads_go_by_quarter_warps_two_a_wavefront(lanes: str, wavefronts: int) -> None:
-    """Measured on the H200 (tests/model/test_traffic_ncu.py): the SGEMM fragments' loads are the
+    """Measured on the H200 (tests/model/interp/test_traffic_ncu.py): the SGEMM fragments' loads are the
     ``// 4``, ``// 8``, ``% 4`` and ``% 8`` patterns, and ncu counts 2, 2, 4, 4 wavefronts."""
     ptx = SHARED_WIDE.replace("PICK", picking(lanes, 16)).replace("LOAD", V4)
     t = traffic(ptx, 1, 32)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from mypy import api
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MODEL = ROOT / "karyamorph" / "model"
 MAX_ANY_LINES = 100
 

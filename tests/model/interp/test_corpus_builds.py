@@ -26,8 +26,8 @@ from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import unmodeled
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-SPECS = sorted((Path(__file__).resolve().parent / "corpus").glob("*.toml"))
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+SPECS = sorted((Path(__file__).resolve().parents[1] / "corpus").glob("*.toml"))
 BUILDS = sorted(CORPUS.glob("*/*.ptx"))
 M = ptx_machine("sm_120")
 

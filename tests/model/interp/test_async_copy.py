@@ -18,7 +18,7 @@ from karyamorph.model.ptx.ptx_machine import ptx_machine
 from tests.model.oracle.async_copy import kernel, run
 
 M = ptx_machine("sm_80")
-NVCC = Path(__file__).resolve().parents[1] / "corpus" / "nvcc"
+NVCC = Path(__file__).resolve().parents[2] / "corpus" / "nvcc"
 
 
 def _run(body: str, src: np.ndarray, threads: int = 8) -> np.ndarray:

@@ -18,7 +18,7 @@ from karyamorph.model.semantics.decode import UnmodeledError
 from tests.model.oracle.calls import FUNCS, PUT, PUT_CALLER, caller, module
 
 M = ptx_machine("sm_80")
-NVCC = Path(__file__).resolve().parents[1] / "corpus" / "nvcc"
+NVCC = Path(__file__).resolve().parents[2] / "corpus" / "nvcc"
 ARCHS = ("sm_80", "sm_90", "sm_120")
 
 

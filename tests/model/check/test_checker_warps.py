@@ -28,8 +28,8 @@ from karyamorph.model.semantics.concrete import ConcreteDomain
 from tests.model.kernels.manifest import load_manifest
 
 MANIFEST = load_manifest()
-KERNELS = Path(__file__).resolve().parent / "kernels"
-CORPUS = Path(__file__).resolve().parent / "corpus"
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 TRITON = ("sum_partials.sm_90a", "softmax_rows.sm_90a", "layernorm_fwd.sm_90a")
 
 
