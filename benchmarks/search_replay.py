@@ -2,7 +2,7 @@
 Tuner 1.5's own figures on the same files.
 
 The spaces (convolution and dedispersion on A100 and MI250X) are read from the benchmark_hub
-folder: ``--hub``, else ``$KARYAMORPH_BENCHMARK_HUB``, else ``../shared/data/benchmark_hub``
+folder: ``--hub``, else ``datasets/benchmark_hub``
 beside the repository. Each figure is the mean fraction of the optimum (optimum time / best time
 found) over ``--repeats`` searches with seeds ``--seed``, ``--seed`` + 1, ...; in brackets the
 share of searches within 5% of the optimum. A strategy whose proposals do not depend on the
@@ -43,8 +43,7 @@ KERNEL_TUNER = {
 
 
 def hub_path(given: str | None) -> Path:
-    default = ROOT.parent / "shared" / "data" / "benchmark_hub"
-    return Path(given or os.environ.get("KARYAMORPH_BENCHMARK_HUB") or default)
+    return Path(given) if given else ROOT / "datasets" / "benchmark_hub"
 
 
 Figures = dict[int, tuple[float, float]]
