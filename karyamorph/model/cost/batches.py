@@ -4,7 +4,7 @@ A load does not stall its warp; the first instruction that reads its destination
 loads a thread issues before it uses any of them are in flight together, and the largest such
 batch, times the warps resident on an SM, is the SM's memory-level parallelism: what Little's
 law divides by the memory latency to give the bandwidth the kernel can draw
-(:func:`karyamorph.model.cost.memory.flight_bandwidth`).
+(:func:`karyamorph.model.cost.memory_time.flight_bandwidth`).
 
 A batch ends where a register a pending load writes is read, at a label (a loop's head or a
 branch target: what follows may run after other code) and at a barrier or a ``cp.async`` wait.

@@ -13,7 +13,7 @@ with two warps each, whose loads ptxas moved to the end of its loop, issue in 52
 Wave by wave of resident blocks, it also waits for each round of dependent global loads: with
 the kernel's load batch known (the bytes a thread has in flight: in the SASS of its main loop,
 else read from its PTX), a warp's rounds are its load bytes over that batch (Little's law,
-:mod:`karyamorph.model.cost.memory`); otherwise its loop trips. A round waits the latency the
+:mod:`karyamorph.model.cost.memory_time`); otherwise its loop trips. A round waits the latency the
 memory system has under load: the idle DRAM latency for the share of the bytes that must come
 from DRAM and the L2 latency for the rest (tiles that other blocks read too), times a stated
 factor (3). The measured grids of bandwidth by warps per SM and bytes per thread can stand in
@@ -44,7 +44,7 @@ from typing import Any
 from karyamorph.model.cost.device_figures import CostMachine
 from karyamorph.model.cost.flight import Grid, bracket, loaded_latency_s, peak
 from karyamorph.model.cost.issue import Slot, issue_efficiency, loads_in_flight, lone_warp_cycles
-from karyamorph.model.cost.memory import atomic_seconds, latency_seconds, rounds_per_warp
+from karyamorph.model.cost.memory_time import atomic_seconds, latency_seconds, rounds_per_warp
 from karyamorph.model.cost.units import unit_of
 from karyamorph.model.interp.simt import Counts
 
@@ -296,7 +296,7 @@ def combined(seconds: Iterable[float], p: float = OVERLAP_NORM) -> float:
 
 def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, waves: int) -> dict[str, float]:
     """DRAM bandwidth and load latency. With the kernel's load batch known, each warp runs its
-    rounds of loads one loaded latency each, wave after wave (:mod:`karyamorph.model.cost.memory`);
+    rounds of loads one loaded latency each, wave after wave (:mod:`karyamorph.model.cost.memory_time`);
     without it, the loop trips stand in for the rounds and Little's law caps the bandwidth."""
     dram_rate = dram_bytes_per_s(counts, machine)
     if not counts.global_load_requests:

@@ -20,7 +20,12 @@ from karyamorph.model.cost import (
     scaled_counts,
 )
 from karyamorph.model.cost.batches import load_batch_bytes
-from karyamorph.model.cost.memory import atomic_seconds, flight_bandwidth, latency_seconds, rounds_per_warp
+from karyamorph.model.cost.memory_time import (
+    atomic_seconds,
+    flight_bandwidth,
+    latency_seconds,
+    rounds_per_warp,
+)
 
 H200 = machine_for("sm_90")
 TABLES = Path(__file__).resolve().parents[3] / "datasets" / "microbench" / "sm_90"
