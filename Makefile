@@ -23,7 +23,7 @@ lint: $(VENV)/.installed
 
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy karyamorph
-	$(BIN)/mypy --strict karyamorph/model
+	$(BIN)/mypy --strict --follow-imports=silent karyamorph/model
 
 # Every core (pytest-xdist); GPU tests share one worker, as do a Ray module's (tests/conftest.py).
 unit: $(VENV)/.installed

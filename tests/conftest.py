@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 
@@ -15,6 +16,16 @@ settings.register_profile(
     "karyamorph", derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("karyamorph")
+
+
+@pytest.fixture(autouse=True)
+def default_recursion_limit() -> Iterator[None]:
+    # mypy's API (run by the typing tests) raises the process's recursion limit and keeps it; a
+    # spec expression nested too deeply is refused by the RecursionError the default one gives,
+    # so every test starts and ends with the limit it found, whichever worker it shares.
+    limit = sys.getrecursionlimit()
+    yield
+    sys.setrecursionlimit(limit)
 
 
 @pytest.fixture(autouse=True, scope="session")

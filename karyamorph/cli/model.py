@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import click
 
@@ -20,21 +20,6 @@ from karyamorph.cli.options import (
 )
 from karyamorph.cli.output import echo, friendly_errors
 from karyamorph.model.interp.budget import MAX_BYTES, MAX_REGISTERS, MAX_THREAD_INSTRUCTIONS
-
-if TYPE_CHECKING:
-    from karyamorph.isa.ast import Module
-    from karyamorph.kernel.bound import BoundKernel
-
-
-def _require_ptxas(kernel: BoundKernel, module: Module, arch: str | None) -> None:
-    """The model runs only on PTX that ptxas accepts for the target (the PTX's own ``.target``
-    unless ``--arch`` says otherwise); a rejection raises PtxasError, located at the PTX line."""
-    from karyamorph.harness.model_gate import require_ptxas
-    from karyamorph.harness.pipeline import check_arch, default_arch
-
-    target = check_arch(arch or default_arch(module, None))
-    spec = kernel.spec
-    require_ptxas(spec.ptx, target.name, filename=str(spec.ptx_path or spec.ptx_name))
 
 
 def _too_large(exc: Exception) -> NoReturn:
@@ -79,14 +64,14 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, a
     Only PTX that ptxas accepts runs; a kernel or launch over a budget is refused up front
     ("too large for the model"), exit status 2 for both."""
     from karyamorph.harness.model_run import interpret_spec_file
-    from karyamorph.harness.session import load_bound
+    from karyamorph.harness.session import load_bound, require_ptxas_accepts
     from karyamorph.model.interp.budget import ModelBudget, TooLargeError
     from karyamorph.model.interp.errors import ExecutionError
     from karyamorph.model.semantics.decode import UnmodeledError
     from karyamorph.render.views import interp_view
 
     kernel, module = load_bound(Path(spec_path), sizes, arch)
-    _require_ptxas(kernel, module, arch)
+    require_ptxas_accepts(kernel, module, arch)
     budget = ModelBudget(max_registers=max_registers, max_bytes=max_bytes, max_thread_instructions=max_work)
     try:
         report = interpret_spec_file(kernel, seed=seed, randomize_order=randomize, budget=budget)
@@ -121,7 +106,7 @@ def check(
     """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3).
 
     Only PTX that ptxas accepts is checked (exit status 2 with ptxas's error otherwise)."""
-    from karyamorph.harness.session import load_bound
+    from karyamorph.harness.session import load_bound, require_ptxas_accepts
     from karyamorph.harness.stages.model import PROPERTIES, check_spec
     from karyamorph.kernel.spec import SpecError
     from karyamorph.model.semantics.decode import UnmodeledError
@@ -132,7 +117,7 @@ def check(
     unknown = [p for p in wanted if p not in PROPERTIES]
     if unknown:
         raise SpecError("--property", f"unknown {', '.join(unknown)} (choose from {', '.join(PROPERTIES)})")
-    _require_ptxas(kernel, module, arch)
+    require_ptxas_accepts(kernel, module, arch)
     try:
         verdicts = check_spec(
             kernel, module, properties=wanted, scheduling=scheduling, unroll=unroll, deadline_s=budget_s,

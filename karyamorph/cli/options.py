@@ -3,14 +3,13 @@ output ``--format``, GPU timeouts, size overrides, comma-separated names, the ex
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from karyamorph.store import DEFAULT_FILE
+from karyamorph.store import DEFAULT_FILE, store_path
 
 if TYPE_CHECKING:
     from karyamorph.store.database import Store
@@ -47,7 +46,7 @@ def format_option(*choices: str) -> Callable[[F], F]:
 
 def db_path(db: str | None) -> Path:
     """The database file: ``--db`` when given, else ``$KARYAMORPH_DB``, else the default file here."""
-    return Path(db or os.environ.get("KARYAMORPH_DB") or DEFAULT_FILE)
+    return store_path(db)
 
 
 def open_existing(db: str | None, *, made_by: str = "`karyamorph demo` or `karyamorph run`") -> Store:

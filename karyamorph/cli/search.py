@@ -25,7 +25,8 @@ def search_group() -> None:
 
 @click.command("run")
 @click.argument("template_name", metavar="TEMPLATE")
-@click.option("--arch", required=True, help="The GPU's arch (the variants are timed on it), e.g. sm_90.")
+@click.option("--arch", default=None, help="The GPU's arch (the variants are timed on it), e.g. sm_90 "
+              "[default: the GPU's].")  # fmt: skip
 @click.option(
     "--strategy", default="model", show_default=True, help="exhaustive, random, genetic, annealing or model."
 )
@@ -56,40 +57,48 @@ def search_group() -> None:
     type=click.Path(file_okay=False),
     help="Where the winner's spec and PTX are also written (they are stored with the search).",
 )
+@click.option("--kt-cache", "kt_cache", default=None, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the evaluations as a Kernel Tuner cache file (.json or .json.gz), which "
+                   "Kernel Tuner replays and `search replay` reads.")  # fmt: skip
 @db_option
 @format_option("table", "json")
 @friendly_errors
 def search_run(
-    template_name: str, arch: str, strategy: str, budget: int, seed: int, label: str | None,
-    resume: str | None, no_model: bool, equivalence: bool, cost_prior_s: float, out_dir: str, db: str | None,
-    fmt: str,
+    template_name: str, arch: str | None, strategy: str, budget: int, seed: int, label: str | None,
+    resume: str | None, no_model: bool, equivalence: bool, cost_prior_s: float, out_dir: str,
+    kt_cache: str | None, db: str | None, fmt: str,
 ) -> None:  # fmt: skip
     """Search TEMPLATE's variants on this GPU: each built, assembled, checked by the model, run
-    for correctness and timed; every evaluation stored; the winner re-checked, re-timed beside
-    the torch baseline and stored as the spec and PTX that `karyamorph search export` writes.
-    Ctrl-C stops it with every finished evaluation stored, and prints the command that goes on."""
+    for correctness and timed; every evaluation stored; the winner raced against the baseline
+    configuration, re-checked, re-timed beside the torch baseline and stored as the spec and PTX
+    that `karyamorph search export` writes. TEMPLATE is a shipped template's name, a spec with a
+    [search] table (.toml) or a Python file that defines TEMPLATE (.py). Ctrl-C stops it with
+    every finished evaluation stored, and prints the command that goes on."""
     from karyamorph.harness.gpu.device import current_device
-    from karyamorph.isa.arch import Arch
     from karyamorph.search.session import (
         SearchInterrupted,
         SearchRequest,
         SearchSetupError,
         run_template_search,
+        search_arch,
     )
     from karyamorph.search.strategies import UnknownStrategy, make_strategy
-    from karyamorph.search.templates import UnknownTemplate, template
+    from karyamorph.search.templates import TemplateFileError, UnknownTemplate, find_template
     from karyamorph.search.variants import SearchAborted
 
     progress = None
     try:
         make_strategy(strategy)
-        request = SearchRequest(template(template_name), Arch.parse(arch), strategy, budget, seed, label,
+        chosen = find_template(template_name)
+        device = current_device()
+        request = SearchRequest(chosen, search_arch(arch, device), strategy, budget, seed, label,
                                 check_model=not no_model, equivalence=equivalence,
                                 cost_prior_s=cost_prior_s)  # fmt: skip
         progress = _ProgressLine(budget) if fmt == "table" else None
-        summary = run_template_search(request, device=current_device(), db=db_path(db),
-                                      out_dir=Path(out_dir), resume=resume, progress=progress)  # fmt: skip
-    except (UnknownTemplate, UnknownStrategy, SearchSetupError, SearchAborted) as exc:
+        summary = run_template_search(request, device=device, db=db_path(db), out_dir=Path(out_dir),
+                                      resume=resume, progress=progress,
+                                      kt_cache=Path(kt_cache) if kt_cache else None)  # fmt: skip
+    except (UnknownTemplate, TemplateFileError, UnknownStrategy, SearchSetupError, SearchAborted) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     except KeyboardInterrupt as exc:

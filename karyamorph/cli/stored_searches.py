@@ -37,6 +37,7 @@ def summary_view(summary: dict[str, Any], reproduce: list[str]) -> str:
         lines.append("no variant passed every gate")
         return "\n".join(lines)
     lines.append(f"winner: {winner['config']}  ({summary['best']['time_ms']:.4g} ms in the search)")
+    lines += _baseline_lines(summary.get("baseline"))
     if "correctness" in winner:
         lines.append(f"  re-checked on fresh inputs: correctness {winner['correctness']}, "
                      f"median {_us(winner.get('median_ns'))}")  # fmt: skip
@@ -54,6 +55,17 @@ def summary_view(summary: dict[str, Any], reproduce: list[str]) -> str:
         lines.append(f"  speed-up over torch: {summary['ratio_vs_torch']:.3f}x{extra}")
     lines += [f"  {line}" for line in reproduce]
     return "\n".join(lines)
+
+
+def _baseline_lines(baseline: dict[str, Any] | None) -> list[str]:
+    """The baseline configuration's line: its time and the winner's speed-up over it."""
+    if not baseline:  # a search stored before the baseline was raced
+        return []
+    if "time_ms" not in baseline:
+        return [f"  baseline {baseline['config']}: {baseline.get('failure')}"]
+    when = "in the search" if baseline.get("in_search") else "measured after the search"
+    speedup = f"; the winner is {baseline['speedup']:.3f}x faster" if "speedup" in baseline else ""
+    return [f"  baseline {baseline['config']}: {baseline['time_ms']:.4g} ms ({when}){speedup}"]
 
 
 def reproduce_lines(

@@ -94,14 +94,14 @@ def run_model(
     machine = machine or ptx_machine()
     budget = budget or ModelBudget()
     threads = check_budget(kernel, module, budget, machine)
-    # torch only now: a launch refused above costs no import of it (seconds in a fresh process).
+    # numpy and torch (make_inputs) only now: a launch refused above costs no import of them
+    # (seconds in a fresh process).
     import numpy as np
-    import torch
 
     params = [p.name for p in module.entry(kernel.entry).params]
     by_param = dict(zip((a.name for a in kernel.args), params, strict=True))
     tensors = make_inputs(kernel, seed)
-    arrays: dict[str, Any] = {by_param[name]: t.numpy().copy() for name, t in tensors.items()}
+    arrays: dict[str, Any] = {by_param[name]: _to_numpy(t) for name, t in tensors.items()}
     for arg in kernel.args:
         if not arg.is_pointer:
             arrays[by_param[arg.name]] = kernel.scalars[arg.name]
@@ -113,11 +113,31 @@ def run_model(
     except StepLimitError:
         raise budget.ran_out(threads) from None
     outputs = {
-        a.name: torch.from_numpy(np.ascontiguousarray(result.outputs[by_param[a.name]]))
+        a.name: _to_torch(np.ascontiguousarray(result.outputs[by_param[a.name]]), tensors[a.name].dtype)
         for a in kernel.args
         if a.is_pointer
     }
     return ModelRun(tensors, outputs, result.stats.as_dict(), result.seconds)
+
+
+def _to_numpy(t: Any) -> Any:
+    """A copy of a CPU tensor for the model; bf16, which numpy lacks, as its uint16 bits."""
+    import numpy as np
+    import torch
+
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16).copy()
+    return t.numpy().copy()
+
+
+def _to_torch(a: Any, dtype: Any) -> Any:
+    """The model's output array as a tensor of the input's ``dtype`` (bf16 from its bits)."""
+    import numpy as np
+    import torch
+
+    if dtype == torch.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def interpret_spec_file(

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.harness.gpu.device import DeviceInfo
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.stages.base import Context, Stage, StageResult, Status
@@ -107,7 +108,7 @@ StageHook = Callable[[str, StageResult | None], None]
 """Told of each stage: ``(name, None)`` as it starts, ``(name, result)`` when it ends."""
 
 
-class StageSelectionError(ValueError):
+class StageSelectionError(KaryaMorphError, ValueError):
     """A stage name that no stage has, or a selection that leaves no stage to run."""
 
 

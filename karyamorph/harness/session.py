@@ -14,6 +14,7 @@ from rich.text import Text
 
 from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo, current_device
 from karyamorph.harness.gpu.supervisor import GpuWorker
+from karyamorph.harness.model_gate import require_ptxas
 from karyamorph.harness.pipeline import (
     STAGE_TYPES,
     RunResult,
@@ -180,6 +181,22 @@ def load_bound(
     if prepared.spec is not kernel.spec:
         kernel = bind_sizes(prepared.spec, sizes)
     return kernel, prepared.module
+
+
+def require_ptxas_accepts(kernel: BoundKernel, module: ast.Module, arch: str | None = None) -> None:
+    """Return when ptxas accepts the kernel's PTX for ``arch`` (default: the PTX's own
+    ``.target``); the model runs only on such PTX.
+
+    Raises
+    ------
+    PtxasError
+        ptxas rejected the PTX (located at the PTX line) or does not know the target.
+    ArchError, ToolchainError
+        The target is unknown, or there is no ptxas.
+    """
+    target = check_arch(arch or default_arch(module, None))
+    spec = kernel.spec
+    require_ptxas(spec.ptx, target.name, filename=str(spec.ptx_path or spec.ptx_name))
 
 
 def run_spec_file(

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from karyamorph.errors import KaryaMorphError
+
 Suffix = Literal["", "a", "f"]
 
 # sm_101 was Thor's target before CUDA 13.0 renamed it sm_110 (CUDA 13.0 release notes).
@@ -23,7 +25,7 @@ _FORMS = (
 )
 
 
-class ArchError(ValueError):
+class ArchError(KaryaMorphError, ValueError):
     """A string that is not a GPU target; the message shows the accepted spellings."""
 
 

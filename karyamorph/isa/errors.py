@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from karyamorph.errors import KaryaMorphError
+
 
 def caret_excerpt(text: str, line: int, column: int | None) -> str:
     """The source line ``line`` (1-based) of ``text`` with a caret under ``column``."""
@@ -18,7 +20,7 @@ def caret_excerpt(text: str, line: int, column: int | None) -> str:
     return out
 
 
-class PtxError(Exception):
+class PtxError(KaryaMorphError):
     """A problem with PTX text at a known place.
 
     Parameters

@@ -7,6 +7,10 @@ lambda or comprehension, so an expression can neither import nor call anything. 
 every function name (a size called ``min`` is a size). Arithmetic is exact (integers and
 fractions); magnitudes and the size of the expression are bounded, so ``n ** n`` is an error,
 not a hang.
+
+A predicate (a search's constraint, ``BLOCK * ITEMS <= 4096``) is the same language with
+comparisons (``< <= > >= == !=``, chained) joined by ``and``, ``or`` and ``not`` on top: a
+comparison's sides are arithmetic, never another comparison.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import operator
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
@@ -68,9 +73,16 @@ _BINARY: dict[type[ast.operator], Callable[[Number, Number], Number]] = {
 }
 
 
+_COMPARE: dict[type[ast.cmpop], Callable[[Number, Number], bool]] = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+}  # fmt: skip
+
+
 @functools.lru_cache(maxsize=1024)
-def parse(text: str) -> ast.expr:
-    """Parse ``text`` into a checked syntax tree (cached); evaluation is :func:`evaluate`.
+def parse(text: str, predicate: bool = False) -> ast.expr:
+    """Parse ``text`` into a checked syntax tree (cached); evaluation is :func:`evaluate`, or
+    :func:`holds` for a ``predicate``.
 
     Raises
     ------
@@ -87,8 +99,11 @@ def parse(text: str) -> ast.expr:
     nodes = list(ast.walk(tree))
     if len(nodes) > MAX_NODES:
         raise ExpressionError(f"expression {text!r} is too large ({len(nodes)} syntax nodes)")
-    for node in nodes:
-        _check_node(node, text)
+    if predicate:
+        _check_predicate(tree, text)
+    else:
+        for node in nodes:
+            _check_node(node, text)
     return tree
 
 
@@ -109,6 +124,105 @@ def _check_node(node: ast.AST, text: str) -> None:
         raise ExpressionError(f"expression {text!r}: {node.value!r} is not a number")
     if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name) or node.keywords):
         raise ExpressionError(f"expression {text!r}: only plain calls such as ceildiv(n, 256) are allowed")
+
+
+def _check_predicate(node: ast.expr, text: str) -> None:
+    """A predicate: comparisons of arithmetic joined by ``and``, ``or`` and ``not``."""
+    if isinstance(node, ast.BoolOp):
+        for value in node.values:
+            _check_predicate(value, text)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _check_predicate(node.operand, text)
+    elif isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        for side in (node.left, *node.comparators):
+            for inner in ast.walk(side):
+                _check_node(inner, text)
+    else:
+        raise ExpressionError(
+            f"constraint {text!r} is not a comparison (such as BLOCK * ITEMS <= 4096; comparisons "
+            "< <= > >= == != joined by and, or, not)"
+        )
+
+
+def names(text: str | int | float, predicate: bool = False) -> frozenset[str]:
+    """The names ``text`` reads (sizes, parameters), not the functions it calls.
+
+    Raises
+    ------
+    ExpressionError
+        When ``text`` is not an expression of the language.
+    """
+    if not isinstance(text, str):
+        return frozenset()
+    called = set()
+    read = set()
+    for node in ast.walk(parse(text, predicate)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called.add(id(node.func))
+        elif isinstance(node, ast.Name) and id(node) not in called:
+            read.add(node.id)
+    return frozenset(read)
+
+
+def substitute(text: str, values: Mapping[str, int]) -> str | int:
+    """``text`` with each name in ``values`` replaced by its value, and each part that is left
+    with numbers only written as its value where that is a whole number (``ceildiv(n, BLOCK *
+    ITEMS)`` with BLOCK = 256 and ITEMS = 4 is ``ceildiv(n, 1024)``); a bare integer when nothing
+    else is left.
+
+    Raises
+    ------
+    ExpressionError
+        When ``text`` is not an expression of the language.
+    """
+    if not names(text) & values.keys():
+        return text
+    # A tree of its own: parse()'s trees are cached and shared.
+    tree = ast.parse(text.strip(), mode="eval")
+
+    class _Fill(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return ast.Constant(values[node.id]) if node.id in values else node
+
+        def generic_visit(self, node: ast.AST) -> ast.AST:
+            if isinstance(node, ast.Call):  # a call's own name stays a function
+                node.args = [self.visit(a) for a in node.args]
+            else:
+                super().generic_visit(node)
+            return _folded(node, text)
+
+    body = _Fill().visit(tree).body
+    if isinstance(body, ast.Constant) and isinstance(body.value, int):
+        return body.value
+    return ast.unparse(body)
+
+
+def _folded(node: ast.AST, text: str) -> ast.AST:
+    """``node`` as the integer it computes when its operands are numbers (they are folded first),
+    else as it is."""
+    if isinstance(node, ast.BinOp):
+        operands = [node.left, node.right]
+    elif isinstance(node, ast.UnaryOp):
+        operands = [node.operand]
+    elif isinstance(node, ast.Call):
+        operands = node.args
+    else:
+        return node
+    if not all(isinstance(o, ast.Constant) for o in operands):
+        return node
+    value = _Evaluator(text, {}).eval(node)
+    return ast.Constant(value) if isinstance(value, int) else node
+
+
+def holds(text: str, sizes: Mapping[str, int]) -> bool:
+    """Whether the predicate ``text`` is true with ``sizes`` bound.
+
+    Raises
+    ------
+    ExpressionError
+        As :func:`evaluate`; and when ``text`` is not a predicate.
+    """
+    return _Evaluator(text, sizes).truth(parse(text, predicate=True))
 
 
 def evaluate(text: str | int | float, sizes: Mapping[str, int], *, integer: bool = True) -> int | float:
@@ -168,6 +282,22 @@ class _Evaluator:
             if isinstance(exc, ExpressionError):
                 raise
             raise ExpressionError(f"expression {self.text!r}: {exc}") from None
+
+    def truth(self, node: ast.expr) -> bool:
+        """A predicate's value: ``and`` and ``or`` stop at the first operand that decides."""
+        if isinstance(node, ast.BoolOp):
+            want = isinstance(node.op, ast.Or)
+            return want if any(self.truth(v) == want for v in node.values) else not want
+        if isinstance(node, ast.UnaryOp):
+            return not self.truth(node.operand)
+        assert isinstance(node, ast.Compare)  # parse(predicate=True) admits nothing else
+        left = self.eval(node.left)
+        for op, side in zip(node.ops, node.comparators, strict=True):
+            right = self.eval(side)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
 
     def _eval(self, node: ast.expr) -> Number:
         if isinstance(node, ast.Constant):

@@ -8,17 +8,17 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from karyamorph.isa.parser import decode
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.reference import check_reference
+from karyamorph.kernel.search_table import SEARCH_KEYS, kernel_tuner_block, searched
+from karyamorph.kernel.source import SOURCES, kernel_source, string_field
+from karyamorph.kernel.source import cuda_source as cuda_source  # read by what shows stored runs
 from karyamorph.kernel.spec import (
     DTYPES,
     INITS,
-    INLINE_CUDA,
     ROLES,
     SPEC_VERSION,
     ArgSpec,
-    CudaSource,
     Init,
     KernelSpec,
     Launch,
@@ -30,7 +30,7 @@ MAX_SPEC_BYTES = 1 << 20
 """Largest spec file read, in characters."""
 
 KEYS: dict[str, tuple[str, ...]] = {
-    "": ("version", "kernel", "sizes", "launch", "args", "reference", "check", "cost"),
+    "": ("version", "kernel", "sizes", "launch", "args", "reference", "check", "cost", "search"),
     "kernel": ("ptx", "source", "cu", "cuda", "options", "entry"),
     "sizes": (),
     "launch": ("grid", "block", "shared_bytes"),
@@ -38,31 +38,13 @@ KEYS: dict[str, tuple[str, ...]] = {
     "reference": ("torch", "python"),
     "check": ("atol", "rtol", "sizes"),
     "cost": ("bytes", "flops"),
+    "search": SEARCH_KEYS,
 }
 """Every key the loader reads, by table (``""``: the top level; ``args``: each ``[[args]]``).
 ``[sizes]`` takes any names: each key is a size."""
 
 # The PTX grammar's identifier (isa/ptx.lark): an entry name outside it cannot be in the PTX.
 _PTX_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-
-# Each way of giving the kernel, as the "give either ... or ..., not both" message names it.
-_SOURCES = {"ptx": "ptx (a file)", "source": "source (inline PTX)", "cu": "cu (a CUDA file)",
-            "cuda": "cuda (inline CUDA)"}  # fmt: skip
-
-# nvcc options that would undo what the harness asks of nvcc: PTX, for the run's target, into
-# the file it reads back. Each also matches as ``OPTION=VALUE``.
-_RESERVED_OPTIONS = {
-    "the target is the run's (--arch)": (
-        "-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code",
-    ),
-    "the harness names the output": ("-o", "--output-file", "-odir", "--output-directory"),
-    "the harness asks for PTX (-ptx)": (
-        "-c", "--compile", "-cubin", "--cubin", "-fatbin", "--fatbin", "-E", "--preprocess", "-M",
-        "--generate-dependencies", "-dc", "--device-c", "-dw", "--device-w", "-link", "--link", "-lib",
-        "--lib", "-run", "--run", "-optix-ir", "--optix-ir", "-ltoir", "--ltoir",
-    ),
-}  # fmt: skip
-
 
 _INIT_RE = re.compile(r"^\s*randint\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*$")
 
@@ -118,18 +100,6 @@ def _name(name: Any, where: str, what: str) -> str:
     return name
 
 
-def _string(table: dict[str, Any], key: str, where: str) -> str | None:
-    """``table[key]`` as a non-empty string, or None when absent."""
-    value = table.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise SpecError(where, f"expected a string, got {value!r}")
-    if not value.strip():
-        raise SpecError(where, "expected a non-empty string")
-    return value
-
-
 def spec_from_dict(
     doc: dict[str, Any], base: Path | None = None, name: str = "<spec>", text: str = ""
 ) -> KernelSpec:
@@ -153,13 +123,13 @@ def spec_from_dict(
         )
     kernel = _table(doc, "kernel", name)
     _unknown_keys(kernel, "kernel", f"{name}: [kernel]")
-    given = {key: _string(kernel, key, f"{name}: kernel.{key}") for key in _SOURCES}
-    entry = _string(kernel, "entry", f"{name}: kernel.entry")
+    given = {key: string_field(kernel, key, f"{name}: kernel.{key}") for key in SOURCES}
+    entry = string_field(kernel, "entry", f"{name}: kernel.entry")
     if entry is None:
         raise SpecError(f"{name}: kernel.entry", "missing the name of the .entry to run")
     if not _PTX_NAME.match(entry):
         raise SpecError(f"{name}: kernel.entry", f"{entry!r} is not a PTX name ([A-Za-z_$][A-Za-z0-9_$]*)")
-    ptx, ptx_path, cuda = _kernel_source(kernel, given, base, name)
+    ptx, ptx_path, cuda = kernel_source(kernel, given, base, name)
 
     sizes = _table(doc, "sizes", name, required=False)
     for k, v in sizes.items():
@@ -169,8 +139,10 @@ def spec_from_dict(
 
     launch_t = _table(doc, "launch", name)
     _unknown_keys(launch_t, "launch", f"{name}: [launch]")
-    for key in ("grid", "block"):
-        if key not in launch_t:
+    # Kernel Tuner's block_size_x (y, z) parameters are the block a launch does not name.
+    block = launch_t["block"] if "block" in launch_t else kernel_tuner_block(doc.get("search"))
+    for key, value in (("grid", launch_t.get("grid")), ("block", block)):
+        if value is None:
             raise SpecError(f"{name}: launch.{key}", "missing")
     shared = launch_t.get("shared_bytes", 0)
     if isinstance(shared, bool) or not isinstance(shared, int | str):
@@ -179,7 +151,7 @@ def spec_from_dict(
         )
     launch = Launch(
         _dims(launch_t["grid"], f"{name}: launch.grid", 1, 3),
-        _dims(launch_t["block"], f"{name}: launch.block", 1, 3),
+        _dims(block, f"{name}: launch.block", 1, 3),
         shared,
     )
 
@@ -196,8 +168,8 @@ def spec_from_dict(
     ref_t = _table(doc, "reference", name, required=False)
     _unknown_keys(ref_t, "reference", f"{name}: [reference]")
     reference = Reference(
-        _string(ref_t, "torch", f"{name}: reference.torch"),
-        _string(ref_t, "python", f"{name}: reference.python"),
+        string_field(ref_t, "torch", f"{name}: reference.torch"),
+        string_field(ref_t, "python", f"{name}: reference.python"),
     )
     check_reference(reference, [*sizes, *seen], name)
     check = _table(doc, "check", name, required=False)
@@ -220,6 +192,8 @@ def spec_from_dict(
         cost_flops=cost.get("flops"), ptx_path=ptx_path,
         source_path=(base / name) if base is not None and name != "<spec>" else None, cuda=cuda, text=text,
     )  # fmt: skip
+    if "search" in doc:  # the spec runs as its baseline configuration; the table makes the others
+        spec = searched(spec, doc["search"], name)
     # Bind once now, so that a typo, a value out of range or a launch beyond every arch's limits
     # is reported before anything runs; the same for every size the correctness stage also checks.
     bind(spec)
@@ -230,89 +204,6 @@ def spec_from_dict(
             where = f"{name}: check.sizes[{i}]"
             raise SpecError(where, f"the spec does not bind at {other}: {exc}") from None
     return spec
-
-
-def _kernel_source(
-    kernel: dict[str, Any], given: dict[str, str | None], base: Path | None, name: str
-) -> tuple[str, Path | None, CudaSource | None]:
-    """``[kernel]``'s one way of giving the kernel (``given``: each way's string, or None):
-    ``(ptx, ptx_path, None)`` for PTX, ``("", None, source)`` for CUDA C++, which the harness
-    compiles once it knows the target."""
-    chosen = [key for key, value in given.items() if value is not None]
-    if len(chosen) > 1:
-        first, second = (_SOURCES[key] for key in chosen[:2])
-        raise SpecError(f"{name}: [kernel]", f"give either {first} or {second}, not both")
-    if not chosen:
-        raise SpecError(
-            f"{name}: [kernel]",
-            'missing ptx = "file.ptx" or source = """...""" (PTX), or cu = "file.cu" or '
-            'cuda = """...""" (CUDA C++)',
-        )
-    key = chosen[0]
-    value = given[key]
-    assert value is not None  # chosen holds the keys whose value is given
-    options = _options(kernel.get("options"), f"{name}: kernel.options")
-    if options is not None and key in ("ptx", "source"):
-        raise SpecError(f"{name}: kernel.options", "options are nvcc's: they go with cu or cuda, not PTX")
-    if key == "source":
-        return value, None, None
-    if key == "cuda":
-        return "", None, CudaSource(value, INLINE_CUDA, options or (), None, base)
-    path = Path(value)
-    if base is not None and not path.is_absolute():
-        path = base / path
-    what = "PTX" if key == "ptx" else "CUDA"
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SpecError(f"{name}: kernel.{key}", f"{what} file not found: {path}") from None
-    except OSError as exc:
-        raise SpecError(f"{name}: kernel.{key}", f"cannot read {path}: {exc.strerror}") from None
-    if key == "ptx":
-        return decode(data, str(path)), path, None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{name}: kernel.cu", f"{path} is not UTF-8 text (byte {exc.start})") from None
-    return "", None, CudaSource(text, value, options or (), path, path.parent)
-
-
-def _options(raw: Any, where: str) -> tuple[str, ...] | None:
-    """``[kernel] options``: nvcc options, each a non-empty string; None when absent."""
-    if raw is None:
-        return None
-    example = '["-DBLOCK=256", "--use_fast_math"]'
-    if not isinstance(raw, list):
-        raise SpecError(where, f"expected a list of strings such as {example}, got {raw!r}")
-    for i, option in enumerate(raw):
-        if not isinstance(option, str) or not option.strip():
-            raise SpecError(f"{where}[{i}]", f"expected a non-empty string (an nvcc option), got {option!r}")
-        flag = option.split("=", 1)[0]
-        for why, flags in _RESERVED_OPTIONS.items():
-            if flag in flags:
-                raise SpecError(f"{where}[{i}]", f"{option!r} is not an option a spec may set: {why}")
-    return tuple(raw)
-
-
-def cuda_source(text: str, base: Path | None) -> CudaSource | None:
-    """The CUDA source the spec ``text`` gives (its ``.cu`` file read from beside ``base``), or
-    None for a spec of PTX. Only ``[kernel]`` is read: what shows a stored run's source lines
-    needs the source, not a spec that binds.
-
-    Raises
-    ------
-    SpecError
-        The text is not TOML, or its ``[kernel]`` gives no usable source.
-    """
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError("<spec>", f"not valid TOML: {exc}") from None
-    kernel = doc.get("kernel")
-    if not isinstance(kernel, dict):
-        raise SpecError("<spec>", "missing [kernel] table")
-    given = {key: _string(kernel, key, f"<spec>: kernel.{key}") for key in _SOURCES}
-    return _kernel_source(kernel, given, base, "<spec>")[2]
 
 
 def _check_sizes(raw: Any, sizes: dict[str, Any], where: str) -> tuple[dict[str, int], ...]:

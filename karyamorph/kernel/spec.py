@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from karyamorph.errors import KaryaMorphError
+
 SPEC_VERSION = 1
 ROLES = ("in", "out", "inout", "scalar")
 INITS = ("randn", "rand", "zeros", "ones", "arange", "randint")
@@ -63,7 +65,7 @@ DTYPES: dict[str, DType] = {
 }  # fmt: skip
 
 
-class SpecError(ValueError):
+class SpecError(KaryaMorphError, ValueError):
     """A KernelSpec that cannot be used; ``where`` is ``file: key`` (``vadd.toml: args[1].dtype``)."""
 
     def __init__(self, where: str, message: str) -> None:
@@ -167,6 +169,9 @@ class CudaSource:
     folder : Path or None
         Where ``#include "..."`` looks after the source's own folder: the ``.cu`` file's folder,
         or the spec's for inline source (None: a spec built in memory).
+    directives : tuple of (str, int)
+        Performance directives the compiled kernel's ``.entry`` gets (``("maxnreg", 64)``): a
+        searched spec's ptxas knobs (``[search] ptxas``), which nvcc's PTX cannot carry itself.
     """
 
     text: str
@@ -174,11 +179,49 @@ class CudaSource:
     options: tuple[str, ...] = ()
     path: Path | None = None
     folder: Path | None = None
+    directives: tuple[tuple[str, int], ...] = ()
 
     @property
     def key(self) -> str:
         """The spec key that gives the source: ``kernel.cu`` or ``kernel.cuda``."""
         return "kernel.cuda" if self.path is None else "kernel.cu"
+
+
+ParameterValue = int | float | str
+"""A value a searched parameter takes: a TOML integer, float or string."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTable:
+    """A spec's ``[search]`` table: the parameters a search tunes, read and checked.
+
+    Attributes
+    ----------
+    parameters : tuple of (str, tuple)
+        Each parameter's name and values, in the spec's order (values in neighbour order).
+    constraints : tuple of str
+        Predicates over parameters and sizes (``BLOCK * ITEMS <= 4096``) every configuration meets.
+    defines : tuple of str
+        The parameters that become ``-DNAME=VALUE`` options of nvcc.
+    ptxas : tuple of (str, str or int)
+        A ptxas knob (``maxrregcount``) and the integer expression over parameters that sets it.
+    baseline : tuple of (str, value)
+        The configuration the spec loads as, every parameter named.
+    spec : KernelSpec
+        The spec as written: its expressions read parameters as they read sizes.
+    """
+
+    parameters: tuple[tuple[str, tuple[ParameterValue, ...]], ...]
+    constraints: tuple[str, ...]
+    defines: tuple[str, ...]
+    ptxas: tuple[tuple[str, str | int], ...]
+    baseline: tuple[tuple[str, ParameterValue], ...]
+    spec: KernelSpec
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The parameters' names, in order."""
+        return tuple(name for name, _ in self.parameters)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +247,9 @@ class KernelSpec:
         kernel fitted to the timed size fails.
     cuda : CudaSource or None
         The CUDA C++ source the PTX is compiled from; None for a spec of PTX.
+    search : SearchTable or None
+        A spec with a ``[search]`` table loads as its baseline configuration; the table (with the
+        spec as written) makes every other one (:func:`karyamorph.kernel.tuning.variant`).
     """
 
     ptx: str
@@ -221,6 +267,7 @@ class KernelSpec:
     source_path: Path | None = None
     cuda: CudaSource | None = None
     text: str = field(default="", compare=False)
+    search: SearchTable | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -1,6 +1,8 @@
 """``karyamorph search run``: a template's space searched on the GPU, every evaluation stored as it
-happens, the winner re-checked on fresh inputs, re-timed beside the torch baseline, and stored as
-the spec and PTX that ``karyamorph search export`` writes for ``karyamorph run``.
+happens, the winner raced against the template's baseline configuration, re-checked on fresh
+inputs, re-timed beside the torch baseline, and stored as the spec and PTX that ``karyamorph
+search export`` writes for ``karyamorph run``; the evaluations also as a Kernel Tuner cache file
+when asked.
 
 The search's bookkeeping (:func:`search_in_store`) takes whatever evaluates the variants;
 :func:`run_template_search` gives it the GPU's evaluator and re-check.
@@ -26,12 +28,13 @@ from karyamorph.kernel.bound import bind
 from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.check.interrupts import z3_leaves_ctrl_c
 from karyamorph.search import stored
-from karyamorph.search.gates import equivalence_gate
+from karyamorph.search.gates import build, equivalence_gate
 from karyamorph.search.history import Evaluation, History
+from karyamorph.search.kerneltuner import write_cache
 from karyamorph.search.loop import SearchRecord, run_search
-from karyamorph.search.outcome import Evaluator
+from karyamorph.search.outcome import EvaluationFailed, Evaluator, Outcome
 from karyamorph.search.prior import cost_prior
-from karyamorph.search.space import Value
+from karyamorph.search.space import Space, Value
 from karyamorph.search.strategies import make_strategy
 from karyamorph.search.template import Template
 from karyamorph.search.variants import VariantEvaluator
@@ -98,6 +101,24 @@ class GatedEvaluator(Evaluator, Protocol):
     last: dict[str, Any]
 
 
+def search_arch(arch: str | None, device: DeviceInfo | None) -> Arch:
+    """The arch a search builds its variants for: ``arch`` as given, else the GPU's.
+
+    Raises
+    ------
+    SearchSetupError
+        No ``arch`` is given and there is no GPU to take it from.
+    ArchError
+        ``arch`` is not a target.
+    """
+    if arch is not None:
+        return Arch.parse(arch)
+    if device is None:
+        raise SearchSetupError("no GPU was found to take the arch from: pass --arch (sm_90 for an H100 or "
+                               "an H200); a search times its variants on a GPU of that arch")  # fmt: skip
+    return Arch.parse(device.arch)
+
+
 def check_request(request: SearchRequest, device: DeviceInfo | None) -> DeviceInfo:
     """The device the search times on, after checking that the request fits it."""
     if device is None:
@@ -120,10 +141,11 @@ def run_template_search(
     out_dir: Path | None = None,
     resume: str | None = None,
     progress: Progress | None = None,
+    kt_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Search on the GPU, store, re-check the winner, time the baseline; return the search's
     summary (see :func:`search_in_store`; ``out_dir``, when given, also gets the winner's files
-    in a folder named by the search's id)."""
+    in a folder named by the search's id; ``kt_cache`` the evaluations as a Kernel Tuner cache)."""
     device = check_request(request, device)
     with Store.open(db) as store, GpuWorker(device.ordinal) as worker:
         evaluator = VariantEvaluator(request.template, request.arch, discover(), worker,
@@ -134,7 +156,8 @@ def run_template_search(
             return _recheck(request, spec, config, worker, device, store, search_id)
 
         return search_in_store(request, evaluator, store, device_name=device.name, resume=resume,
-                               progress=progress, recheck=recheck, out_dir=out_dir)  # fmt: skip
+                               progress=progress, recheck=recheck, out_dir=out_dir,
+                               kt_cache=kt_cache)  # fmt: skip
 
 
 def search_in_store(
@@ -147,9 +170,11 @@ def search_in_store(
     progress: Progress | None = None,
     recheck: Recheck | None = None,
     out_dir: Path | None = None,
+    kt_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Search ``request``'s space with ``evaluator``, each evaluation stored as it happens, then
-    the summary with the winner's spec and PTX; return the summary with the search's id.
+    the summary with the baseline configuration's time beside the winner's and the winner's
+    spec and PTX; return the summary with the search's id.
 
     Parameters
     ----------
@@ -168,6 +193,9 @@ def search_in_store(
         Measures the winner again (:data:`Recheck`); None leaves it as the search found it.
     out_dir : Path, optional
         Where the winner's files are also written, in a folder named by the search's id.
+    kt_cache : Path, optional
+        Where the search's evaluations (a resumed search's stored ones too) are written as a
+        Kernel Tuner cache file (``.json``, or ``.json.gz``), so that Kernel Tuner can replay them.
 
     Raises
     ------
@@ -207,7 +235,11 @@ def search_in_store(
             record = run_search(space, make_strategy(request.strategy), evaluator, budget=request.budget,
                                 seed=request.seed, cache=cache, on_evaluation=on_evaluation,
                                 prior=prior.costs if prior is not None else None)  # fmt: skip
+            if kt_cache is not None:
+                outcomes = ((e.index, e.outcome) for e in record.evaluations)
+                write_cache(kt_cache, space, outcomes, _kt_header(request, device_name))
             summary = _summarize(record, time.perf_counter() - t0)
+            summary["baseline"] = _race_baseline(request, space, cache, evaluator, record.best)
             if prior is not None:
                 summary["cost_prior"] = prior.as_dict()
             files = None
@@ -240,6 +272,48 @@ def _start(
         raise SearchSetupError(f"search {search.search_id[:8]} was run with other "
                                f"{', '.join(changed)}: resume it with the same arguments")  # fmt: skip
     return search.search_id, search.cache(), len(search.evaluations)
+
+
+def _race_baseline(
+    request: SearchRequest, space: Space, cache: dict[str, Outcome], evaluator: Evaluator,
+    best: Evaluation | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The template's baseline configuration beside the winner: its time in the search, or
+    measured now by the same evaluator when the search did not reach it (not charged to the
+    budget, not stored as an evaluation), and how much faster the winner is."""
+    template = request.template
+    config = template.config(template.baseline)
+    out: dict[str, Any] = {"config": dict(config)}
+    index = space.find(config)
+    if index is None:
+        out["failure"] = f"not a valid configuration for {request.arch.name}"
+        return out
+    outcome = cache.get(space.key(index))
+    out["in_search"] = outcome is not None
+    if outcome is None:
+        try:
+            outcome = evaluator.evaluate(config)
+        except EvaluationFailed as exc:
+            outcome = Outcome.failed(exc.failure, exc.detail)
+    if outcome.time_ms is None:
+        out["failure"] = f"{outcome.failure.value if outcome.failure else 'failed'}: {outcome.detail}"
+        return out
+    out["time_ms"] = outcome.time_ms
+    if best is not None and best.outcome.time_ms:
+        out["speedup"] = outcome.time_ms / best.outcome.time_ms
+    return out
+
+
+def _kt_header(request: SearchRequest, device_name: str) -> dict[str, Any]:
+    """A Kernel Tuner cache's header: the device, the kernel's name as its source says it and
+    the problem size (the search's sizes, in the template's order), which Kernel Tuner checks
+    against its own ``tune_kernel`` call before it takes the cache."""
+    template = request.template
+    sizes = request.sizes or template.sizes
+    spec = build(template, template.baseline, request.arch, sizes)
+    name = spec.entry if isinstance(spec, KernelSpec) else template.name
+    return {"device_name": device_name, "kernel_name": name, "problem_size": list(sizes.values()),
+            "objective": "time"}  # fmt: skip
 
 
 def _summarize(record: SearchRecord, seconds: float) -> dict[str, Any]:

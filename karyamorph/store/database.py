@@ -363,6 +363,17 @@ class Store:
             [limit],
         )
 
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection itself, for reading with DuckDB's own API (``.sql(...)``).
+
+        Raises
+        ------
+        StoreError
+            The store is closed.
+        """
+        return self._connection()
+
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
             raise StoreError(f"store {self.path} is closed")

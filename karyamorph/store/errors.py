@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import duckdb
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.store import integrity
 
 
-class StoreError(Exception):
+class StoreError(KaryaMorphError):
     """A store operation failed; the message names the database file and the operation."""
 
 

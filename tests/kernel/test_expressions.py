@@ -1,4 +1,5 @@
-"""Size expressions: the language's arithmetic, its names, and that no expression can run code."""
+"""Size expressions: the language's arithmetic, its names, and that no expression can run code;
+predicates (a search's constraints) over it; parameters written into an expression."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 import pytest
 
-from karyamorph.kernel.expressions import ExpressionError, evaluate
+from karyamorph.kernel.expressions import ExpressionError, evaluate, holds, names, substitute
 
 SIZES = {"n": 1000, "m": 7}
 
@@ -95,3 +96,63 @@ def test_booleans_and_non_finite_numbers_are_refused() -> None:
         evaluate(True, SIZES)
     with pytest.raises(ExpressionError, match="not a finite number"):
         evaluate(float("inf"), SIZES, integer=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("n > m", True), ("n <= m", False), ("m < 8 <= n", True), ("m < 7 <= n", False),
+        ("n % 8 == 0 and m != 7", False), ("n % 8 == 0 or m != 7", True), ("not n < m", True),
+        ("not (m < 8 and n > 1000)", True), ("ceildiv(n, 256) * 256 >= n", True),
+        # and, or stop at the operand that decides: n % 0 is never evaluated
+        ("m == 7 or n % 0 == 1", True), ("m == 8 and n % 0 == 1", False),
+    ],
+)  # fmt: skip
+def test_a_predicate_compares_arithmetic(text: str, value: bool) -> None:
+    assert holds(text, SIZES) is value
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("n", "is not a comparison"), ("n and m", "is not a comparison"),
+        ("(n < m) + 1", "is not a comparison"), ("n < (m < 2)", "uses Compare"),
+        ("n is m", "is not a comparison"), ("n in m", "is not a comparison"),
+        ("n < x", "unknown size 'x'"), ("n % 0 == 1", "divides by zero"), ("n <", "cannot parse"),
+    ],
+)  # fmt: skip
+def test_a_predicate_is_comparisons_only(text: str, words: str) -> None:
+    with pytest.raises(ExpressionError, match=re.escape(words)):
+        holds(text, SIZES)
+
+
+def test_size_expressions_have_no_comparisons() -> None:
+    with pytest.raises(ExpressionError, match="uses Compare"):
+        evaluate("n < m", SIZES)
+    with pytest.raises(ExpressionError, match="uses BoolOp"):
+        evaluate("n and m", SIZES)
+
+
+def test_names_are_what_an_expression_reads_not_what_it_calls() -> None:
+    assert names("ceildiv(n, BLOCK * min(ITEMS, 2))") == {"n", "BLOCK", "ITEMS"}
+    assert names("BLOCK * ITEMS <= n and not m > 1", predicate=True) == {"BLOCK", "ITEMS", "n", "m"}
+    assert names(256) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("text", "values", "written"),
+    [
+        ("ceildiv(n, BLOCK * ITEMS)", {"BLOCK": 256, "ITEMS": 4}, "ceildiv(n, 1024)"),
+        ("(BM // TM) * (BN // TN)", {"BM": 128, "TM": 8, "BN": 64, "TN": 4}, 256),
+        ("BLOCK", {"BLOCK": 64}, 64), ("min(ceildiv(n, B), sms * P)", {"B": 128, "P": 2},
+                                       "min(ceildiv(n, 128), sms * 2)"),
+        ("max(B, 3)", {"B": 2}, 3), ("B / 3 + n", {"B": 256}, "256 / 3 + n"), ("n - B", {"B": -2}, "n - -2"),
+        ("ceildiv(n, 256)", {"B": 1}, "ceildiv(n, 256)"), ("min(n, B)", {"B": 3}, "min(n, 3)"),
+    ],
+)  # fmt: skip
+def test_substitute_writes_values_in_and_folds_what_is_left_numbers(
+    text: str, values: dict[str, int], written: str | int
+) -> None:
+    assert substitute(text, values) == written
+    sizes = {"n": 1000, "m": 7, "sms": 132}
+    assert evaluate(written, sizes, integer=False) == evaluate(text, {**sizes, **values}, integer=False)

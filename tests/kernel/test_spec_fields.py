@@ -46,6 +46,11 @@ class Bad(NamedTuple):
     only: str | None = None
 
 
+P12 = {"parameters": {"P": [1, 2]}}
+"""A ``[search]`` table: one parameter P of values 1 and 2 (the baseline: 1)."""
+PTXAS = (("search", {**P12, "ptxas": {}}),)
+"""``P12`` with an empty ``ptxas`` table, for the cases that set one knob."""
+
 BAD = [
     Bad("version", True, "expected the integer 1"),
     Bad("version", 1.0, "expected the integer 1"),
@@ -176,6 +181,54 @@ BAD = [
     Bad("cost.flops", -0.5, "a cost must be >= 0"),
     Bad("cost.flops", float("inf"), "not a finite number"),
     Bad("cost.flops", [1], "expected a number or an expression"),
+    Bad("search", [1], "[search] must be a table"),
+    Bad("search.colour", 1, "unknown key(s) colour", (("search", P12),)),
+    Bad("search.parameters", DELETE, "missing: a table of each parameter's values", (("search", P12),)),
+    Bad("search.parameters", {}, "expected a table of each parameter's values", (("search", P12),)),
+    Bad("search.parameters", [1, 2], "expected a table of each parameter's values", (("search", P12),)),
+    Bad("search.parameters.P", [], "parameter 'P' has no values", (("search", P12),)),
+    Bad("search.parameters.P", 4, "parameter 'P' has no values", (("search", P12),)),
+    Bad("search.parameters.P", [1, 1], "repeats a value", (("search", P12),)),
+    Bad("search.parameters.P", [True], "expected integers, numbers or strings", (("search", P12),)),
+    Bad("search.parameters.SIZE", [1], "is a size: a parameter needs a name of its own", (("search", P12),)),
+    Bad("search.parameters.ARG0", [1], "is an argument: a parameter needs a name", (("search", P12),)),
+    Bad("search.parameters.ceildiv", [1], "is a function of the expressions", (("search", P12),)),
+    Bad("search.parameters.while", [1], "not a name expressions can read", (("search", P12),)),
+    Bad("search.constraints", "P < 2", "expected a list of conditions", (("search", P12),)),
+    Bad("search.constraints", ["P +"], "cannot parse expression", (("search", P12),)),
+    Bad("search.constraints", ["P"], "is not a comparison", (("search", P12),)),
+    Bad("search.constraints", ["P < Q"], "unknown name 'Q' in 'P < Q'", (("search", P12),)),
+    Bad("search.constraints", ["P > 2"], "no configuration meets 'P > 2': it excludes every one",
+        (("search", P12),)),
+    Bad("search.constraints", ["1 > 2"], "it excludes every one", (("search", P12),)),
+    Bad("search.constraints", ["P < 2", "P > 1"], "together they exclude every configuration",
+        (("search", P12),)),
+    Bad("search.constraints", ["S == 1"], "are not all integers",
+        (("search", {"parameters": {"S": ["a"]}}),)),
+    Bad("search.defines", "P", "expected a list of parameter names", (("search", P12),)),
+    Bad("search.defines", ["P"], "go with cu or cuda, not PTX", (("search", P12),), only="ptx"),
+    Bad("search.defines", ["Q"], "'Q' is not a parameter", (("search", P12),), only="cu"),
+    Bad("search.defines", ["P", "P"], "'P' is defined twice", (("search", P12),), only="cu"),
+    Bad("search.defines", ["P"], "kernel.options define P already", (("kernel.options", ["-DP=3"]),
+        ("search", P12)), only="cu"),
+    Bad("search.ptxas", "P", "expected a table of ptxas knobs", (("search", P12),)),
+    Bad("search.ptxas.maxnreg", "P", "unknown ptxas knob 'maxnreg'", PTXAS),
+    Bad("search.ptxas.maxrregcount", True, "expected a parameter or an integer expression", PTXAS),
+    Bad("search.ptxas.maxrregcount", "P * 200", "is 400 at P = 2; maxrregcount takes 0", PTXAS),
+    Bad("search.ptxas.maxrregcount", "P + SIZE", "reads a size", PTXAS),
+    Bad("search.baseline", 3, "expected a table of parameter values", (("search", P12),)),
+    Bad("search.baseline.P", 7, "7 is not one of its values [1, 2]", (("search", {**P12, "baseline": {}}),)),
+    Bad("search.baseline.P", 1.0, "1.0 is not one of its values", (("search", {**P12, "baseline": {}}),)),
+    Bad("search.baseline.Q", 1, "unknown parameter 'Q'", (("search", {**P12, "baseline": {}}),)),
+    Bad("search.baseline", {"P": 1}, "does not meet search.constraints[0] 'P > 1'",
+        (("search", {**P12, "constraints": ["P > 1"]}),)),
+    Bad("search.baseline", DELETE, "the baseline (each parameter's first value: give [search] baseline)",
+        (("search", {**P12, "constraints": ["P > 1"], "baseline": {}}),)),
+    Bad("launch.grid", ["ceildiv(P, BB)"], "unknown name 'BB' in 'ceildiv(P, BB)'", (("search", P12),)),
+    Bad("launch.block", ["S"], "reads parameter 'S', whose values ['a', 'b'] are not all integers",
+        (("search", {"parameters": {"S": ["a", "b"]}}),)),
+    Bad("launch.block", ["1024 * P"], "evaluates to 2048; it must be 1 to 1024",
+        (("search", {"parameters": {"P": [2, 1]}}),)),
 ]  # fmt: skip
 
 _STEP = re.compile(r"([^.\[\]]+)(?:\[(-?\d+)\])?")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.harness.gpu.inputs import poison_
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
@@ -27,7 +28,7 @@ GUARD_BYTE = 0xCD
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
 
 
-class CudaError(RuntimeError):
+class CudaError(KaryaMorphError, RuntimeError):
     """A failing CUDA call; the message starts with the driver's error name (``CUDA_ERROR_...``)."""
 
     def __init__(self, name: str, description: str, where: str) -> None:
@@ -278,7 +279,7 @@ class KernelLaunch:
         function = code.get_kernel(entry)
         shared = kernel.shared_bytes
         if shared > DEFAULT_DYNAMIC_SHARED_LIMIT:
-            _allow_dynamic_shared(function, shared, device)
+            allow_dynamic_shared(function, shared, device)
         bx, by, bz = kernel.block
         config = LaunchConfig(grid=kernel.grid, block=(bx, by, bz), shmem_size=shared)
         return KernelLaunch(device, stream, code, function, config, bx * by * bz, shared)
@@ -297,7 +298,7 @@ class KernelLaunch:
         try:
             launch(self.stream, self.config, self.kernel, *self.args)
         except cuda_core_errors() as exc:
-            raise _as_cuda_error(exc, "kernel launch") from None
+            raise as_cuda_error(exc, "kernel launch") from None
 
     def sync(self) -> None:
         """Wait for the stream; a fault of the kernel surfaces here as :class:`CudaError`."""
@@ -325,7 +326,8 @@ class KernelLaunch:
         )
 
 
-def _as_cuda_error(exc: BaseException, where: str) -> CudaError:
+def as_cuda_error(exc: BaseException, where: str) -> CudaError:
+    """A cuda.core driver error as :class:`CudaError`, its ``CUDA_ERROR_...`` name kept."""
     if isinstance(exc, CudaError):
         return exc
     text = str(exc)
@@ -347,7 +349,8 @@ def cu_function(kernel: Any) -> Any:
     return check(driver.cuKernelGetFunction(handle), "cuKernelGetFunction")
 
 
-def _allow_dynamic_shared(kernel: Any, shared: int, device: Any) -> None:
+def allow_dynamic_shared(kernel: Any, shared: int, device: Any) -> None:
+    """Let a cuda.core kernel take ``shared`` bytes of dynamic shared memory (above 48 KB)."""
     from cuda.bindings import driver
 
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES

@@ -14,12 +14,16 @@ from karyamorph.kernel.bound import BoundKernel
 from karyamorph.model.check.checker import check
 from karyamorph.model.check.witnesses import UserTerms
 from karyamorph.model.interp.budget import ModelBudget, TooLargeError
-from karyamorph.model.interp.errors import ExecutionError
+from karyamorph.model.interp.cfg import CfgError
+from karyamorph.model.interp.errors import ExecutionError, LaunchError, ModelLimitError
 from karyamorph.model.interp.program import expanded_entry
 from karyamorph.model.ptx.ptx_machine import ptx_machine
-from karyamorph.model.semantics.decode import unmodeled
+from karyamorph.model.semantics.decode import UnmodeledError, unmodeled
 
 PROPERTIES = ("bounds", "race", "barrier")
+# The model's own limits: a form, operand or layout it cannot run. They make the verdict
+# unknown (the stage skips, or leaves the interpreter "not run"), never a failure.
+MODEL_LIMITS = (ModelLimitError, UnmodeledError, CfgError, LaunchError)
 # Seconds the z3 checks of one pipeline run may take before the rest is reported unknown.
 CHECK_DEADLINE_S = 30.0
 
@@ -86,9 +90,13 @@ class ModelStage:
     model, and with "too large for the model: ..." when the entry declares more registers or
     module variable bytes than ``budget`` allows. Passes only when every property is proved
     (``proved-up-to-k`` says so in its data) and the model's outputs match the reference; a
-    refuted property fails the stage, an undecided one is ``unknown``. A launch over the
-    budget's bytes or instructions is checked but not interpreted: its ``interp`` data says
-    "not run" with the "too large for the model" reason.
+    refuted property (its witness replayed on the interpreter), outputs that differ from the
+    reference or a fault of the kernel in the CPU run (out of bounds, a divergent barrier,
+    ``trap``) fail the stage, an undecided property is ``unknown``. The model's own limits are
+    never a failure: a form it cannot encode makes a property ``unknown``, one it cannot lay
+    out skips with "the model cannot run this kernel: ...", and one it cannot interpret, like a
+    launch over the budget's bytes or instructions, leaves the ``interp`` data "not run" with
+    the reason.
     """
 
     name = "model"
@@ -132,6 +140,8 @@ class ModelStage:
             verdicts = check_spec(kernel, module, machine=machine, deadline_s=self.check_deadline_s)
         except TooLargeError as exc:
             return StageResult.skip(str(exc))
+        except MODEL_LIMITS as exc:  # what the model cannot lay out is not the kernel's fault
+            return StageResult.skip(f"the model cannot run this kernel: {exc}")
         data["checks"] = [v.as_dict() for v in verdicts]
         for v in verdicts:
             log.append(f"{v.property}: {v.verdict}" + (f" ({v.reason})" if v.reason else ""))
@@ -163,7 +173,11 @@ class ModelStage:
             reason = f"{exc}; `karyamorph interp` with smaller --size values runs it"
             log.append(f"interpretation: not run ({reason})")
             return {"status": "not run", "reason": reason}, None
-        except ExecutionError as exc:
+        except MODEL_LIMITS as exc:
+            reason = f"the model cannot run it: {exc}"
+            log.append(f"interpretation: not run ({reason})")
+            return {"status": "not run", "reason": reason}, None
+        except ExecutionError as exc:  # the kernel's own fault: out of bounds, a divergent barrier
             log.append(f"interpretation: {exc}")
             return {"status": "fail", "error": str(exc)}, Interpretation(kernel, None, failure=str(exc))
         log.append(f"interpretation: {report.status} (max abs err {report.max_abs_error:.3g})")

@@ -28,6 +28,7 @@ from karyamorph.isa.arch import Arch, ArchError
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.mangling import resolve_entry
 from karyamorph.kernel.spec import CudaSource, KernelSpec, SpecError
+from karyamorph.kernel.tuning import add_directives
 
 CACHE_KIND = "nvcc-ptx"
 """The tool cache's folder for nvcc's PTX."""
@@ -252,8 +253,10 @@ def _format(d: Diagnostic, source: CudaSource) -> str:
 
 
 def lower(spec: KernelSpec, arch: Arch, *, nvcc: Tool | None = None) -> KernelSpec:
-    """``spec`` with the PTX its CUDA source compiles to for ``arch``, and its ``entry`` as that
-    PTX names it (:func:`karyamorph.kernel.mangling.resolve_entry`); a spec of PTX as it is.
+    """``spec`` with the PTX its CUDA source compiles to for ``arch`` (its
+    :attr:`~karyamorph.kernel.spec.CudaSource.directives` on the kernel's ``.entry``), and its
+    ``entry`` as that PTX names it (:func:`karyamorph.kernel.mangling.resolve_entry`); a spec of
+    PTX as it is.
 
     Raises
     ------
@@ -271,4 +274,6 @@ def lower(spec: KernelSpec, arch: Arch, *, nvcc: Tool | None = None) -> KernelSp
     ptx = compile_cuda(source, arch, where=spec.where, nvcc=nvcc)
     names = [f.name for f in parse(ptx, spec.ptx_name).entries]
     entry = resolve_entry(spec.entry, names, f"{spec.where}: kernel.entry", source.name)
+    if source.directives:  # a searched spec's ptxas knobs, which nvcc's PTX cannot carry
+        ptx = add_directives(ptx, entry, source.directives, f"{spec.where}: search.ptxas")
     return dataclasses.replace(spec, ptx=ptx, entry=entry)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.harness.tools.cache import cached_text
 from karyamorph.harness.tools.toolchain import Toolchain
 
@@ -51,7 +52,7 @@ _LABEL_REF = re.compile(r"`\((?P<label>[^)]+)\)")
 _HIGH_WORD = re.compile(r"\s*/\*\s*0x(?P<word>[0-9a-fA-F]{16})\s*\*/\s*$")  # an encoding's second word
 
 
-class SassError(RuntimeError):
+class SassError(KaryaMorphError, RuntimeError):
     """The disassembler is missing, failed, or printed something this parser cannot read."""
 
 

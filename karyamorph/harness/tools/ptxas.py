@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.harness.tools.toolchain import Toolchain
 
 _ARCH = re.compile(r"sm_\d+[af]?")
@@ -121,7 +122,7 @@ class Assembly:
     const_bytes: Mapping[int, int] = field(default_factory=dict)
 
 
-class PtxasError(RuntimeError):
+class PtxasError(KaryaMorphError, RuntimeError):
     """ptxas rejected the PTX; the message names the file and line and shows the PTX line."""
 
     def __init__(

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from karyamorph.errors import KaryaMorphError
+
 #: The compile-side tools a :class:`Toolchain` holds; only ptxas is required.
 TOOLS = ("ptxas", "nvdisasm", "cuobjdump")
 #: The tools that wrap a GPU run; looked up when a stage needs them.
@@ -42,7 +44,7 @@ _COMPILER_VERSION = re.compile(r"release (?P<release>\d+\.\d+), V(?P<version>\d+
 _TOOL_VERSION = re.compile(r"\bVersion\s+(?P<version>(?P<release>\d+\.\d+)(?:\.\d+)*)")
 
 
-class ToolchainError(RuntimeError):
+class ToolchainError(KaryaMorphError, RuntimeError):
     """A tool is missing, does not run, or does not say its version; the message says which."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from karyamorph.errors import KaryaMorphError
 
-class ExecutionError(Exception):
+
+class ExecutionError(KaryaMorphError):
     """A kernel did something the model defines as an error (or undefined) while running."""
 
 
@@ -19,9 +21,18 @@ class WarpSyncError(ExecutionError):
     """A ``.sync`` warp instruction whose membermask disagrees with the threads executing it."""
 
 
+class TrapError(ExecutionError):
+    """A thread executed ``trap``: the kernel aborts there."""
+
+
+class ModelLimitError(ExecutionError):
+    """An operand or form the model cannot run (its limit, not a fault of the kernel): the
+    verdict on such a kernel is ``unknown``, never ``fail``."""
+
+
 class StepLimitError(ExecutionError):
     """The kernel ran more instructions than ``max_steps`` allows (a hang or a very long loop)."""
 
 
-class LaunchError(ValueError):
+class LaunchError(KaryaMorphError, ValueError):
     """A launch that cannot run: missing or unknown arguments, bad sizes, too much shared memory."""

@@ -14,6 +14,7 @@ from karyamorph.model.interp.cfg import Cfg, build_cfg, flatten
 from karyamorph.model.interp.errors import LaunchError
 from karyamorph.model.interp.inline import expand_calls, function_addresses
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
+from karyamorph.model.interp.scopes import resolve_module_scopes
 from karyamorph.model.interp.simt import immediate_bits
 from karyamorph.model.interp.variables import InitializerError, ModuleVariable, module_variables
 from karyamorph.model.semantics.decode import Decoded, decode_function
@@ -94,6 +95,8 @@ def expanded_entry(module: ast.Module, entry: str, budget: ModelBudget | None = 
     """``entry`` with its calls expanded, checked against ``budget``'s registers and module
     variables (TooLargeError) before anything per register or per byte is built."""
     budget = budget or ModelBudget()
+    # Scopes first: a callee's block-local names must be unique before its body is inlined.
+    module = resolve_module_scopes(module)
     fn = expand_calls(module, module.entry(entry))
     budget.check_registers(fn)
     budget.check_variables(module)

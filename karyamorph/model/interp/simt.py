@@ -17,7 +17,7 @@ import numpy as np
 from karyamorph.isa import ast
 from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncHooks
 from karyamorph.model.interp.atomics import apply_atomics
-from karyamorph.model.interp.errors import ExecutionError, MemoryAccessError
+from karyamorph.model.interp.errors import MemoryAccessError, ModelLimitError, TrapError
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
 from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
 from karyamorph.model.interp.warp import WarpHooks
@@ -175,9 +175,11 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
     def operand_error(self, message: str) -> Exception:
         return self._error(message)
 
-    def _error(self, message: str, thread: int | None = None) -> ExecutionError:
+    def _error(self, message: str, thread: int | None = None) -> ModelLimitError:
+        # ptxas accepted the PTX before the model runs it, so an operand the model cannot
+        # resolve or read is the model's limit, not the kernel's fault.
         where = f" ({self.geo.describe(thread)})" if thread is not None else ""
-        return ExecutionError(f"line {self.dec.line}: {self.dec.source.full_opcode}{where}: {message}")
+        return ModelLimitError(f"line {self.dec.line}: {self.dec.source.full_opcode}{where}: {message}")
 
     # --- registers ----------------------------------------------------------------------------
     # Register views and constants are looked up once per group and kept: the register file is
@@ -459,7 +461,7 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self.ctl = ("exit",)
 
     def trap(self) -> None:
-        raise self.operand_error("trap: the kernel aborts here")
+        raise TrapError(f"line {self.dec.line}: {self.dec.source.full_opcode}: trap: the kernel aborts here")
 
     def barrier(self, barrier_id: UIntArray, count: UIntArray | None) -> None:
         self.ctl = ("barrier",)

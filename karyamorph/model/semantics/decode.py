@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.isa import ast
 from karyamorph.isa.requirement import Requirement
 from karyamorph.model.semantics.instruction import Instr
@@ -81,7 +82,7 @@ class Unmodeled:
         return f"line {self.line}: {self.form}: {self.reason}"
 
 
-class UnmodeledError(Exception):
+class UnmodeledError(KaryaMorphError):
     """A kernel uses instructions outside the modeled set; lists every one by name and line."""
 
     def __init__(self, entry: str, items: Iterable[Unmodeled]) -> None:

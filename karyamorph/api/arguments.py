@@ -1,0 +1,147 @@
+"""Kernel arguments checked against the ``.entry`` signature and packed for a launch.
+
+The check runs before any CUDA call, so a wrong argument is reported the same way with or
+without a GPU, naming the parameter, and never reaches the driver as a wrong pointer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from karyamorph.errors import KaryaMorphError
+from karyamorph.isa import ast
+
+PARAM_TYPES: dict[str, type[np.generic]] = {
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
+    "b8": np.uint8, "b16": np.uint16, "b32": np.uint32, "b64": np.uint64,
+    "f16": np.float16, "f32": np.float32, "f64": np.float64,
+}  # fmt: skip
+"""The numpy type a by-value ``.param`` of each PTX type is passed as."""
+
+
+class LaunchArgumentError(KaryaMorphError, TypeError):
+    """An argument that does not fit the ``.entry`` signature; the message names the parameter."""
+
+
+def describe(param: ast.Param) -> str:
+    """The parameter as the PTX declares it: ``.param .u64 .ptr .global a``."""
+    ptr = f" .ptr .{param.ptr_space}" if param.is_ptr and param.ptr_space else " .ptr" if param.is_ptr else ""
+    dims = "".join(f"[{d or ''}]" for d in param.dims)
+    return f".param .{param.type}{ptr} {param.name}{dims}"
+
+
+def device_pointer(value: object) -> int | None:
+    """The device address of a GPU array (``__cuda_array_interface__``: cupy, numba, torch);
+    None for anything else. A host array is refused by :func:`pack_arguments`."""
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if isinstance(interface, dict):
+        return int(interface["data"][0])
+    return None
+
+
+def _is_host_array(value: object) -> bool:
+    # A CPU torch tensor has data_ptr() too: its is_cuda says where that pointer lives.
+    if getattr(value, "is_cuda", None) is False:
+        return True
+    # A numpy scalar shows __array_interface__ as well, but is a value.
+    return not isinstance(value, np.generic) and hasattr(value, "__array_interface__")
+
+
+def _pointer(param: ast.Param, value: object, where: str) -> np.uint64 | None:
+    """``value`` as a 64-bit address when it is a GPU array; None when it is no array at all."""
+    address = device_pointer(value)
+    if address is None and getattr(value, "is_cuda", None) is True:
+        address = int(value.data_ptr())  # type: ignore[attr-defined]
+    if address is not None:
+        if ast.type_bytes(param.type) != 8 or param.type.startswith("f"):
+            raise LaunchArgumentError(
+                f"{where}: a device array was passed to {describe(param)}, which takes a "
+                f"{ast.type_bytes(param.type) * 8}-bit value, not a 64-bit address"
+            )
+        return np.uint64(address)
+    if _is_host_array(value):
+        raise LaunchArgumentError(
+            f"{where}: {describe(param)} needs a device pointer, got a host array "
+            f"({type(value).__module__}.{type(value).__name__}); copy it to the GPU first "
+            "(torch.as_tensor(x, device='cuda') or cupy.asarray(x))"
+        )
+    return None
+
+
+def _scalar(param: ast.Param, value: object, where: str) -> np.generic:
+    """``value`` as the numpy scalar of the parameter's type, refused when it does not fit."""
+    np_type = PARAM_TYPES.get(param.type)
+    if np_type is None:
+        raise LaunchArgumentError(f"{where}: {describe(param)} has a type launch does not pass")
+    width = ast.type_bytes(param.type)
+    if isinstance(value, np.generic):
+        if value.dtype.itemsize != width:
+            raise LaunchArgumentError(
+                f"{where}: {describe(param)} is {width * 8}-bit, got a {value.dtype.itemsize * 8}-bit "
+                f"numpy {value.dtype}"
+            )
+        # Same width: the bits pass as they are (an f32 scalar to a .b32 keeps its pattern).
+        return value.view(np_type)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise LaunchArgumentError(
+            f"{where}: {describe(param)} takes a number or a numpy scalar, got {type(value).__name__}"
+        )
+    if param.type.startswith("f"):
+        return np_type(value)
+    if isinstance(value, float):
+        raise LaunchArgumentError(
+            f"{where}: {describe(param)} is an integer parameter, got the float {value!r} "
+            f"(pass a numpy scalar of {width * 8} bits to give a bit pattern)"
+        )
+    bits = 8 * width
+    lo, hi = {
+        "u": (0, 2**bits - 1),
+        "s": (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1),
+        "b": (-(2 ** (bits - 1)), 2**bits - 1),  # untyped bits: either reading of the width
+    }[param.type[0]]
+    if not lo <= value <= hi:
+        raise LaunchArgumentError(f"{where}: {value} does not fit {describe(param)} ({lo}..{hi})")
+    # A negative value for a .bN parameter passes as its two's complement bits.
+    return np_type(value & (2**bits - 1)) if param.type[0] == "b" else np_type(value)
+
+
+def pack_arguments(entry: ast.Function, args: Sequence[object]) -> tuple[Any, ...]:
+    """Every argument of a launch of ``entry``, checked and in the form cuda.core launches.
+
+    GPU arrays (anything with ``__cuda_array_interface__``, or a CUDA torch tensor) become their
+    64-bit device address and go only to 64-bit integer parameters; Python numbers and numpy
+    scalars become the parameter's numpy type, refused when out of range or of another width.
+
+    Raises
+    ------
+    LaunchArgumentError
+        The count differs from the ``.entry``'s, a host array is passed where a device pointer
+        is needed, an array goes to a narrower parameter, or a scalar does not fit; the message
+        names the entry and the parameter.
+    """
+    params = entry.params
+    if len(args) != len(params):
+        names = ", ".join(p.name for p in params) or "none"
+        raise LaunchArgumentError(f"{entry.name}: takes {len(params)} argument(s) ({names}), got {len(args)}")
+    packed: list[Any] = []
+    for i, (param, value) in enumerate(zip(params, args, strict=True)):
+        where = f"{entry.name}: argument {i} ({param.name})"
+        if param.dims:
+            raise LaunchArgumentError(
+                f"{where}: {describe(param)} is a by-value array, which launch does not pass"
+            )
+        pointer = _pointer(param, value, where)
+        if pointer is not None:
+            packed.append(pointer)
+        elif param.is_ptr:
+            if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
+                packed.append(np.uint64(value))  # a raw device address the caller owns
+            else:
+                raise LaunchArgumentError(f"{where}: {describe(param)} needs a device array, got {value!r}")
+        else:
+            packed.append(_scalar(param, value, where))
+    return tuple(packed)

@@ -1,0 +1,314 @@
+"""One PTX entry as a user holds it: made from PTX, CUDA source or a spec; compiled, disassembled
+and launched in this process."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from karyamorph.api.arguments import LaunchArgumentError, pack_arguments
+from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.launch import (
+    DEFAULT_DYNAMIC_SHARED_LIMIT,
+    allow_dynamic_shared,
+    as_cuda_error,
+    cuda_core_errors,
+)
+from karyamorph.harness.pipeline import check_arch, default_arch
+from karyamorph.harness.session import load_bound
+from karyamorph.harness.tools.nvcc import compile_cuda
+from karyamorph.harness.tools.nvdisasm import disassemble
+from karyamorph.harness.tools.ptxas import assemble
+from karyamorph.harness.tools.toolchain import discover
+from karyamorph.isa import ast
+from karyamorph.isa.arch import Arch
+from karyamorph.isa.parser import parse
+from karyamorph.kernel.mangling import resolve_entry
+from karyamorph.kernel.spec import CudaSource, KernelSpec, SpecError
+
+Dim3 = int | Sequence[int]
+"""A grid or block: one number, or up to three (x, y, z)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """What ptxas made of an entry for one target (``ptxas -v``'s report).
+
+    Attributes
+    ----------
+    arch : str
+        The target, e.g. ``"sm_90"``.
+    registers : int or None
+        Registers per thread.
+    spill_stores_bytes, spill_loads_bytes : int
+        Bytes spilled to and reloaded from local memory.
+    shared_bytes : int
+        Static shared memory per block.
+    stack_bytes, local_bytes : int
+        The stack frame and local memory per thread.
+    cubin : bytes
+        The ELF object, as the driver loads it.
+    log : str
+        ptxas's whole output.
+    """
+
+    arch: str
+    registers: int | None
+    spill_stores_bytes: int
+    spill_loads_bytes: int
+    shared_bytes: int
+    stack_bytes: int
+    local_bytes: int
+    cubin: bytes = field(repr=False)
+    log: str = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a JSON-ready dict; the cubin as its size, ``cubin_bytes``."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "cubin"}
+        data["cubin_bytes"] = len(self.cubin)
+        return data
+
+
+def _read(path_or_text: str | Path, suffix: str) -> tuple[str, str, Path | None]:
+    """(text, file name for messages, path): a Path or a one-line string ending in ``suffix`` is
+    a file; anything else is the text itself."""
+    if isinstance(path_or_text, Path) or ("\n" not in path_or_text and path_or_text.endswith(suffix)):
+        path = Path(path_or_text)
+        return path.read_text(), path.name, path
+    return path_or_text, f"kernel{suffix}", None
+
+
+def _dim3(value: Dim3, what: str) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims):
+        raise LaunchArgumentError(f"launch {what}: expected 1 to 3 positive integers, got {value!r}")
+    return (*dims, 1, 1)[:3]  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class _StreamHandle:
+    """A raw ``CUstream`` handle in the ``__cuda_stream__`` protocol that cuda.core wraps."""
+
+    handle: int
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
+
+
+def _foreign_stream(stream: Any) -> Any:
+    """Another library's stream as cuda.core takes it: itself when it speaks
+    ``__cuda_stream__`` (cupy), else its raw handle (torch's ``cuda_stream``)."""
+    if hasattr(stream, "__cuda_stream__"):
+        return stream
+    handle = getattr(stream, "cuda_stream", None)
+    if not isinstance(handle, int):
+        raise LaunchArgumentError(f"launch stream: not a CUDA stream: {stream!r}")
+    return _StreamHandle(handle)
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """One ``.entry`` of a PTX module, ready to compile, disassemble and launch.
+
+    Make one with :meth:`from_ptx`, :meth:`from_cuda` or :meth:`load`.
+
+    Attributes
+    ----------
+    ptx : str
+        The PTX module's text.
+    entry : str
+        The ``.entry``'s name (a C++ kernel's mangled name).
+    module : Module
+        The parsed PTX (:mod:`karyamorph.isa.ast`).
+    filename : str
+        The PTX's name in messages.
+    spec : KernelSpec or None
+        The spec it was loaded from (:meth:`load`): its sizes, launch and arguments.
+    """
+
+    ptx: str = field(repr=False)
+    entry: str
+    module: ast.Module = field(repr=False)
+    filename: str = "kernel.ptx"
+    spec: KernelSpec | None = field(default=None, repr=False)
+    _cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_ptx(cls, path_or_text: str | Path, entry: str) -> Kernel:
+        """The entry ``entry`` of PTX given as a file (a ``Path``, or a ``*.ptx`` name) or as text.
+
+        Raises
+        ------
+        PtxError
+            The PTX does not parse (with the line and a caret).
+        SpecError
+            The PTX has no ``.entry`` of that name (the message lists those it has).
+        OSError
+            The file cannot be read.
+        """
+        text, name, _ = _read(path_or_text, ".ptx")
+        module = parse(text, name)
+        try:
+            module.entry(entry)
+        except KeyError as exc:
+            raise SpecError(f"{name}: entry", str(exc.args[0])) from None
+        return cls(text, entry, module, name)
+
+    @classmethod
+    def from_cuda(
+        cls,
+        source: str | Path,
+        entry: str,
+        options: Sequence[str] = (),
+        arch: Arch | str | None = None,
+    ) -> Kernel:
+        """The kernel ``entry`` of CUDA C++ source (a ``Path``, a ``*.cu`` name, or the text),
+        compiled to PTX by nvcc for ``arch`` (default: the GPU's, else sm_120).
+
+        ``entry`` is the function's name; a C++ (not ``extern "C"``) kernel is found by its
+        mangled name, which :attr:`entry` then holds. ``options`` go to nvcc (``-DBLOCK=256``).
+
+        Raises
+        ------
+        SpecError
+            nvcc rejected the source (each error at its line), or no kernel or several are
+            called ``entry``.
+        ArchError, ToolchainError
+            The target is unknown, or nvcc is missing.
+        """
+        text, name, path = _read(source, ".cu")
+        folder = path.parent if path is not None else None
+        cuda = CudaSource(text, str(path) if path else name, tuple(options), path, folder)
+        target = check_arch(arch or default_arch(None, current_device()))
+        ptx = compile_cuda(cuda, target, where=name)
+        ptx_name = Path(name).with_suffix(".ptx").name
+        module = parse(ptx, ptx_name)
+        resolved = resolve_entry(entry, [f.name for f in module.entries], f"{name}: entry", cuda.name)
+        return cls(ptx, resolved, module, ptx_name)
+
+    @classmethod
+    def load(cls, spec_path: str | Path, arch: Arch | str | None = None) -> Kernel:
+        """The kernel of a spec file (``vadd.toml``); CUDA source is compiled for ``arch``.
+
+        Raises
+        ------
+        SpecError, PtxError, ArchError, ToolchainError
+            As :func:`karyamorph.harness.pipeline.prepare_spec`.
+        """
+        bound, module = load_bound(Path(spec_path), (), None if arch is None else Arch.parse(arch).name)
+        spec = bound.spec
+        return cls(spec.ptx, spec.entry, module, spec.ptx_name, spec)
+
+    @property
+    def function(self) -> ast.Function:
+        """The parsed ``.entry``."""
+        return self.module.entry(self.entry)
+
+    @property
+    def params(self) -> tuple[ast.Param, ...]:
+        """The ``.entry``'s parameters, in order: name, PTX type, whether a ``.ptr``."""
+        return self.function.params
+
+    def target(self, arch: Arch | str | None = None) -> Arch:
+        """``arch`` checked, else the PTX's ``.target`` (sm_120 when it names none)."""
+        return check_arch(arch or default_arch(self.module, None))
+
+    def compile(self, arch: Arch | str | None = None, extra_args: Sequence[str] = ()) -> Compiled:
+        """Assemble with ptxas for ``arch`` (default: :meth:`target`); cached per target.
+
+        Raises
+        ------
+        PtxasError
+            ptxas rejected the PTX (at its line) or does not know the target.
+        ToolchainError
+            There is no ptxas.
+        """
+        target = self.target(arch)
+        key = ("compile", target.name, tuple(extra_args))
+        if key not in self._cache:
+            assembly = assemble(
+                self.ptx, target.name, discover(), extra_args=extra_args, filename=self.filename
+            )
+            fn = assembly.functions[self.entry]
+            self._cache[key] = Compiled(
+                assembly.arch or target.name, fn.registers, fn.spill_stores_bytes, fn.spill_loads_bytes,
+                fn.shared_bytes, fn.stack_frame_bytes, fn.local_bytes, assembly.cubin, assembly.log,
+            )  # fmt: skip
+        compiled: Compiled = self._cache[key]
+        return compiled
+
+    def sass(self, arch: Arch | str | None = None) -> str:
+        """The SASS nvdisasm reads from :meth:`compile`'s cubin, as text.
+
+        Raises
+        ------
+        SassError
+            Neither nvdisasm nor cuobjdump is there, or the tool failed.
+        """
+        return disassemble(self.compile(arch).cubin, discover()).text
+
+    def launch(
+        self,
+        grid: Dim3,
+        block: Dim3,
+        args: Sequence[object],
+        shared_bytes: int = 0,
+        stream: Any = None,
+    ) -> None:
+        """Launch once on the current device, asynchronously, like cupy's ``RawKernel``.
+
+        Parameters
+        ----------
+        grid, block : int or sequence of int
+            Blocks in the grid and threads in a block, (x[, y[, z]]).
+        args : sequence
+            One per ``.entry`` parameter, in order: GPU arrays (torch tensors, cupy arrays,
+            anything with ``__cuda_array_interface__``) for pointers, numbers or numpy scalars
+            for values. Checked against the signature before any CUDA call.
+        shared_bytes : int
+            Dynamic shared memory per block.
+        stream : cuda.core Stream or an object with ``__cuda_stream__``, optional
+            Default: the device's default stream (torch's unless it was changed).
+
+        Raises
+        ------
+        LaunchArgumentError
+            An argument does not fit its parameter (named in the message).
+        CudaError
+            The driver refused to load or launch the kernel.
+        """
+        packed = pack_arguments(self.function, args)
+        config_grid, config_block = _dim3(grid, "grid"), _dim3(block, "block")
+        from cuda.core import Device, LaunchConfig, ObjectCode, Stream, launch
+
+        device = Device()
+        device.set_current()  # the primary context, which torch and cupy use too
+        try:
+            key = ("loaded", device.device_id)
+            if key not in self._cache:
+                device_arch = Arch.parse(f"sm_{device.arch}")
+                ptx_arch = default_arch(self.module, None)
+                # An arch-specific target (sm_90a) of this very chip keeps its features.
+                same = ptx_arch.compute_capability == device_arch.compute_capability
+                cubin = self.compile(ptx_arch if same else device_arch).cubin
+                code = ObjectCode.from_cubin(cubin, name=f"{self.entry}.cubin")
+                self._cache[key] = code.get_kernel(self.entry)
+            function = self._cache[key]
+            if shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT:
+                allow_dynamic_shared(function, shared_bytes, device)
+            if stream is None:
+                stream = device.default_stream
+            elif not isinstance(stream, Stream):
+                stream = device.create_stream(_foreign_stream(stream))
+            config = LaunchConfig(grid=config_grid, block=config_block, shmem_size=shared_bytes)
+            launch(stream, config, function, *packed)
+        except cuda_core_errors() as exc:
+            raise as_cuda_error(exc, f"launching {self.entry}") from None
+
+
+def load(spec_path: str | Path, arch: Arch | str | None = None) -> Kernel:
+    """The kernel of a spec file: :meth:`Kernel.load`."""
+    return Kernel.load(spec_path, arch)
