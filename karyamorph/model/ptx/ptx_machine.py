@@ -5,7 +5,9 @@ Every instruction of the reduced PTX ISA is declared in :mod:`~karyamorph.model.
 :mod:`~karyamorph.model.ptx.calls`, :mod:`~karyamorph.model.ptx.async_copy`, the warp-level
 matrix instructions (:mod:`~karyamorph.model.ptx.matrix`, :mod:`~karyamorph.model.ptx.mma`,
 :mod:`~karyamorph.model.ptx.wmma`) and the forms real compilers emit beyond those, in
-:mod:`~karyamorph.model.ptx.half`, ``packed``, ``mixed``, ``minmax``, ``convert`` and ``dot``;
+:mod:`~karyamorph.model.ptx.half`, ``packed``, ``mixed``, ``minmax``, ``convert`` and ``dot``,
+with sm_120's narrow float formats in ``narrow_convert`` (``cvt`` to and from the fp8/fp6/fp4 and
+ue8m0 pairs) and ``mma_kinds`` (``mma.sync...kind::f8f6f4``);
 this module attaches the laws of :mod:`~karyamorph.model.ptx.laws` and the stated error
 bounds, and assembles :func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a) is not modeled.
 """
@@ -29,12 +31,23 @@ from karyamorph.model.ptx.matrix import MATRIX
 from karyamorph.model.ptx.minmax import MINMAX
 from karyamorph.model.ptx.mixed import MIXED
 from karyamorph.model.ptx.mma import MMA
+from karyamorph.model.ptx.mma_kinds import MMA_KINDS
+from karyamorph.model.ptx.narrow_convert import NARROW_CONVERT
 from karyamorph.model.ptx.packed import PACKED_F32
 from karyamorph.model.ptx.wmma import WMMA
 from karyamorph.model.semantics.instruction import ErrorBound, Instr
 from karyamorph.model.semantics.simt_machine import Machine
 
-EXTENDED: tuple[Instr, ...] = (*HALF, *PACKED_F32, *MIXED, *MINMAX, *CONVERT, *DOT)
+EXTENDED: tuple[Instr, ...] = (
+    *HALF,
+    *PACKED_F32,
+    *MIXED,
+    *MINMAX,
+    *CONVERT,
+    *DOT,
+    *NARROW_CONVERT,
+    *MMA_KINDS,
+)
 
 # Accuracy stated in the PTX ISA ("rcp", "sqrt", "rsqrt", "ex2", "lg2" sections, .approx.f32,
 # full range): rcp 1 ulp; sqrt relative 2**-23; rsqrt relative 2**-22.9; ex2 2 ulp; lg2 absolute

@@ -189,7 +189,7 @@ def decode_or_reason(
             refusals.append(_Refusal(-1, got.reason) if missing_fixed else got)
             continue
         if ptx_version and target:
-            req = Requirement(d.min_ptx, d.min_target, d.name)
+            req = Requirement(d.min_ptx, d.min_target, d.name, d.also)
             if not req.satisfied_by(ptx_version, target):
                 refusals.append(
                     _Refusal(7, f"needs {req.describe()} (module has PTX {ptx_version}, {target})")

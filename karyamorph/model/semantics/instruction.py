@@ -240,6 +240,9 @@ class Instr:
         One of KINDS; ``compute`` instructions only read and write registers.
     min_ptx, min_target : str
         Gating: the lowest PTX ISA version and target that have it.
+    also : tuple of (target, min_ptx)
+        Other targets that have it, each from its own PTX version (an arch-specific form that
+        a family target gained later: ``(("sm_120f", "8.8"),)``).
     laws : tuple of Law
         Author-stated equations, checked by ``check-isa``.
     bounds : tuple of ErrorBound
@@ -262,6 +265,7 @@ class Instr:
     kind: str = "compute"
     min_ptx: str = "1.0"
     min_target: str = "sm_20"
+    also: tuple[tuple[str, str], ...] = ()
     laws: tuple[Law, ...] = ()
     bounds: tuple[ErrorBound, ...] = ()
     type_rule: Callable[[tuple[str, ...], dict[str, str]], str | None] | None = None

@@ -58,11 +58,16 @@ TYPES: dict[str, PtxType] = {
         _t("u8", 8, "u"), _t("u16", 16, "u"), _t("u32", 32, "u"), _t("u64", 64, "u"),
         _t("s8", 8, "s"), _t("s16", 16, "s"), _t("s32", 32, "s"), _t("s64", 64, "s"),
         _t("f16", 16, "f"), _t("bf16", 16, "f"), _t("f32", 32, "f"), _t("f64", 64, "f"),
-        # The 8-bit float formats exist only as mma.sync multiplicands (see ptx/mma.py).
-        _t("e4m3", 8, "f"), _t("e5m2", 8, "f"),
+        # The narrow float formats exist only as mma.sync multiplicands and packed cvt operands
+        # (see ptx/formats.py for their encodings); ue8m0 and ue4m3 are the scale formats.
+        _t("e4m3", 8, "f"), _t("e5m2", 8, "f"), _t("e2m1", 4, "f"), _t("e2m3", 6, "f"),
+        _t("e3m2", 6, "f"), _t("ue8m0", 8, "f"), _t("ue4m3", 8, "f"),
         # Packed floats are bit containers to everything but their own semantics, which split
         # them into lanes (see PACKED).
         _t("f16x2", 32, "b"), _t("bf16x2", 32, "b"), _t("f32x2", 64, "b"),
+        # Pairs of narrow floats (PTX ISA, cvt): two bytes, or two nibbles in one byte for e2m1.
+        _t("e4m3x2", 16, "b"), _t("e5m2x2", 16, "b"), _t("e2m3x2", 16, "b"), _t("e3m2x2", 16, "b"),
+        _t("ue8m0x2", 16, "b"), _t("e2m1x2", 8, "b"),
     )
 }  # fmt: skip
 

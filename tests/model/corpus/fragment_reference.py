@@ -1,11 +1,14 @@
 """References for the corpus kernels that hand warp fragments in or out as raw registers
-(``mma_m16n8k32_s8``, ``mma_e4m3``, ``ldmatrix_x4``): the fragment layouts written from the PTX
-ISA's figures ("Matrix Fragments for mma.m16n8k32", 8-bit types; "ldmatrix": thread
-``4 r + c / 2`` gets row ``r``, columns ``c, c + 1`` of each 8x8 matrix), with ``g = lane / 4``
-and ``t = lane % 4``; fp8 values decoded by torch's ``float8_e4m3fn``."""
+(``mma_m16n8k32_s8``, ``mma_e4m3``, ``mma_f8f6f4_e2m1_e4m3``, ``ldmatrix_x4``): the fragment
+layouts written from the PTX ISA's figures ("Matrix Fragments for mma.m16n8k32", 8-bit types;
+"ldmatrix": thread ``4 r + c / 2`` gets row ``r``, columns ``c, c + 1`` of each 8x8 matrix),
+with ``g = lane / 4`` and ``t = lane % 4``; fp8 values decoded by torch's ``float8_e4m3fn``, fp4
+(e2m1, in bits 5..2 of its byte: PTX ISA, "mma", "central 4 bits of the 8-bit container") by
+ml_dtypes."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import torch
 
@@ -52,6 +55,18 @@ def mma_e4m3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     av, bv = _unpack_16832(values(a, 16), values(b, 8))
     return torch.from_numpy(_pack_d(av @ bv))
+
+
+def mma_f8f6f4_e2m1_e4m3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``mma_f8f6f4_e2m1_e4m3`` (``.kind::f8f6f4.f32.e2m1.e4m3.f32``, C = 0): D = A B rounded
+    once to .f32, as docs/model.md states the model computes it. The float64 sum is exact here
+    (every product a multiple of 2**-10, e2m1's 0.5 times e4m3's least subnormal 2**-9, and each
+    partial sum below 32 * 6 * 448 < 2**17), so casting it to float32 is the one rounding."""
+    abytes = a.cpu().numpy().reshape(LANES, 16).astype(np.uint8)
+    fp4 = ((abytes >> 2) & 0xF).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
+    fp8 = b.cpu().numpy().reshape(LANES, 8).astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    av, bv = _unpack_16832(fp4, fp8)
+    return torch.from_numpy(_pack_d(av @ bv).astype(np.float32))
 
 
 def _ldmatrix_x4(tile: torch.Tensor, trans: bool) -> torch.Tensor:

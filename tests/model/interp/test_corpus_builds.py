@@ -73,13 +73,20 @@ def _same_code(a: Path, b: Path) -> bool:
     return strip(a) == strip(b)
 
 
+@cache
+def _entries(path: Path) -> frozenset[str]:
+    return frozenset(e.name for e in parse(_text(path), path.name).entries)
+
+
 def _siblings(spec: KernelSpec) -> list[tuple[Path, ...]]:
-    """The builds of the spec's kernel that decode, grouped by identical code."""
+    """The builds of the spec's kernel that decode and have its entry (an arch-specific entry,
+    such as mma_fp8's ``.kind::f8f6f4`` one, is missing from the other targets' builds),
+    grouped by identical code."""
     assert spec.ptx_path is not None
     stem = spec.ptx_path.name.split(".")[0]
     groups: list[list[Path]] = []
     for build in sorted(spec.ptx_path.parent.glob(f"{stem}.*.ptx")):
-        if not decodes(build):
+        if not decodes(build) or spec.entry not in _entries(build):
             continue
         group = next((g for g in groups if _same_code(build, g[0])), None)
         if group is None:
@@ -104,15 +111,13 @@ def _id(case: Case) -> str:
 
 
 def test_decode_figure_is_at_least_90_percent() -> None:
-    """55 of 59 builds decode (93.2%); the 4 that do not: Triton's sm_90a matmul (wgmma), the
-    sm_120a mma_fp8 build (.kind::f8f6f4 with fp4 .e2m1) and both bulk_copy_cluster builds
-    (mbarrier, cp.async.bulk, barrier.cluster, mapa, ld.shared::cluster)."""
+    """56 of 59 builds decode (94.9%); the 3 that do not: Triton's sm_90a matmul (wgmma) and both
+    bulk_copy_cluster builds (mbarrier, cp.async.bulk, barrier.cluster, mapa, ld.shared::cluster)."""
     decoding = [b for b in BUILDS if decodes(b)]
     assert len(BUILDS) >= 57
     assert len(decoding) / len(BUILDS) >= 0.9, sorted(b.name for b in BUILDS if not decodes(b))
     assert {b.name for b in BUILDS if not decodes(b)} <= {
-        "matmul_f16.sm_90a.ptx", "mma_fp8.sm_120a.ptx",
-        "bulk_copy_cluster.sm_90.ptx", "bulk_copy_cluster.sm_120.ptx",
+        "matmul_f16.sm_90a.ptx", "bulk_copy_cluster.sm_90.ptx", "bulk_copy_cluster.sm_120.ptx",
     }  # fmt: skip
 
 
@@ -126,8 +131,7 @@ def test_every_decodable_build_has_a_spec_for_each_entry() -> None:
     for build in BUILDS:
         if not decodes(build):
             continue
-        entries = {e.name for e in parse(_text(build), build.name).entries}
-        left = entries - covered.get(build.name.split(".")[0], set())
+        left = _entries(build) - covered.get(build.name.split(".")[0], set())
         missing += [f"{build.name}: {e}" for e in sorted(left)]
     assert not missing
 

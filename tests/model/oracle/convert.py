@@ -29,6 +29,7 @@ from tests.model.oracle.ieee import (
     value,
 )
 from tests.model.oracle.integer import BIT_TYPES, INT_TYPES, signed, wrap
+from tests.model.oracle.narrow import cvt_narrow, is_narrow
 from tests.model.oracle.packing import PACKED, Packed, element
 from tests.model.oracle.runner import Form
 from tests.model.oracle.samples import type_bits
@@ -88,6 +89,8 @@ def _float_to_float(a: int, at: str, dt: str, mode: str | None, flush: bool, sat
 
 def cvt(form: Form) -> list[Case]:
     dt, at = form.types
+    if is_narrow(form):  # the fp8/fp6/fp4 and ue8m0 pairs
+        return cvt_narrow(form)
     if dt in PACKED or {"relu", "satfinite"} & {g for g, _ in form.mods}:
         return cvt_half(form)
     extra = {g for g, _ in form.mods} - {"rnd", "ftz", "sat"}

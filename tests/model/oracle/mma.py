@@ -13,6 +13,9 @@ fragments gathered back with the same formulas must equal ``A @ B + C``:
   the PTX ISA leaves the internal precision open);
 - 8-bit floats (``.e4m3``/``.e5m2``, the 8-bit layouts) on random bit patterns, NaN, infinity and
   subnormals included, their values decoded by torch's ``float8_e4m3fn``/``float8_e5m2``.
+
+sm_120's ``.kind::f8f6f4`` forms use these tables too; their oracle is
+:mod:`tests.model.oracle.mma_kinds`.
 """
 
 from __future__ import annotations
@@ -116,7 +119,9 @@ def unpack(words: np.ndarray, bits: int, count: int) -> np.ndarray:
     return out
 
 
-def kernel(form: str, na: int, nb: int, nc: int, nd: int, f32c: bool, f32d: bool) -> str:
+def kernel(
+    form: str, na: int, nb: int, nc: int, nd: int, f32c: bool, f32d: bool, target: str = "sm_90"
+) -> str:
     """Lane ``i`` loads registers ``i * n .. i * n + n - 1`` of each operand array, runs the mma and
     stores its D registers the same way."""
 
@@ -137,7 +142,7 @@ def kernel(form: str, na: int, nb: int, nc: int, nd: int, f32c: bool, f32d: bool
     body = "\n    ".join(lines)
     return f"""
 .version 8.7
-.target sm_90
+.target {target}
 .address_size 64
 .visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)
 {{
@@ -154,23 +159,30 @@ def kernel(form: str, na: int, nb: int, nc: int, nd: int, f32c: bool, f32d: bool
 """
 
 
-BITS = {"f16": 16, "bf16": 16, "f32": 32, "s8": 8, "u8": 8, "s32": 32, "e4m3": 8, "e5m2": 8}
+# .kind::f8f6f4 puts every element, fp6 and fp4 too, in a byte (PTX ISA, "mma")
+BITS = {"f16": 16, "bf16": 16, "f32": 32, "s8": 8, "u8": 8, "s32": 32, "e4m3": 8, "e5m2": 8, "e3m2": 8,
+        "e2m3": 8, "e2m1": 8}  # fmt: skip
 FP8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
 
 
 def run_mma(machine: Machine, shape: str, types: tuple[str, str, str, str], a: np.ndarray, b: np.ndarray,
-            c: np.ndarray, satfinite: bool = False) -> np.ndarray:  # fmt: skip
-    """D (16 x 8, as bit patterns of the D type) for A, B, C given as bit patterns."""
+            c: np.ndarray, satfinite: bool = False, kind: str = "") -> np.ndarray:  # fmt: skip
+    """D (16 x 8, as bit patterns of the D type) for A, B, C given as bit patterns; ``kind``
+    (``"kind::f8f6f4"``) runs that form on an sm_120a target, A and B as byte containers."""
     dt, at, bt, ct = types
     k = int(shape.split("k")[1])
-    kind = "float" if at in ("f16", "bf16") else "int"
-    a_index, b_index = LAYOUTS[(shape, kind)]
+    a_index, b_index = LAYOUTS[(shape, "float" if at in ("f16", "bf16") else "int")]
     a_regs = pack(scatter(a, a_index, 16 * k // 32), BITS[at])
     b_regs = pack(scatter(b, b_index, 8 * k // 32), BITS[bt])
     c_regs = pack(scatter(c, c_16816, 4), BITS[ct])
     nd = 4 * BITS[dt] // 32
-    form = f"{shape}.row.col{'.satfinite' if satfinite else ''}.{dt}.{at}.{bt}.{ct}"
-    ptx = kernel(form, a_regs.shape[1], b_regs.shape[1], c_regs.shape[1], nd, ct == "f32", dt == "f32")
+    form = (
+        f"{shape}.row.col{'.satfinite' if satfinite else ''}{'.' + kind if kind else ''}.{dt}.{at}.{bt}.{ct}"
+    )
+    target = "sm_120a" if kind else "sm_90"
+    ptx = kernel(
+        form, a_regs.shape[1], b_regs.shape[1], c_regs.shape[1], nd, ct == "f32", dt == "f32", target
+    )
     args = {"pa": a_regs, "pb": b_regs, "pc": c_regs, "pd": np.zeros((32, nd), np.uint32)}
     d_regs = interpret(parse(ptx), "k", machine, (1, 32, 0), args).outputs["pd"]
     d_elems = unpack(d_regs, BITS[dt], 4)

@@ -39,6 +39,7 @@ PTX_MODULES = {
     "arith": "ARITH", "data": "DATA", "control": "CONTROL", "calls": "CALLS", "async_copy": "ASYNC_COPY",
     "matrix": "MATRIX", "mma": "MMA", "wmma": "WMMA", "half": "HALF", "packed": "PACKED_F32",
     "mixed": "MIXED", "minmax": "MINMAX", "convert": "CONVERT", "dot": "DOT",
+    "narrow_convert": "NARROW_CONVERT", "mma_kinds": "MMA_KINDS",
 }  # fmt: skip
 
 

@@ -14,6 +14,7 @@ layouts, numpy matmul, the ``cp.async`` completion rules, ...).
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from tests.model.oracle.kernels import check_kernel_form
 from tests.model.oracle.matrix import check_matrix, knows_matrix
 from tests.model.oracle.memory import check_memory
 from tests.model.oracle.mma import check_mma, knows_mma
+from tests.model.oracle.mma_kinds import kind_problems, knows_kind
 from tests.model.oracle.packing import PACKED
 from tests.model.oracle.runner import Form, all_forms, check_concrete
 from tests.model.oracle.wmma import check_wmma, knows_wmma
@@ -101,6 +103,17 @@ ORACLES: dict[str, Oracle] = {
 }
 
 
+def _check_mma(machine: Machine, form: Form) -> list[str]:
+    """``mma.sync``: the ``.kind::`` forms (sm_120's narrow formats) have an oracle of their own."""
+    if form.mod("kind"):
+        return kind_problems(machine, form, zlib.crc32(form.text.encode()))
+    return check_mma(machine, form)
+
+
+def _knows_mma(form: Form) -> None:
+    return knows_kind(form) if form.mod("kind") else knows_mma(form)
+
+
 @dataclass(frozen=True, slots=True)
 class FormCheck:
     """A whole-form check: ``run(machine, form)`` lists its disagreements with the oracle;
@@ -117,7 +130,7 @@ FORM_CHECKS: dict[str, FormCheck] = {
     **{name: FormCheck(check_kernel_form) for name in ("bra", "ret", "exit", "bar.sync", "barrier.sync")},
     **{name: FormCheck(check_kernel_form) for name in ("shfl.sync", "vote.sync")},
     **{name: FormCheck(check_matrix, knows_matrix) for name in ("ldmatrix.sync", "stmatrix.sync")},
-    "mma.sync": FormCheck(check_mma, knows_mma),
+    "mma.sync": FormCheck(_check_mma, _knows_mma),
     **{f"wmma.{op}.sync": FormCheck(check_wmma, knows_wmma) for op in ("load", "store", "mma")},
     **{name: FormCheck(check_async, knows_async)
        for name in ("cp.async", "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all")},
