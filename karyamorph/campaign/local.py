@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from karyamorph.campaign.execute import ItemOutcome, run_item
 from karyamorph.campaign.items import Item
 from karyamorph.campaign.plan import Plan
-from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.host import current_device
 from karyamorph.harness.session import command_worker
 from karyamorph.harness.tools.toolchain import discover
 from karyamorph.model.check.interrupts import z3_leaves_ctrl_c

@@ -16,6 +16,7 @@ from karyamorph.cli.device import COMMANDS as DEVICE_COMMANDS
 from karyamorph.cli.microbench import COMMANDS as MICROBENCH_COMMANDS
 from karyamorph.cli.model import COMMANDS as MODEL_COMMANDS
 from karyamorph.cli.ptx import COMMANDS as PTX_COMMANDS
+from karyamorph.cli.remote import COMMANDS as REMOTE_COMMANDS
 from karyamorph.cli.runs import COMMANDS as RUN_COMMANDS
 from karyamorph.cli.search import COMMANDS as SEARCH_COMMANDS
 from karyamorph.cli.store import COMMANDS as STORE_COMMANDS
@@ -29,7 +30,7 @@ def main() -> None:
 
 for _command in (
     *DASHBOARD_COMMANDS, *RUN_COMMANDS, *STORE_COMMANDS, *DEVICE_COMMANDS, *MODEL_COMMANDS,
-    *PTX_COMMANDS, *SEARCH_COMMANDS, *MICROBENCH_COMMANDS, *CAMPAIGN_COMMANDS,
+    *PTX_COMMANDS, *SEARCH_COMMANDS, *MICROBENCH_COMMANDS, *CAMPAIGN_COMMANDS, *REMOTE_COMMANDS,
 ):  # fmt: skip
     main.add_command(_command)
 

@@ -14,7 +14,7 @@ from typing import NoReturn
 
 import click
 
-from karyamorph.cli.options import db_option, db_path, open_existing
+from karyamorph.cli.options import db_option, db_path, gpu_option, open_existing
 from karyamorph.cli.output import echo, friendly_errors, invoked_as
 
 INTERRUPTED = 130
@@ -41,6 +41,7 @@ def campaign_group() -> None:
                    "items as CPU tasks.")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @friendly_errors
+@gpu_option
 def campaign_run(campaign_path: str, db: str | None, label: str | None, resume: str | None,
                  retry_failed: bool, ray_address: str | None, fmt: str) -> None:  # fmt: skip
     """Run the items of CAMPAIGN.toml not done yet in the database. Exit 1 if an item's run failed
@@ -63,11 +64,17 @@ def _run(campaign_path: Path, db: str | None, label: str | None, resume: str | N
     from karyamorph.campaign.runner import run_campaign
     from karyamorph.campaign.verdicts import failing
     from karyamorph.campaign.views import report_view
+    from karyamorph.harness.gpu.host import gpu_host
     from karyamorph.store.campaigns import item_states
     from karyamorph.store.database import Store
     from karyamorph.table import console
 
     executor: Executor = LocalExecutor()
+    host = gpu_host()
+    if ray_address is not None and host is not None:
+        # Ray's workers are processes of their own, on this machine or a cluster's: their GPU is theirs.
+        click.echo(f"error: --gpu {host.url} does not combine with --ray", err=True)
+        sys.exit(2)
     if ray_address is not None:
         try:
             from karyamorph.campaign.distributed import RayExecutor

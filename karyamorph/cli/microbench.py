@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from karyamorph.cli.options import db_option, db_path, format_option, timeout_option
+from karyamorph.cli.options import db_option, db_path, format_option, gpu_option, timeout_option
 from karyamorph.cli.output import echo, friendly_errors
 
 
@@ -133,6 +133,7 @@ def _stored(db: Path, arch: str | None) -> list[dict[str, Any]]:
 @format_option("table", "json")
 @timeout_option
 @friendly_errors
+@gpu_option
 def microbench_command(
     pattern: str | None,
     memory: bool,

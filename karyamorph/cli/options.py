@@ -1,9 +1,12 @@
 """The options the commands share and what their values mean: the database ``--db`` names, the
-output ``--format``, GPU timeouts, size overrides, comma-separated names, the example kernels."""
+output ``--format``, GPU timeouts, the GPU's place (``--gpu``), size overrides, comma-separated
+names, the example kernels."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -76,3 +79,50 @@ def open_existing(db: str | None, *, made_by: str = "`karyamorph demo` or `karya
 def split_names(value: str | None) -> list[str] | None:
     """The names of a comma-separated option (``compile,sass``), blanks dropped; None when not given."""
     return None if value is None else [n.strip() for n in value.split(",") if n.strip()]
+
+
+def gpu_option(command: F) -> F:
+    """``--gpu ssh://[USER@]HOST[:PORT]`` (default ``$KARYAMORPH_GPU``): the decorated command
+    runs inside :func:`gpu_place` of its value, so its GPU work goes to that host. Put it below
+    ``@friendly_errors``, which then reports a host that cannot be used."""
+
+    @functools.wraps(command)
+    def in_place(*args: Any, gpu: str | None = None, **kwargs: Any) -> Any:
+        with gpu_place(gpu):
+            return command(*args, **kwargs)
+
+    option = click.option(
+        "--gpu", envvar="KARYAMORPH_GPU", default=None, metavar="ssh://[USER@]HOST[:PORT]",
+        help="Run the GPU work on this host over SSH (see `karyamorph remote setup`); compiling, "
+             "the model and the database stay here. Default $KARYAMORPH_GPU, else this machine's "
+             "GPU; `local` means this machine.",
+    )  # fmt: skip
+    return option(in_place)  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def gpu_place(gpu: str | None) -> Iterator[None]:
+    """Where the command's GPU work goes while the ``with`` body runs: the host ``--gpu`` names,
+    or this machine (not given, or ``local``).
+
+    The host is asked for its devices on entry, so that an unreachable host or one not set up
+    stops the command before any work; a host without a GPU is said on stderr (the GPU stages
+    skip).
+
+    Raises
+    ------
+    RemoteError
+        ``gpu`` is not an ``ssh://`` address, or the host cannot be used.
+    """
+    if gpu is None or gpu.strip() in ("", "local"):
+        yield
+        return
+    from karyamorph.harness.gpu.host import gpu_on
+    from karyamorph.remote import SshGpuHost, SshUrl
+
+    host = SshGpuHost(SshUrl.parse(gpu))
+    with gpu_on(host):
+        if not host.devices():
+            problem = host.driver_problem() or "the driver lists none"
+            click.echo(f"note: {host.url} has no CUDA device ({problem}): the GPU stages skip", err=True)
+        yield

@@ -33,13 +33,14 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from karyamorph.kernel.expressions import ExpressionError
     from karyamorph.kernel.spec import SpecError
     from karyamorph.model.interp.errors import LaunchError
+    from karyamorph.remote.url import RemoteError
     from karyamorph.render.report import ReportError
     from karyamorph.store.errors import StoreError
     from karyamorph.store.exchange import DatasetError
 
     return (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError,
             StageSelectionError, ReportError, GpuRunError, PtxasError, LaunchError, CampaignError,
-            ExecutorUnavailable, DatasetError)  # fmt: skip
+            ExecutorUnavailable, DatasetError, RemoteError)  # fmt: skip
 
 
 def friendly_errors(fn: F) -> F:

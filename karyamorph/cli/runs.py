@@ -13,6 +13,7 @@ from karyamorph.cli.options import (
     db_option,
     db_path,
     format_option,
+    gpu_option,
     open_existing,
     size_option,
     spec_argument,
@@ -38,6 +39,7 @@ from karyamorph.cli.output import echo, friendly_errors, invoked_as
               help="Seconds the model stage's checks may take (default 30); what is undecided then "
                    "is unknown.")  # fmt: skip
 @friendly_errors
+@gpu_option
 def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bool, timeout: float | None,
         sizes: tuple[str, ...], only: str | None, skip: str | None, label: str | None,
         strict: bool, budget_s: float | None) -> None:  # fmt: skip
@@ -75,6 +77,7 @@ def run(spec_path: str, arch: str | None, db: str | None, fmt: str, no_store: bo
               help="Folder of *.toml specs (default: the shipped datasets/kernels).")  # fmt: skip
 @timeout_option
 @friendly_errors
+@gpu_option
 def demo(arch: str | None, db: str | None, kernels_dir: str | None, timeout: float | None) -> None:
     """Run every example kernel through every stage this machine supports; print a summary."""
     from karyamorph.harness.session import run_demo

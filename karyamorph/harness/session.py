@@ -12,7 +12,8 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo, current_device
+from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo
+from karyamorph.harness.gpu.host import current_device
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.model_gate import require_ptxas
 from karyamorph.harness.pipeline import (

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from karyamorph.harness.gpu.device import NO_DEVICE
+from karyamorph.harness.gpu.host import gpu_host
 from karyamorph.harness.stages.base import Context, StageResult, Status
 from karyamorph.harness.tools.toolchain import Tool, ToolchainError, not_found
 
@@ -20,6 +21,10 @@ def tool_stage_inputs(
     tool is there but broken)."""
     if context.device is None:
         return StageResult.skip(NO_DEVICE)
+    host = gpu_host()
+    if host is not None:
+        # The tool wraps a process of its own on this machine; the GPU is on another one.
+        return StageResult.skip(f"{name} runs only beside a local GPU (the GPU is on {host.url})")
     cubin = context.cubin
     if cubin is None:
         return StageResult.skip("compile did not pass")

@@ -18,13 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from karyamorph.harness.gpu.device import (
-    NO_DEVICE,
-    DeviceInfo,
-    current_device,
-    driver_problem,
-    kernel_driver_release,
-)
+from karyamorph.harness.gpu.device import NO_DEVICE, DeviceInfo
+from karyamorph.harness.gpu.host import current_device, driver_problem, kernel_driver_release
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.record import device_record, toolchain_record
 from karyamorph.harness.tools.toolchain import Toolchain, discover

@@ -17,8 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from karyamorph.harness.gpu.device import NO_DEVICE, current_device, driver_problem
-from karyamorph.harness.gpu.validate import GpuOutput, GpuRunError, GpuRunner, KernelJob, subprocess_runner
+from karyamorph.harness.gpu.device import NO_DEVICE
+from karyamorph.harness.gpu.host import current_device, driver_problem, gpu_host
+from karyamorph.harness.gpu.validate import (
+    GpuOutput,
+    GpuRunError,
+    GpuRunner,
+    KernelJob,
+    subprocess_runner,
+    worker_runner,
+)
 from karyamorph.harness.record import toolchain_record
 from karyamorph.harness.tools.ptxas import PtxasError, assemble
 from karyamorph.harness.tools.toolchain import Toolchain, discover
@@ -344,5 +352,7 @@ def run_on_device(
     if problem is not None or info is None:
         raise GpuRunError(f"{problem or NO_DEVICE}: model validate needs a GPU (try --compile-only)")
     target = arch or info.arch
-    return validate(machine, target, subprocess_runner(timeout_s), discover(), only=only, samples=samples,
+    # On a --gpu host the jobs go through its worker; here, a process of their own does.
+    runner = subprocess_runner(timeout_s) if gpu_host() is None else worker_runner(timeout_s)
+    return validate(machine, target, runner, discover(), only=only, samples=samples,
                     cross_limit=cross_limit, seed=seed)  # fmt: skip

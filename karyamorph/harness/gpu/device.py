@@ -30,6 +30,8 @@ class DeviceInfo:
         ``cuDriverGetVersion``: the CUDA version the driver supports, e.g. 13000.
     attributes : dict
         Every attribute in :data:`ATTRIBUTES` that the driver answered, by short name.
+    host : str
+        The host the device is in when that is not this machine (``ssh://me@gpu-box``), else "".
     """
 
     ordinal: int
@@ -38,6 +40,7 @@ class DeviceInfo:
     driver_version: int
     total_memory_bytes: int
     attributes: dict[str, int] = field(default_factory=dict)
+    host: str = ""
 
     @property
     def arch(self) -> str:
@@ -62,6 +65,8 @@ class DeviceInfo:
             "cuda_driver": self.cuda_driver_release,
             "total_memory_bytes": self.total_memory_bytes,
             **self.attributes,
+            # Only a device elsewhere names its host, so a local device keeps its stored identity.
+            **({"host": self.host} if self.host else {}),
         }
 
 

@@ -4,7 +4,9 @@ A :class:`GpuWorker` owns at most one worker process (:mod:`karyamorph.harness.g
 time, in its own process group. A job that gets no answer within its limit kills the whole
 group; a worker that dies during a job (a CUDA error, a signal, ``kill -9``) fails that job with
 the reason; either way the next job starts a fresh worker. So a kernel that faults or hangs
-costs one failed job and one restart, never the command.
+costs one failed job and one restart, never the command. Where the worker runs is its
+:class:`~karyamorph.harness.gpu.transport.Transport`'s business: a subprocess here, or a host at the
+end of an SSH channel (:mod:`karyamorph.remote`).
 """
 
 from __future__ import annotations
@@ -13,18 +15,16 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-import karyamorph
 from karyamorph.harness.gpu import wire
+from karyamorph.harness.gpu.host import default_transport
 from karyamorph.harness.gpu.jobs import (
     CRASHED,
     DEFAULT_TIMING,
@@ -43,22 +43,13 @@ from karyamorph.harness.gpu.jobs import (
     TimingJob,
 )
 from karyamorph.harness.gpu.measurement import Timing, TimingOptions
+from karyamorph.harness.gpu.transport import Transport, describe_exit
 from karyamorph.kernel.bound import BoundKernel
+
+__all__ = ["GpuWorker", "answer", "describe_exit", "exit_status", "kill_group", "use_worker"]
 
 LOG_TAIL_BYTES = 8192
 EXIT_WAIT_S = 5.0  # how long a closed worker may take to leave before it is killed
-
-
-def describe_exit(returncode: int | None) -> str:
-    """``killed by SIGKILL``, ``exit status 3``, or ``still running``."""
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
 
 
 def exit_status(proc: subprocess.Popen[bytes], timeout_s: float = 0.0) -> int | None:
@@ -108,6 +99,9 @@ class GpuWorker:
         any job's limit.
     env : mapping, optional
         Environment entries for the worker, over the inherited ones.
+    transport : Transport, optional
+        Where the worker runs and how it is reached; default: the host the command's GPU work
+        goes to (:func:`karyamorph.harness.gpu.host.default_transport`), else a subprocess here.
 
     Use it as a context manager, or call :meth:`close`: the worker leaves when its jobs pipe
     closes. Jobs from several threads are served one at a time.
@@ -123,9 +117,15 @@ class GpuWorker:
     """
 
     def __init__(
-        self, ordinal: int | None = 0, *, start_timeout_s: float = 180.0, env: Mapping[str, str] | None = None
+        self,
+        ordinal: int | None = 0,
+        *,
+        start_timeout_s: float = 180.0,
+        env: Mapping[str, str] | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self.ordinal = ordinal
+        self.transport = transport if transport is not None else default_transport()
         self.start_timeout_s = start_timeout_s
         self.env = dict(env or {})
         self.starts = 0
@@ -153,21 +153,10 @@ class GpuWorker:
                 self._spawn()
 
     def _spawn(self) -> None:
-        env = dict(os.environ)
-        env.update(self.env)
-        # The worker imports this very package, wherever it lies.
-        root = str(Path(karyamorph.__file__).resolve().parent.parent)
-        paths = [root, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        env["PYTHONUNBUFFERED"] = "1"
         target = "none" if self.ordinal is None else str(self.ordinal)
         # The worker's stderr, read back when it fails; it lives as long as the worker does.
         self._log = tempfile.TemporaryFile(prefix="karyamorph-worker-", suffix=".log")  # noqa: SIM115
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "karyamorph.harness.gpu.server", target],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
-            start_new_session=True, bufsize=0,
-        )  # fmt: skip
+        self._proc = self.transport.spawn(target, self.env, self._log)
         self._reaper = weakref.finalize(self, kill_group, self._proc)
         self.hello = None
         self.starts += 1
@@ -207,7 +196,7 @@ class GpuWorker:
     def _exit_reason(self) -> str:
         """How the worker ended, once its pipe closed (it is given a moment to finish leaving)."""
         assert self._proc is not None
-        return describe_exit(exit_status(self._proc, EXIT_WAIT_S))
+        return self.transport.describe_exit(exit_status(self._proc, EXIT_WAIT_S))
 
     def _ready(self) -> JobFailure | None:
         """Start a worker if none runs and wait for its Hello; the failure if it cannot start."""
@@ -218,14 +207,16 @@ class GpuWorker:
         try:
             hello = wire.receive(replies, self.start_timeout_s)
         except wire.PipeTimeout:
-            return JobFailure(START, f"the worker did not start within {self.start_timeout_s:g} s",
+            where = self.transport.where
+            return JobFailure(START, f"the worker{where} did not start within {self.start_timeout_s:g} s",
                               log=self._discard())  # fmt: skip
         except wire.PipeClosed:
             why = self._exit_reason()
-            return JobFailure(START, f"the worker exited while starting ({why})", log=self._discard())
+            where = self.transport.where
+            return JobFailure(START, f"the worker{where} exited while starting ({why})", log=self._discard())
         if not isinstance(hello, Hello) or hello.error is not None:
             reason = hello.error if isinstance(hello, Hello) else f"unexpected first message {hello!r}"
-            return JobFailure(START, reason or "", log=self._discard())
+            return JobFailure(START, (reason or "") + self.transport.where, log=self._discard())
         self.hello = hello
         return None
 
@@ -268,17 +259,24 @@ class GpuWorker:
                 why = self._exit_reason()
                 log = self._discard()
                 if attempt == 2:
-                    return Reply(failure=JobFailure(CRASHED, f"the worker died at once ({why})", log=log))
+                    where = self.transport.where
+                    return Reply(
+                        failure=JobFailure(CRASHED, f"the worker{where} died at once ({why})", log=log)
+                    )
         self.busy = True
         try:
             return wire.receive(self._fds()[1], timeout_s)
         except wire.PipeTimeout:
             log = self._discard()
-            return Reply(failure=JobFailure(TIMEOUT, f"timed out after {timeout_s:g} s", log=log))
+            where = self.transport.where
+            return Reply(failure=JobFailure(TIMEOUT, f"timed out{where} after {timeout_s:g} s", log=log))
         except wire.PipeClosed:
             why = self._exit_reason()
             log = self._discard()
-            return Reply(failure=JobFailure(CRASHED, f"the worker died during the job ({why})", log=log))
+            failure = JobFailure(
+                CRASHED, f"the worker{self.transport.where} died during the job ({why})", log=log
+            )
+            return Reply(failure=failure)
 
     def call(self, function: Callable[[], Any], *, timeout_s: float = 60.0) -> Reply:
         """Call ``function()`` (it must pickle) in the worker."""

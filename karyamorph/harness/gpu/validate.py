@@ -1,8 +1,9 @@
 """The GPU side of ``model validate``: launch every microkernel, twice, and hand back its output words.
 
 This is the only validation code that touches CUDA. It runs in a process of its own
-(``python -m karyamorph.harness.gpu.validate JOBS.npz RESULT.npz``), so that a fault or a hang
-ends that process, not the caller; jobs carry bytes (cubins and input words), not paths to
+(``python -m karyamorph.harness.gpu.validate JOBS.npz RESULT.npz``), or, when the command's GPU is
+on another host, as one job of a GPU worker there, so that a fault or a hang ends that process,
+not the caller; jobs carry bytes (cubins and input words), not paths to
 PTX. Each kernel runs once on outputs filled with 0xCD bytes and once on outputs filled with
 0x32 bytes: a result word that differs between the two was not written (or not deterministic).
 Kernels are loaded and launched by :class:`~karyamorph.harness.gpu.launch.KernelLaunch`, buffers
@@ -12,6 +13,7 @@ are torch tensors, as in every other GPU stage.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -30,6 +32,7 @@ import numpy as np
 import karyamorph
 from karyamorph.harness.gpu.device import current_device, kernel_driver_release
 from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors
+from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.gpu.worker import torch_device
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.spec import KernelSpec, Launch
@@ -180,6 +183,25 @@ def subprocess_runner(timeout_s: float = 300.0) -> GpuRunner:
                 head = f"the GPU process exited with status {proc.returncode}:"
                 raise GpuRunError("\n".join([head, *tail]))
             return read_output(result_path)
+
+    return run
+
+
+def worker_runner(timeout_s: float = 300.0) -> GpuRunner:
+    """A runner that launches the jobs as one job of a fresh GPU worker, which runs where the
+    command's GPU work goes (on the ``--gpu`` host: the jobs travel as bytes, the outputs come
+    back); a fault or a hang costs that worker, as it costs :func:`subprocess_runner` its process."""
+
+    def run(jobs: Sequence[KernelJob]) -> GpuOutput:
+        with GpuWorker(None) as worker:
+            reply = worker.call(functools.partial(launch_jobs, tuple(jobs)), timeout_s=timeout_s)
+        if reply.failure is not None:
+            tail = reply.failure.log.strip().splitlines()[-20:]
+            head = f"the GPU worker{worker.transport.where} failed: {reply.failure.reason}"
+            raise GpuRunError("\n".join([head, *tail]))
+        if not isinstance(reply.value, GpuOutput):
+            raise GpuRunError(f"the GPU worker answered {type(reply.value).__name__}, not GPU output")
+        return reply.value
 
     return run
 
