@@ -23,7 +23,7 @@ def test_adding_an_instruction_works_end_to_end() -> None:
 
 
 def test_parser_example_runs() -> None:
-    (block,) = [b for b in python_blocks() if "parse_file" in b]
+    (block,) = [b for b in python_blocks() if "parse_ptx" in b]
     cwd = os.getcwd()
     os.chdir(README.parent)
     try:

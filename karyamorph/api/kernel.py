@@ -4,7 +4,7 @@ and launched in this process."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,15 @@ from karyamorph.harness.tools.toolchain import discover
 from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.mangling import resolve_entry
 from karyamorph.kernel.spec import CudaSource, KernelSpec, SpecError
+from karyamorph.model.check.checker import check as check_launch
+from karyamorph.model.check.verdict import Verdict
+from karyamorph.model.interp.budget import ModelBudget
+from karyamorph.model.interp.interpreter import InterpResult, interpret
+from karyamorph.model.ptx.ptx_machine import ptx_machine
+from karyamorph.model.semantics.simt_machine import Machine
 
 Dim3 = int | Sequence[int]
 """A grid or block: one number, or up to three (x, y, z)."""
@@ -250,6 +257,104 @@ class Kernel:
         """
         return disassemble(self.compile(arch).cubin, discover()).text
 
+    def interpret(
+        self,
+        grid: Dim3,
+        block: Dim3,
+        args: Mapping[str, Any],
+        *,
+        machine: Machine | None = None,
+        shared_bytes: int = 0,
+        seed: int = 0,
+        randomize: bool = False,
+        budget: ModelBudget | None = None,
+    ) -> InterpResult:
+        """Run one launch on the CPU model, every thread at once: :meth:`launch` without a GPU.
+
+        Parameters
+        ----------
+        grid, block : int or sequence of int
+            Blocks in the grid and threads in a block, (x[, y[, z]]).
+        args : mapping of str to array or number
+            By parameter name: a numpy array for a pointer (copied: a global allocation of its
+            own), a number or numpy scalar for a value.
+        machine : Machine, optional
+            The machine model (default: :func:`karyamorph.machine` for :meth:`target`).
+        shared_bytes : int
+            Dynamic shared memory per block.
+        seed, randomize : int, bool
+            Run the warps between barriers in a random order drawn from ``seed``.
+        budget : ModelBudget, optional
+            What the model may spend on the launch.
+
+        Returns
+        -------
+        InterpResult
+            ``outputs`` (every array argument's final contents) and ``stats``.
+
+        Raises
+        ------
+        UnmodeledError
+            The kernel uses instructions ``machine`` lacks (all of them are named).
+        ExecutionError, TooLargeError
+            The kernel did something undefined, or the launch is over ``budget``.
+        """
+        launch = (_dim3(grid, "grid"), _dim3(block, "block"), shared_bytes)
+        return interpret(
+            self.module, self.entry, machine or ptx_machine(self.target().name), launch, args,
+            randomize_order=randomize, seed=seed, budget=budget,
+        )  # fmt: skip
+
+    def check(
+        self,
+        grid: Dim3,
+        block: Dim3,
+        buffers: Mapping[str, int],
+        scalars: Mapping[str, int | float] | None = None,
+        *,
+        machine: Machine | None = None,
+        shared_bytes: int = 0,
+        properties: Sequence[str] = ("bounds", "race", "barrier"),
+        unroll: int = 8,
+        budget_s: float | None = 30.0,
+        strict: bool = False,
+    ) -> list[Verdict]:
+        """Prove or refute bounds, race and barrier properties of one launch with z3.
+
+        Parameters
+        ----------
+        grid, block : int or sequence of int
+            The launch.
+        buffers : mapping of str to int
+            Each pointer parameter's buffer size in bytes; each is an allocation of its own.
+        scalars : mapping of str to number, optional
+            Values of scalar parameters; one left out is free: its verdict holds for every value.
+        machine : Machine, optional
+            The machine model, whose scheduling applies (default: :func:`karyamorph.machine`).
+        shared_bytes : int
+            Dynamic shared memory per block.
+        properties, unroll, budget_s, strict
+            As :func:`karyamorph.check`.
+
+        Returns
+        -------
+        list of Verdict
+            One per property; a refuted one carries a witness (threads, address, PTX lines).
+
+        Raises
+        ------
+        UnmodeledError
+            The kernel uses instructions ``machine`` lacks.
+        ValueError
+            An unknown property or parameter name.
+        """
+        launch = (_dim3(grid, "grid"), _dim3(block, "block"), shared_bytes)
+        return check_launch(
+            self.module, self.entry, machine or ptx_machine(self.target().name), launch, dict(buffers),
+            dict(scalars or {}), properties=tuple(properties), unroll=unroll, deadline_s=budget_s,
+            strict=strict,
+        )  # fmt: skip
+
     def launch(
         self,
         grid: Dim3,
@@ -312,3 +417,33 @@ class Kernel:
 def load(spec_path: str | Path, arch: Arch | str | None = None) -> Kernel:
     """The kernel of a spec file: :meth:`Kernel.load`."""
     return Kernel.load(spec_path, arch)
+
+
+def bind(
+    spec_path: str | Path, sizes: Mapping[str, int] | None = None, arch: Arch | str | None = None
+) -> BoundKernel:
+    """The spec file's launch with every figure resolved to integers for ``sizes``.
+
+    Parameters
+    ----------
+    spec_path : str or Path
+        The spec (``vadd.toml``); its CUDA source, if it gives that, is compiled for ``arch``.
+    sizes : mapping of str to int, optional
+        Overrides of the spec's ``[sizes]``.
+    arch : str, optional
+        The target CUDA source is compiled for (default sm_120).
+
+    Returns
+    -------
+    BoundKernel
+        ``grid``, ``block``, ``shared_bytes``, each argument's ``shapes``, the ``scalars``, and
+        ``cost_bytes`` and ``cost_flops`` from the spec's ``[cost]``; ``spec`` is the spec.
+
+    Raises
+    ------
+    SpecError, PtxError, ArchError, ToolchainError
+        The spec, a size, its PTX or the target cannot be used.
+    """
+    items = [f"{name}={value}" for name, value in (sizes or {}).items()]
+    bound, _ = load_bound(Path(spec_path), items, None if arch is None else Arch.parse(arch).name)
+    return bound

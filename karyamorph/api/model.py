@@ -10,6 +10,7 @@ from karyamorph.harness.session import load_bound, require_ptxas_accepts
 from karyamorph.harness.stages.model import PROPERTIES, check_spec
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
+from karyamorph.model.check.isa_check import IsaCheckResult, check_isa
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.ptx.ptx_machine import ptx_machine
@@ -132,3 +133,33 @@ def machine(arch: str = "sm_80", scheduling: str = "its") -> Machine:
     Extend it with ``machine().with_instructions(...)`` (see the machine model's docs).
     """
     return ptx_machine(arch, scheduling)
+
+
+def check_instructions(
+    machine: Machine, *, only: Sequence[str] | None = None, samples: int = 24, seed: int = 0
+) -> list[IsaCheckResult]:
+    """Check the instruction declarations of ``machine`` (or those named in ``only``), as
+    ``karyamorph model check-isa`` does.
+
+    Each form of a compute instruction gets its frame condition (it writes its destinations and
+    nothing else) and the agreement of the numpy and z3 domains on random and edge-case
+    operands; every instruction gets its stated laws proved by z3.
+
+    Parameters
+    ----------
+    machine : Machine
+        The machine, e.g. ``km.machine().with_instructions(...)``.
+    only : sequence of str, optional
+        Instruction names (``"prmt"``); default: all.
+    samples : int
+        Random operand sets per agreement check.
+    seed : int
+        Seeds the random operands.
+
+    Returns
+    -------
+    list of IsaCheckResult
+        One per check: ``form`` (``prmt.b32``), ``check`` (``frame``, ``agreement``, ``law``),
+        ``status`` (pass, fail, skip) and ``detail``.
+    """
+    return check_isa(machine, only=only, samples=samples, seed=seed)

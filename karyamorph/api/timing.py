@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from karyamorph.errors import KaryaMorphError
-from karyamorph.harness.gpu.device import list_devices
+from karyamorph.harness.gpu.device import DeviceInfo, list_devices
 from karyamorph.harness.gpu.measurement import Timing, TimingOptions, measure
+from karyamorph.harness.stages.timing import peak_dram_gbps, peak_fp32_gflops
 
 
 class NoDeviceError(KaryaMorphError, RuntimeError):
@@ -129,3 +130,34 @@ def bench(
         options=options or TimingOptions(),
     )
     return BenchResult.from_timing(timing)
+
+
+def peak_rates(device: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """A GPU's peak DRAM bandwidth (GB/s) and FP32 rate (GFLOP/s), the roofline the timing stage
+    reports achieved figures against, from its recorded attributes.
+
+    Parameters
+    ----------
+    device : mapping
+        The device as a run records it (a validation header's ``environment.device``, or
+        ``karyamorph device --format json``): ``name``, ``compute_capability`` (``"9.0"``), and
+        the driver's attributes by short name (``memory_clock_rate_khz``,
+        ``memory_bus_width_bits``, ``multiprocessor_count``, ``clock_rate_khz``).
+
+    Returns
+    -------
+    tuple of (float or None, float or None)
+        2 x memory clock x bus width / 8, and SMs x FP32 lanes per SM x 2 x SM clock; None where
+        an attribute is missing or the FP32 lanes of the architecture are not known.
+    """
+    major, minor = (int(x) for x in str(device["compute_capability"]).split("."))
+    attributes = {k: int(v) for k, v in device.items() if isinstance(v, int) and not isinstance(v, bool)}
+    info = DeviceInfo(
+        0,
+        str(device.get("name", "")),
+        (major, minor),
+        0,
+        int(device.get("total_memory_bytes", 0)),
+        attributes,
+    )
+    return peak_dram_gbps(info), peak_fp32_gflops(info)

@@ -47,6 +47,40 @@ def main(spec: Path) -> None:
         km.CudaError, km.UnmodeledError, km.ExecutionError, km.TooLargeError,
     )
     print(registers, text, median, passed, sass, verdicts, report.match, rows, warp, errors)
+
+
+def model(spec: Path) -> None:
+    bound = km.bind(spec, {"n": 4096})
+    module = km.parse_ptx(spec.with_suffix(".ptx"))
+    text: str = km.format_ptx(module)
+    u32 = km.PTX_TYPES["u32"]
+    slots: tuple[km.Slot, ...] = (km.Slot("d", dest=True), km.Slot("a"))
+    declarations: tuple[type[km.Instr], type[km.Law]] = (km.Instr, km.Law)
+    small: km.Machine = km.Machine("small", km.machine().instructions, arch="sm_90")
+    checks = km.check_instructions(small, only=["add"])
+    k = km.load(spec)
+    outputs = k.interpret(4, 256, {"n": 1000}, machine=small).outputs
+    proved: list[km.Verdict] = k.check(4, 256, {"a": 4000, "b": 4000, "c": 4000}, {"n": 1000})
+    peaks: tuple[float | None, float | None] = km.peak_rates({"compute_capability": "9.0"})
+    print(bound.grid, text, u32, slots, declarations, checks, outputs, proved, peaks)
+
+
+def campaigns_and_search(folder: Path) -> None:
+    done: int = km.run_campaign(folder / "sweep.toml", db=folder / "k.duckdb").info.done
+    imports: list[km.DatasetImport] = km.import_datasets(folder, db=folder / "k.duckdb")
+    recorded = km.recording(folder / "A100.json.gz")
+    best = km.search_recorded(recorded, "random", budget=10).best
+    fraction: float = km.replay(recorded, "random", budget=10, repeats=2).mean_fraction_of_optimum
+    template: km.Template = km.template("scale")
+    value: km.Value = 256
+    spec = km.KernelSpec(
+        ptx=km.KernelBuilder("k", target=km.Arch.parse("sm_90").name, version="8.7").ptx(), entry="k",
+        sizes={"n": 1}, launch=km.Launch((1,), (1,)),
+        args=(km.ArgSpec("x", "in", km.DTYPES["f32"], ("n",), km.Init("randn")),),
+        reference=km.Reference(torch="x"),
+    )
+    space = (km.Parameter("block", (64, value)), km.Constraint("block <= 256"), km.Footprint(threads=64))
+    print(done, imports, best, fraction, template.name, spec, space)
 """
 
 

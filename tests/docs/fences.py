@@ -11,6 +11,10 @@ on the lines right above the fence, invisible on the site, say how the tests tre
 
 In a shell block, a command whose comment says ``(exit status N)`` is expected to exit with N;
 every other command must exit with 0.
+
+A line ``--8<-- "PATH"`` in a block is the file at PATH (from the repository root), as the site's
+``pymdownx.snippets`` includes it: the block's text is that file's, so what the tests read and
+run is what the page shows.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ FENCE = re.compile(r"^```(\w*)\s*$")
 NOT_RUN = re.compile(r"^<!-- not run: (.+?) -->$")
 STAND_IN = re.compile(r"^<!-- stand-in (\S+): (.+?) -->$")
 EXIT_STATUS = re.compile(r"\(exit status (\d+)\)")
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"$')
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,15 @@ def pages() -> list[Path]:
     return [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
 
 
+def included(lines: list[str]) -> str:
+    """The text of a block's ``lines``, each snippet line replaced by the file it names."""
+    out = []
+    for line in lines:
+        m = SNIPPET.match(line.strip())
+        out.append((ROOT / m.group(1)).read_text().rstrip("\n") if m else line)
+    return "\n".join(out) + "\n"
+
+
 def blocks(page: Path) -> list[Block]:
     """The fenced blocks of ``page``, in order."""
     lines = page.read_text().splitlines()
@@ -79,7 +93,7 @@ def blocks(page: Path) -> list[Block]:
             else:
                 raise ValueError(f"{shown(page)}:{j + 1}: a comment the tests do not read")
             j -= 1
-        text = "\n".join(lines[start + 1 : i]) + "\n"
+        text = included(lines[start + 1 : i])
         out.append(Block(page, start + 1, m.group(1), text, not_run, stand_ins))
         i += 1
     return out
