@@ -11,6 +11,8 @@ from karyamorph.harness.gpu.reference import evaluate_reference, output_args
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
+from karyamorph.kernel.spec import flat_args, struct_layout
+from karyamorph.kernel.structs import StructArg
 from karyamorph.model.interp.budget import Footprint, ModelBudget
 from karyamorph.model.interp.errors import StepLimitError
 from karyamorph.model.interp.interpreter import interpret
@@ -48,7 +50,7 @@ def check_budget(kernel: BoundKernel, module: ast.Module, budget: ModelBudget, m
     inputs the harness keeps beside them) and the estimated work. Returns the launch's threads."""
     program = prepare(module, kernel.entry, machine or ptx_machine(), budget)
     threads = kernel.threads
-    buffers = [kernel.buffer_bytes(arg) for arg in kernel.args if arg.is_pointer]
+    buffers = [kernel.buffer_bytes(arg) for arg in flat_args(kernel.args) if arg.is_pointer]
     budget.check_work(threads, len(program.decoded))
     own = program.footprint(kernel.grid, kernel.block, kernel.shared_bytes, buffers)
     # The harness keeps each input as a torch tensor and a numpy copy besides the model's own.
@@ -101,10 +103,14 @@ def run_model(
     params = [p.name for p in module.entry(kernel.entry).params]
     by_param = dict(zip((a.name for a in kernel.args), params, strict=True))
     tensors = make_inputs(kernel, seed)
-    arrays: dict[str, Any] = {by_param[name]: _to_numpy(t) for name, t in tensors.items()}
+    own = {name: _to_numpy(t) for name, t in tensors.items()}  # by argument (and field) name
+    arrays: dict[str, Any] = {}
     for arg in kernel.args:
-        if not arg.is_pointer:
-            arrays[by_param[arg.name]] = kernel.scalars[arg.name]
+        if arg.is_struct:  # its fields' buffers and scalars, by field name
+            values = {f.name: own[f.name] if f.is_pointer else kernel.scalars[f.name] for f in arg.fields}
+            arrays[by_param[arg.name]] = StructArg(struct_layout(arg), values)
+        else:
+            arrays[by_param[arg.name]] = own[arg.name] if arg.is_pointer else kernel.scalars[arg.name]
     try:
         result = interpret(
             module, kernel.entry, machine, kernel.launch, arrays,
@@ -112,10 +118,14 @@ def run_model(
         )  # fmt: skip
     except StepLimitError:
         raise budget.ran_out(threads) from None
+    # The interpreter names a struct's pointer field's buffer ``param.field``.
+    out_names = {a.name: by_param[a.name] for a in kernel.args if a.is_pointer}
+    out_names |= {
+        f.name: f"{by_param[a.name]}.{f.name}" for a in kernel.args if a.is_struct for f in a.fields
+    }
     outputs = {
-        a.name: _to_torch(np.ascontiguousarray(result.outputs[by_param[a.name]]), tensors[a.name].dtype)
-        for a in kernel.args
-        if a.is_pointer
+        name: _to_torch(np.ascontiguousarray(result.outputs[out_names[name]]), tensors[name].dtype)
+        for name in tensors
     }
     return ModelRun(tensors, outputs, result.stats.as_dict(), result.seconds)
 

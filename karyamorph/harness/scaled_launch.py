@@ -30,7 +30,7 @@ from typing import Any
 
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel, bind
-from karyamorph.kernel.spec import SpecError
+from karyamorph.kernel.spec import SpecError, flat_args
 
 WORK_BUDGET = 1e8
 """Estimated thread-instructions of one sanitized launch. Measured on an H200: the vadd example
@@ -51,7 +51,7 @@ def estimated_work(kernel: BoundKernel, static: int) -> float:
     """The launch's work in thread-instructions, estimated as the module docstring says."""
     moved = kernel.cost_bytes
     if moved is None:
-        moved = float(sum(kernel.buffer_bytes(a) for a in kernel.args if a.is_pointer))
+        moved = float(sum(kernel.buffer_bytes(a) for a in flat_args(kernel.args) if a.is_pointer))
     return float(max(kernel.threads * static, kernel.cost_flops or 0.0, moved / 4))
 
 

@@ -143,22 +143,25 @@ def bind(
         )
     shapes: dict[str, tuple[int, ...]] = {}
     scalars: dict[str, int | float] = {}
-    for i, arg in enumerate(spec.args):
+    # A struct's fields are bound like arguments, by their names.
+    keyed = [(f"args[{i}].fields[{j}]" if a.is_struct else f"args[{i}]", f)
+             for i, a in enumerate(spec.args) for j, f in enumerate(a.fields or (a,))]  # fmt: skip
+    for key, arg in keyed:
         if arg.is_pointer:
-            shape = tuple(int(ev(s, f"args[{i}].shape[{k}]")) for k, s in enumerate(arg.shape))
+            shape = tuple(int(ev(s, f"{key}.shape[{k}]")) for k, s in enumerate(arg.shape))
             if any(d < 0 for d in shape):
-                raise SpecError(f"{where}: args[{i}].shape", f"shape {shape} has a negative extent")
+                raise SpecError(f"{where}: {key}.shape", f"shape {shape} has a negative extent")
             if math.prod(shape) * arg.dtype.bytes > MAX_BUFFER_BYTES:
                 raise SpecError(
-                    f"{where}: args[{i}].shape",
+                    f"{where}: {key}.shape",
                     f"{arg.name} would take {math.prod(shape) * arg.dtype.bytes} bytes, more than any "
                     f"GPU has (limit {MAX_BUFFER_BYTES})",
                 )
             shapes[arg.name] = shape
         else:
             assert arg.value is not None
-            scalar = ev(arg.value, f"args[{i}].value", integer=arg.dtype.kind != "f")
-            _check_scalar(arg, scalar, f"{where}: args[{i}].value")
+            scalar = ev(arg.value, f"{key}.value", integer=arg.dtype.kind != "f")
+            _check_scalar(arg, scalar, f"{where}: {key}.value")
             scalars[arg.name] = scalar
     cost_b = _cost(spec.cost_bytes, "cost.bytes", ev, where)
     cost_f = _cost(spec.cost_flops, "cost.flops", ev, where)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from karyamorph.kernel.bound import BoundKernel
-from karyamorph.kernel.spec import ArgSpec, DType, SpecError
+from karyamorph.kernel.spec import ArgSpec, DType, SpecError, flat_args
 
 # Scale of ``randn`` for integer dtypes: small values of both signs (unsigned: their magnitude).
 INT_RANDN_SCALE = 16.0
@@ -112,9 +112,10 @@ def make_array(kernel: BoundKernel, arg: ArgSpec, seed: int) -> np.ndarray:
     kernel : BoundKernel
         Supplies the shape (already resolved over ``kernel.sizes``).
     arg : ArgSpec
-        A pointer argument (role in, out or inout).
+        A pointer argument (role in, out or inout), or a struct's pointer field.
     seed : int
-        The trial seed; the argument's position in ``kernel.args`` is mixed in.
+        The trial seed; the argument's position in ``kernel.args`` (a struct's fields counted in
+        its place) is mixed in.
 
     Raises
     ------
@@ -128,8 +129,12 @@ def make_array(kernel: BoundKernel, arg: ArgSpec, seed: int) -> np.ndarray:
     clamped to the dtype (its magnitude for unsigned types), ``rand`` is uniformly random bits
     over the whole dtype, and ``arange`` wraps at the dtype's largest value + 1.
     """
-    index = kernel.args.index(arg)
-    where = f"{kernel.spec.where}: args[{index}].init"
+    index = flat_args(kernel.args).index(arg)  # a struct's fields count in its place
+    where = (
+        f"{kernel.spec.where}: args[{index}].init"
+        if arg in kernel.args
+        else f"{kernel.spec.where}: {arg.name}.init"
+    )
     shape = tuple(kernel.shapes[arg.name])
     numel = kernel.elements(arg)
     target = numpy_dtype(arg.dtype)
@@ -186,8 +191,9 @@ def _int_randn(dtype: DType) -> Draw:
 
 
 def make_inputs(kernel: BoundKernel, seed: int) -> dict[str, np.ndarray]:
-    """Every pointer argument's initial values, by argument name, in ``.entry`` order."""
-    return {a.name: make_array(kernel, a, seed) for a in kernel.args if a.is_pointer}
+    """Every pointer argument's initial values, by argument name, in ``.entry`` order (a struct's
+    pointer fields by field name, in its place)."""
+    return {a.name: make_array(kernel, a, seed) for a in flat_args(kernel.args) if a.is_pointer}
 
 
 def poisoned(array: np.ndarray, dtype: DType) -> np.ndarray:

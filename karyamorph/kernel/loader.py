@@ -18,13 +18,17 @@ from karyamorph.kernel.spec import (
     INITS,
     ROLES,
     SPEC_VERSION,
+    STRUCT,
     ArgSpec,
     Init,
     KernelSpec,
     Launch,
+    LaunchRanges,
     Reference,
     SpecError,
+    struct_layout,
 )
+from karyamorph.kernel.structs import StructLayoutError
 
 MAX_SPEC_BYTES = 1 << 20
 """Largest spec file read, in characters."""
@@ -34,9 +38,9 @@ KEYS: dict[str, tuple[str, ...]] = {
     "kernel": ("ptx", "source", "cu", "cuda", "options", "entry"),
     "sizes": (),
     "launch": ("grid", "block", "shared_bytes"),
-    "args": ("name", "role", "dtype", "shape", "init", "value"),
+    "args": ("name", "role", "dtype", "shape", "init", "value", "fields"),
     "reference": ("torch", "python"),
-    "check": ("atol", "rtol", "sizes"),
+    "check": ("atol", "rtol", "sizes", "launch", "block", "block_multiple", "grid"),
     "cost": ("bytes", "flops"),
     "search": SEARCH_KEYS,
 }
@@ -159,11 +163,18 @@ def spec_from_dict(
     if not isinstance(raw_args, list):
         raise SpecError(f"{name}: args", "use [[args]] tables, one per .entry parameter")
     args = tuple(_arg(a, f"{name}: args[{i}]") for i, a in enumerate(raw_args))
-    seen: set[str] = set()
+    seen: set[str] = set()  # what the reference may name: a struct's fields, not the struct
+    taken: set[str] = set()
     for i, a in enumerate(args):
-        if a.name in seen:
-            raise SpecError(f"{name}: args[{i}].name", f"duplicate argument name {a.name!r}")
-        seen.add(a.name)
+        keyed = [(f"args[{i}].name", a)] + [
+            (f"args[{i}].fields[{j}].name", f) for j, f in enumerate(a.fields)
+        ]
+        for key, f in keyed:
+            if f.name in taken:
+                raise SpecError(f"{name}: {key}", f"duplicate argument name {f.name!r}")
+            taken.add(f.name)
+            if not f.is_struct:
+                seen.add(f.name)
 
     ref_t = _table(doc, "reference", name, required=False)
     _unknown_keys(ref_t, "reference", f"{name}: [reference]")
@@ -175,7 +186,7 @@ def spec_from_dict(
     check = _table(doc, "check", name, required=False)
     _unknown_keys(check, "check", f"{name}: [check]")
     for key, value in check.items():
-        if key == "sizes":
+        if key in _LAUNCH_KEYS:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
             raise SpecError(f"{name}: check.{key}", f"expected a number >= 0, got {value!r}")
@@ -189,7 +200,7 @@ def spec_from_dict(
     spec = KernelSpec(
         ptx=ptx, entry=entry, sizes=dict(sizes), launch=launch, args=args, reference=reference,
         atol=check.get("atol"), rtol=check.get("rtol"), check_sizes=check_sizes, cost_bytes=cost.get("bytes"),
-        cost_flops=cost.get("flops"), ptx_path=ptx_path,
+        cost_flops=cost.get("flops"), ptx_path=ptx_path, check_launch=_launch_ranges(check, f"{name}: check"),
         source_path=(base / name) if base is not None and name != "<spec>" else None, cuda=cuda, text=text,
     )  # fmt: skip
     if "search" in doc:  # the spec runs as its baseline configuration; the table makes the others
@@ -204,6 +215,36 @@ def spec_from_dict(
             where = f"{name}: check.sizes[{i}]"
             raise SpecError(where, f"the spec does not bind at {other}: {exc}") from None
     return spec
+
+
+# ``[check]`` keys that are not tolerances.
+_LAUNCH_KEYS = ("sizes", "launch", "block", "block_multiple", "grid")
+
+
+def _launch_ranges(check: dict[str, Any], where: str) -> LaunchRanges:
+    """``[check] launch``, ``block``, ``block_multiple``, ``grid``: the launches the model stage
+    proves the kernel for."""
+    mode = check.get("launch", "spec")
+    if mode not in ("spec", "any"):
+        raise SpecError(f"{where}.launch", f'expected "spec" or "any", got {mode!r}')
+    default = LaunchRanges()
+    block = _range(check.get("block", list(default.block)), f"{where}.block")
+    raw_grid = check.get("grid", list(default.grid or ()))
+    grid = None if raw_grid == "launch" else _range(raw_grid, f"{where}.grid", '"launch" or ')
+    multiple = check.get("block_multiple", 1)
+    if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
+        raise SpecError(f"{where}.block_multiple", f"expected an integer >= 1, got {multiple!r}")
+    try:
+        return LaunchRanges(mode, block, multiple, grid)
+    except ValueError as exc:
+        raise SpecError(where, str(exc)) from None
+
+
+def _range(raw: Any, where: str, other: str = "") -> tuple[int, int]:
+    ok = isinstance(raw, list) and len(raw) == 2 and all(type(x) is int for x in raw)
+    if not ok or not 1 <= raw[0] <= raw[1]:
+        raise SpecError(where, f"expected {other}[lo, hi] with 1 <= lo <= hi, got {raw!r}")
+    return raw[0], raw[1]
 
 
 def _check_sizes(raw: Any, sizes: dict[str, Any], where: str) -> tuple[dict[str, int], ...]:
@@ -225,14 +266,19 @@ def _check_sizes(raw: Any, sizes: dict[str, Any], where: str) -> tuple[dict[str,
     return tuple(out)
 
 
-def _arg(raw: Any, where: str) -> ArgSpec:
+def _arg(raw: Any, where: str, field: bool = False) -> ArgSpec:
     if not isinstance(raw, dict):
         raise SpecError(where, "each [[args]] entry must be a table")
     _unknown_keys(raw, "args", where)
     name = _name(raw.get("name"), f"{where}.name", "an argument")
     role = raw.get("role")
+    if role == STRUCT and not field:
+        return _struct(raw, name, where)
     if role not in ROLES:
-        raise SpecError(f"{where}.role", f"unknown role {role!r} (expected one of: {', '.join(ROLES)})")
+        roles = ", ".join(ROLES if field else (*ROLES, STRUCT))
+        raise SpecError(f"{where}.role", f"unknown role {role!r} (expected one of: {roles})")
+    if "fields" in raw:
+        raise SpecError(f"{where}.fields", f"only a struct argument has fields, {name!r} is {role!r}")
     dtype_name = raw.get("dtype")
     if not isinstance(dtype_name, str) or dtype_name not in DTYPES:
         raise SpecError(
@@ -258,6 +304,23 @@ def _arg(raw: Any, where: str) -> ArgSpec:
     if problem:
         raise SpecError(f"{where}.init", problem)
     return ArgSpec(name, role, dtype, shape, init)
+
+
+def _struct(raw: dict[str, Any], name: str, where: str) -> ArgSpec:
+    """A struct passed by value: ``fields``, a list of argument tables (buffers and scalars)."""
+    raw_fields = raw.get("fields")
+    if not isinstance(raw_fields, list) or not raw_fields:
+        raise SpecError(f"{where}.fields", f"struct argument {name!r} needs a list of field tables")
+    fields = tuple(_arg(f, f"{where}.fields[{j}]", field=True) for j, f in enumerate(raw_fields))
+    extra = sorted(set(raw) - {"name", "role", "fields"})
+    if extra:
+        raise SpecError(where, f"struct argument {name!r} takes fields, not {', '.join(extra)}")
+    arg = ArgSpec(name, STRUCT, DTYPES["u8"], fields=fields)
+    try:
+        struct_layout(arg)
+    except StructLayoutError as exc:
+        raise SpecError(f"{where}.fields", str(exc)) from None
+    return arg
 
 
 def _default_init(role: str, kind: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
-from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError
+from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError, struct_layout
 
 # Which spec dtype kinds a scalar .param type accepts: bit types take any kind of their width;
 # nvcc declares C `int` as .u32 and `long` as .u64, so signed and unsigned integers mix.
@@ -31,9 +31,23 @@ def check_signature(spec: KernelSpec, entry: ast.Function) -> None:
             )
 
 
+def param_kind(param: ast.Param) -> str:
+    """What a ``.param`` of an entry passes: ``pointer`` (``.ptr``), ``struct`` (a byte array,
+    as nvcc passes a struct by value: :mod:`karyamorph.kernel.structs` lays out its fields) or
+    ``scalar``."""
+    if param.is_ptr:
+        return "pointer"
+    return "struct" if param.dims else "scalar"
+
+
 def _mismatch(arg: ArgSpec, param: ast.Param) -> str | None:
-    if param.dims:
-        return "array (struct) parameters are not supported as kernel arguments yet"
+    if arg.is_struct:
+        return struct_layout(arg).mismatch(param)
+    if param_kind(param) == "struct":
+        return (
+            f"the parameter is a struct of {param.size_bytes} bytes passed by value; state it as "
+            'role = "struct" with its fields'
+        )
     width = ast.type_bytes(param.type)
     if arg.is_pointer:
         if param.type.lstrip("busf") != "64" or param.type.startswith("f"):
@@ -54,7 +68,9 @@ def _mismatch(arg: ArgSpec, param: ast.Param) -> str | None:
 
 def _describe(param: ast.Param) -> str:
     ptr = " .ptr" + (f" .{param.ptr_space}" if param.ptr_space else "") if param.is_ptr else ""
-    return f".param .{param.type}{ptr} {param.name}"
+    align = f" .align {param.align}" if param.align is not None and not param.is_ptr else ""
+    dims = "".join(f"[{d}]" for d in param.dims)
+    return f".param{align} .{param.type}{ptr} {param.name}{dims}"
 
 
 def prepare(spec: KernelSpec) -> ast.Module:

@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from karyamorph.errors import KaryaMorphError
+from karyamorph.kernel.structs import POINTER, StructLayout
 
 SPEC_VERSION = 1
 ROLES = ("in", "out", "inout", "scalar")
+STRUCT = "struct"
+"""The role of a struct passed by value, whose ``fields`` take the other roles."""
 INITS = ("randn", "rand", "zeros", "ones", "arange", "randint")
 
 
@@ -112,7 +115,11 @@ class Init:
 
 @dataclass(frozen=True, slots=True)
 class ArgSpec:
-    """One kernel argument, in ``.entry`` parameter order."""
+    """One kernel argument, in ``.entry`` parameter order.
+
+    A ``struct`` argument (a struct passed by value) has ``fields``: buffers and scalars like
+    the other arguments, laid out by C rules (:func:`struct_layout`); its ``dtype`` is ``u8``.
+    """
 
     name: str
     role: str
@@ -120,10 +127,26 @@ class ArgSpec:
     shape: tuple[str | int, ...] = ()
     init: Init = Init("zeros")
     value: str | int | float | None = None
+    fields: tuple[ArgSpec, ...] = ()
 
     @property
     def is_pointer(self) -> bool:
-        return self.role != "scalar"
+        return self.role not in ("scalar", STRUCT)
+
+    @property
+    def is_struct(self) -> bool:
+        return self.role == STRUCT
+
+
+def flat_args(args: tuple[ArgSpec, ...]) -> tuple[ArgSpec, ...]:
+    """Every buffer and scalar of ``args``, a struct's fields in its place: what is allocated,
+    filled and named (in a reference) like a top-level argument."""
+    return tuple(f for a in args for f in (a.fields if a.is_struct else (a,)))
+
+
+def struct_layout(arg: ArgSpec) -> StructLayout:
+    """The C layout of a ``struct`` argument's fields (a buffer field is a pointer)."""
+    return StructLayout.of(tuple((f.name, POINTER if f.is_pointer else f.dtype.name) for f in arg.fields))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +156,61 @@ class Launch:
     grid: tuple[str | int, ...]
     block: tuple[str | int, ...]
     shared_bytes: str | int = 0
+
+
+MAX_BLOCK_THREADS = 1024
+"""Most threads a block of any CUDA GPU may have: the default top of ``[check] block``."""
+MAX_GRID_BLOCKS = 65535
+"""The default top of ``[check] grid`` (the y and z limit of a grid; x may go to 2**31 - 1)."""
+LAUNCH_MODES = ("spec", "any")
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchRanges:
+    """The launches a model check covers (the ``[check]`` keys ``launch``, ``block``,
+    ``block_multiple`` and ``grid``).
+
+    Attributes
+    ----------
+    mode : str
+        ``spec``: the checks hold for the spec's launch; ``any``: for every launch in the ranges
+        (what ``karyamorph check --any-launch`` asks for on any spec).
+    block : tuple of 2 int
+        Fewest and most threads a block (all axes together), default 1..1024.
+    block_multiple : int
+        A block's thread count is a multiple of this (32: whole warps); default 1.
+    grid : tuple of 2 int, or None
+        Fewest and most blocks of the grid (all axes together), default 1..65535; None
+        (``grid = "launch"``): the spec's own grid, for a kernel whose grid is fixed by its sizes.
+    """
+
+    mode: str = "spec"
+    block: tuple[int, int] = (1, MAX_BLOCK_THREADS)
+    block_multiple: int = 1
+    grid: tuple[int, int] | None = (1, MAX_GRID_BLOCKS)
+
+    def __post_init__(self) -> None:
+        if self.mode not in LAUNCH_MODES:
+            raise ValueError(f"launch must be one of {', '.join(LAUNCH_MODES)}, got {self.mode!r}")
+        for what, r in (("block", self.block), ("grid", self.grid)):
+            if r is not None and not 1 <= r[0] <= r[1]:
+                raise ValueError(f"{what} range must be [lo, hi] with 1 <= lo <= hi, got {list(r)}")
+        if self.block_multiple < 1:
+            raise ValueError(f"block_multiple must be >= 1, got {self.block_multiple}")
+        lo, hi = self.block
+        if -(-lo // self.block_multiple) * self.block_multiple > hi:
+            raise ValueError(f"no multiple of {self.block_multiple} lies in block {lo}..{hi}")
+
+    def describe(self) -> str:
+        """The ranges in words: ``block 1..1024 (multiples of 32) x grid 1..65535``."""
+        multiples = f" (multiples of {self.block_multiple})" if self.block_multiple > 1 else ""
+        grid = "the spec's grid" if self.grid is None else f"grid {span(*self.grid)}"
+        return f"block {span(*self.block)}{multiples} x {grid}"
+
+
+def span(lo: int, hi: int) -> str:
+    """``lo..hi``, or ``lo`` alone when they are equal."""
+    return str(lo) if lo == hi else f"{lo}..{hi}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +328,9 @@ class KernelSpec:
     search : SearchTable or None
         A spec with a ``[search]`` table loads as its baseline configuration; the table (with the
         spec as written) makes every other one (:func:`karyamorph.kernel.tuning.variant`).
+    check_launch : LaunchRanges
+        The launches the model stage proves the kernel for (``[check] launch``, ``block``,
+        ``block_multiple``, ``grid``): by default the spec's launch alone.
     """
 
     ptx: str
@@ -268,6 +349,7 @@ class KernelSpec:
     cuda: CudaSource | None = None
     text: str = field(default="", compare=False)
     search: SearchTable | None = field(default=None, compare=False, repr=False)
+    check_launch: LaunchRanges = LaunchRanges()
 
     @property
     def name(self) -> str:

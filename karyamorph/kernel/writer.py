@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from karyamorph.kernel.spec import ArgSpec, Init, KernelSpec
+from karyamorph.kernel.spec import ArgSpec, Init, KernelSpec, LaunchRanges
 
 Scalar = str | int | float | bool
 Value = Scalar | Sequence["Value"] | Mapping[str, "Value"]
@@ -50,7 +50,10 @@ def _init(init: Init) -> str:
     return f"randint({init.low}, {init.high})" if init.kind == "randint" else init.kind
 
 
-def _arg(arg: ArgSpec) -> dict[str, Scalar | Sequence[Scalar] | None]:
+def _arg(arg: ArgSpec) -> dict[str, Value | None]:
+    if arg.is_struct:  # its fields as inline tables, each written as an argument is
+        fields = [{k: v for k, v in _arg(f).items() if v is not None} for f in arg.fields]
+        return {"name": arg.name, "role": arg.role, "fields": fields}
     if not arg.is_pointer:
         return {"name": arg.name, "role": arg.role, "dtype": arg.dtype.name, "value": arg.value}
     return {"name": arg.name, "role": arg.role, "dtype": arg.dtype.name, "shape": list(arg.shape),
@@ -63,6 +66,17 @@ def _kernel(spec: KernelSpec, source_file: str) -> dict[str, Value | None]:
     if spec.cuda is None or spec.ptx:
         return {"ptx": source_file, "entry": spec.entry}
     return {"cu": source_file, "entry": spec.entry, "options": list(spec.cuda.options) or None}
+
+
+def _launch_ranges(r: LaunchRanges) -> dict[str, Value | None]:
+    """The ``[check]`` launch keys that differ from their defaults."""
+    d = LaunchRanges()
+    return {
+        "launch": r.mode if r.mode != d.mode else None,
+        "block": list(r.block) if r.block != d.block else None,
+        "block_multiple": r.block_multiple if r.block_multiple != d.block_multiple else None,
+        "grid": ("launch" if r.grid is None else list(r.grid)) if r.grid != d.grid else None,
+    }
 
 
 def spec_toml(spec: KernelSpec, ptx_file: str, header: str = "") -> str:
@@ -89,7 +103,8 @@ def spec_toml(spec: KernelSpec, ptx_file: str, header: str = "") -> str:
         lines += _table("args", _arg(arg), array=True)
     lines += _table("reference", {"torch": spec.reference.torch, "python": spec.reference.python})
     lines += _table("check", {"atol": spec.atol, "rtol": spec.rtol,
-                              "sizes": [dict(s) for s in spec.check_sizes] or None})  # fmt: skip
+                              "sizes": [dict(s) for s in spec.check_sizes] or None,
+                              **_launch_ranges(spec.check_launch)})  # fmt: skip
     lines += _table("cost", {"bytes": spec.cost_bytes, "flops": spec.cost_flops})
     return "\n".join(lines).lstrip("\n")
 

@@ -18,8 +18,11 @@ from tests.harness.tools.nvcc_probe import require_nvcc
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "spec.md"
 EXAMPLES = ROOT / "datasets" / "kernels"
-ALTERNATIVES = {"kernel.source", "kernel.cu", "kernel.cuda", "kernel.options", "reference.python"}
-"""Keys the complete example leaves out because it gives their alternative (ptx, torch)."""
+ALTERNATIVES = {
+    "kernel.source", "kernel.cu", "kernel.cuda", "kernel.options", "reference.python", "args.fields",
+}  # fmt: skip
+"""Keys the complete example leaves out because it gives their alternative (ptx, torch; buffers
+and scalars rather than a struct, which has an example of its own)."""
 SEARCH = {"search", *(f"search.{key}" for key in KEYS["search"])}
 """Keys the complete example leaves out because a search is another use of a spec: docs/search.md
 has its complete example (its blocks load as the docs tests load every page's)."""

@@ -34,6 +34,7 @@ from karyamorph.harness.gpu.timed_check import LaunchGuard
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.signature import prepare
+from karyamorph.kernel.spec import flat_args
 from karyamorph.model.ptx.exactness import nondeterministic_reasons
 
 # Loaded modules kept per worker; a search meets each variant's cubin a few times at most, so
@@ -68,7 +69,7 @@ MAX_INPUT_SETS = 6
 def input_key(kernel: BoundKernel, seed: int) -> tuple[Any, ...]:
     """Everything :func:`make_inputs` reads: two kernels with one key get the same inputs."""
     args = tuple((a.name, a.role, a.dtype.name, tuple(kernel.shapes.get(a.name, ())), a.init)
-                 for a in kernel.args)  # fmt: skip
+                 for a in flat_args(kernel.args))  # fmt: skip
     return (args, seed)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.inputs import make_array, numpy_dtype
-from karyamorph.kernel.spec import ArgSpec, DType
+from karyamorph.kernel.spec import ArgSpec, DType, flat_args
 
 if TYPE_CHECKING:
     import torch
@@ -60,8 +60,9 @@ def host_bits(tensor: torch.Tensor, dtype: DType) -> np.ndarray:
 
 
 def make_inputs(kernel: BoundKernel, seed: int) -> dict[str, torch.Tensor]:
-    """Every pointer argument's initial values (CPU tensors), by argument name."""
-    return {a.name: make_tensor(kernel, a, seed) for a in kernel.args if a.is_pointer}
+    """Every pointer argument's initial values (CPU tensors), by argument name (a struct's
+    pointer fields by field name)."""
+    return {a.name: make_tensor(kernel, a, seed) for a in flat_args(kernel.args) if a.is_pointer}
 
 
 def poison_(tensor: torch.Tensor) -> torch.Tensor:

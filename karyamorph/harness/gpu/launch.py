@@ -114,6 +114,9 @@ def kernel_args(kernel: BoundKernel, params: tuple[ast.Param, ...], pointers: Ma
         if arg.is_pointer:
             values.append(np.uint64(pointers[arg.name]))
             continue
+        if arg.is_struct:  # cuda.core's launch takes scalars and buffers, no struct values
+            raise SpecError(f"{where}: args[{i}]", f"struct argument {arg.name!r} runs on the model only: "
+                            "the GPU launch does not pass structs by value")  # fmt: skip
         try:
             values.append(scalar_param(kernel.scalars[arg.name], arg.dtype, param))
         except ValueError as exc:

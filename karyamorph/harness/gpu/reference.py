@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from karyamorph.kernel.bound import BoundKernel
-from karyamorph.kernel.spec import ArgSpec, SpecError
+from karyamorph.kernel.spec import ArgSpec, SpecError, flat_args
 
 if TYPE_CHECKING:
     import torch
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def output_args(kernel: BoundKernel) -> tuple[ArgSpec, ...]:
     """The arguments a reference must produce, in order: every ``out`` and ``inout`` buffer."""
-    return tuple(a for a in kernel.args if a.role in ("out", "inout"))
+    return tuple(a for a in flat_args(kernel.args) if a.role in ("out", "inout"))
 
 
 def reference_names(kernel: BoundKernel, tensors: Mapping[str, Any]) -> dict[str, Any]:
@@ -27,10 +27,11 @@ def reference_names(kernel: BoundKernel, tensors: Mapping[str, Any]) -> dict[str
     whose value is the size ``n`` is the same number either way.
     """
     names: dict[str, Any] = dict(kernel.sizes)
-    for arg in kernel.args:
+    args = flat_args(kernel.args)  # a struct's fields by their own names
+    for arg in args:
         if not arg.is_pointer:
             names[arg.name] = kernel.scalars[arg.name]
-    for arg in kernel.args:
+    for arg in args:
         if arg.is_pointer and arg.name in tensors:
             names[arg.name] = tensors[arg.name]
     return names

@@ -180,6 +180,10 @@ def _toml_value(value: Any) -> str:
 
 
 def _arg_toml(arg: ArgSpec) -> list[str]:
+    if arg.is_struct:  # each field as an inline table of the lines an argument gets
+        fields = ", ".join("{ " + ", ".join(_arg_toml(f)[1:]) + " }" for f in arg.fields)
+        return ["[[args]]", f"name = {_toml_value(arg.name)}", f"role = {_toml_value(arg.role)}",
+                f"fields = [{fields}]"]  # fmt: skip
     lines = ["[[args]]", f"name = {_toml_value(arg.name)}", f"role = {_toml_value(arg.role)}",
              f"dtype = {_toml_value(arg.dtype.name)}"]  # fmt: skip
     if arg.is_pointer:

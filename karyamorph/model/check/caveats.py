@@ -9,6 +9,9 @@ Two constructs are encoded in a way that is exact for bounds and barriers but no
   it: a race verdict that involves it is unknown.
 - ``bar.warp.sync`` orders the lanes of a warp, which the encoding does not know: under
   independent thread scheduling, a verdict about two lanes of one warp is unknown.
+- mbarrier waits (``mbarrier.test_wait``/``try_wait``) order the accesses before an arrival
+  with those after the wait, which the encoding does not know: a refutation is unknown (a
+  proof, made with fewer orderings than the kernel has, stands).
 
 Verdicts these limits cannot touch are kept: a refutation between two threads of different
 warps, or between accesses none of which is an in-flight copy.
@@ -31,6 +34,7 @@ class RaceCaveats:
     copies_in_flight: tuple[int, ...] = ()
     at_barriers: tuple[int, ...] = ()
     warp_barriers: tuple[int, ...] = ()
+    mbarrier_waits: tuple[int, ...] = ()
 
     def reason(self) -> str:
         out = []
@@ -45,7 +49,15 @@ class RaceCaveats:
                 f"bar.warp.sync at line(s) {_lines(self.warp_barriers)} orders lanes of a warp, which "
                 "the two-thread encoding does not encode"
             )
+        if self.mbarrier_waits:
+            out.append(
+                f"mbarrier waits at line(s) {_lines(self.mbarrier_waits)} order threads, which the "
+                "two-thread encoding does not encode"
+            )
         return "; ".join(out)
+
+
+MBARRIER_WAITS = ("mbarrier.test_wait", "mbarrier.try_wait")
 
 
 def _lines(lines: tuple[int, ...]) -> str:
@@ -90,8 +102,9 @@ def _transfer(program: Program, pc: int, state: InFlight) -> InFlight:
 def race_caveats(program: Program, scheduling: str) -> RaceCaveats:
     """The caveats of a kernel's race verdicts (empty when the encoding is exact for it)."""
     warp = tuple(d.line for d in program.decoded if d.instr.name == "bar.warp.sync")
+    waits = tuple(d.line for d in program.decoded if d.instr.name.startswith(MBARRIER_WAITS))
     if not any(d.instr.name.startswith("cp.async") for d in program.decoded):
-        return RaceCaveats(warp_barriers=warp if scheduling == "its" else ())
+        return RaceCaveats(warp_barriers=warp if scheduling == "its" else (), mbarrier_waits=waits)
     n = len(program.decoded)
     empty: InFlight = (frozenset(), frozenset())
     state: dict[int, InFlight] = {0: empty}
@@ -114,7 +127,8 @@ def race_caveats(program: Program, scheduling: str) -> RaceCaveats:
         if dec.instr.kind == "barrier" and (uncommitted or pending):
             copies |= uncommitted | pending
             barriers.add(dec.line)
-    return RaceCaveats(tuple(sorted(copies)), tuple(sorted(barriers)), warp if scheduling == "its" else ())
+    its = warp if scheduling == "its" else ()
+    return RaceCaveats(tuple(sorted(copies)), tuple(sorted(barriers)), its, waits)
 
 
 def _linear(t: ThreadId, block: tuple[int, int, int]) -> int:
@@ -125,7 +139,10 @@ def apply_race_caveats(
     v: Verdict, caveats: RaceCaveats, block: tuple[int, int, int], warp_size: int
 ) -> Verdict:
     """``v`` (a race verdict), or an unknown verdict when the caveats may have decided it."""
-    if v.verdict == "unknown" or not (caveats.copies_in_flight or caveats.warp_barriers):
+    refuted_past_waits = v.verdict == "refuted" and bool(caveats.mbarrier_waits)
+    if v.verdict == "unknown" or not (
+        caveats.copies_in_flight or caveats.warp_barriers or refuted_past_waits
+    ):
         return v
     w = v.witness
     if w is not None and len(w.threads) == 2:
@@ -133,7 +150,7 @@ def apply_race_caveats(
         same_warp = a.block == b.block and _linear(a, block) // warp_size == _linear(b, block) // warp_size
         copy_involved = any(line in caveats.copies_in_flight for line in w.lines)
         warp_involved = same_warp and bool(caveats.warp_barriers)
-        if not copy_involved and not warp_involved:
+        if not copy_involved and not warp_involved and not refuted_past_waits:
             return v
     # The replay goes with the witness: it replayed a verdict that no longer stands.
     return dataclasses.replace(

@@ -20,19 +20,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from karyamorph.isa import ast
+from karyamorph.kernel.structs import StructArg
+from karyamorph.model.interp.arguments import KernelArg as KernelArg
+from karyamorph.model.interp.arguments import bind_arguments
 from karyamorph.model.interp.asynccopy import AsyncCopies
+from karyamorph.model.interp.asyncproxy import DEADLOCK, HopperState, WaitWatch, refuse_larger_clusters
 from karyamorph.model.interp.budget import ModelBudget
-from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, StepLimitError
+from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, ModelLimitError, StepLimitError
 from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.interp.program import Program, align_up, prepare
 from karyamorph.model.interp.simt import GroupExec, Stats, make_geometry
-from karyamorph.model.semantics.concrete import UINT, float_bits
+from karyamorph.model.interp.spin import SpinWatch, refuse_grid_sync
+from karyamorph.model.semantics.concrete import UINT
 from karyamorph.model.semantics.simt_machine import Machine
-from karyamorph.model.semantics.types import PtxType, ptx_type
 
 Dim3 = tuple[int, int, int]
-# A kernel argument: a numpy array for a pointer parameter, a number for a scalar one.
-KernelArg = np.ndarray | np.generic | int | float
 # Interleaved order: the chance that a group hands over to another after each instruction. One
 # half interleaves read-modify-write sequences of a few instructions often enough to be seen
 # within a handful of seeds.
@@ -134,8 +136,11 @@ class _Run:
         )
         self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
+        self.hopper = HopperState(self.mem, n, self.geo.describe, self.stats)
+        self.waits = WaitWatch()
+        self.swapped: dict[int, int] = {}  # group -> progress when a wait last let its sibling run
         self.arrays: dict[str, np.ndarray] = {}
-        self._bind_args(args)
+        bind_arguments(program, self.mem, self.arrays, args)
         kept = variables or {}
         for var in program.variables:  # after the arguments, which keep their own numbering
             data = np.frombuffer(var.data, np.uint8)
@@ -150,36 +155,7 @@ class _Run:
             name: np.zeros(n, UINT[t.bits] if t.kind != "pred" else np.bool_)
             for name, t in program.registers.items()
         }
-
-    def _bind_args(self, args: Mapping[str, KernelArg]) -> None:
-        fn = self.p.fn
-        names = {p.name for p in fn.params}
-        extra = sorted(set(args) - names)
-        if extra:
-            raise LaunchError(
-                f"{fn.name}: unknown argument(s) {', '.join(extra)} "
-                f"(parameters: {', '.join(p.name for p in fn.params)})"
-            )
-        for p in fn.params:
-            if p.name not in args:
-                raise LaunchError(f"{fn.name}: missing argument {p.name!r}")
-            v = args[p.name]
-            off = self.p.param_offsets[p.name]
-            if isinstance(v, np.ndarray) and v.ndim >= 1:
-                alloc = self.mem.add_global(p.name, v)
-                self.arrays[p.name] = v
-                bits = alloc.base
-            else:
-                t = (
-                    ptx_type(p.type)
-                    if p.type in ("f32", "f64", "f16")
-                    else PtxType(p.type, 8 * p.size_bytes, "u")
-                )
-                bits = float_bits(float(v), t.name) if t.is_float else int(v) & ((1 << t.bits) - 1)
-            size = p.size_bytes
-            self.mem.param.data[off : off + size] = np.frombuffer(
-                int(bits).to_bytes(size, "little"), np.uint8
-            )
+        self.spin = SpinWatch([d.source for d in program.decoded], self.regs)
 
     # --- scheduling ----------------------------------------------------------------------------
     def run(self) -> None:
@@ -190,6 +166,7 @@ class _Run:
             while self._run_group(g, stack, whole=True) != "done":
                 pass
             self.copies.finish(g.copy_observer())
+            self.hopper.finish(g.copy_observer())
             return
         ws, bt = self.geo.warp_size, self.geo.block_threads
         step = 1 if self.split_lanes else ws
@@ -200,11 +177,16 @@ class _Run:
                 g = self._group(lo, hi, self.rng)
                 groups.append(_Group(g, [_Entry(0, np.ones(hi - lo, bool), self.n_ins, 0, True)], b))
         assert self.rng is not None
+        stalled: dict[str, np.ndarray] | None = None
         while any(s.state != "done" for s in groups):
+            moved = False  # a group ran that was not waiting, or stopped waiting
+            progress = self._progress()
             for k in self.rng.permutation(len(groups)):
                 s = groups[k]
-                if s.state == "ready":
+                if s.state in ("ready", "waiting"):  # a waiting group tries its wait again
+                    was = s.state
                     s.state = self._run_group(s.exec, s.stack, whole=False)
+                    moved = moved or was != "waiting" or s.state != "waiting"
                     if s.state == "barrier":
                         s.exec.phase += 1
             # A block's barrier opens once each of its warps waits there or has finished.
@@ -212,17 +194,35 @@ class _Run:
                 members = [s for s in groups if s.block == b]
                 if all(s.state in ("barrier", "done") for s in members):
                     self.stats.barriers += 1
+                    moved = True
                     for s in members:
                         if s.state == "barrier":
                             s.state = "ready"
+            stalled = None if moved or self._progress() != progress else self._stalled(stalled, groups)
         if groups:
             self.copies.finish(groups[0].exec.copy_observer())
+            self.hopper.finish(groups[0].exec.copy_observer())
+
+    def _progress(self) -> int:
+        return sum(self.stats.bytes_stored.values()) + self.stats.atomics
+
+    def _stalled(self, before: dict[str, np.ndarray] | None, groups: list[_Group]) -> dict[str, np.ndarray]:
+        """A round in which only waiting groups ran, still waiting, and stored nothing: when the
+        registers are as the last such round left them too, no wait can ever succeed."""
+        if before is not None and all(np.array_equal(before[r], v) for r, v in self.regs.items()):
+            waiting = next(s.exec for s in groups if s.state == "waiting")
+            line = waiting.dec.line
+            raise ModelLimitError(f"line {line}: {waiting.dec.source.full_opcode}: {DEADLOCK}")
+        return {r: v.copy() for r, v in self.regs.items()}
 
     def _group(self, lo: int, hi: int, rng: np.random.Generator | None) -> GroupExec:
         g = GroupExec(self.p, self.regs, self.mem, self.geo, self.stats, lo, hi, rng)
         g.observe = self.observe
         g.consts = self.consts
         g.async_copies = self.copies
+        g.hopper = self.hopper
+        g.can_suspend = self.randomize  # whole-launch groups are compared at failed waits instead
+        g.waits = self.waits
         return g
 
     def _run_group(self, g: GroupExec, stack: list[_Entry], whole: bool) -> str:
@@ -282,6 +282,8 @@ class _Run:
                     return "ready"
             elif ctl[0] == "branch":
                 target = self.p.labels[ctl[1]]
+                if target <= e.pc:
+                    self.spin.back_edge(g.lo, g.hi, target, e.pc, dec.line, eff, self._progress())
                 if guard is None or threads == self._threads_of(g, e):
                     e.pc = target  # every thread of the entry takes it
                 else:
@@ -296,6 +298,20 @@ class _Run:
                 e.pc += 1
                 if not e.mask.any():
                     stack.pop()
+            elif ctl[0] == "suspend":  # a failed try_wait: the other groups run first
+                e.pc += 1
+                other = stack[-2] if len(stack) > 1 else None
+                sibling = other is not None and other.rpc == e.rpc and other.pc != other.rpc
+                if sibling and self.swapped.get(g.lo) != self._progress():
+                    # The other side of a divergent branch (warp specialisation: producers
+                    # and consumers) runs first; the waiting side resumes after it. Running
+                    # alone, WaitWatch ends waits that take turns without progress; else the
+                    # group hands over once the turns make none.
+                    if not whole:
+                        self.swapped[g.lo] = self._progress()
+                    stack[-1], stack[-2] = stack[-2], stack[-1]
+                elif not whole:
+                    return "waiting"
             else:
                 self._barrier(g, e, eff, whole)
                 e.pc += 1
@@ -399,7 +415,9 @@ def interpret(
     args
         Parameter name -> numpy array (a pointer argument: a global allocation of its own,
         copied; a large one as the launch first touches it, so it must not change during the
-        run) or a Python/numpy scalar (passed by value).
+        run), a Python/numpy scalar (passed by value), or a
+        :class:`~karyamorph.kernel.structs.StructArg` for a struct passed by value (a pointer
+        field's array is an allocation of its own, output as ``param.field``).
     randomize_order
         Run warps separately between barriers in a random order (seeded) and let colliding
         stores/atomics of one instruction land in a random order.
@@ -438,11 +456,17 @@ def interpret(
     TooLargeError
         Before running, when the kernel or the launch is over ``budget``.
     MemoryAccessError, DivergentBarrierError, WarpSyncError, StepLimitError, LaunchError
+    ModelLimitError
+        A form the model cannot run: cooperative grid synchronisation (before running), a
+        spin-wait seen to make no progress (:mod:`karyamorph.model.interp.spin`).
     """
     grid, block, shared_bytes = (_dim3(launch[0]), _dim3(launch[1]), int(launch[2]))
     budget = budget or ModelBudget()
     program = prepare(module, entry, machine, budget)
-    arrays = [v.nbytes for v in args.values() if isinstance(v, np.ndarray) and v.ndim >= 1]
+    refuse_grid_sync(program.fn)
+    refuse_larger_clusters(program.fn)
+    fields = [f for v in args.values() if isinstance(v, StructArg) for f in v.values.values()]
+    arrays = [v.nbytes for v in (*args.values(), *fields) if isinstance(v, np.ndarray) and v.ndim >= 1]
     budget.check_bytes(program.footprint(grid, block, shared_bytes, arrays))
     t0 = time.perf_counter()
     order = (randomize_order, seed, max_steps, observe, interleave)

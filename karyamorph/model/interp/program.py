@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from karyamorph.isa import ast
+from karyamorph.kernel.structs import StructLayout
 from karyamorph.model.interp.budget import THREAD_INDEX_BYTES, Footprint, ModelBudget, register_bytes
 from karyamorph.model.interp.cfg import Cfg, build_cfg, flatten
 from karyamorph.model.interp.errors import LaunchError
@@ -41,6 +42,9 @@ class Program:
     functions: dict[str, int] = field(default_factory=dict)  # function name -> address
     # Where each module variable lives in a launch: set by the launch that lays out its memory.
     globals: dict[str, int] = field(default_factory=dict)
+    # The layouts of struct parameters passed by value, by parameter name: the PTX does not
+    # state them, so a checker sets them from what its caller says.
+    structs: dict[str, StructLayout] = field(default_factory=dict)
 
     def immediate_bits(self, text: str, ty: PtxType) -> int:
         return immediate_bits(text, ty)

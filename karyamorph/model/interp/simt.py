@@ -16,6 +16,7 @@ import numpy as np
 
 from karyamorph.isa import ast
 from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncHooks
+from karyamorph.model.interp.asyncproxy import HopperHooks, HopperState, WaitWatch, one_cta_clusters
 from karyamorph.model.interp.atomics import apply_atomics
 from karyamorph.model.interp.errors import MemoryAccessError, ModelLimitError, TrapError
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
@@ -52,6 +53,7 @@ class Stats:
     bytes_stored: dict[str, int] = field(default_factory=dict)
     barriers: int = 0
     atomics: int = 0
+    proxy_fences: int = 0  # thread-executions of fence.proxy.async, for checks that require it
     traffic: Traffic = field(default_factory=Traffic)
 
     @property
@@ -68,6 +70,7 @@ class Stats:
             "bytes_stored": dict(self.bytes_stored),
             "barriers": self.barriers,
             "atomics": self.atomics,
+            "proxy_fences": self.proxy_fences,
             **self.traffic.as_dict(),
         }
 
@@ -109,15 +112,17 @@ def make_geometry(grid: tuple[int, int, int], block: tuple[int, int, int], warp_
     sp["%laneid"] = (r % warp_size).astype(np.uint32)
     sp["%warpid"] = (r // warp_size).astype(np.uint32)
     sp["%nwarpid"] = np.broadcast_to(np.uint32(-(-bt // warp_size)), t.shape)
+    sp.update(one_cta_clusters(sp))
     return Geometry(grid, block, warp_size, nb * bt, bt, sp, b)
 
 
-class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
+class GroupExec(WarpHooks, AsyncHooks, HopperHooks, DecodedOperands):
     """The :class:`~karyamorph.model.semantics.instruction.Exec` of the threads ``[lo, hi)``; the
     interpreter sets ``dec`` and the mask."""
 
     D = ConcreteDomain()
     geo: Geometry  # the hooks need only a LaunchShape of it
+    stats: Stats  # the hooks need only LaunchCounters of it
 
     def __init__(
         self,
@@ -147,6 +152,9 @@ class GroupExec(WarpHooks, AsyncHooks, DecodedOperands):
         self._sample: np.ndarray | None = None  # the threads of the warps traffic counts
         self.phase = 0
         self.async_copies: AsyncCopies | None = None  # the launch's cp.async copies in flight
+        self.hopper: HopperState | None = None  # bulk copies, mbarrier objects, cluster arrivals
+        self.can_suspend = False  # a failed try_wait hands over to other groups
+        self.waits: WaitWatch | None = None  # or, running alone, is compared with the last one
         self._views: dict[str, np.ndarray] = {}  # declared registers
         self._specials: dict[str, np.ndarray] = {}  # special registers (read only)
         # Operand constants by (kind, text, bits, type): the interpreter shares one per launch.

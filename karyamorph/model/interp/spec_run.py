@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.inputs import make_inputs
+from karyamorph.kernel.spec import ArgSpec, struct_layout
+from karyamorph.kernel.structs import StructArg
 from karyamorph.model.interp.interpreter import InterpResult, KernelArg, interpret
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.simt_machine import Machine
@@ -12,9 +16,17 @@ from karyamorph.model.semantics.simt_machine import Machine
 
 def spec_inputs(kernel: BoundKernel, seed: int = 0) -> dict[str, KernelArg]:
     """The kernel's seeded buffers (:func:`karyamorph.kernel.inputs.make_inputs`, the GPU's own
-    inputs for ``seed``) and its scalars, by argument name."""
+    inputs for ``seed``) and its scalars, by argument name; a struct as a
+    :class:`~karyamorph.kernel.structs.StructArg` of its fields' buffers and scalars."""
     arrays = make_inputs(kernel, seed)
-    return {a.name: arrays[a.name] if a.is_pointer else kernel.scalars[a.name] for a in kernel.args}
+
+    def value(a: ArgSpec) -> np.ndarray | int | float:
+        return arrays[a.name] if a.is_pointer else kernel.scalars[a.name]
+
+    return {
+        a.name: StructArg(struct_layout(a), {f.name: value(f) for f in a.fields}) if a.is_struct else value(a)
+        for a in kernel.args
+    }
 
 
 def interpret_spec(

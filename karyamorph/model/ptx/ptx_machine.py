@@ -7,7 +7,9 @@ matrix instructions (:mod:`~karyamorph.model.ptx.matrix`, :mod:`~karyamorph.mode
 :mod:`~karyamorph.model.ptx.wmma`) and the forms real compilers emit beyond those, in
 :mod:`~karyamorph.model.ptx.half`, ``packed``, ``mixed``, ``minmax``, ``convert`` and ``dot``,
 with sm_120's narrow float formats in ``narrow_convert`` (``cvt`` to and from the fp8/fp6/fp4 and
-ue8m0 pairs) and ``mma_kinds`` (``mma.sync...kind::f8f6f4``);
+ue8m0 pairs) and ``mma_kinds`` (``mma.sync...kind::f8f6f4``), and Hopper's asynchronous
+machinery in ``mbarrier``, ``bulk_copy`` (non-tensor ``cp.async.bulk``, ``fence.proxy.async``)
+and ``cluster`` (1x1x1 clusters: their special registers and ``barrier.cluster``);
 this module attaches the laws of :mod:`~karyamorph.model.ptx.laws` and the stated error
 bounds, and assembles :func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a) is not modeled.
 """
@@ -20,7 +22,9 @@ import numpy as np
 
 from karyamorph.model.ptx.arith import ARITH
 from karyamorph.model.ptx.async_copy import ASYNC_COPY
+from karyamorph.model.ptx.bulk_copy import BULK_COPY
 from karyamorph.model.ptx.calls import CALLS
+from karyamorph.model.ptx.cluster import CLUSTER
 from karyamorph.model.ptx.control import CONTROL
 from karyamorph.model.ptx.convert import CONVERT
 from karyamorph.model.ptx.data import DATA
@@ -28,6 +32,7 @@ from karyamorph.model.ptx.dot import DOT
 from karyamorph.model.ptx.half import HALF
 from karyamorph.model.ptx.laws import LAWS
 from karyamorph.model.ptx.matrix import MATRIX
+from karyamorph.model.ptx.mbarrier import MBARRIER
 from karyamorph.model.ptx.minmax import MINMAX
 from karyamorph.model.ptx.mixed import MIXED
 from karyamorph.model.ptx.mma import MMA
@@ -47,6 +52,9 @@ EXTENDED: tuple[Instr, ...] = (
     *DOT,
     *NARROW_CONVERT,
     *MMA_KINDS,
+    *MBARRIER,
+    *BULK_COPY,
+    *CLUSTER,
 )
 
 # Accuracy stated in the PTX ISA ("rcp", "sqrt", "rsqrt", "ex2", "lg2" sections, .approx.f32,

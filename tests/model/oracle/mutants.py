@@ -40,6 +40,7 @@ PTX_MODULES = {
     "matrix": "MATRIX", "mma": "MMA", "wmma": "WMMA", "half": "HALF", "packed": "PACKED_F32",
     "mixed": "MIXED", "minmax": "MINMAX", "convert": "CONVERT", "dot": "DOT",
     "narrow_convert": "NARROW_CONVERT", "mma_kinds": "MMA_KINDS",
+    "mbarrier": "MBARRIER", "bulk_copy": "BULK_COPY", "cluster": "CLUSTER",
 }  # fmt: skip
 
 

@@ -11,6 +11,7 @@ slip in a domain or the interpreter names the declarations it means with ``decls
 from __future__ import annotations
 
 from tests.model.oracle.mutants import Slip
+from tests.model.oracle.slips_hopper import HOPPER_SLIPS
 from tests.model.oracle.slips_narrow import NARROW_SLIPS
 
 A, D, C = "ptx.arith", "ptx.data", "ptx.control"
@@ -918,4 +919,5 @@ SLIPS: tuple[Slip, ...] = (
     ),
     Slip("cvt.ftz.f16.f32 flushes a subnormal source", D, "_cvt", ("cvt",), ' and dt.name != "f16":', ":"),
     *NARROW_SLIPS,
+    *HOPPER_SLIPS,
 )

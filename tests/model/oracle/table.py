@@ -23,6 +23,8 @@ from tests.model.oracle import convert, floating, integer, minmax, mixed
 from tests.model.oracle.async_copy import check_async, knows_async
 from tests.model.oracle.calls import check_calls, knows_calls
 from tests.model.oracle.expect import Case, NotCovered
+from tests.model.oracle.hopper import NAMES as HOPPER
+from tests.model.oracle.hopper import check_hopper, knows_hopper
 from tests.model.oracle.kernels import check_kernel_form
 from tests.model.oracle.matrix import check_matrix, knows_matrix
 from tests.model.oracle.memory import check_memory
@@ -135,6 +137,7 @@ FORM_CHECKS: dict[str, FormCheck] = {
     **{name: FormCheck(check_async, knows_async)
        for name in ("cp.async", "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all")},
     **{name: FormCheck(check_calls, knows_calls) for name in ("call", "trap", "bar.warp.sync")},
+    **{name: FormCheck(check_hopper, knows_hopper) for name in HOPPER},
 }  # fmt: skip
 
 

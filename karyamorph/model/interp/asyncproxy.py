@@ -1,0 +1,256 @@
+"""Hopper's asynchronous machinery in the interpreter: bulk copies, mbarrier objects, cluster
+barriers and proxy fences (the optional hooks of :mod:`karyamorph.model.ptx.bulk_copy`,
+:mod:`~karyamorph.model.ptx.mbarrier` and :mod:`~karyamorph.model.ptx.cluster`).
+
+- A bulk copy that completes on an mbarrier is performed when it is issued (the copy may land
+  any time before its complete-tx; the mbarrier's phase then tells the waiting threads).
+  A bulk copy into a bulk async-group waits, like ``cp.async``, until its thread waits for the
+  group (:class:`~karyamorph.model.interp.asynccopy.AsyncCopies`, a queue of its own).
+- mbarrier objects are tracked by location: an operation on one that is not initialised (or
+  was invalidated), and an ``init`` of a live one, are errors of the kernel (PTX ISA, mbarrier:
+  undefined behaviour).
+- A wait (``try_wait``, ``test_wait``) whose phase has not completed suspends its warp in the
+  randomized order, so that the warps that complete the phase run; run as one group
+  (lockstep), the other side of the enclosing divergent branch runs first. :class:`WaitWatch`
+  ends a wait no one can end (the same wait failing again with memory and registers
+  unchanged) with ModelLimitError.
+- ``barrier.cluster.wait`` needs the thread's own earlier ``barrier.cluster.arrive``.
+
+Bulk copies add their bytes to the launch's loads and stores, but no requests, sectors or
+wavefronts: those count the load/store unit's traffic, which the copy engine's is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from karyamorph.isa import ast
+from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncCopy, Counters, LaunchShape, as_threads
+from karyamorph.model.interp.errors import (
+    DivergentBarrierError,
+    ExecutionError,
+    MemoryAccessError,
+    ModelLimitError,
+)
+from karyamorph.model.interp.memory import Memory, MemoryFault
+from karyamorph.model.ptx.bulk_copy import ALIGN_BYTES
+from karyamorph.model.ptx.cluster import CLUSTER_REGISTERS
+from karyamorph.model.semantics.concrete import BoolArray, UIntArray
+from karyamorph.model.semantics.decode import Decoded
+
+
+class LaunchCounters(Counters, Protocol):
+    """The counters of a launch (:class:`~karyamorph.model.interp.simt.Stats`) the hooks read
+    and add to."""
+
+    atomics: int
+    proxy_fences: int
+
+
+class MbarrierError(ExecutionError):
+    """An mbarrier used outside its life: before ``init``, after ``inval``, or initialised twice."""
+
+
+class HopperState:
+    """What the asynchronous machinery of one launch keeps across its groups."""
+
+    def __init__(
+        self, memory: Memory, n_threads: int, describe: Callable[[int], str], stats: Counters
+    ) -> None:
+        self.bulk = AsyncCopies(memory, n_threads, describe, stats)  # bulk async-groups
+        self.now = AsyncCopies(memory, n_threads, describe, stats)  # copies performed at issue
+        self.live: set[int] = set()  # mbarrier objects, as buffer << 40 | element
+        self.arrived = np.zeros(n_threads, bool)  # barrier.cluster.arrive without its wait yet
+
+    def finish(self, observe: Callable[..., None] | None) -> None:
+        """Perform the bulk copies still in flight (the launch has ended)."""
+        self.bulk.finish(observe)
+
+
+class WaitWatch:
+    """Failed waits of a group that runs alone (the whole launch in one group): the same wait
+    failing again with the same stores, atomics and registers can never succeed."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[int, int], tuple[int, dict[str, np.ndarray]]] = {}
+
+    def failed(
+        self, key: tuple[int, int], progress: int, registers: dict[str, np.ndarray], where: str
+    ) -> None:
+        kept = self.kept.get(key)
+        if (
+            kept is not None
+            and kept[0] == progress
+            and all(np.array_equal(kept[1][name], v) for name, v in registers.items())
+        ):
+            raise ModelLimitError(f"{where}: {DEADLOCK}")
+        self.kept[key] = (progress, {name: v.copy() for name, v in registers.items()})
+
+
+DEADLOCK = (
+    "deadlock: the mbarrier phase waited for never completes (no thread the model can run "
+    "before the waiting ones arrives on it or completes its transactions)"
+)
+
+
+class HopperHooks:
+    """The hooks of the Hopper instructions (mixed into
+    :class:`~karyamorph.model.interp.simt.GroupExec`, which sets these attributes)."""
+
+    n: int
+    lo: int
+    dec: Decoded
+    geo: LaunchShape
+    memory: Memory
+    regs: dict[str, np.ndarray]
+    stats: LaunchCounters
+    ctl: tuple[str, ...] | None
+    hopper: HopperState | None
+    can_suspend: bool  # in the randomized order: a failed try_wait hands over to other warps
+    # (else it lets the other side of a divergent branch run first, and WaitWatch compares)
+    waits: WaitWatch | None  # running alone: failed waits are compared
+
+    if TYPE_CHECKING:
+
+        def _active(self) -> np.ndarray: ...
+        def _error(self, message: str, thread: int | None = None) -> Exception: ...
+        def register_view(self, name: str) -> np.ndarray: ...
+        def copy_observer(
+            self,
+        ) -> Callable[[Decoded, np.ndarray, np.ndarray, np.ndarray, int], None] | None: ...
+
+    def _state(self) -> HopperState:
+        if self.hopper is None:
+            raise self._error("asynchronous copies and mbarriers need the interpreter's launch state")
+        return self.hopper
+
+    def _where(self, t: int | None = None) -> str:
+        who = f" ({self.geo.describe(t)})" if t is not None else ""
+        return f"line {self.dec.line}: {self.dec.source.full_opcode}{who}"
+
+    # --- bulk copies ---------------------------------------------------------------------------
+    def bulk_copy(
+        self,
+        dst_space: str,
+        dst: UIntArray,
+        dst_bits: int,
+        src_space: str,
+        src: UIntArray,
+        src_bits: int,
+        size: UIntArray,
+        grouped: bool,
+    ) -> None:
+        state = self._state()
+        idx = self._active()
+        t = idx + self.lo
+        sizes = as_threads(size, self.n, idx, np.int64)
+        dsts = as_threads(dst, self.n, idx, np.uint64)
+        srcs = as_threads(src, self.n, idx, np.uint64)
+        bad = sizes % ALIGN_BYTES != 0
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MemoryAccessError(
+                f"{self._where(int(t[i]))}: size {int(sizes[i])} is not a multiple of {ALIGN_BYTES} bytes"
+            )
+        queue = state.bulk if grouped else state.now
+        # One copy of 16 bytes per granule (the alignment both addresses need); threads whose
+        # size is shorter take part in fewer of them.
+        for k in range(int(sizes.max(initial=0)) // ALIGN_BYTES):
+            sel = np.flatnonzero(sizes > k * ALIGN_BYTES)
+            at = np.uint64(k * ALIGN_BYTES)
+            queue.issue(
+                AsyncCopy(self.dec, t[sel], self.geo.block_index[t[sel]], dst_space, dsts[sel] + at,
+                          src_space, srcs[sel] + at, ALIGN_BYTES, np.full(sel.size, ALIGN_BYTES, np.int64),
+                          queue.committed[t[sel]].copy(), np.zeros(sel.size, bool))
+            )  # fmt: skip
+        if not grouped:
+            queue.finish(self.copy_observer())
+
+    def bulk_group(self, op: str, n: int) -> None:
+        state = self._state()
+        t = self._active() + self.lo
+        if op == "commit":
+            state.bulk.commit(t)
+        else:
+            state.bulk.wait(t, n, self.copy_observer())
+
+    def proxy_fence(self, space: str) -> None:
+        self.stats.proxy_fences += int(self._active().size)
+
+    # --- mbarrier objects ------------------------------------------------------------------------
+    def mbarrier_object(self, op: str, addr: UIntArray, addr_bits: int) -> None:
+        state = self._state()
+        idx = self._active()
+        t = idx + self.lo
+        a = as_threads(addr, self.n, idx, np.uint64)
+        try:
+            bufs, elems = self.memory.resolve("shared", a, 8, self.geo.block_index[t], t)
+        except MemoryFault:
+            return  # the access that follows reports it, with the instruction's own words
+        keys = np.unique(np.asarray(bufs, np.int64) * (1 << 40) + elems)
+        live = np.fromiter((int(k) in state.live for k in keys), bool, keys.size)
+        if op == "init":
+            if live.any():
+                raise MbarrierError(f"{self._where()}: init of an mbarrier that is live (inval it first)")
+            state.live.update(int(k) for k in keys)
+            return
+        if not live.all():
+            raise MbarrierError(f"{self._where()}: the mbarrier is not initialised (or was invalidated)")
+        if op == "inval":
+            state.live.difference_update(int(k) for k in keys)
+
+    def suspend_unless(self, done: BoolArray) -> None:
+        idx = self._active()
+        if np.broadcast_to(np.asarray(done, bool), (self.n,))[idx].all():
+            return
+        self.ctl = ("suspend",)
+        if not self.can_suspend and self.waits is not None:
+            progress = sum(self.stats.bytes_stored.values()) + self.stats.atomics
+            registers = {name: self.register_view(name) for name in self.regs}
+            self.waits.failed((self.lo, self.dec.line), progress, registers, self._where())
+
+    # --- cluster barrier -------------------------------------------------------------------------
+    def cluster_barrier(self, op: str) -> None:
+        state = self._state()
+        t = self._active() + self.lo
+        if op == "arrive":
+            state.arrived[t] = True
+            return
+        missing = t[~state.arrived[t]]
+        if missing.size:
+            raise DivergentBarrierError(
+                f"{self._where(int(missing[0]))}: waits at the cluster barrier without having "
+                "arrived (barrier.cluster.arrive), so it waits for itself"
+            )
+        state.arrived[t] = False
+
+
+def one_cta_clusters(specials: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The cluster special registers of a launch whose every CTA is a 1x1x1 cluster, from its
+    CTA registers (:data:`karyamorph.model.ptx.cluster.CLUSTER_REGISTERS`)."""
+    shape = specials["%tid.x"].shape
+    out = {}
+    for name, value in CLUSTER_REGISTERS.items():
+        out[name] = specials[value] if isinstance(value, str) else np.broadcast_to(np.uint32(value), shape)
+    return out
+
+
+def refuse_larger_clusters(fn: ast.Function) -> None:
+    """Raise ModelLimitError, naming the line, when ``fn`` is launched in clusters of more than
+    one CTA (``.reqnctapercluster``, or ``.explicitcluster``: dimensions the launch gives):
+    the model runs each CTA as its own 1x1x1 cluster."""
+    dims = fn.attribute("reqnctapercluster")
+    if dims is None and fn.attribute("explicitcluster") is None:
+        return
+    if dims is not None and int(np.prod(dims)) == 1:
+        return
+    shape = "x".join(map(str, (*dims, 1, 1)[:3])) if dims else "launch-given"
+    raise ModelLimitError(
+        f"line {fn.loc.line}: {fn.name}: clusters of {shape} CTAs are not modeled (the model runs "
+        "each CTA as its own 1x1x1 cluster, with one CTA's shared memory)"
+    )
