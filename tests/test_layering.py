@@ -20,7 +20,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("kernel",),  # kernel specs: what to run, as plain data
     ("model",),  # the SIMT model: semantics, interpreter, z3 checks, cost model
     ("harness",),  # one run: pipeline, stages, GPU runtime, tool wrappers
-    ("validation",),  # the model against the GPU, form by form
+    ("validation", "remote"),  # the model against the GPU, form by form; GPU hosts over SSH
     ("microbench", "search", "campaign", "render"),  # measured figures, searches, campaigns, text
     ("dashboard",),  # the web page
     ("api", "cli"),  # the Python face (`import karyamorph as km`); the command line
@@ -214,7 +214,7 @@ def test_no_import_cycle() -> None:
 
 
 # The rooms of model/, lowest first: a room imports only the rooms before it.
-MODEL_ROOMS = ("resources", "semantics", "ptx", "interp", "check", "cost")
+MODEL_ROOMS = ("resources", "semantics", "ptx", "interp", "check", "cost", "rewrite")
 
 
 def test_model_rooms_import_downward() -> None:

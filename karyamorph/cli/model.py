@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -13,12 +14,14 @@ from karyamorph.cli.options import (
     db_option,
     db_path,
     format_option,
+    gpu_option,
     size_option,
     spec_argument,
     split_names,
     timeout_option,
 )
 from karyamorph.cli.output import echo, friendly_errors
+from karyamorph.cli.rewrites import rewrites_command
 from karyamorph.model.interp.budget import MAX_BYTES, MAX_REGISTERS, MAX_THREAD_INSTRUCTIONS
 
 
@@ -94,16 +97,21 @@ def interp(spec_path: str, sizes: tuple[str, ...], seed: int, randomize: bool, a
 @click.option("--budget", "budget_s", default=30.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds the checks may take; what is undecided then is unknown.")  # fmt: skip
 @click.option("--strict", is_flag=True,
-              help="Count stores of one value by the lanes of one warp to one address as races.")  # fmt: skip
+              help="Count stores of one value to one address by two threads as races.")  # fmt: skip
+@click.option("--any-launch", is_flag=True,
+              help="Prove for every block and grid of [check] (default 1..1024 x 1..65535).")  # fmt: skip
 @size_option
 @model_arch_option
 @format_option("table", "json")
 @friendly_errors
 def check(
     spec_path: str, props: str, scheduling: str, unroll: int, budget_s: float, strict: bool,
-    sizes: tuple[str, ...], arch: str | None, fmt: str,
+    any_launch: bool, sizes: tuple[str, ...], arch: str | None, fmt: str,
 ) -> None:  # fmt: skip
     """Prove or refute bounds, race and barrier properties of a kernel for the spec's launch (z3).
+
+    With --any-launch (or ``[check] launch = "any"`` in the spec), for every launch of the
+    spec's ``[check]`` ranges; a refutation then names the launch that breaks the kernel.
 
     Only PTX that ptxas accepts is checked (exit status 2 with ptxas's error otherwise)."""
     from karyamorph.harness.session import load_bound, require_ptxas_accepts
@@ -118,10 +126,13 @@ def check(
     if unknown:
         raise SpecError("--property", f"unknown {', '.join(unknown)} (choose from {', '.join(PROPERTIES)})")
     require_ptxas_accepts(kernel, module, arch)
+    ranges = kernel.spec.check_launch
+    if any_launch:
+        ranges = dataclasses.replace(ranges, mode="any")
     try:
         verdicts = check_spec(
             kernel, module, properties=wanted, scheduling=scheduling, unroll=unroll, deadline_s=budget_s,
-            strict=strict,
+            strict=strict, ranges=ranges,
         )  # fmt: skip
     except UnmodeledError as exc:
         _fail(exc, "table")
@@ -182,6 +193,7 @@ def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
 @click.option("--all-rows", is_flag=True, help="One row per form instead of one per instruction.")
 @timeout_option
 @friendly_errors
+@gpu_option
 def validate_command(
     pattern: str | None, samples: int, cross_limit: int, seed: int, arch: str | None, compile_only: bool,
     record_dir: str | None, db: str | None, no_store: bool, fmt: str, all_rows: bool, timeout: float | None,
@@ -199,5 +211,7 @@ def validate_command(
     if out.failed:
         sys.exit(1)
 
+
+model_group.add_command(rewrites_command)
 
 COMMANDS: tuple[click.Command, ...] = (interp, check, model_group)

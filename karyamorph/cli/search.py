@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from karyamorph.cli.options import db_option, db_path, format_option, open_existing
+from karyamorph.cli.options import db_option, db_path, format_option, gpu_option, open_existing
 from karyamorph.cli.output import echo, friendly_errors, invoked_as
 from karyamorph.cli.stored_searches import COMMANDS as STORED_COMMANDS
 from karyamorph.cli.stored_searches import reproduce_lines, summary_view
@@ -46,6 +46,8 @@ def search_group() -> None:
     is_flag=True,
     help="Prove every variant equivalent to the baseline (seconds each; the winner always is).",
 )
+@click.option("--rewrites", is_flag=True, help="Also search the model's proved rewrites of the spec's "
+              "PTX (cache operators, directives, pragmas, block size: docs/rewrites.md).")  # fmt: skip
 @click.option("--cost-prior", "cost_prior_s", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="Seconds of CPU the cost model may spend predicting configurations before a model-"
                    "guided search starts (0: none).")  # fmt: skip
@@ -63,18 +65,21 @@ def search_group() -> None:
 @db_option
 @format_option("table", "json")
 @friendly_errors
+@gpu_option
 def search_run(
     template_name: str, arch: str | None, strategy: str, budget: int, seed: int, label: str | None,
-    resume: str | None, no_model: bool, equivalence: bool, cost_prior_s: float, out_dir: str,
+    resume: str | None, no_model: bool, equivalence: bool, rewrites: bool, cost_prior_s: float, out_dir: str,
     kt_cache: str | None, db: str | None, fmt: str,
 ) -> None:  # fmt: skip
     """Search TEMPLATE's variants on this GPU: each built, assembled, checked by the model, run
     for correctness and timed; every evaluation stored; the winner raced against the baseline
     configuration, re-checked, re-timed beside the torch baseline and stored as the spec and PTX
     that `karyamorph search export` writes. TEMPLATE is a shipped template's name, a spec with a
-    [search] table (.toml) or a Python file that defines TEMPLATE (.py). Ctrl-C stops it with
-    every finished evaluation stored, and prints the command that goes on."""
-    from karyamorph.harness.gpu.device import current_device
+    [search] table (.toml) or a Python file that defines TEMPLATE (.py). With --rewrites, TEMPLATE
+    is a spec (.toml, a [search] table or none) and the model's proved rewrites of its PTX are
+    one more parameter. Ctrl-C stops it with every finished evaluation stored, and prints the
+    command that goes on."""
+    from karyamorph.harness.gpu.host import current_device
     from karyamorph.search.session import (
         SearchInterrupted,
         SearchRequest,
@@ -89,15 +94,29 @@ def search_run(
     progress = None
     try:
         make_strategy(strategy)
-        chosen = find_template(template_name)
+        chosen = None if rewrites else find_template(template_name)
         device = current_device()
-        request = SearchRequest(chosen, search_arch(arch, device), strategy, budget, seed, label,
+        target = search_arch(arch, device)
+        gate, gates = None, []
+        if chosen is None:
+            from karyamorph.search.rewrites import source_search
+
+            found = source_search(template_name, target)
+            chosen = found.template
+
+            def gate(evaluator: Any) -> Any:
+                gates.append(made := found.gate(evaluator))  # its proofs are printed at the end
+                return made
+
+            click.echo(f"rewrites, each proved by the model before any GPU time: "
+                       f"{', '.join(found.rewrites) or 'none'}", err=True)  # fmt: skip
+        request = SearchRequest(chosen, target, strategy, budget, seed, label,
                                 check_model=not no_model, equivalence=equivalence,
                                 cost_prior_s=cost_prior_s)  # fmt: skip
         progress = _ProgressLine(budget) if fmt == "table" else None
         summary = run_template_search(request, device=device, db=db_path(db), out_dir=Path(out_dir),
                                       resume=resume, progress=progress,
-                                      kt_cache=Path(kt_cache) if kt_cache else None)  # fmt: skip
+                                      kt_cache=Path(kt_cache) if kt_cache else None, gate=gate)  # fmt: skip
     except (UnknownTemplate, TemplateFileError, UnknownStrategy, SearchSetupError, SearchAborted) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -113,6 +132,8 @@ def search_run(
         sys.exit(130)
     if progress is not None:
         progress.close()
+    for rejected in (v for g in gates for v in g.rejections()):
+        click.echo(f"rewrite {rejected}", err=True)
     if fmt == "json":
         echo(summary)
         return

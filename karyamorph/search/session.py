@@ -142,15 +142,19 @@ def run_template_search(
     resume: str | None = None,
     progress: Progress | None = None,
     kt_cache: Path | None = None,
+    gate: Callable[[GatedEvaluator], GatedEvaluator] | None = None,
 ) -> dict[str, Any]:
     """Search on the GPU, store, re-check the winner, time the baseline; return the search's
     summary (see :func:`search_in_store`; ``out_dir``, when given, also gets the winner's files
-    in a folder named by the search's id; ``kt_cache`` the evaluations as a Kernel Tuner cache)."""
+    in a folder named by the search's id; ``kt_cache`` the evaluations as a Kernel Tuner cache;
+    ``gate`` puts a gate of the caller's in front of the GPU's evaluator, as ``--rewrites`` does)."""
     device = check_request(request, device)
     with Store.open(db) as store, GpuWorker(device.ordinal) as worker:
-        evaluator = VariantEvaluator(request.template, request.arch, discover(), worker,
+        evaluator: GatedEvaluator = VariantEvaluator(request.template, request.arch, discover(), worker,
                                      sizes=request.sizes, seed=request.seed, check_model=request.check_model,
                                      equivalence=request.equivalence)  # fmt: skip
+        if gate is not None:
+            evaluator = gate(evaluator)
 
         def recheck(spec: KernelSpec, config: Mapping[str, Value], search_id: str) -> dict[str, Any]:
             return _recheck(request, spec, config, worker, device, store, search_id)

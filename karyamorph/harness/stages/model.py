@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from karyamorph.harness.model_gate import rejection, require_ptxas
@@ -11,7 +12,12 @@ from karyamorph.harness.tools.ptxas import PtxasError
 from karyamorph.harness.tools.toolchain import ToolchainError
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
+from karyamorph.kernel.expressions import names as expression_names
+from karyamorph.kernel.spec import ArgSpec, KernelSpec, LaunchRanges, SpecError, struct_layout
+from karyamorph.model.check.anylaunch import check_any_launch
+from karyamorph.model.check.anylaunch import proved_blocks as any_launch_blocks
 from karyamorph.model.check.checker import check
+from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.check.witnesses import UserTerms
 from karyamorph.model.interp.budget import ModelBudget, TooLargeError
 from karyamorph.model.interp.cfg import CfgError
@@ -29,18 +35,31 @@ CHECK_DEADLINE_S = 30.0
 
 
 def check_inputs(kernel: BoundKernel, entry: ast.Function) -> tuple[dict[str, int], dict[str, int | float]]:
-    """The spec as the checker sees it: buffer sizes in bytes and scalar values, by .param name."""
+    """The spec as the checker sees it: buffer sizes in bytes and scalar values, by .param name
+    (a struct's fields by ``param.field``, :func:`karyamorph.model.check.checker.check`'s names)."""
     buffers: dict[str, int] = {}
     scalars: dict[str, int | float] = {}
-    for arg, param in zip(kernel.args, entry.params, strict=True):
+    for arg, name in _named(kernel, entry):
         if arg.is_pointer:
             count = 1
             for d in kernel.shapes[arg.name]:
                 count *= d
-            buffers[param.name] = count * arg.dtype.bytes
+            buffers[name] = count * arg.dtype.bytes
         else:
-            scalars[param.name] = kernel.scalars[arg.name]
+            scalars[name] = kernel.scalars[arg.name]
     return buffers, scalars
+
+
+def _named(kernel: BoundKernel, entry: ast.Function) -> list[tuple[ArgSpec, str]]:
+    """Every buffer and scalar of the spec and its name for the checker (``param.field`` for a
+    struct's field)."""
+    out = []
+    for arg, param in zip(kernel.args, entry.params, strict=True):
+        if arg.is_struct:
+            out += [(f, f"{param.name}.{f.name}") for f in arg.fields]
+        else:
+            out.append((arg, param.name))
+    return out
 
 
 def check_spec(
@@ -53,18 +72,41 @@ def check_spec(
     machine: Any = None,
     deadline_s: float | None = None,
     strict: bool = False,
+    ranges: LaunchRanges | None = None,
 ) -> list[Any]:
     """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
 
     With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why);
     ``strict`` counts same-value stores of one warp's lanes as races. Witnesses name the spec's
-    arguments."""
+    arguments. ``ranges`` (default: the spec's ``[check]``) of mode ``any`` checks every launch
+    in them instead (:func:`karyamorph.model.check.anylaunch.check_any_launch`)."""
 
     entry = module.entry(kernel.entry)
     buffers, scalars = check_inputs(kernel, entry)
     launch = kernel.launch
     pairs = list(zip(kernel.args, entry.params, strict=True))
-    names = UserTerms({p.name: a.name for a, p in pairs}, {p.name: a.dtype.bytes for a, p in pairs})
+    named = _named(kernel, entry)
+    names = UserTerms({n: a.name for a, n in named}, {n: a.dtype.bytes for a, n in named})
+    structs = {p.name: struct_layout(a) for a, p in pairs if a.is_struct}
+    ranges = ranges or kernel.spec.check_launch
+    if structs and ranges.mode == "any":
+        raise SpecError(
+            f"{kernel.spec.where}: check.launch",
+            'struct arguments are checked for the spec\'s launch only, not "any"',
+        )
+    follows = _follows_block(kernel.spec) if ranges.mode == "any" else []
+    if follows:
+        # A symbolic block cannot carry these along: its proof would be for the baseline's
+        # sizes at every block, not the spec's, and a refutation might not be one.
+        reason = (f"no launch to check: {', '.join(follows)} of the spec change with the block, which "
+                  "a symbolic launch does not carry (proved_blocks checks each block size)")  # fmt: skip
+        return [Verdict(p, "unknown", reason=reason) for p in properties]
+    if ranges.mode == "any":
+        return check_any_launch(
+            module, kernel.entry, machine or ptx_machine(), launch, buffers, scalars, ranges,
+            properties=properties, scheduling=scheduling, unroll=unroll, deadline_s=deadline_s,
+            strict=strict, names=names,
+        )  # fmt: skip
     return check(
         module,
         kernel.entry,
@@ -78,7 +120,49 @@ def check_spec(
         deadline_s=deadline_s,
         strict=strict,
         names=names,
+        structs=structs,
+        # Outputs are poisoned before a launch: only inputs given as zeros start at zero.
+        zeroed=[p.name for a, p in pairs if a.is_pointer and a.role != "out" and a.init.kind == "zeros"],
     )
+
+
+def _follows_block(spec: KernelSpec) -> list[str]:
+    """The spec's figures (shared bytes, shapes, scalar values) that read a name its block
+    expressions read."""
+    block: set[str] = set()
+    for e in spec.launch.block:
+        block |= expression_names(e)
+    if not block:
+        return []
+    out = ["launch.shared_bytes"] if expression_names(spec.launch.shared_bytes) & block else []
+    for a in spec.args:
+        for f in (a, *a.fields):
+            if any(expression_names(e) & block for e in f.shape) or (
+                f.value is not None and expression_names(f.value) & block
+            ):
+                out.append(f"args.{f.name}")
+    return out
+
+
+def proved_blocks(
+    kernel: BoundKernel,
+    module: ast.Module,
+    candidates: Sequence[int],
+    *,
+    machine: Any = None,
+    deadline_s: float | None = None,
+) -> dict[int, list[Any]]:
+    """Which of ``candidates`` (threads a block, launched on x) the checks prove the kernel for.
+
+    Each candidate is checked for every grid of the spec's ``[check] grid`` (``"launch"``: the
+    spec's grid); one Verdict per property, all ``proved`` when the block is safe (see
+    :func:`karyamorph.model.check.anylaunch.proved_blocks`)."""
+    entry = module.entry(kernel.entry)
+    buffers, scalars = check_inputs(kernel, entry)
+    return any_launch_blocks(
+        module, kernel.entry, machine or ptx_machine(), kernel.launch, buffers, scalars, candidates,
+        grid=kernel.spec.check_launch.grid, deadline_s=deadline_s,
+    )  # fmt: skip
 
 
 class ModelStage:

@@ -18,6 +18,7 @@ from karyamorph.isa import ast
 from karyamorph.model.check.explore import Cut, Explorer
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.check.loops import counted_loops
+from karyamorph.model.check.structparams import pointer_fields, struct_names, struct_value
 from karyamorph.model.check.symexec import (
     SLOT,
     Allocation,
@@ -62,8 +63,11 @@ class Access:
     write: bool
     atomic: bool
     guard: Bool
-    value: BitVec | None = None  # a load's free value
+    value: BitVec | None = None  # a load's free value, or the value an atomic returns
     epoch: BitVec | None = None  # barriers the thread passed before it (64-bit term)
+    stored: BitVec | None = None  # what a store writes (benign same-value stores compare it)
+    op: str = ""  # an atomic's operation (``add``, ``inc``, ...)
+    operand: BitVec | None = None  # an atomic's operand ``b``
 
 
 @dataclass(slots=True)
@@ -102,6 +106,7 @@ class Trace:
     # (k, fact, position): iteration k of a loop with a symbolic range is the one it leaves
     # after, a fact for every event from ``position`` on (a thread there has left the loop)
     assumptions: list[tuple[BitVec, Bool, int]] = field(default_factory=list)
+    stated: list[str] = field(default_factory=list)  # assumptions on inputs, in words
 
 
 def build_layout(
@@ -120,8 +125,13 @@ def build_layout(
         if p.name in buffers:
             allocations.append(Allocation(p.name, "global", global_base(k), int(buffers[p.name])))
             k += 1
-    unknown = sorted(set(buffers) - {p.name for p in fn.params})
-    unknown += sorted(set(scalars) - {p.name for p in fn.params})
+        elif p.name in program.structs:  # a struct's pointer fields: allocations of their own
+            for field_name, field_bytes in pointer_fields(p.name, program.structs[p.name], buffers):
+                allocations.append(Allocation(field_name, "global", global_base(k), field_bytes))
+                k += 1
+    known = {p.name for p in fn.params} | struct_names(program.structs)
+    unknown = sorted(set(buffers) - known)
+    unknown += sorted(set(scalars) - known)
     if unknown:
         raise ValueError(
             f"{fn.name}: no parameter named {', '.join(unknown)} "
@@ -163,6 +173,9 @@ def build_layout(
         if p.name in buffers:
             a = next(x for x in allocations if x.name == p.name and x.space == "global")
             value: BitVec = z3.BitVecVal(a.base % (1 << bits), bits)
+        elif p.name in program.structs:
+            value, fields = struct_value(p.name, program.structs[p.name], allocations, scalars)
+            free.update(fields)
         elif p.name in scalars:
             v = scalars[p.name]
             t = ptx_type(p.type) if p.type in ("f16", "f32", "f64") else None
@@ -289,6 +302,9 @@ class TwoThreadLog:
         write: bool,
         atomic: bool,
         value: BitVec | None = None,
+        stored: BitVec | None = None,
+        op: str = "",
+        operand: BitVec | None = None,
     ) -> None:
         d = x.dec
         self.events.append(
@@ -304,6 +320,9 @@ class TwoThreadLog:
                 x.cond,
                 value,
                 x.frame.epoch,
+                stored,
+                op,
+                operand,
             )
         )
 
@@ -322,7 +341,7 @@ class TwoThreadLog:
         return v
 
     def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None:
-        self._log(x, space, addr, ty, True, False)
+        self._log(x, space, addr, ty, True, False, stored=value)
 
     def atomic(
         self,
@@ -335,8 +354,9 @@ class TwoThreadLog:
         b: BitVec,
         c: BitVec | None,
     ) -> BitVec:
-        self._log(x, space, addr, ty, True, True)
-        return self.fresh(f"atom{x.dec.line}", z3.BitVecSort(ty.bits))
+        old = self.fresh(f"atom{x.dec.line}", z3.BitVecSort(ty.bits))
+        self._log(x, space, addr, ty, True, True, old, op=op, operand=b)
+        return old
 
     def warp(self, x: SymExec, kind: str, args: tuple[Term, ...]) -> WarpAnswer:
         line = x.dec.line
@@ -417,4 +437,5 @@ def build_trace(
         warp_size,
         ex.latches,
         ex.exits,
+        ex.stated,
     )

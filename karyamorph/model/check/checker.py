@@ -15,9 +15,10 @@ replayed on the interpreter before they are reported. Equivalence of two kernels
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from karyamorph.isa import ast
+from karyamorph.kernel.structs import StructLayout
 from karyamorph.model.check.accesses import build_trace, dim3
 from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
 from karyamorph.model.check.encoding import Encoding
@@ -33,10 +34,12 @@ from karyamorph.model.check.properties import (
 )
 from karyamorph.model.check.replay import replay as replay_witness
 from karyamorph.model.check.symexec import Unsupported
+from karyamorph.model.check.tickets import explain, issue, serve
 from karyamorph.model.check.verdict import Replay, Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.check.witnesses import UserTerms, in_user_terms
 from karyamorph.model.interp.program import prepare
+from karyamorph.model.interp.spin import GRID_SYNC_REASON, grid_sync_line
 from karyamorph.model.semantics.simt_machine import SCHEDULING, Machine
 
 CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
@@ -62,6 +65,8 @@ def check(
     replay: bool = True,
     strict: bool = False,
     names: UserTerms | None = None,
+    zeroed: Sequence[str] = (),
+    structs: Mapping[str, StructLayout] | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -103,12 +108,20 @@ def check(
         the search goes on, and if every counterexample found is contradicted the property is
         ``unknown`` with the reason (never ``refuted``).
     strict
-        Count stores of one value to one address by the lanes of one warp at one instruction
-        as races; by default they are benign once z3 proves the values equal (the verdict's
-        reason names their lines).
+        Count stores of one value to one address by two threads (of any warps) as races; by
+        default they are benign once z3 proves the values equal (the verdict's reason names
+        their lines).
     names
         The names (and element sizes) a witness should use for ``.param`` names: a spec's
         arguments; by default the PTX's own.
+    zeroed
+        Buffers (by parameter name) that hold zeros at launch: an atomic counter there starts
+        at 0 (:mod:`karyamorph.model.check.tickets`).
+    structs
+        The layout of each struct parameter passed by value, by parameter name
+        (:class:`~karyamorph.kernel.structs.StructLayout`). Its fields go by ``param.field`` in
+        ``buffers`` (every pointer field, each its own allocation) and ``scalars`` (a field in
+        neither is a free input).
 
     Returns
     -------
@@ -135,6 +148,11 @@ def check(
     t0 = time.perf_counter()
     deadline = None if deadline_s is None else t0 + deadline_s
     program = prepare(module, entry, machine)
+    program.structs = dict(structs or {})
+    sync = grid_sync_line(program.fn)
+    if sync is not None:  # every block must run at once: neither encoding nor replay can
+        reason = f"line {sync}: {GRID_SYNC_REASON}"
+        return [Verdict(p, "unknown", reason=reason, seconds=time.perf_counter() - t0) for p in properties]
     grid, block = dim3(launch[0], "grid"), dim3(launch[1], "block")
 
     def out_of_time(done: int, planned: int | None) -> str:
@@ -161,7 +179,9 @@ def check(
     except OutOfTime:
         spent = time.perf_counter() - t0
         return [Verdict(p, "unknown", reason=out_of_time(0, None), seconds=spent) for p in properties]
+    tickets, refused = issue(trace, program, frozenset(zeroed))
     enc = Encoding.of(trace, sched, timeout_ms, deadline)
+    serve(enc, tickets)
     enc.strict = strict
     enc.stores = WarpStores(
         program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline
@@ -174,7 +194,7 @@ def check(
         def vet(prop: str, w: Witness) -> Replay:
             r = replay_witness(
                 module, entry, machine, launch, buffers, scalars, Verdict(prop, "refuted", witness=w),
-                element_bytes=widths, scheduling=sched,
+                element_bytes=widths, scheduling=sched, structs=structs,
             )  # fmt: skip
             replayed[0] += r.seconds
             return r
@@ -195,6 +215,7 @@ def check(
     ]
     if trace.assumptions:
         notes.append("assuming every loop terminates")
+    notes += [f"assuming {s}" for s in trace.stated]
     if trace.inputs:
         notes.append(f"for every value of {', '.join(sorted(trace.inputs))}")
     out = []
@@ -224,4 +245,4 @@ def check(
         except OutOfTime:
             reason = out_of_time(enc.done, enc.planned)
             out.append(Verdict(p, "unknown", reason=reason, seconds=base + time.perf_counter() - t1))
-    return in_user_terms(out, module, entry, names or UserTerms(), widths)
+    return in_user_terms(explain(out, refused), module, entry, names or UserTerms(), widths)

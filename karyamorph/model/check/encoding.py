@@ -346,6 +346,7 @@ def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str
                 e.epoch = sub(e.epoch)
             if isinstance(e, Access):
                 e.addr = sub(e.addr)
+                e.stored = sub(e.stored) if e.stored is not None else None
                 if e.value is not None and e.value.decl().name() in by_name:
                     e.value = by_name[e.value.decl().name()]
             else:

@@ -117,6 +117,8 @@ class Explorer:
     # (k, fact, position) of loops with a symbolic range: k is the iteration the loop leaves
     # after; position: the number of events logged before the loop (what comes later may use it)
     exits: list[tuple[BitVec, Bool, int]] = field(default_factory=list)
+    # assumptions on inputs the exploration made, in words (a signed index does not overflow)
+    stated: list[str] = field(default_factory=list)
     steps: int = 0
     _depth: dict[int, int] = field(default_factory=dict)
     _headers: dict[int, CountedLoop] = field(default_factory=dict)
@@ -307,6 +309,8 @@ class Explorer:
                 entered = z3.Or(first, z3.And(z3.substitute(latch, (k, k - 1)), *unwrapped))
                 self.latches.append((k, latch))
             st.active = z3.And(st.active, entered)
+            if not trips:
+                self._no_overflow(loop, fr, k, per_iteration, line, self.mark())
             yield from self.region(loop.header, loop.latch, st, loop.header)
             again = self._guard(self.decoded[loop.latch], st)
         finally:
@@ -332,6 +336,37 @@ class Explorer:
         self.latches.append((kx, latch))
         out = {r: z3.simplify(z3.substitute(v, at)) for r, v in st.regs.items()}
         return Frame(out, fr.active, fr.exited, fr.pruned, z3.simplify(z3.substitute(st.epoch, at)))
+
+    def _no_overflow(
+        self,
+        loop: CountedLoop,
+        fr: Frame,
+        k: BitVec,
+        per_iteration: dict[str, BitVec],
+        line: int,
+        position: int,
+    ) -> None:
+        """Assume, and state, that a signed ``i < n`` loop's ``i += step`` does not overflow
+        (``n <= INT_MAX - step + 1``) where ``n`` is not a constant: C leaves signed overflow
+        undefined, so nvcc's ``for (int i = ...)`` loops are written on that assumption, and
+        without it a free ``n`` near ``INT_MAX`` gives wrapped, negative indices. ``position``:
+        the events logged before the loop (the assumption holds for those that follow)."""
+        test = loop.signed_exit
+        step = as_const(per_iteration[test.reg]) if test is not None and test.reg in per_iteration else None
+        if test is None or not isinstance(step, int) or isinstance(step, bool):
+            return
+        w = self.x.program.registers[test.reg].bits
+        if not 0 < step < 1 << (w - 1):
+            return  # a count-down loop, or no step
+        bound = self._step(test.bound, fr, w)
+        if as_const(bound) is not None:
+            return  # a concrete bound: the range condition of k decides the wrap exactly
+        top = (1 << (w - 1)) - step - (1 if test.inclusive else 0)
+        self.exits.append((k, z3.Implies(fr.active, bound <= top), position))
+        self.stated.append(
+            f"{z3.simplify(bound)} <= {top} (the signed index {test.reg} of the loop at line {line} "
+            f"does not overflow)"
+        )
 
     def _step(self, op: ast.Operand, fr: Frame, bits: int) -> BitVec:
         if isinstance(op, ast.Immediate):

@@ -30,6 +30,17 @@ class Induction:
 
 
 @dataclass(frozen=True, slots=True)
+class SignedExit:
+    """The latch branches back while ``reg < bound`` (``inclusive``: ``reg <= bound``), compared
+    as signed integers: C's ``for (int i = start; i < n; i += step)``, whose ``i + step`` may not
+    overflow in C (and does not once ``n <= INT_MAX - step + 1``)."""
+
+    reg: str
+    bound: ast.Operand
+    inclusive: bool
+
+
+@dataclass(frozen=True, slots=True)
 class CountedLoop:
     """A bottom-tested loop: instructions ``[header, latch]``, the latch being its back edge."""
 
@@ -38,6 +49,7 @@ class CountedLoop:
     inductions: tuple[Induction, ...]
     written: frozenset[str]
     barriers: int = 0  # barriers every iteration passes
+    signed_exit: SignedExit | None = None
 
 
 def dest_registers(dec: Decoded) -> set[str]:
@@ -122,4 +134,49 @@ def _analyse(decoded: list[Decoded], labels: dict[str, int], header: int, latch:
             inductions += [Induction(reg, st[0], st[1]) for st in steps if st is not None]
     if not inductions:
         return None
-    return CountedLoop(header, latch, tuple(inductions), written, len(barriers))
+    test = _signed_exit(decoded, body, latch, skipped | repeated, written, {i.reg for i in inductions})
+    return CountedLoop(header, latch, tuple(inductions), written, len(barriers), test)
+
+
+_MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}  # a < b is b > a
+_NEGATE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}  # not (a < b) is a >= b
+
+
+def _signed_exit(
+    decoded: list[Decoded],
+    body: range,
+    latch: int,
+    irregular: set[int],
+    written: frozenset[str],
+    inductions: set[str],
+) -> SignedExit | None:
+    """The latch's test when it is a signed ``induction < bound`` (or ``<=``, either operand
+    order, either guard sense) made by an unguarded ``setp`` every iteration runs, the bound
+    loop-invariant; else None."""
+    guard = decoded[latch].source.guard
+    if guard is None:
+        return None
+    setps = [i for i in body if guard.register in dest_registers(decoded[i])]
+    if not setps or setps[-1] in irregular:
+        return None  # the test is made before the loop, or not by every iteration
+    dec = decoded[setps[-1]]
+    p = dec.operands.get("p")
+    if (
+        dec.source.opcode != "setp" or dec.source.guard is not None or not dec.ty.signed
+        or "bool" in dec.mods or not isinstance(p, ast.Register) or p.name != guard.register
+    ):  # fmt: skip
+        return None
+    a, b, cmp = dec.operands.get("a"), dec.operands.get("b"), dec.mods.get("cmp", "")
+    if isinstance(a, ast.Register) and a.name in inductions:
+        reg, bound = a.name, b
+    elif isinstance(b, ast.Register) and b.name in inductions:
+        reg, bound, cmp = b.name, a, _MIRROR.get(cmp, "")
+    else:
+        return None
+    if guard.negated:
+        cmp = _NEGATE.get(cmp, "")
+    if cmp not in ("lt", "le") or not isinstance(bound, ast.Register | ast.Immediate):
+        return None
+    if isinstance(bound, ast.Register) and bound.name in written:
+        return None
+    return SignedExit(reg, bound, cmp == "le")

@@ -1,6 +1,7 @@
 """Data races: the pairs of accesses two threads may make to one location unordered, pruned
 without a solver where their allocations, barrier intervals or address intervals are apart, and
-decided in batches; same-value stores by the lanes of one warp are told apart from races.
+decided in batches; stores of one value to one address (by any two threads, or by the lanes of
+one warp) are told apart from races.
 
 Accesses are bucketed by state space, allocation and (shared memory) barrier interval, so that
 planning costs the pairs that can meet, not the square of the trace: an unrolled loop of 256
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import z3
@@ -24,6 +26,7 @@ from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 SAME_STORE = "same-store"  # a query's tag: one store instruction, two threads
+STORES = "stores"  # a query's tag: two plain store instructions of one width
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,24 +155,33 @@ def _pair(
     cb = enc.b(c.addr)
     overlap = z3.And(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
     violation = z3.And(a.guard, enc.b(c.guard), distinct, unordered, overlap, *enc.facts(a.index, c.index))
-    tag = SAME_STORE if a is c and a.write and not a.atomic else ""
+    plain = a.write and c.write and not (a.atomic or c.atomic)
+    tag = SAME_STORE if a is c and plain else STORES if plain and a.nbytes == c.nbytes else ""
     return Query(violation, (a, c), tag=tag)
 
 
 @dataclass(slots=True)
 class _Benign:
-    """Same-value stores of one warp found while deciding a race plan (by access index)."""
+    """Same-value stores found while deciding a race plan: of any two threads, proved in the
+    pair encoding (by access index pair), and of the lanes of one warp (by access index)."""
 
     enc: Encoding
     stores: WarpStores
+    equal: set[tuple[int, int]] = field(default_factory=set)  # store pairs proved to store one value
+    unequal: set[tuple[int, int]] = field(default_factory=set)  # store pairs that may differ
+    unsure: dict[tuple[int, int], str] = field(default_factory=dict)  # pairs z3 gave up on: why
     proved: dict[int, str] = field(default_factory=dict)  # access index -> how it was shown
     refused: dict[int, str] = field(default_factory=dict)  # access index -> why values may differ
     undecided: dict[int, str] = field(default_factory=dict)  # access index -> why not decided
 
     def refine(self, q: Query, model: z3.ModelRef) -> Query | None:
-        """The query without its same-warp pairs when the lanes of a warp store one value, or
-        when that is not decided (the verdict can then be no better than unknown: see
-        :meth:`settle`); the query itself when two lanes may store different values."""
+        """None when the query's two stores are proved to store one value wherever they meet, or
+        when z3 cannot tell (the verdict can then be no better than unknown: see :meth:`settle`).
+        Otherwise, for one store instruction, the query without its same-warp pairs when the
+        lanes of a warp store one value, or when that is not decided; the query itself when two
+        lanes may store different values."""
+        if q.tag in (SAME_STORE, STORES) and self._same_value(q) is not False:
+            return None
         if q.tag != SAME_STORE:
             return q
         if not z3.is_true(model.eval(self.enc.same_warp(), model_completion=True)):
@@ -183,10 +195,38 @@ class _Benign:
             return q
         return Query(z3.And(q.violation, z3.Not(self.enc.same_warp())), q.events)
 
+    def _same_value(self, q: Query) -> bool | None:
+        """Whether the two stores of ``q`` write one value wherever they conflict: the query
+        with "other address or other value" added is unsatisfiable (None: z3 gave up). A value
+        that depends on memory the kernel writes (or on a warp's other lanes) is free per thread
+        here, so it is never proved equal this way."""
+        a, c = q.events
+        assert isinstance(a, Access) and isinstance(c, Access)
+        key = (a.index, c.index)
+        if key not in self.equal and key not in self.unequal and key not in self.unsure:
+            enc = self.enc
+            if a.stored is None or c.stored is None or a.stored.size() != c.stored.size():
+                self.unequal.add(key)
+            else:
+                same = z3.And(a.addr == enc.b(c.addr), a.stored == enc.b(c.stored))
+                out = enc.check(q.violation, z3.Not(same))
+                if out.result == z3.unknown:
+                    self.unsure[key] = out.reason or "z3 gave up"
+                else:
+                    (self.equal if out.result == z3.unsat else self.unequal).add(key)
+        return True if key in self.equal else None if key in self.unsure else False
+
     def settle(self, verdict: str, reason: str) -> tuple[str, str]:
-        """The verdict and reason once the warp stores are accounted for: a proof that set
-        aside undecided same-warp stores is unknown; a refutation through a store whose lanes
-        may differ says so."""
+        """The verdict and reason once the same-value stores are accounted for: a proof that set
+        aside stores not decided to write one value is unknown; a refutation through a store
+        whose lanes may differ says so."""
+        if verdict == "proved" and self.unsure:
+            why = "; ".join(sorted(set(self.unsure.values())))
+            reason = (
+                f"whether the stores at line(s) {self._pairs(self.unsure)} write one value is not "
+                f"decided ({why}); every other pair of accesses is proved race-free"
+            )
+            return "unknown", reason
         lines = sorted(self._lines(self.undecided))
         if verdict == "proved" and lines:
             why = "; ".join(sorted(set(self.undecided.values())))
@@ -202,14 +242,25 @@ class _Benign:
     def _lines(self, indices: dict[int, str]) -> set[int]:
         return {e.line for e in self.enc.trace.events if isinstance(e, Access) and e.index in indices}
 
+    def _pairs(self, keys: Iterable[tuple[int, int]]) -> str:
+        """Pairs of stores (by access index) as their lines: ``40, 52 and 57``."""
+        lines = sorted({tuple(sorted(self._lines(dict.fromkeys(k, "")))) for k in keys})
+        return ", ".join(" and ".join(map(str, p)) for p in lines)
+
     def note(self) -> str:
+        out = []
+        if self.equal:
+            out.append(
+                f"benign: threads store one value to one address at line(s) {self._pairs(self.equal)} "
+                f"(proved equal for every input; --strict counts them as races)"
+            )
         lines = sorted(self._lines(self.proved))
-        if not lines:
-            return ""
-        return (
-            f"benign: the lanes of a warp store one value to one address at line(s) "
-            f"{', '.join(map(str, lines))} (proved equal; --strict counts them as races)"
-        )
+        if lines:
+            out.append(
+                f"benign: the lanes of a warp store one value to one address at line(s) "
+                f"{', '.join(map(str, lines))} (proved equal; --strict counts them as races)"
+            )
+        return "; ".join(out)
 
 
 def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import re
 import struct
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from karyamorph.isa import ast
+from karyamorph.kernel.structs import StructArg, StructLayout
 from karyamorph.model.check.verdict import Replay, ThreadId, Verdict, Witness
 from karyamorph.model.interp.errors import (
     DivergentBarrierError,
@@ -57,6 +59,7 @@ def replay(
     seeds: int = 8,
     element_bytes: dict[str, int] | None = None,
     scheduling: str | None = None,
+    structs: Mapping[str, StructLayout] | None = None,
 ) -> Replay:
     """Run the witness of a refuted ``verdict`` on the interpreter, for the checker's launch.
 
@@ -78,6 +81,9 @@ def replay(
     scheduling
         The scheduling the check assumed (default: the machine's); a race is replayed with the
         lanes of a warp unordered under ``its`` only.
+    structs
+        The layouts of struct parameters, as the check was given them; their ``param.field``
+        buffers and scalars are filled as the others are.
 
     Returns
     -------
@@ -95,7 +101,9 @@ def replay(
     t0 = time.perf_counter()
     if scheduling is not None and scheduling != machine.scheduling:
         machine = machine.with_options(scheduling=scheduling)
-    out = _replay(module, entry, machine, launch, buffers, scalars, verdict.property, w, seeds, element_bytes)
+    shapes = dict(structs or {})
+    out = _replay(module, entry, machine, launch, buffers, scalars, verdict.property, w, seeds, element_bytes,
+                  shapes)  # fmt: skip
     return Replay(out[0], out[1], time.perf_counter() - t0)
 
 
@@ -110,6 +118,7 @@ def _replay(
     w: Witness,
     seeds: int,
     element_bytes: dict[str, int] | None,
+    structs: dict[str, StructLayout],
 ) -> tuple[str, str]:
     if prop not in ("bounds", "race", "barrier"):
         return "not replayable", f"no replay for a {prop} witness"
@@ -120,6 +129,7 @@ def _replay(
             return "not replayable", f"{t} is outside the launch (grid {grid}, block {block})"
     n = _prod(grid) * _prod(block)
     instructions = len(program.decoded)
+    program.structs = structs
     args = _arguments(program, buffers, scalars, w.inputs, element_bytes or {})
     full = (grid, block, int(launch[2]))
     if prop == "race":
@@ -296,11 +306,19 @@ def _arguments(
     args: dict[str, KernelArg] = {}
     for p in program.fn.params:
         if p.name in buffers:
-            width = element_bytes.get(p.name, 4)
-            size = int(buffers[p.name])
-            count = -(-size // width)
-            fill = (np.arange(count, dtype=np.uint64) % 13 + 1).astype(f"<u{width}")
-            args[p.name] = fill.view(np.uint8)[:size].copy()
+            args[p.name] = _filled(int(buffers[p.name]), element_bytes.get(p.name, 4))
+        elif p.name in program.structs:
+            layout = program.structs[p.name]
+            values: dict[str, object] = {}
+            for f in layout.fields:
+                name = f"{p.name}.{f.name}"
+                if f.is_pointer:
+                    values[f.name] = _filled(int(buffers[name]), element_bytes.get(name, 4))
+                elif name in scalars:
+                    values[f.name] = scalars[name]
+                else:
+                    values[f.name] = _from_bits(int(given.get(name, 0)), f.type)
+            args[p.name] = StructArg(layout, values)
         elif p.name in scalars:
             args[p.name] = scalars[p.name]
         else:
@@ -322,6 +340,22 @@ def _arguments(
                 (value % (1 << 8 * width)).to_bytes(width, "little"), np.uint8
             )
     return args
+
+
+def _filled(size: int, width: int) -> np.ndarray:
+    """``size`` bytes of ``width``-byte elements holding ``i % 13 + 1``."""
+    count = -(-size // width)
+    fill = (np.arange(count, dtype=np.uint64) % 13 + 1).astype(f"<u{width}")
+    return fill.view(np.uint8)[:size].copy()
+
+
+def _from_bits(bits: int, type_: str) -> int | float:
+    """A struct field's value from the bits a witness gives it."""
+    if type_ in ("f32", "f64"):
+        fmt, nb = ("<f", 4) if type_ == "f32" else ("<d", 8)
+        value: float = struct.unpack(fmt, (bits % (1 << 8 * nb)).to_bytes(nb, "little"))[0]
+        return value
+    return bits
 
 
 def _copy(args: dict[str, KernelArg]) -> dict[str, KernelArg]:

@@ -47,6 +47,9 @@ class Witness:
     sources : tuple of str
         The source ``file:line`` of each PTX line (from ``.loc`` directives), ``""`` where the
         PTX carries none; empty when not known.
+    launch : tuple of (grid, block) or None
+        The launch the witness needs, each a tuple of 3 ints, when the check covered many
+        (``check --any-launch``); None: the checked launch.
     """
 
     threads: tuple[ThreadId, ...]
@@ -57,8 +60,14 @@ class Witness:
     address: int | None = None
     inputs: tuple[tuple[str, int], ...] = ()
     sources: tuple[str, ...] = ()
+    launch: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
 
     def as_dict(self) -> dict[str, Any]:  # Any: a JSON row of strings, numbers and lists
+        launch = (
+            {}
+            if self.launch is None
+            else {"launch": {"grid": list(self.launch[0]), "block": list(self.launch[1])}}
+        )
         return {
             "threads": [{"block": list(t.block), "thread": list(t.thread)} for t in self.threads],
             "lines": list(self.lines),
@@ -68,6 +77,7 @@ class Witness:
             "address": self.address,
             "inputs": dict(self.inputs),
             "sources": list(self.sources),
+            **launch,
         }
 
     def __str__(self) -> str:
@@ -79,6 +89,9 @@ class Witness:
         )
         where = f" {self.space} {self.buffer or '<no allocation>'}+{self.address}" if self.space else ""
         ins = f" inputs {dict(self.inputs)}" if self.inputs else ""
+        if self.launch is not None:
+            (gx, gy, gz), (bx, by, bz) = self.launch
+            who = f"launch grid ({gx},{gy},{gz}) block ({bx},{by},{bz}): {who}"
         return f"{who} at {at}{where}{ins}"
 
 

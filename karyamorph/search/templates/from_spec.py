@@ -7,7 +7,8 @@ source. The search times it at the spec's sizes and races its torch reference; t
 it at the smallest of the spec's sizes and its ``[check] sizes`` (fewest threads at the
 baseline), as small as the spec offers. A configuration whose launch does not bind at the timed
 sizes (a block of more than 1024 threads, a grid beyond the limits) has no block that fits an
-SM, as a template's footprint says of one too large.
+SM, as a template's footprint says of one too large. With ``[check] launch = "any"``, block
+sizes the model does not prove safe for every launch are left out, each with a note saying why.
 """
 
 from __future__ import annotations
@@ -16,18 +17,23 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
+from karyamorph.harness.stages.model import proved_blocks
 from karyamorph.harness.tools.nvcc import lower
 from karyamorph.isa.arch import Arch
+from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.expressions import ExpressionError, holds, names
 from karyamorph.kernel.limits import launch_limits
 from karyamorph.kernel.spec import KernelSpec, SearchTable, SpecError
 from karyamorph.kernel.tuning import knob_directive, variant
+from karyamorph.model.check.anylaunch import is_proved
 from karyamorph.search.space import Constraint, Parameter, Value
 from karyamorph.search.template import Footprint, Template
 
 DEFAULT_REGISTERS = 32
 """Registers per thread a footprint assumes before ptxas says (ptxas has the last word)."""
+LAUNCH_PROOF_S = 30.0
+"""Seconds the model may take to prove one block size for every launch (``[check] launch``)."""
 
 
 def spec_template(spec: KernelSpec) -> Template:
@@ -62,12 +68,53 @@ def spec_template(spec: KernelSpec) -> Template:
         cap = _register_cap(table, config)
         return Footprint(math.prod(kernel.block), kernel.shared_bytes, cap or DEFAULT_REGISTERS)
 
+    proved, notes = _launch_proofs(spec, table, model_sizes(spec))
     return Template(
         name=spec.where, summary=f"the search {spec.where} declares ({', '.join(table.names)})",
-        parameters=parameters, constraints=constraints, build=build,
+        parameters=parameters, constraints=constraints + proved, build=build,
         footprint=footprint, sizes=sizes, check_sizes=model_sizes(spec), baseline=dict(table.baseline),
-        torch_baseline=torch,
+        torch_baseline=torch, notes=notes,
     )  # fmt: skip
+
+
+def _launch_proofs(
+    spec: KernelSpec, table: SearchTable, sizes: Mapping[str, int]
+) -> tuple[tuple[Constraint, ...], tuple[str, ...]]:
+    """With ``[check] launch = "any"``: a constraint that keeps only the values of the block
+    parameter the model proves the kernel safe at (for every grid of ``[check] grid``, at the
+    model's sizes), and a note for each value left out, saying why.
+
+    Only where one parameter is the block (``[launch] block = ["BLOCK"]``, or Kernel Tuner's
+    ``block_size_x``) and the PTX is the same for every configuration (no defines, no CUDA
+    source); otherwise a note says the block sizes are not proved."""
+    if spec.check_launch.mode != "any":
+        return (), ()
+    block = table.spec.launch.block
+    name = block[0] if len(block) == 1 and isinstance(block[0], str) else None
+    said = '[check] launch = "any": block sizes not proved'
+    if spec.cuda is not None or table.defines:
+        return (), (f"{said} (the code changes with the configuration)",)
+    if name is None or name not in table.names:
+        return (), (f"{said} (no one parameter is the block)",)
+    values = [v for v in dict(table.parameters)[name] if isinstance(v, int) and not isinstance(v, bool)]
+    base = {n: v for n, v in table.baseline if isinstance(v, int) and not isinstance(v, bool)}
+    module = parse(table.spec.ptx)
+    kept: set[int] = set()
+    notes: list[str] = []
+    for value in values:
+        try:
+            kernel = bind(dataclasses.replace(table.spec, sizes={**sizes, **base, name: value}))
+        except SpecError as exc:
+            notes.append(f"{name} = {value} left out: the launch does not bind ({exc})")
+            continue
+        verdicts = proved_blocks(kernel, module, [value], deadline_s=LAUNCH_PROOF_S)[value]
+        failed = [v for v in verdicts if not is_proved([v])]
+        if not failed:
+            kept.add(value)
+            continue
+        said = "; ".join(f"{v.property} {v.verdict}: {v.witness or v.reason}" for v in failed)
+        notes.append(f"{name} = {value} left out, not proved for every launch: {said}")
+    return (Constraint(lambda v: v in kept, (name,)),), tuple(notes)
 
 
 def _constraint(text: str, table: SearchTable, sizes: Mapping[str, int]) -> Constraint:

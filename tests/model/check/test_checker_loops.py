@@ -29,16 +29,22 @@ def test_barrier_after_a_per_thread_loop_is_uniform(name: str) -> None:
     assert "assuming every loop terminates" in v.reason
 
 
-def test_signed_index_for_every_n_is_never_proved_in_bounds() -> None:
+def test_signed_index_for_every_n_is_never_proved_in_bounds_without_saying_so() -> None:
     """With n free, a signed block-stride index does wrap for n near 2**31 (i + 256 overflows
-    before it reaches n): the bounds verdict must not be a proof. Only the spec's n is safe."""
+    before it reaches n): a proof for every n must state the assumption that it does not
+    (tests/model/check/test_signed_loops.py), and an n past it is never proved."""
     spec = load_spec(MANIFEST.kernel("block_sum_s").spec_path)
     module, buffers, scalars, _ = launch_of(spec)
     huge = {k: 1 << 34 for k in buffers}
     free = check(module, spec.entry, ptx_machine(), (1, 256, 0), huge, {}, properties=("bounds",))[0]
-    assert free.verdict in ("unknown", "refuted") and not free.passed, free
-    if free.verdict == "unknown":
-        assert "loop at line(s) 49 past the first 4096" in free.reason
+    assert free.verdict == "proved" and "<= 2147483392 (the signed index" in free.reason, free
+    (n,) = scalars
+    wraps = check(
+        module, spec.entry, ptx_machine(), (1, 256, 0), huge, {n: 2**31 - 1}, properties=("bounds",)
+    )[0]
+    assert wraps.verdict in ("unknown", "refuted") and not wraps.passed, wraps
+    if wraps.verdict == "unknown":
+        assert "loop at line(s) 49 past the first 4096" in wraps.reason
     fixed = check(module, spec.entry, ptx_machine(), (1, 256, 0), huge, scalars, properties=("bounds",))[0]
     assert fixed.verdict == "proved", fixed
 

@@ -1,0 +1,186 @@
+"""Atomic counters as tickets: ``slot = atomicAdd(count, 1); out[slot] = v`` is in bounds (the
+counter starting at zero, ``out`` holding one element per thread) and race free; one element
+short is out of bounds, a shared slot is a race, and a counter other accesses touch keeps the
+atomic's result free (unknown, with why)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from karyamorph.harness.session import load_bound
+from karyamorph.harness.stages.model import check_spec
+from karyamorph.isa.parser import parse
+from karyamorph.model.check.checker import check
+from karyamorph.model.check.verdict import Verdict
+from karyamorph.model.ptx.ptx_machine import ptx_machine
+from tests.model.kernels.manifest import load_manifest
+
+MANIFEST = load_manifest()
+
+# Every thread takes a ticket from count[0] (ATOM) and stores its id at out[slot] (SLOT may
+# change the slot first; EXTRA may touch the counter otherwise).
+TICKETS = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry tickets(.param .u64 out, .param .u64 count)
+{
+    .reg .b32 %t, %s, %e;
+    .reg .b64 %a, %c, %o;
+    ld.param.u64 %a, [out];
+    ld.param.u64 %c, [count];
+    cvta.to.global.u64 %a, %a;
+    cvta.to.global.u64 %c, %c;
+    mov.u32 %t, %tid.x;
+    ATOM
+    SLOT
+    mul.wide.u32 %o, %s, 4;
+    add.s64 %o, %a, %o;
+    st.global.u32 [%o], %t;
+    EXTRA
+    ret;
+}
+"""
+ADD = "atom.global.add.u32 %s, [%c], 1;"
+LAUNCH = (2, 128, 0)  # 256 threads take a ticket each
+
+
+def _check(
+    atom: str = ADD, slot: str = "", extra: str = "", out: int = 256, zeroed: bool = True, counters: int = 1
+) -> list[Verdict]:
+    ptx = TICKETS.replace("ATOM", atom).replace("SLOT", slot).replace("EXTRA", extra)
+    return check(
+        parse(ptx), "tickets", ptx_machine(), LAUNCH, {"out": 4 * out, "count": 4 * counters}, {},
+        properties=("bounds", "race"), zeroed=["count"] if zeroed else [],
+    )  # fmt: skip
+
+
+def test_tickets_of_a_zeroed_counter_index_in_bounds_and_race_free() -> None:
+    bounds, race = _check()
+    assert bounds.verdict == "proved" and race.verdict == "proved", (bounds, race)
+
+
+def test_one_element_short_is_out_of_bounds() -> None:
+    bounds, race = _check(out=255)
+    assert bounds.verdict == "refuted" and bounds.witness is not None, bounds
+    assert bounds.witness.lines == (18,) and bounds.witness.address == 255 * 4
+    assert race.verdict == "proved", race
+
+
+def test_a_counter_of_unknown_start_still_gives_distinct_slots() -> None:
+    """Without zeros at launch the slots may start anywhere (so bounds hinge on the unknown
+    start: unknown, never proved), yet two threads' slots still differ."""
+    bounds, race = _check(zeroed=False)
+    assert bounds.verdict == "unknown" and "the atomic at line 14 returns" in bounds.reason, bounds
+    assert race.verdict == "proved", race
+
+
+def test_halved_tickets_share_slots_and_race() -> None:
+    """Tickets 2j and 2j + 1 land on one slot: never proved. The interpreter serves tickets in
+    its own order, so it may not replay the witness's two threads (unknown, not refuted)."""
+    bounds, race = _check(slot="shr.u32 %s, %s, 1;")
+    assert bounds.verdict == "proved", bounds
+    assert race.verdict in ("refuted", "unknown"), race
+    assert "line 18" in race.reason or (race.witness is not None and race.witness.lines == (18, 18)), race
+
+
+def test_a_stride_of_two_needs_twice_the_buffer() -> None:
+    assert _check(atom="atom.global.add.u32 %s, [%c], 2;", out=511)[0].verdict == "proved"
+    assert _check(atom="atom.global.add.u32 %s, [%c], 2;", out=510)[0].verdict == "refuted"
+
+
+def test_atom_inc_tickets_stay_below_their_bound() -> None:
+    """atomicInc(count, b) counts 0, 1, ... while below b: with b = 255 and 256 threads every
+    slot is distinct and below 256; with b = 100 the counter wraps and slots repeat."""
+    bounds, race = _check(atom="atom.global.inc.u32 %s, [%c], 255;")
+    assert bounds.verdict == "proved" and race.verdict == "proved", (bounds, race)
+    assert _check(atom="atom.global.inc.u32 %s, [%c], 100;")[1].verdict != "proved"
+
+
+def test_a_counter_other_accesses_touch_is_not_a_ticket_dispenser() -> None:
+    """A thread that also reads the counter may see any count: the atomic's result stays free,
+    and the verdict says why."""
+    bounds, race = _check(extra="ld.global.u32 %e, [%c];")
+    assert race.verdict != "proved", race
+    assert bounds.verdict == "unknown", bounds
+    assert "not a ticket" in bounds.reason and "touched by other accesses" in bounds.reason, bounds.reason
+
+
+def test_compact_from_nvcc_is_proved() -> None:
+    """``compact`` (nvcc output, y[atomicAdd(count, 1)] = x[i] for x[i] > 0, count zeroed by its
+    spec): at most n = 1000 threads pass the guard, so the slots fit y's 1000 elements."""
+    spec = MANIFEST.kernel("compact").spec_path
+    verdicts = check_spec(*load_bound(spec))
+    assert [v.verdict for v in verdicts] == ["proved"] * 3, verdicts
+
+
+def test_compact_with_y_one_short_is_out_of_bounds(tmp_path: Path) -> None:
+    spec = MANIFEST.kernel("compact").spec_path
+    text = spec.read_text().replace('shape = ["n"]\ninit = "zeros"', 'shape = ["n - 1"]\ninit = "zeros"')
+    assert 'shape = ["n - 1"]' in text
+    short = tmp_path / "compact.toml"
+    short.write_text(text.replace('ptx = "compact.ptx"', f'ptx = "{spec.parent / "compact.ptx"}"'))
+    bounds = check_spec(*load_bound(short), properties=("bounds",))[0]
+    assert bounds.verdict == "refuted" and bounds.witness is not None and bounds.witness.lines == (51,), (
+        bounds
+    )
+
+
+def test_a_block_scoped_atomic_on_global_memory_hands_out_no_tickets() -> None:
+    """atom.cta is atomic only among one block's threads: two blocks may draw one slot."""
+    bounds, race = _check(atom="atom.cta.global.add.u32 %s, [%c], 1;")
+    assert race.verdict != "proved", race
+    assert "atomic only within its block" in bounds.reason, bounds
+
+
+def test_one_counter_per_block_gives_slots_distinct_within_the_block() -> None:
+    """count[ctaid] (zeros): the slots of one block are distinct, those of two blocks overlap
+    unless spread apart (by 256, the threads that may take a ticket of one counter)."""
+    per_block = "mov.u32 %e, %ctaid.x; mul.wide.u32 %o, %e, 4; add.s64 %c, %c, %o; " + ADD
+    spread = "mov.u32 %e, %ctaid.x; shl.b32 %e, %e, 8; add.u32 %s, %s, %e;"  # + 256 * ctaid
+    bounds, race = _check(atom=per_block, slot=spread, out=512, counters=2)
+    assert bounds.verdict == "proved" and race.verdict == "proved", (bounds, race)
+    bounds, race = _check(atom=per_block, counters=2)
+    assert race.verdict in ("refuted", "unknown"), race
+
+
+SHARED = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry shared_tickets(.param .u64 out)
+{
+    .reg .b32 %t, %s, %n, %b;
+    .reg .b64 %a, %o;
+    .shared .align 4 .u32 cnt;
+    ld.param.u64 %a, [out];
+    cvta.to.global.u64 %a, %a;
+    mov.u32 %t, %tid.x;
+    mov.u32 %n, cnt;
+    atom.shared.add.u32 %s, [%n], 1;
+    mov.u32 %b, %ctaid.x;
+    SLOT
+    mul.wide.u32 %o, %s, 4;
+    add.s64 %o, %a, %o;
+    st.global.u32 [%o], %t;
+    ret;
+}
+"""
+
+
+def test_a_shared_counter_serves_each_block_on_its_own() -> None:
+    """Each block's own (unset) shared counter: within a block the slots differ; spread by block
+    ((ctaid * 128 + slot) & 255 with 128 threads a block) they cannot be shown apart, since two
+    blocks' counters may start anywhere."""
+
+    def race(slot: str) -> Verdict:
+        module = parse(SHARED.replace("SLOT", slot))
+        v = check(module, "shared_tickets", ptx_machine(), LAUNCH, {"out": 1024}, {}, properties=("race",))
+        return v[0]  # type: ignore[no-any-return]
+
+    one_block = check(
+        parse(SHARED.replace("SLOT", "and.b32 %s, %s, 127;")), "shared_tickets", ptx_machine(),
+        (1, 128, 0), {"out": 512}, {}, properties=("race",),
+    )[0]  # fmt: skip
+    assert one_block.verdict == "proved", one_block
+    assert race("shl.b32 %b, %b, 7; add.u32 %s, %s, %b; and.b32 %s, %s, 255;").verdict != "proved"
