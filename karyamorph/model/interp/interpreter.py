@@ -31,6 +31,7 @@ from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.interp.program import Program, align_up, prepare
 from karyamorph.model.interp.simt import GroupExec, Stats, make_geometry
 from karyamorph.model.interp.spin import SpinWatch, refuse_grid_sync
+from karyamorph.model.interp.tensormem import TensorMemory
 from karyamorph.model.semantics.concrete import UINT
 from karyamorph.model.semantics.simt_machine import Machine
 
@@ -137,6 +138,7 @@ class _Run:
         self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.hopper = HopperState(self.mem, n, self.geo.describe, self.stats)
+        self.tensormem = TensorMemory(nb, self.geo)
         self.waits = WaitWatch()
         self.swapped: dict[int, int] = {}  # group -> progress when a wait last let its sibling run
         self.arrays: dict[str, np.ndarray] = {}
@@ -167,6 +169,7 @@ class _Run:
                 pass
             self.copies.finish(g.copy_observer())
             self.hopper.finish(g.copy_observer())
+            self.tensormem.finish()
             return
         ws, bt = self.geo.warp_size, self.geo.block_threads
         step = 1 if self.split_lanes else ws
@@ -202,6 +205,7 @@ class _Run:
         if groups:
             self.copies.finish(groups[0].exec.copy_observer())
             self.hopper.finish(groups[0].exec.copy_observer())
+        self.tensormem.finish()
 
     def _progress(self) -> int:
         return sum(self.stats.bytes_stored.values()) + self.stats.atomics
@@ -221,6 +225,7 @@ class _Run:
         g.consts = self.consts
         g.async_copies = self.copies
         g.hopper = self.hopper
+        g.tensormem = self.tensormem
         g.can_suspend = self.randomize  # whole-launch groups are compared at failed waits instead
         g.waits = self.waits
         return g

@@ -20,8 +20,10 @@ from karyamorph.model.interp.asyncproxy import HopperHooks, HopperState, WaitWat
 from karyamorph.model.interp.atomics import apply_atomics
 from karyamorph.model.interp.errors import MemoryAccessError, ModelLimitError, TrapError
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
+from karyamorph.model.interp.tensormem import TensorMemHooks, TensorMemory
 from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
 from karyamorph.model.interp.warp import WarpHooks
+from karyamorph.model.interp.warpgroup import WarpgroupHooks
 from karyamorph.model.semantics.concrete import UINT, BoolArray, ConcreteDomain, UIntArray, float_bits
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands
 from karyamorph.model.semantics.types import PtxType
@@ -54,6 +56,7 @@ class Stats:
     barriers: int = 0
     atomics: int = 0
     proxy_fences: int = 0  # thread-executions of fence.proxy.async, for checks that require it
+    tmem_syncs: dict[str, int] = field(default_factory=dict)  # tcgen05 waits and fences, by kind
     traffic: Traffic = field(default_factory=Traffic)
 
     @property
@@ -71,6 +74,7 @@ class Stats:
             "barriers": self.barriers,
             "atomics": self.atomics,
             "proxy_fences": self.proxy_fences,
+            "tmem_syncs": dict(self.tmem_syncs),
             **self.traffic.as_dict(),
         }
 
@@ -116,7 +120,7 @@ def make_geometry(grid: tuple[int, int, int], block: tuple[int, int, int], warp_
     return Geometry(grid, block, warp_size, nb * bt, bt, sp, b)
 
 
-class GroupExec(WarpHooks, AsyncHooks, HopperHooks, DecodedOperands):
+class GroupExec(WarpHooks, WarpgroupHooks, AsyncHooks, HopperHooks, TensorMemHooks, DecodedOperands):
     """The :class:`~karyamorph.model.semantics.instruction.Exec` of the threads ``[lo, hi)``; the
     interpreter sets ``dec`` and the mask."""
 
@@ -153,6 +157,7 @@ class GroupExec(WarpHooks, AsyncHooks, HopperHooks, DecodedOperands):
         self.phase = 0
         self.async_copies: AsyncCopies | None = None  # the launch's cp.async copies in flight
         self.hopper: HopperState | None = None  # bulk copies, mbarrier objects, cluster arrivals
+        self.tensormem: TensorMemory | None = None  # each CTA's TMEM (tcgen05)
         self.can_suspend = False  # a failed try_wait hands over to other groups
         self.waits: WaitWatch | None = None  # or, running alone, is compared with the last one
         self._views: dict[str, np.ndarray] = {}  # declared registers

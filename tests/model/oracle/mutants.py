@@ -40,7 +40,9 @@ PTX_MODULES = {
     "matrix": "MATRIX", "mma": "MMA", "wmma": "WMMA", "half": "HALF", "packed": "PACKED_F32",
     "mixed": "MIXED", "minmax": "MINMAX", "convert": "CONVERT", "dot": "DOT",
     "narrow_convert": "NARROW_CONVERT", "mma_kinds": "MMA_KINDS",
-    "mbarrier": "MBARRIER", "bulk_copy": "BULK_COPY", "cluster": "CLUSTER",
+    "mbarrier": "MBARRIER", "bulk_copy": "BULK_COPY", "cluster": "CLUSTER", "tcgen05": "TCGEN05",
+    "tcgen05_mma": "TCGEN05_MMA",
+    "wgmma": "WGMMA",
 }  # fmt: skip
 
 

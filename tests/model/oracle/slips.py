@@ -13,6 +13,8 @@ from __future__ import annotations
 from tests.model.oracle.mutants import Slip
 from tests.model.oracle.slips_hopper import HOPPER_SLIPS
 from tests.model.oracle.slips_narrow import NARROW_SLIPS
+from tests.model.oracle.slips_tcgen05 import TCGEN05_SLIPS
+from tests.model.oracle.slips_wgmma import WGMMA_SLIPS
 
 A, D, C = "ptx.arith", "ptx.data", "ptx.control"
 HALF, PACKED, MIXED, MINMAX = "ptx.half", "ptx.packed", "ptx.mixed", "ptx.minmax"
@@ -920,4 +922,6 @@ SLIPS: tuple[Slip, ...] = (
     Slip("cvt.ftz.f16.f32 flushes a subnormal source", D, "_cvt", ("cvt",), ' and dt.name != "f16":', ":"),
     *NARROW_SLIPS,
     *HOPPER_SLIPS,
+    *TCGEN05_SLIPS,
+    *WGMMA_SLIPS,
 )

@@ -1,0 +1,165 @@
+"""Blackwell's tensor-core MMA on tensor memory: ``tcgen05.mma.cta_group::1.kind::f16`` and
+``tcgen05.commit``, with the instruction and shared-memory descriptors they read.
+
+PTX ISA, "tcgen05.mma", "Instruction descriptor" and "Shared memory descriptor":
+
+- ``tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d``, issued
+  by one thread, computes ``D = A * B + D`` (``enable_input_d`` false: ``D = A * B``) for an
+  ``M x N x 16`` tile: ``A`` (M x K) and ``B`` (K x N) in shared memory, each described by a
+  64-bit descriptor, ``D`` in TMEM (for M = 128, row ``i`` in TMEM lane ``i``, column ``j`` at
+  column ``column(d_tmem) + j``, one 32-bit cell each);
+- the instruction descriptor (32 bits): D format in bits 4-5 (0 f16, 1 f32), A and B formats in
+  7-9 and 10-12 (0 f16, 1 bf16), negate A (13) and B (14), A and B major-ness in 15 and 16 (0
+  K-major, 1 MN-major), ``N >> 3`` in 17-22, ``M >> 4`` in 24-28; bits 0-3 select sparsity and
+  saturation, 30-31 the ``.ws`` maximum shift;
+- a shared-memory descriptor (64 bits): start address ``>> 4`` in bits 0-13, leading-dimension
+  byte offset ``>> 4`` in 16-29, stride-dimension byte offset ``>> 4`` in 32-45, the fixed
+  value 0b001 in 46-48, the base offset in 49-51, the leading-dimension mode in 52, the swizzle
+  mode in 61-63. Without swizzling a K-major operand is made of core matrices of 8 rows of 16
+  bytes (128 contiguous bytes): element ``(r, k)`` (2 bytes each) is at ``start + (r / 8) SBO +
+  (k / 8) LBO + (r % 8) 16 + (k % 8) 2``;
+- ``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [mbar]`` makes the
+  mbarrier track the completion of the thread's earlier asynchronous tcgen05 operations: one
+  arrival once they are done (under the model's 1x1x1 cluster the mbarrier is the CTA's own;
+  the form with a generic address is not modeled).
+
+What the model runs (the rest refused with ModelLimitError, never approximated): M = 128, D in
+f32, A and B f16 or bf16, K-major, dense, no swizzling. The interpreter performs the MMA when it
+is issued (so the ``commit`` arrives at once), through the optional hook ``tmem_mma``
+(:mod:`karyamorph.model.interp.tensormem_mma` holds the arithmetic). The PTX ISA states neither
+the order nor the precision of the accumulation; the model gives the exact value of
+``sum_k A[i,k] B[k,j] + D[i,j]`` rounded once to f32 (round to nearest even): within half an
+f32 ulp of the exact result, a bound a GPU's result is compared against, not its bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from karyamorph.model.ptx.mbarrier import change, track
+from karyamorph.model.ptx.tcgen05 import PTX, TARGET
+from karyamorph.model.semantics.domain import B, V
+from karyamorph.model.semantics.instruction import Exec, Instr, Slot
+from karyamorph.model.semantics.types import U32, U64
+
+MMA_K = 16
+"""K of one ``kind::f16`` MMA (32 bytes of each row of A and column of B)."""
+DESC_VERSION = 0b001
+"""The fixed value of bits 46-48 of a tcgen05 shared-memory descriptor."""
+
+
+def _bits(word: int, lo: int, width: int) -> int:
+    return (word >> lo) & ((1 << width) - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class InstrDesc:
+    """The fields of a ``kind::f16`` instruction descriptor (formats as encoded: 0 f16,
+    1 f32 for D and bf16 for A and B; majors 0 K-major, 1 MN-major)."""
+
+    sparse: int
+    saturate: int
+    d_format: int
+    a_format: int
+    b_format: int
+    negate_a: bool
+    negate_b: bool
+    a_major: int
+    b_major: int
+    n: int
+    m: int
+    max_shift: int
+
+    @classmethod
+    def decode(cls, word: int) -> InstrDesc:
+        return cls(_bits(word, 0, 3), _bits(word, 3, 1), _bits(word, 4, 2), _bits(word, 7, 3),
+                   _bits(word, 10, 3), bool(_bits(word, 13, 1)), bool(_bits(word, 14, 1)),
+                   _bits(word, 15, 1), _bits(word, 16, 1), _bits(word, 17, 6) << 3,
+                   _bits(word, 24, 5) << 4, _bits(word, 30, 2))  # fmt: skip
+
+    def invalid(self) -> str | None:
+        """Why the PTX ISA does not allow this descriptor for ``cta_group::1.kind::f16``."""
+        if self.d_format not in (0, 1) or self.a_format not in (0, 1) or self.b_format not in (0, 1):
+            return f"formats D {self.d_format}, A {self.a_format}, B {self.b_format} are not f16/f32/bf16"
+        if self.a_format != self.b_format:
+            return "A and B formats differ"
+        if self.m == 128 and (self.n % 16 or not 16 <= self.n <= 256):
+            return f"N = {self.n}: M = 128 needs N a multiple of 16 in 16 .. 256"
+        if self.m not in (64, 128):
+            return f"M = {self.m}: cta_group::1 has M = 64 or 128"
+        return None
+
+    def unmodeled(self) -> str | None:
+        """What of a valid descriptor the model does not run."""
+        if self.m != 128:
+            return f"M = {self.m} (its TMEM layout of D is not modeled; M = 128 is)"
+        if self.d_format != 1:
+            return "D in f16 (f32 is modeled)"
+        if self.a_major or self.b_major:
+            return "MN-major A or B (K-major is modeled)"
+        if self.sparse or self.saturate or self.max_shift:
+            return "sparsity, saturation or a .ws shift"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SmemDesc:
+    """The fields of a tcgen05 shared-memory matrix descriptor (byte values, shifted back)."""
+
+    start: int
+    lbo: int
+    sbo: int
+    version: int
+    base_offset: int
+    lbo_mode: int
+    swizzle: int
+
+    @classmethod
+    def decode(cls, word: int) -> SmemDesc:
+        start, lbo, sbo = (_bits(word, lo, 14) << 4 for lo in (0, 16, 32))
+        return cls(
+            start, lbo, sbo, _bits(word, 46, 3), _bits(word, 49, 3), _bits(word, 52, 1), _bits(word, 61, 3)
+        )
+
+    def unmodeled(self) -> str | None:
+        if self.version != DESC_VERSION:
+            return f"bits 46-48 are {self.version:#05b}, the PTX ISA fixes them at 0b001"
+        if self.swizzle or self.base_offset or self.lbo_mode:
+            return "swizzled layouts (the model runs the unswizzled one)"
+        return None
+
+
+def _hook(x: Exec[V, B], name: str):  # type: ignore[no-untyped-def]  # a driver's optional hook
+    hook = getattr(x, name, None)
+    if hook is None:
+        raise x.operand_error("tensor memory (tcgen05) is run by the interpreter only")
+    return hook
+
+
+def _mma(x: Exec[V, B]) -> None:
+    addr, bits = x.address("d")
+    taddr = addr if bits == 32 else x.D.trunc(addr, bits, 32)
+    _hook(x, "tmem_mma")(taddr, x.read("adesc", U64), x.read("bdesc", U64), x.read("idesc", U32),
+                         x.read_pred("enable"))  # fmt: skip
+
+
+def _commit(x: Exec[V, B]) -> None:
+    # The model completes an MMA when it is issued, so the arrival is due at once.
+    d = x.D
+    addr, bits = x.address("mbar")
+    track(x, "arrive", addr, bits)
+    change(x, addr, bits, d.const(1, 64), d.const(0, 64))
+
+
+_MMA_SLOTS = (Slot("d", "addr"), Slot("adesc"), Slot("bdesc"), Slot("idesc"), Slot("enable", "pred"))
+_GROUP: dict[str, tuple[str, ...]] = {"cta_group": ("cta_group::1",)}
+
+TCGEN05_MMA: tuple[Instr, ...] = (
+    Instr("tcgen05", (), _MMA_SLOTS, _mma, {**_GROUP, "kind": ("kind::f16",)}, required=("cta_group", "kind"),
+          fixed=("mma",), ntypes=0, kind="memory", min_ptx=PTX, min_target=TARGET,
+          doc="D (TMEM) = A * B (+ D), A and B from shared-memory descriptors, f16/bf16 -> f32"),
+    Instr("tcgen05", ("b64",), (Slot("mbar", "addr"),), _commit,
+          {**_GROUP, "completion": ("mbarrier::arrive::one",), "space": ("shared::cluster",)},
+          required=("cta_group", "completion", "space"), fixed=("commit",), kind="memory", min_ptx=PTX,
+          min_target=TARGET, doc="arrive on an mbarrier once the thread's tcgen05 operations complete"),
+)  # fmt: skip

@@ -1,0 +1,56 @@
+"""The checker on kernels of GPUVerify's test suite: every row's answer is pinned, so both a
+regression and an improvement show; a kernel GPUVerify expects to fail is never proved unless
+its row says why. The slow rows run in benchmarks/gpuverify.py only."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from tests.model.gpuverify.table import FAILURES, HERE, ROWS, Row, check_row, counts
+
+LIGHT = [r for r in ROWS if not r.heavy]
+
+
+def test_every_kernel_has_a_row_source_and_ptx() -> None:
+    names = [r.name for r in ROWS]
+    assert len(names) == len(set(names)) >= 60
+    assert sorted(names) == sorted(p.stem for p in HERE.glob("*.toml"))
+    for row in ROWS:
+        spec = tomllib.loads(row.spec.read_text())
+        assert spec["kernel"]["ptx"] == f"{row.name}.ptx" and spec["kernel"]["entry"] == row.name
+        source = (HERE / f"{row.name}.cu").read_text()
+        header = source.splitlines()[0].lower()
+        assert header == "//pass" if row.expected == "pass" else header.startswith("//xfail:")
+        assert (HERE / f"{row.name}.ptx").read_text().startswith(f"// {row.name}.ptx: nvcc -ptx")
+
+
+def test_rows_are_consistent() -> None:
+    for row in ROWS:
+        assert row.expected in ("pass", *FAILURES), row
+        assert row.ours in ("pass", "unknown", *FAILURES), row
+        assert (row.ours != row.expected) == bool(row.reason), row
+        assert set(row.properties) <= {"bounds", "race", "barrier"}, row
+        if row.expected != "pass":
+            assert row.expected in row.properties, row
+
+
+def test_the_counts_of_the_table() -> None:
+    summary = counts({r.name: r.ours for r in ROWS})
+    assert summary["right"] + summary["false_alarms"] + summary["missed_bugs"] + summary["unknown"] == len(
+        ROWS
+    )
+    # The one missed bug is a same-value write, benign unless strict (its row says so).
+    assert [r.name for r in ROWS if r.missed] == ["loop_unwind"]
+    assert summary["missed_bugs"] == 1 and summary["false_alarms"] == 1
+
+
+@pytest.mark.parametrize("row", LIGHT, ids=lambda r: r.name)
+def test_checker_answers_as_pinned(row: Row) -> None:
+    assert check_row(row).answer == row.ours, row.reason or f"GPUVerify: {row.expected}"
+
+
+def test_strict_finds_the_same_value_race() -> None:
+    row = next(r for r in ROWS if r.name == "loop_unwind")
+    assert check_row(Row(row.name, row.expected, row.expected, strict=True)).answer == "race"
