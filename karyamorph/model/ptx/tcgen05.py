@@ -111,7 +111,13 @@ _MOVE: dict[str, tuple[str, ...]] = {"shape": ("32x32b",), "num": REPEATS}
 _TADDR = Slot("taddr", "addr")
 
 
-def _tc(fixed: tuple[str, ...], slots: tuple[Slot, ...], sem: Semantics, doc: str, **kw: Any) -> Instr:
+def _tc(
+    fixed: tuple[str, ...],
+    slots: tuple[Slot, ...],
+    sem: Semantics,
+    doc: str,
+    **kw: Any,  # Any: Instr's keyword fields, each of its own type
+) -> Instr:
     """A tcgen05 declaration of PTX 8.6, sm_100a; warp-collective unless ``kind`` says otherwise."""
     kw.setdefault("kind", "warp")
     return Instr("tcgen05", kw.pop("types", ("b32",)), slots, sem, kw.pop("groups", _GROUP),

@@ -116,6 +116,13 @@ def applied(slip: Slip) -> Iterator[Machine]:
     base = ptx_machine()
     fresh = _fresh(slip)
     short = slip.module.split(".")[-1]
+    real = importlib.import_module(f"karyamorph.model.{slip.module}")
+    owner_name, _, attr = slip.within.rpartition(".")
+    owner: Any = real
+    fresh_owner: Any = fresh
+    if owner_name:
+        owner, fresh_owner = getattr(real, owner_name, None), getattr(fresh, owner_name, None)
+    machine = base
     if slip.module.startswith("ptx.") and short in PTX_MODULES:
         declared = _declared_in(slip.module)
         twins = getattr(fresh, PTX_MODULES[short])
@@ -123,17 +130,17 @@ def applied(slip: Slip) -> Iterator[Machine]:
         for ins in base.instructions:
             k = next((k for k, r in enumerate(declared) if _same(ins, r)), None)
             instrs.append(ins if k is None else replace(twins[k], laws=ins.laws, bounds=ins.bounds))
-        yield Machine(base.name, tuple(instrs), arch=base.arch, scheduling=base.scheduling)
-        return
-    real = importlib.import_module(f"karyamorph.model.{slip.module}")
-    owner_name, _, attr = slip.within.rpartition(".")
-    owner, fresh_owner = real, fresh
-    if owner_name:
-        owner, fresh_owner = getattr(real, owner_name), getattr(fresh, owner_name)
+        machine = Machine(base.name, tuple(instrs), arch=base.arch, scheduling=base.scheduling)
+        # The declarations are the fresh module's. A method of a class the interpreter imports
+        # from the module (a descriptor's decoder) is patched in place too, so the slip reaches
+        # the interpreter's use of it; module functions stay the declarations' own.
+        if not isinstance(owner, type):
+            yield machine
+            return
     saved = owner.__dict__[attr]
     setattr(owner, attr, fresh_owner.__dict__[attr])
     try:
-        yield base
+        yield machine
     finally:
         setattr(owner, attr, saved)
 
