@@ -59,7 +59,8 @@ def check(
     budget_s : float or None
         Seconds the checks may take; what is undecided then is ``unknown``.
     strict : bool
-        Count stores of one value by the lanes of one warp to one address as races.
+        Count stores of one value to one address by two threads as races (by default they
+        are benign: a note, not a race).
 
     Returns
     -------

@@ -36,11 +36,6 @@ UNMODELED_SPACES = {
 # nothing in the model (see karyamorph.model.interp.inline).
 NO_OP_CALLS = ("vprintf",)
 
-# Opcodes left out of the model on purpose, and what to say about them.
-NOT_MODELED = {
-    "wgmma": "wgmma (warpgroup-level MMA of sm_90a) is not modeled",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
@@ -198,8 +193,7 @@ def decode_or_reason(
         return got
     # The declaration that got furthest explains the refusal; ties go to the one tried first.
     best = max(refusals, key=lambda r: r.stage, default=None)
-    unknown = NOT_MODELED.get(ins.opcode, "opcode not in the machine's instruction set")
-    reason = best.reason if best else unknown
+    reason = best.reason if best else "opcode not in the machine's instruction set"
     return Unmodeled(ins.full_opcode, ins.loc.line, reason, len(ins.operands))
 
 
