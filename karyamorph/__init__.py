@@ -6,6 +6,7 @@ use (PEP 562), so that importing the package costs no z3, duckdb, torch or CUDA.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         Reference,
         RunResult,
         SassError,
+        SearchResult,
         Slot,
         SpecError,
         StageResult,
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
         replay,
         run,
         run_campaign,
+        search,
         search_recorded,
         template,
     )
@@ -108,6 +111,7 @@ __all__ = [
     "Reference",
     "RunResult",
     "SassError",
+    "SearchResult",
     "Slot",
     "SpecError",
     "StageResult",
@@ -137,6 +141,7 @@ __all__ = [
     "replay",
     "run",
     "run_campaign",
+    "search",
     "search_recorded",
     "template",
 ]
@@ -150,7 +155,9 @@ def __getattr__(name: str) -> Any:
     # CLI, so that `import karyamorph` does not pay for z3, duckdb or CUDA.
     from karyamorph import api
 
-    value = getattr(api, name)
+    # A name that is also a subpackage (``search``) is that package: it is callable, and the
+    # import system has already bound it here, so ``km.search`` is one object whatever came first.
+    value = sys.modules.get(f"{__name__}.{name}") or getattr(api, name)
     globals()[name] = value
     return value
 

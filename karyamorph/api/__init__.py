@@ -31,6 +31,7 @@ from karyamorph.model.semantics.decode import UnmodeledError
 from karyamorph.model.semantics.instruction import Instr, Law, Slot
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import TYPES as PTX_TYPES
+from karyamorph.search.run import SearchResult, search
 from karyamorph.search.space import Constraint, Parameter, Value
 from karyamorph.search.template import Footprint, Template
 from karyamorph.store.errors import StoreError
@@ -67,6 +68,7 @@ __all__ = [
     "Reference",
     "RunResult",
     "SassError",
+    "SearchResult",
     "Slot",
     "SpecError",
     "StageResult",
@@ -96,6 +98,7 @@ __all__ = [
     "replay",
     "run",
     "run_campaign",
+    "search",
     "search_recorded",
     "template",
 ]

@@ -6,7 +6,7 @@ without a GPU, naming the parameter, and never reaches the driver as a wrong poi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,50 +51,30 @@ def _is_host_array(value: object) -> bool:
     return not isinstance(value, np.generic) and hasattr(value, "__array_interface__")
 
 
-def _pointer(param: ast.Param, value: object, where: str) -> np.uint64 | None:
-    """``value`` as a 64-bit address when it is a GPU array; None when it is no array at all."""
-    address = device_pointer(value)
-    if address is None and getattr(value, "is_cuda", None) is True:
-        address = int(value.data_ptr())  # type: ignore[attr-defined]
-    if address is not None:
-        if ast.type_bytes(param.type) != 8 or param.type.startswith("f"):
-            raise LaunchArgumentError(
-                f"{where}: a device array was passed to {describe(param)}, which takes a "
-                f"{ast.type_bytes(param.type) * 8}-bit value, not a 64-bit address"
-            )
-        return np.uint64(address)
-    if _is_host_array(value):
-        raise LaunchArgumentError(
-            f"{where}: {describe(param)} needs a device pointer, got a host array "
-            f"({type(value).__module__}.{type(value).__name__}); copy it to the GPU first "
-            "(torch.as_tensor(x, device='cuda') or cupy.asarray(x))"
-        )
-    return None
-
-
-def _scalar(param: ast.Param, value: object, where: str) -> np.generic:
-    """``value`` as the numpy scalar of the parameter's type, refused when it does not fit."""
+def _scalar(param: ast.Param, value: object, at: Callable[[], str]) -> np.generic:
+    """``value`` as the numpy scalar of the parameter's type, refused when it does not fit (``at``
+    names the argument in the message)."""
     np_type = PARAM_TYPES.get(param.type)
     if np_type is None:
-        raise LaunchArgumentError(f"{where}: {describe(param)} has a type launch does not pass")
+        raise LaunchArgumentError(f"{at()}: {describe(param)} has a type launch does not pass")
     width = ast.type_bytes(param.type)
     if isinstance(value, np.generic):
         if value.dtype.itemsize != width:
             raise LaunchArgumentError(
-                f"{where}: {describe(param)} is {width * 8}-bit, got a {value.dtype.itemsize * 8}-bit "
+                f"{at()}: {describe(param)} is {width * 8}-bit, got a {value.dtype.itemsize * 8}-bit "
                 f"numpy {value.dtype}"
             )
         # Same width: the bits pass as they are (an f32 scalar to a .b32 keeps its pattern).
         return value.view(np_type)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise LaunchArgumentError(
-            f"{where}: {describe(param)} takes a number or a numpy scalar, got {type(value).__name__}"
+            f"{at()}: {describe(param)} takes a number or a numpy scalar, got {type(value).__name__}"
         )
     if param.type.startswith("f"):
         return np_type(value)
     if isinstance(value, float):
         raise LaunchArgumentError(
-            f"{where}: {describe(param)} is an integer parameter, got the float {value!r} "
+            f"{at()}: {describe(param)} is an integer parameter, got the float {value!r} "
             f"(pass a numpy scalar of {width * 8} bits to give a bit pattern)"
         )
     bits = 8 * width
@@ -104,9 +84,96 @@ def _scalar(param: ast.Param, value: object, where: str) -> np.generic:
         "b": (-(2 ** (bits - 1)), 2**bits - 1),  # untyped bits: either reading of the width
     }[param.type[0]]
     if not lo <= value <= hi:
-        raise LaunchArgumentError(f"{where}: {value} does not fit {describe(param)} ({lo}..{hi})")
+        raise LaunchArgumentError(f"{at()}: {value} does not fit {describe(param)} ({lo}..{hi})")
     # A negative value for a .bN parameter passes as its two's complement bits.
     return np_type(value & (2**bits - 1)) if param.type[0] == "b" else np_type(value)
+
+
+class ArgumentPlan:
+    """The checks and conversions of one ``.entry``'s parameters, worked out once, so that a launch
+    pays only for looking at its arguments (an in-process launch is meant to cost little more host
+    time than cupy's)."""
+
+    def __init__(self, entry: ast.Function) -> None:
+        self.entry = entry
+        self._params = tuple(entry.params)
+        for i, param in enumerate(self._params):
+            if param.dims:
+                raise LaunchArgumentError(
+                    f"{_where(entry, i)}: {describe(param)} is a by-value array, which launch does not pass"
+                )
+        # A GPU array may go only to a 64-bit integer parameter.
+        self._takes_address = tuple(
+            ast.type_bytes(p.type) == 8 and not p.type.startswith("f") for p in self._params
+        )
+
+    def pack(self, args: Sequence[object]) -> tuple[Any, ...]:
+        """Every argument checked and in the form cuda.core launches (:func:`pack_arguments`)."""
+        params, entry = self._params, self.entry
+        if len(args) != len(params):
+            names = ", ".join(p.name for p in params) or "none"
+            raise LaunchArgumentError(
+                f"{entry.name}: takes {len(params)} argument(s) ({names}), got {len(args)}"
+            )
+        packed: list[Any] = []
+        for i, value in enumerate(args):
+            address = _address(value)
+            if address is not None:
+                if not self._takes_address[i]:
+                    param = params[i]
+                    raise LaunchArgumentError(
+                        f"{_where(entry, i)}: a device array was passed to {describe(param)}, which "
+                        f"takes a {ast.type_bytes(param.type) * 8}-bit value, not a 64-bit address"
+                    )
+                packed.append(np.uint64(address))
+            else:
+                packed.append(_value(entry, i, value))
+        return tuple(packed)
+
+
+def _where(entry: ast.Function, i: int) -> str:
+    return f"{entry.name}: argument {i} ({entry.params[i].name})"
+
+
+def _address(value: object) -> int | None:
+    """The device address of a GPU array, by the cheapest route its type offers: a CUDA torch
+    tensor's ``data_ptr()``, cupy's ``data.ptr``, else ``__cuda_array_interface__``."""
+    kind = type(value)
+    getter = _ADDRESS_BY_TYPE.get(kind)
+    if getter is None:
+        getter = _ADDRESS_BY_TYPE.setdefault(kind, _address_getter(value))
+    return getter(value)
+
+
+def _address_getter(value: object) -> Any:
+    if callable(getattr(value, "data_ptr", None)) and hasattr(value, "is_cuda"):
+        return lambda v: int(v.data_ptr()) if v.is_cuda else None
+    if isinstance(getattr(getattr(value, "data", None), "ptr", None), int) and hasattr(
+        value, "__cuda_array_interface__"
+    ):
+        return lambda v: v.data.ptr
+    return device_pointer
+
+
+_ADDRESS_BY_TYPE: dict[type, Any] = {}
+
+
+def _value(entry: ast.Function, i: int, value: object) -> Any:
+    """Argument ``i``, which is no GPU array: a by-value number, or a raw address for a pointer."""
+    param = entry.params[i]
+    if _is_host_array(value):
+        raise LaunchArgumentError(
+            f"{_where(entry, i)}: {describe(param)} needs a device pointer, got a host array "
+            f"({type(value).__module__}.{type(value).__name__}); copy it to the GPU first "
+            "(torch.as_tensor(x, device='cuda') or cupy.asarray(x))"
+        )
+    if param.is_ptr:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
+            return np.uint64(value)  # a raw device address the caller owns
+        raise LaunchArgumentError(
+            f"{_where(entry, i)}: {describe(param)} needs a device array, got {value!r}"
+        )
+    return _scalar(param, value, lambda: _where(entry, i))
 
 
 def pack_arguments(entry: ast.Function, args: Sequence[object]) -> tuple[Any, ...]:
@@ -123,25 +190,4 @@ def pack_arguments(entry: ast.Function, args: Sequence[object]) -> tuple[Any, ..
         is needed, an array goes to a narrower parameter, or a scalar does not fit; the message
         names the entry and the parameter.
     """
-    params = entry.params
-    if len(args) != len(params):
-        names = ", ".join(p.name for p in params) or "none"
-        raise LaunchArgumentError(f"{entry.name}: takes {len(params)} argument(s) ({names}), got {len(args)}")
-    packed: list[Any] = []
-    for i, (param, value) in enumerate(zip(params, args, strict=True)):
-        where = f"{entry.name}: argument {i} ({param.name})"
-        if param.dims:
-            raise LaunchArgumentError(
-                f"{where}: {describe(param)} is a by-value array, which launch does not pass"
-            )
-        pointer = _pointer(param, value, where)
-        if pointer is not None:
-            packed.append(pointer)
-        elif param.is_ptr:
-            if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
-                packed.append(np.uint64(value))  # a raw device address the caller owns
-            else:
-                raise LaunchArgumentError(f"{where}: {describe(param)} needs a device array, got {value!r}")
-        else:
-            packed.append(_scalar(param, value, where))
-    return tuple(packed)
+    return ArgumentPlan(entry).pack(args)

@@ -4,12 +4,13 @@ and launched in this process."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from karyamorph.api.arguments import LaunchArgumentError, pack_arguments
+from karyamorph.api.arguments import ArgumentPlan, LaunchArgumentError
 from karyamorph.harness.gpu.device import current_device
 from karyamorph.harness.gpu.launch import (
     DEFAULT_DYNAMIC_SHARED_LIMIT,
@@ -88,8 +89,26 @@ def _read(path_or_text: str | Path, suffix: str) -> tuple[str, str, Path | None]
     return path_or_text, f"kernel{suffix}", None
 
 
+_current = threading.local()
+"""The device whose primary context this thread made current for a launch."""
+
+
+def _hashable(value: Dim3) -> object:
+    """A launch dimension as a cache key (a list becomes a tuple); a value that cannot be one
+    is returned as a fresh object, so that it misses the cache and :func:`_dim3` says why."""
+    try:
+        key = value if isinstance(value, int) else tuple(value)
+        hash(key)
+    except TypeError:
+        return object()
+    return key
+
+
 def _dim3(value: Dim3, what: str) -> tuple[int, int, int]:
-    dims = (value,) if isinstance(value, int) else tuple(value)
+    try:
+        dims = (value,) if isinstance(value, int) else tuple(value)
+    except TypeError:
+        dims = ()  # not a number nor a sequence of them: refused below
     if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims):
         raise LaunchArgumentError(f"launch {what}: expected 1 to 3 positive integers, got {value!r}")
     return (*dims, 1, 1)[:3]  # type: ignore[return-value]
@@ -385,12 +404,28 @@ class Kernel:
         CudaError
             The driver refused to load or launch the kernel.
         """
-        packed = pack_arguments(self.function, args)
-        config_grid, config_block = _dim3(grid, "grid"), _dim3(block, "block")
+        plan = self._cache.get(("arguments",))
+        if plan is None:
+            plan = self._cache[("arguments",)] = ArgumentPlan(self.function)
+        packed = plan.pack(args)
+        # The same shape launched again reuses its checked configuration (a launch's host time
+        # is what an interactive loop pays).
+        shape = ("config", _hashable(grid), _hashable(block), shared_bytes)
+        config = self._cache.get(shape)
+        if config is None:
+            config_grid, config_block = _dim3(grid, "grid"), _dim3(block, "block")
         from cuda.core import Device, LaunchConfig, ObjectCode, Stream, launch
 
+        if config is None:
+            config = LaunchConfig(grid=config_grid, block=config_block, shmem_size=shared_bytes)
+            self._cache[shape] = config
+
         device = Device()
-        device.set_current()  # the primary context, which torch and cupy use too
+        if getattr(_current, "device", None) is not device:
+            # The primary context, which torch and cupy use too; made current once a thread
+            # (cuda.core keeps one Device object a device and thread), not at every launch.
+            device.set_current()
+            _current.device = device
         try:
             key = ("loaded", device.device_id)
             if key not in self._cache:
@@ -408,7 +443,6 @@ class Kernel:
                 stream = device.default_stream
             elif not isinstance(stream, Stream):
                 stream = device.create_stream(_foreign_stream(stream))
-            config = LaunchConfig(grid=config_grid, block=config_block, shmem_size=shared_bytes)
             launch(stream, config, function, *packed)
         except cuda_core_errors() as exc:
             raise as_cuda_error(exc, f"launching {self.entry}") from None

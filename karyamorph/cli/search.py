@@ -80,6 +80,7 @@ def search_run(
     one more parameter. Ctrl-C stops it with every finished evaluation stored, and prints the
     command that goes on."""
     from karyamorph.harness.gpu.host import current_device
+    from karyamorph.search.run import resolve_source
     from karyamorph.search.session import (
         SearchInterrupted,
         SearchRequest,
@@ -88,35 +89,26 @@ def search_run(
         search_arch,
     )
     from karyamorph.search.strategies import UnknownStrategy, make_strategy
-    from karyamorph.search.templates import TemplateFileError, UnknownTemplate, find_template
+    from karyamorph.search.templates import TemplateFileError, UnknownTemplate
     from karyamorph.search.variants import SearchAborted
 
     progress = None
     try:
         make_strategy(strategy)
-        chosen = None if rewrites else find_template(template_name)
+        found = None if rewrites else resolve_source(template_name)
         device = current_device()
         target = search_arch(arch, device)
-        gate, gates = None, []
-        if chosen is None:
-            from karyamorph.search.rewrites import source_search
-
-            found = source_search(template_name, target)
-            chosen = found.template
-
-            def gate(evaluator: Any) -> Any:
-                gates.append(made := found.gate(evaluator))  # its proofs are printed at the end
-                return made
-
+        if found is None:  # the rewrites' proofs are printed at the end
+            found = resolve_source(template_name, rewrites_for=target)
             click.echo(f"rewrites, each proved by the model before any GPU time: "
                        f"{', '.join(found.rewrites) or 'none'}", err=True)  # fmt: skip
-        request = SearchRequest(chosen, target, strategy, budget, seed, label,
+        request = SearchRequest(found.template, target, strategy, budget, seed, label,
                                 check_model=not no_model, equivalence=equivalence,
                                 cost_prior_s=cost_prior_s)  # fmt: skip
         progress = _ProgressLine(budget) if fmt == "table" else None
         summary = run_template_search(request, device=device, db=db_path(db), out_dir=Path(out_dir),
-                                      resume=resume, progress=progress,
-                                      kt_cache=Path(kt_cache) if kt_cache else None, gate=gate)  # fmt: skip
+                                      resume=resume, progress=progress, gate=found.gate,
+                                      kt_cache=Path(kt_cache) if kt_cache else None)  # fmt: skip
     except (UnknownTemplate, TemplateFileError, UnknownStrategy, SearchSetupError, SearchAborted) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -132,7 +124,7 @@ def search_run(
         sys.exit(130)
     if progress is not None:
         progress.close()
-    for rejected in (v for g in gates for v in g.rejections()):
+    for rejected in found.rejected():
         click.echo(f"rewrite {rejected}", err=True)
     if fmt == "json":
         echo(summary)

@@ -5,7 +5,13 @@ configurations. A strategy (:data:`STRATEGIES`) proposes configurations; an :cla
 answers each with a time or a failure; :func:`run_search` charges unique evaluations to a budget
 and keeps the best-so-far curve. :func:`replay` scores a strategy against recorded data, such as
 a Kernel Tuner cache file (:func:`read_cache`).
+
+The package is also the public call ``karyamorph.search(source, budget=...)``, a search on the GPU:
+:mod:`karyamorph.search.run` makes it callable when it is imported (``import karyamorph`` does so
+on the first public name), so that ``km.search`` is one object, this package.
 """
+
+from __future__ import annotations
 
 from karyamorph.search.history import Evaluation, History
 from karyamorph.search.kerneltuner import read_cache, write_cache

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.harness.gpu.device import DeviceInfo
 from karyamorph.harness.gpu.measurement import Timing
 from karyamorph.harness.gpu.supervisor import GpuWorker
@@ -47,7 +48,7 @@ WINNER_STAGES = ("compile", "sass", "static", "correctness", "timing")
 FRESH_SEED = 1_000_003
 
 
-class SearchSetupError(ValueError):
+class SearchSetupError(KaryaMorphError, ValueError):
     """A search that cannot start as asked (arch not the GPU's, template not for this arch)."""
 
 

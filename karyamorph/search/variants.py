@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.harness.gpu.jobs import CRASHED, CUDA_ERROR, START, TIMEOUT, JobFailure
 from karyamorph.harness.gpu.measurement import TimingOptions
 from karyamorph.harness.gpu.supervisor import GpuWorker
@@ -36,7 +37,7 @@ from karyamorph.search.template import Template
 SEARCH_TIMING = TimingOptions(min_gpu_seconds=0.1, max_noise=0.01, max_wall_seconds=3.0)
 
 
-class SearchAborted(RuntimeError):
+class SearchAborted(KaryaMorphError, RuntimeError):
     """The search cannot go on for a reason no variant is to blame for (the GPU worker cannot start)."""
 
 

@@ -104,3 +104,16 @@ def test_bench_agrees_with_cuda_events(torch_cuda) -> None:  # type: ignore[no-u
 def test_bench_without_the_device_is_a_no_device_error() -> None:
     with pytest.raises(km.NoDeviceError, match="no CUDA device 99"):
         km.bench(lambda: None, device=99)
+
+
+@pytest.mark.gpu
+def test_search_on_the_gpu_stores_a_leaderboard(torch_cuda, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = km.search("vadd", budget=4, seed=2, db=tmp_path / "s.duckdb", out_dir=tmp_path / "out")
+    times = [e.outcome.time_ms for e in result.evaluations if e.outcome.ok]
+    assert len(result.evaluations) == 4 and times
+    assert result.winner is not None and min(times) == result.summary["best"]["time_ms"]
+    with km.db(tmp_path / "s.duckdb", read_only=True) as con:
+        (count,) = con.execute(
+            "SELECT count(*) FROM search_evaluations WHERE search_id = ?", [result.search_id]
+        ).fetchone()
+    assert count == 4

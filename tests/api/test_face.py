@@ -71,6 +71,8 @@ def campaigns_and_search(folder: Path) -> None:
     recorded = km.recording(folder / "A100.json.gz")
     best = km.search_recorded(recorded, "random", budget=10).best
     fraction: float = km.replay(recorded, "random", budget=10, repeats=2).mean_fraction_of_optimum
+    searched: km.SearchResult = km.search("vadd", budget=4, arch="sm_90", db=folder / "k.duckdb")
+    fastest = searched.leaderboard().iloc[0]["time_ms"], searched.winner
     template: km.Template = km.template("scale")
     value: km.Value = 256
     spec = km.KernelSpec(
@@ -92,8 +94,36 @@ def test_all_is_what_the_api_page_documents() -> None:
 
 def test_the_face_and_the_api_package_list_the_same_names() -> None:
     assert km.__all__ == api.__all__
-    for name in km.__all__:
+    for name in set(km.__all__) - {"search"}:
         assert getattr(km, name) is getattr(api, name)
+
+
+def test_search_is_the_callable_package_whichever_was_imported_first() -> None:
+    """``karyamorph.search`` is a subpackage too: the name is that package, and calling it is
+    the API's search (a fresh process, so that the order of imports is the one written)."""
+    for first in ("km.search", "km.SearchResult", "__import__('karyamorph.search.space')"):
+        code = (
+            f"import karyamorph as km; {first}; import karyamorph.search as package;"
+            "from karyamorph.api import search;"
+            "print(km.search is package, callable(km.search), type(km.search).__call__.__doc__ is not None,"
+            " search.__module__)"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.split() == ["True", "True", "True", "karyamorph.search.run"], (first, out.stdout)
+
+
+def test_a_search_of_nothing_is_the_projects_error_before_any_gpu_work() -> None:
+    with pytest.raises(km.KaryaMorphError, match="no template named 'no_such'"):
+        km.search("no_such", budget=2, arch="sm_90")
+
+
+def test_search_without_a_gpu_says_so_in_the_projects_error() -> None:
+    from karyamorph.harness.gpu.host import current_device
+
+    if current_device() is not None:
+        pytest.skip("this machine has a GPU: the search would run")
+    with pytest.raises(km.KaryaMorphError, match="no GPU"):
+        km.search("vadd", budget=2)
 
 
 def test_the_api_page_is_in_the_site_nav() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.search.strategies.annealing import Annealing
 from karyamorph.search.strategies.base import SearchContext, Strategy
 from karyamorph.search.strategies.exhaustive import Exhaustive
@@ -23,7 +24,7 @@ STRATEGIES: dict[str, Callable[[], Strategy]] = {
 DEFAULT_STRATEGY = "model"
 
 
-class UnknownStrategy(ValueError):
+class UnknownStrategy(KaryaMorphError, ValueError):
     """A strategy name that is not in :data:`STRATEGIES`."""
 
 

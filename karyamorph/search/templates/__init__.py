@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.kernel.loader import load_spec
 from karyamorph.search.template import Template
 from karyamorph.search.templates.from_file import TemplateFileError, python_template
@@ -22,7 +23,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-class UnknownTemplate(KeyError):
+class UnknownTemplate(KaryaMorphError, KeyError):
     """A template name that is not shipped."""
 
     def __str__(self) -> str:

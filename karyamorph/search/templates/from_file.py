@@ -9,10 +9,11 @@ import sys
 import traceback
 from pathlib import Path
 
+from karyamorph.errors import KaryaMorphError
 from karyamorph.search.template import Template
 
 
-class TemplateFileError(ValueError):
+class TemplateFileError(KaryaMorphError, ValueError):
     """A template file that cannot be used; the message names the file (and the line)."""
 
 
