@@ -70,15 +70,16 @@ def gaming(worker: GpuWorker) -> list[dict[str, Any]]:
         spec = load_spec(path)
         caught = run_pipeline(spec, device=device, worker=worker, stages=[
             CompileStage(), StaticStage(), CorrectnessStage(), TimingStage(options)])  # fmt: skip
-        failed = next((r for r in caught.results if r.status in ("fail", "error")), None)
+        failed_at = next(((n, r) for n, r in caught.stages if r.status in ("fail", "error")), None)
+        failed = failed_at[1] if failed_at else None
         row: dict[str, Any] = {"kernel": path.stem, "n": spec.sizes["n"],
-                               "caught_by": failed.name if failed else None,
+                               "caught_by": failed_at[0] if failed_at else None,
                                "message": (failed.data.get("error") or failed.log.splitlines()[0])[:300]
                                if failed else None}  # fmt: skip
         timing = caught.result("timing")
         if timing is not None and timing.status == "pass":
             row["median_us_checked"] = timing.data["median_ns"] / 1e3
-        if failed is None or failed.name != "compile":
+        if failed_at is None or failed_at[0] != "compile":
             # Credited without the checks (and without correctness, which gates timing).
             unchecked = run_pipeline(spec, device=device, worker=worker, stages=[
                 CompileStage(), TimingStage(TimingOptions(max_wall_seconds=2.0, max_samples=400,

@@ -47,16 +47,21 @@ class Caught:
 # Caught at the first check that sees it: a kernel that misbehaves from its second launch on is
 # already caught by the correctness trials (fresh buffers, poisoned, fresh seeds each).
 CAUGHT = {
-    "skip_after_warmup": Caught("timing", ("outputs wrong while timed", "unwritten")),
+    # Fitted to evade three trials: the trial at the spec's other size is one launch too many,
+    # and the first trial's inputs run again name the launch count.
+    "skip_after_warmup": Caught("correctness", ("outputs depend on how often the kernel ran", "unwritten")),
     "pointer_cache": Caught("timing", ("outputs wrong while timed", "unwritten")),
     "every_other": Caught("correctness", ("unwritten",)),
     "stale_buffer": Caught("correctness", ("differ",)),
     "bf16_inputs": Caught("correctness", ("differ", "atol 1e-05, rtol 1e-05")),
     "fixed_size": Caught("correctness", ("wrong at another size", "n=4099")),
-    "drift": Caught("timing", ("outputs wrong while timed", "differs from the reference")),
+    # Its threshold is passed within the one job at the small other size (more launches there);
+    # at the timed size the first trial's inputs still pass when run again, so the size is blamed.
+    "drift": Caught("correctness", ("wrong at another size", "43 of 4099 elements differ")),
     "ulp_drift": Caught("timing", ("outputs wrong while timed", "launch 1 and launch", "bit for bit")),
     "memo_sparse": Caught("timing", ("outputs wrong while timed", "differs from the reference")),
-    "clock_detect": Caught("timing", ("outputs wrong while timed", "unwritten")),
+    # The trials of one job run back to back, as a timing loop's samples do: the second skips.
+    "clock_detect": Caught("correctness", ("unwritten",)),
     "side_launch": Caught("compile", ("device-side launch",)),
 }
 
@@ -90,15 +95,16 @@ def test_the_corpus_has_one_kernel_per_exploit_class() -> None:
 def test_a_gaming_kernel_is_caught_and_named(name: str) -> None:
     caught = CAUGHT[name]
     result = run(GAMING / f"{name}.toml")
-    statuses = {r.name: r.status for r in result.results}
+    statuses = {n: r.status for n, r in result.stages}
     print(name, statuses)
     failed = stage(result, caught.stage)
     text = message(failed)
     print(text)
     assert failed.status == Status.FAIL, text
     assert all(w in text for w in caught.words), text
-    for earlier in result.results[: [r.name for r in result.results].index(caught.stage)]:
-        assert earlier.status in (Status.PASS, Status.SKIP), (earlier.name, earlier.log)
+    names = [n for n, _ in result.stages]
+    for n, earlier in result.stages[: names.index(caught.stage)]:
+        assert earlier.status in (Status.PASS, Status.SKIP), (n, earlier.log)
 
 
 def test_evict_last_lines_are_reset_before_every_timed_launch() -> None:

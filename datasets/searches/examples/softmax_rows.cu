@@ -15,6 +15,8 @@
 #endif
 
 constexpr int WARPS = BLOCK / 32;
+// -infinity without <math.h>'s INFINITY, which runtime compilers (NVRTC) do not define.
+#define NEG_INF __int_as_float(0xff800000u)
 
 __device__ float warp_max(float v) {
     for (int lane_mask = 16; lane_mask > 0; lane_mask /= 2)
@@ -35,7 +37,7 @@ __device__ float block_max(float v, float* scratch) {
     v = warp_max(v);
     if (lane == 0) scratch[threadIdx.x / 32] = v;
     __syncthreads();
-    v = warp_max(lane < WARPS ? scratch[lane] : -INFINITY);
+    v = warp_max(lane < WARPS ? scratch[lane] : NEG_INF);
     __syncthreads();  // the next reduction writes scratch again
     return v;
 }
@@ -58,11 +60,11 @@ softmax_rows(const float* __restrict__ x, float* __restrict__ y, unsigned cols) 
     constexpr unsigned HELD = (unsigned)BLOCK * ITEMS;
 
     float v[ITEMS];
-    float m = -INFINITY;
+    float m = NEG_INF;
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
         const unsigned c = threadIdx.x + k * BLOCK;
-        v[k] = c < cols ? row[c] : -INFINITY;
+        v[k] = c < cols ? row[c] : NEG_INF;
         m = fmaxf(m, v[k]);
     }
     for (unsigned c = HELD + threadIdx.x; c < cols; c += BLOCK) m = fmaxf(m, row[c]);

@@ -108,6 +108,13 @@ class CorrectnessStage:
                     found = worker.correctness(kernel, context.cubin, other_seed, trials=1,
                                                timeout_s=self.timeout_s)  # fmt: skip
                     others.append((dict(kernel.sizes), other_seed, found))
+            again = None
+            if _worth_running_again(answer, others):
+                # The first trial passed and something later failed: the first trial's inputs once
+                # more tell a kernel whose outputs depend on how often it ran from one that is
+                # wrong at a size or on some inputs.
+                again = worker.correctness(context.kernel, context.cubin, seed, trials=1,
+                                           timeout_s=self.timeout_s)  # fmt: skip
             starts = worker.starts
         data: dict[str, Any] = {
             "seed": seed,
@@ -122,9 +129,41 @@ class CorrectnessStage:
                                model_blocks_per_sm=context.blocks_per_sm)  # fmt: skip
         if others:
             result = _with_other_sizes(result, others, entry=context.entry, timeout_s=self.timeout_s)
+        if isinstance(again, CorrectnessReport) and not again.passed:
+            result = launch_count_dependence(result, seed, entry=context.entry)
         if keep and result.status == Status.PASS and answer.first_outputs:
             result = _with_model_agreement(context, result, answer.first_outputs, seed)
         return result
+
+
+def _worth_running_again(
+    answer: CorrectnessReport | JobFailure,
+    others: list[tuple[dict[str, int], int, CorrectnessReport | JobFailure]],
+) -> bool:
+    if not isinstance(answer, CorrectnessReport) or not answer.trials or not answer.trials[0].passed:
+        return False
+    later_failed = not answer.passed or any(
+        isinstance(found, CorrectnessReport) and not found.passed for _, _, found in others
+    )
+    return later_failed
+
+
+def launch_count_dependence(result: StageResult, seed: int, *, entry: str) -> StageResult:
+    """The failed ``result`` named for what it is: the first trial's inputs, which passed, fail
+    when run again, so the kernel's outputs depend on how often it ran (a counter of launches,
+    a warm-up it skips work after, a result that drifts), not on the size or the inputs."""
+    data = dict(result.data)
+    why = (
+        f"outputs depend on how often the kernel ran: the first trial's inputs (seed {seed}) passed, "
+        "and fail when run again after the later trials"
+    )
+    earlier = data.get("error")
+    data["error"] = why + (f" (what failed first: {earlier})" if earlier else "")
+    data["findings"] = [
+        *data.get("findings", []),
+        _finding("launch_count_dependence", entry, {"seed": seed}),
+    ]
+    return StageResult(Status.FAIL, data, f"{why}\n{result.log}", result.seconds, result.figures)
 
 
 def other_sizes(context: Context) -> list[BoundKernel]:
