@@ -115,6 +115,7 @@ def run_model(
         result = interpret(
             module, kernel.entry, machine, kernel.launch, arrays,
             randomize_order=randomize_order, seed=seed, max_steps=budget.steps(threads), budget=budget,
+            cluster=kernel.spec.launch.cluster,
         )  # fmt: skip
     except StepLimitError:
         raise budget.ran_out(threads) from None

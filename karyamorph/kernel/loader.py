@@ -37,7 +37,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "": ("version", "kernel", "sizes", "launch", "args", "reference", "check", "cost", "search"),
     "kernel": ("ptx", "source", "cu", "cuda", "options", "entry"),
     "sizes": (),
-    "launch": ("grid", "block", "shared_bytes"),
+    "launch": ("grid", "block", "shared_bytes", "cluster"),
     "args": ("name", "role", "dtype", "shape", "init", "value", "fields"),
     "reference": ("torch", "python"),
     "check": ("atol", "rtol", "sizes", "launch", "block", "block_multiple", "grid"),
@@ -75,6 +75,17 @@ def _dims(value: Any, where: str, lo: int, hi: int) -> tuple[str | int, ...]:
         if isinstance(v, bool) or not isinstance(v, int | str):
             raise SpecError(where, f"expected an integer or an expression, got {v!r}")
     return tuple(value)
+
+
+def _cluster(value: Any, where: str) -> tuple[int, int, int] | None:
+    """``[launch] cluster``: 1-3 positive integers (a cluster's shape is fixed, not an expression)."""
+    if value is None:
+        return None
+    dims = _dims(value, where, 1, 3)
+    if any(isinstance(v, str) or v < 1 for v in dims):
+        raise SpecError(where, f"expected 1 to 3 positive integers, got {value!r}")
+    x, y, z = (*(int(v) for v in dims), 1, 1)[:3]
+    return (x, y, z)
 
 
 def _table(doc: dict[str, Any], key: str, where: str, required: bool = True) -> dict[str, Any]:
@@ -157,6 +168,7 @@ def spec_from_dict(
         _dims(launch_t["grid"], f"{name}: launch.grid", 1, 3),
         _dims(block, f"{name}: launch.block", 1, 3),
         shared,
+        _cluster(launch_t.get("cluster"), f"{name}: launch.cluster"),
     )
 
     raw_args = doc.get("args", [])

@@ -151,11 +151,13 @@ def struct_layout(arg: ArgSpec) -> StructLayout:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """Grid and block (1-3 expressions each) and dynamic shared memory in bytes."""
+    """Grid and block (1-3 expressions each), dynamic shared memory in bytes, and the cluster
+    shape in CTAs (1-3 integers; None: the kernel's ``.reqnctapercluster``, else clusters of one)."""
 
     grid: tuple[str | int, ...]
     block: tuple[str | int, ...]
     shared_bytes: str | int = 0
+    cluster: tuple[int, int, int] | None = None
 
 
 MAX_BLOCK_THREADS = 1024

@@ -97,8 +97,9 @@ def spec_toml(spec: KernelSpec, ptx_file: str, header: str = "") -> str:
     lines += ["", *_table("kernel", _kernel(spec, ptx_file))]
     lines += _table("sizes", dict(spec.sizes))
     launch = spec.launch
+    cluster = list(launch.cluster) if launch.cluster is not None else None
     lines += _table("launch", {"grid": list(launch.grid), "block": list(launch.block),
-                               "shared_bytes": launch.shared_bytes})  # fmt: skip
+                               "shared_bytes": launch.shared_bytes, "cluster": cluster})  # fmt: skip
     for arg in spec.args:
         lines += _table("args", _arg(arg), array=True)
     lines += _table("reference", {"torch": spec.reference.torch, "python": spec.reference.python})

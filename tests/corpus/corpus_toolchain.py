@@ -60,6 +60,21 @@ def find_wheel_tool(name: str) -> Tool | None:
     return Tool(Path(found), "wheel") if found else None
 
 
+def find_wheel_headers(name: str) -> Path | None:
+    """The include directory of an NVIDIA header wheel (e.g. ``"cccl"``: CUB, Thrust, libcu++).
+
+    The nvcc wheel ships the CUDA runtime headers but not the CUDA C++ core libraries
+    (``nv/target``, ``cub/``, ``cuda/std``), which ``nvidia-cuda-cccl`` provides; None when
+    cuda.pathfinder or that wheel is missing.
+    """
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+    except ImportError:
+        return None
+    found = find_nvidia_header_directory(name)
+    return Path(found) if found else None
+
+
 def find_path_tool(name: str) -> Tool | None:
     """Find ``name`` on PATH, or return None."""
     found = shutil.which(name)

@@ -5,6 +5,7 @@
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 
 @triton.jit
@@ -213,3 +214,285 @@ def attention_fwd(
         (acc / l_i[:, None]).to(tl.float16),
         mask=offs_m[:, None] < seq_len,
     )
+
+
+@triton.jit
+def matmul_splitk(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+):
+    # Split-K GEMM: C (fp32, zeroed by the caller) += A (fp16) @ B (fp16). Program (tile, s)
+    # takes every SPLIT_K-th K block from block s on and adds its fp32 partial tile with atomics.
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // grid_n
+    pid_n = pid % grid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
+    a_tile = a_ptr + (rm % M)[:, None] * stride_am + rk[None, :] * stride_ak
+    b_tile = b_ptr + rk[:, None] * stride_bk + (rn % N)[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K * SPLIT_K)):
+        k_left = K - k * BLOCK_K * SPLIT_K
+        a = tl.load(a_tile, mask=rk[None, :] < k_left, other=0.0)
+        b = tl.load(b_tile, mask=rk[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_tile += BLOCK_K * SPLIT_K * stride_ak
+        b_tile += BLOCK_K * SPLIT_K * stride_bk
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.atomic_add(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def rmsnorm_fwd(x_ptr, y_ptr, w_ptr, rstd_ptr, row_stride, n_cols, eps, BLOCK: tl.constexpr):
+    # fp16 RMS norm, fp32 statistics; one program per row, the row fits in one block.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.math.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(rstd_ptr + row, rstd)
+    w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+    tl.store(y_ptr + row * row_stride + cols, (x * rstd * w).to(tl.float16), mask=mask)
+
+
+@triton.jit
+def layernorm_bwd_dx(
+    dx_ptr,
+    dy_ptr,
+    dw_partial_ptr,
+    db_partial_ptr,
+    x_ptr,
+    w_ptr,
+    mean_ptr,
+    rstd_ptr,
+    row_stride,
+    n_rows,
+    n_cols,
+    BLOCK: tl.constexpr,
+):
+    # Layer norm backward, first stage: dx of rows pid, pid + P, pid + 2P, ... (P programs), and
+    # this program's partial sums of dw = dy * xhat and db = dy over those rows, one row of
+    # dw_partial / db_partial per program; layernorm_bwd_dwdb adds the partial rows up.
+    pid = tl.program_id(0)
+    n_programs = tl.num_programs(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+    dw = tl.zeros([BLOCK], dtype=tl.float32)
+    db = tl.zeros([BLOCK], dtype=tl.float32)
+    for row in range(pid, n_rows, n_programs):
+        x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        mean = tl.load(mean_ptr + row)
+        rstd = tl.load(rstd_ptr + row)
+        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+        wdy = tl.where(mask, w * dy, 0.0)
+        c1 = tl.sum(xhat * wdy, axis=0) / n_cols
+        c2 = tl.sum(wdy, axis=0) / n_cols
+        dx = (wdy - (xhat * c1 + c2)) * rstd
+        tl.store(dx_ptr + row * row_stride + cols, dx.to(tl.float16), mask=mask)
+        dw += dy * xhat
+        db += dy
+    tl.store(dw_partial_ptr + pid * n_cols + cols, dw, mask=mask)
+    tl.store(db_partial_ptr + pid * n_cols + cols, db, mask=mask)
+
+
+@triton.jit
+def layernorm_bwd_dwdb(
+    dw_partial_ptr, db_partial_ptr, dw_ptr, db_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    # Layer norm backward, second stage: column sums of the [M, N] partial dw and db.
+    pid = tl.program_id(0)
+    cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    dw = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    db = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(0, M, BLOCK_M):
+        rows = i + tl.arange(0, BLOCK_M)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        offs = rows[:, None] * N + cols[None, :]
+        dw += tl.load(dw_partial_ptr + offs, mask=mask, other=0.0)
+        db += tl.load(db_partial_ptr + offs, mask=mask, other=0.0)
+    tl.store(dw_ptr + cols, tl.sum(dw, axis=0), mask=cols < N)
+    tl.store(db_ptr + cols, tl.sum(db, axis=0), mask=cols < N)
+
+
+@triton.jit
+def cross_entropy_fwd(
+    logits_ptr, labels_ptr, loss_ptr, lse_ptr, row_stride, n_cols, ignore_index, BLOCK: tl.constexpr
+):
+    # Per-row cross-entropy: loss = logsumexp(x) - x[label] (0 where the label is ignore_index);
+    # the row's logsumexp is kept for the backward pass. One program per row.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    label = tl.load(labels_ptr + row)
+    x = tl.load(logits_ptr + row * row_stride + cols, mask=cols < n_cols, other=-float("inf"))
+    m = tl.max(x, axis=0)
+    lse = m + tl.log(tl.sum(tl.exp(x - m), axis=0))
+    tl.store(lse_ptr + row, lse)
+    loss = 0.0
+    if label != ignore_index:
+        loss = lse - tl.load(logits_ptr + row * row_stride + label)
+    tl.store(loss_ptr + row, loss)
+
+
+@triton.jit
+def softmax_online(out_ptr, in_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    # Softmax of rows longer than a block: one pass over the row's chunks keeps a running max
+    # and a sum rescaled whenever the max grows, a second pass writes the probabilities.
+    row = tl.program_id(0)
+    x_row = in_ptr + row * row_stride
+    m = -float("inf")
+    d = 0.0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf"))
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        d = d * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf"))
+        tl.store(out_ptr + row * row_stride + cols, tl.exp(x - m) / d, mask=cols < n_cols)
+
+
+@triton.jit
+def argmin_rows(x_ptr, idx_ptr, val_ptr, n_rows, row_stride, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    # Each row's smallest element and its index, ROWS rows per program (a 2-D tile).
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = tl.load(x_ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=float("inf"))
+    val, idx = tl.min(x, axis=1, return_indices=True)
+    tl.store(val_ptr + rows, val, mask=rows < n_rows)
+    tl.store(idx_ptr + rows, idx, mask=rows < n_rows)
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def cumprod_rows(x_ptr, out_ptr, n_rows, row_stride, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    # Inclusive running product along each row of a [ROWS, BLOCK] tile, with tl.associative_scan.
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    offs = rows[:, None] * row_stride + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=1.0)
+    tl.store(out_ptr + offs, tl.associative_scan(x, 1, _mul), mask=mask)
+
+
+@triton.jit
+def gelu(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Exact GELU, x * Phi(x) with Phi written through erf.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476)), mask=mask)
+
+
+@triton.jit
+def gelu_tanh(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # GELU's tanh approximation, with libdevice's tanh.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    tl.store(out_ptr + offs, 0.5 * x * (1.0 + libdevice.tanh(inner)), mask=mask)
+
+
+@triton.jit
+def silu_mul(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # SwiGLU's gate: silu(a) * b on fp16 tensors, computed in fp32.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask).to(tl.float32)
+    b = tl.load(b_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (a * tl.sigmoid(a) * b).to(tl.float16), mask=mask)
+
+
+@triton.jit
+def rope_fwd(x_ptr, cos_ptr, sin_ptr, out_ptr, n_heads, HEAD_DIM: tl.constexpr, BLOCK_H: tl.constexpr):
+    # Rotary embedding (rotate-half form) of x [seq, heads, HEAD_DIM]; cos and sin are
+    # [seq, HEAD_DIM / 2]. One program per position, all its heads at once.
+    pos = tl.program_id(0)
+    heads = tl.arange(0, BLOCK_H)
+    half = tl.arange(0, HEAD_DIM // 2)
+    mask = heads[:, None] < n_heads
+    offs = pos * n_heads * HEAD_DIM + heads[:, None] * HEAD_DIM + half[None, :]
+    x1 = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    x2 = tl.load(x_ptr + offs + HEAD_DIM // 2, mask=mask, other=0.0)
+    c = tl.load(cos_ptr + pos * (HEAD_DIM // 2) + half)[None, :]
+    s = tl.load(sin_ptr + pos * (HEAD_DIM // 2) + half)[None, :]
+    tl.store(out_ptr + offs, x1 * c - x2 * s, mask=mask)
+    tl.store(out_ptr + offs + HEAD_DIM // 2, x2 * c + x1 * s, mask=mask)
+
+
+@triton.jit
+def matmul_splitk_partials(
+    a_ptr,
+    b_ptr,
+    ws_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+):
+    # Split-K GEMM without atomics, first kernel: program (tile, s) writes its fp32 partial tile
+    # (every SPLIT_K-th K block from block s on) to slice s of a [SPLIT_K, M, N] workspace.
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // grid_n
+    pid_n = pid % grid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
+    a_tile = a_ptr + (rm % M)[:, None] * stride_am + rk[None, :] * stride_ak
+    b_tile = b_ptr + rk[:, None] * stride_bk + (rn % N)[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K * SPLIT_K)):
+        k_left = K - k * BLOCK_K * SPLIT_K
+        a = tl.load(a_tile, mask=rk[None, :] < k_left, other=0.0)
+        b = tl.load(b_tile, mask=rk[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_tile += BLOCK_K * SPLIT_K * stride_ak
+        b_tile += BLOCK_K * SPLIT_K * stride_bk
+    ws = ws_ptr + pid_k * M * N + rm[:, None] * N + rn[None, :]
+    tl.store(ws, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def splitk_reduce(ws_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    # Split-K GEMM without atomics, second kernel: C (fp16) = the sum of the SPLIT_K partials.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < MN
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in range(SPLIT_K):
+        acc += tl.load(ws_ptr + s * MN + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + offs, acc.to(tl.float16), mask=mask)

@@ -73,13 +73,16 @@ def check_spec(
     deadline_s: float | None = None,
     strict: bool = False,
     ranges: LaunchRanges | None = None,
+    host_constants: bool = False,
 ) -> list[Any]:
     """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
 
     With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why);
     ``strict`` counts same-value stores of one warp's lanes as races. Witnesses name the spec's
     arguments. ``ranges`` (default: the spec's ``[check]``) of mode ``any`` checks every launch
-    in them instead (:func:`karyamorph.model.check.anylaunch.check_any_launch`)."""
+    in them instead (:func:`karyamorph.model.check.anylaunch.check_any_launch`).
+    ``host_constants``: the ``.const`` tables are the host's to set (for the spec's launch only;
+    see :func:`karyamorph.model.check.checker.check`)."""
 
     entry = module.entry(kernel.entry)
     buffers, scalars = check_inputs(kernel, entry)
@@ -121,6 +124,7 @@ def check_spec(
         strict=strict,
         names=names,
         structs=structs,
+        host_constants=host_constants,
         # Outputs are poisoned before a launch: only inputs given as zeros start at zero.
         zeroed=[p.name for a, p in pairs if a.is_pointer and a.role != "out" and a.init.kind == "zeros"],
     )

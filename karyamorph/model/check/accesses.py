@@ -9,7 +9,8 @@ once per kernel and instantiated for the second thread by renaming its variables
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import overload
 
 import z3
@@ -33,6 +34,9 @@ from karyamorph.model.check.symexec import (
     provenance,
     slot_base,
 )
+from karyamorph.model.check.syncstate import COMMITTED, COMPLETED, WARP_EPOCH
+from karyamorph.model.check.syncstate import initial as initial_counters
+from karyamorph.model.check.warpgroups import Warpgroups, in_window
 from karyamorph.model.interp.program import Program
 from karyamorph.model.semantics.concrete import float_bits
 from karyamorph.model.semantics.symbolic import BitVec, Bool
@@ -68,6 +72,16 @@ class Access:
     stored: BitVec | None = None  # what a store writes (benign same-value stores compare it)
     op: str = ""  # an atomic's operation (``add``, ``inc``, ...)
     operand: BitVec | None = None  # an atomic's operand ``b``
+    # Synchronisation counters (karyamorph.model.check.syncstate; None where not counted):
+    group: BitVec | None = None  # a cp.async access: the async-group its copy joins
+    completed: BitVec | None = None  # async-groups complete when the access is made
+    warp_epoch: BitVec | None = None  # bar.warp.sync barriers passed before it
+
+    def substitute_counters(self, sub: Callable[[BitVec], BitVec]) -> None:
+        """Apply ``sub`` to the synchronisation counters (as to the access's other terms)."""
+        self.group = sub(self.group) if self.group is not None else None
+        self.completed = sub(self.completed) if self.completed is not None else None
+        self.warp_epoch = sub(self.warp_epoch) if self.warp_epoch is not None else None
 
 
 @dataclass(slots=True)
@@ -82,6 +96,11 @@ class BarrierEvent:
     exited: Bool
     epoch: BitVec | None = None
     loops: tuple[BitVec, ...] = ()
+    completed: BitVec | None = None  # async-groups complete on arrival (None: not counted)
+
+    def substitute_counters(self, sub: Callable[[BitVec], BitVec]) -> None:
+        """Apply ``sub`` to the synchronisation counter."""
+        self.completed = sub(self.completed) if self.completed is not None else None
 
 
 @dataclass(slots=True)
@@ -272,6 +291,7 @@ class TwoThreadLog:
     thread_vars: list[Term] = field(default_factory=list)
     abstract: set[str] = field(default_factory=set)
     counter: int = 0
+    host_constants: bool = False  # .const contents are the host's, not the initializers (memvalues)
 
     @overload
     def fresh(self, name: str, sort: z3.BitVecSortRef, abstract: bool = True) -> BitVec: ...
@@ -307,6 +327,7 @@ class TwoThreadLog:
         operand: BitVec | None = None,
     ) -> None:
         d = x.dec
+        regs = x.frame.regs
         self.events.append(
             Access(
                 len(self.events),
@@ -323,11 +344,14 @@ class TwoThreadLog:
                 stored,
                 op,
                 operand,
+                _counter(regs, COMMITTED) if x.copying else None,
+                _counter(regs, COMPLETED),
+                _counter(regs, WARP_EPOCH),
             )
         )
 
     def load(self, x: SymExec, space: str, addr: BitVec, ty: PtxType) -> BitVec:
-        if space == "const":
+        if space == "const" and not self.host_constants:
             other = self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits))
             known = constant_load(x.layout, addr, ty, other)
             if known is not None:
@@ -342,6 +366,23 @@ class TwoThreadLog:
 
     def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None:
         self._log(x, space, addr, ty, True, False, stored=value)
+
+    def read(self, x: SymExec, space: str, addr: BitVec, nbytes: int) -> Access:
+        """Log a read of ``nbytes`` that yields no value here (a tile of a ``wgmma``)."""
+        self._log(x, space, addr, PtxType(f"b{8 * nbytes}", 8 * nbytes, "b"), False, False)
+        last = self.events[-1]
+        assert isinstance(last, Access)
+        last.warp_epoch = None  # asynchronous: a bar.warp.sync does not wait for it
+        return last
+
+    def again(
+        self, access: Access, epoch: BitVec, guard: Bool, addr: BitVec | None = None, nbytes: int = 0
+    ) -> None:
+        """Log ``access`` once more, in the barrier interval ``epoch`` under ``guard`` (a read still
+        in flight), or a read of ``nbytes`` at ``addr`` by the same instruction."""
+        at, width = (addr, nbytes) if addr is not None else (access.addr, access.nbytes)
+        more = replace(access, index=len(self.events), epoch=epoch, guard=guard, addr=at, nbytes=width)
+        self.events.append(more)
 
     def atomic(
         self,
@@ -371,6 +412,12 @@ class TwoThreadLog:
         return self.fresh(f"vote{line}", z3.BoolSort())
 
 
+def _counter(regs: dict[str, Term], name: str) -> BitVec | None:
+    """A synchronisation counter of a frame, or None where the frame does not count it."""
+    t = regs.get(name)
+    return None if t is None else bitvec(t, name)
+
+
 def _module_variable(layout: Layout, addr: BitVec) -> bool:
     """Whether a global address lies in a module variable (by its constant base)."""
     k = provenance(addr)
@@ -390,14 +437,20 @@ def build_trace(
     unroll: int,
     max_steps: int = 200_000,
     deadline: float | None = None,
+    host_constants: bool = False,
 ) -> Trace:
     """Explore thread ``A``'s code for a launch and return its trace (``deadline``: a
     ``time.perf_counter()`` value past which :class:`~karyamorph.model.check.intquery.OutOfTime` is
-    raised)."""
+    raised; ``host_constants``: ``.const`` loads stay free for
+    :mod:`karyamorph.model.check.memvalues`, not read from the initializers)."""
     layout, free = build_layout(program, module, buffers, scalars, shared_bytes)
+    layout = in_window(program, layout)
     specials, coords = thread_coords("A", grid, block, warp_size)
-    log = TwoThreadLog()
+    log = TwoThreadLog(host_constants=host_constants)
     x = SymExec(program, layout, specials, log)
+    nthreads = block[0] * block[1] * block[2]
+    fresh = lambda name, bits: log.fresh(name, z3.BitVecSort(bits))  # noqa: E731
+    wgmma = Warpgroups(x, log, fresh, nthreads, warp_size, frozenset(v.decl().name() for v in free.values()))
     ex = Explorer(
         x,
         unroll=unroll,
@@ -408,17 +461,21 @@ def build_trace(
         truncate=log.truncate,
         deadline=deadline,
         opaque_products=True,
+        handler=wgmma,
         bounds=IntTranslation({v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}),
     )
     regs: dict[str, Term] = {}
     for name, t in program.registers.items():
         regs[name] = z3.BoolVal(False) if t.kind == "pred" else z3.BitVecVal(0, t.bits)
+    regs.update(initial_counters())
     frame = Frame(regs, z3.BoolVal(True), z3.BoolVal(False))
     for event in ex.run(frame):
         if event[0] == "barrier":
             _, dec, fr, cond, loops = event
             n, text = len(log.events), dec.source.full_opcode
-            log.events.append(BarrierEvent(n, dec.line, text, cond, fr.exited, fr.epoch, loops))
+            done = _counter(fr.regs, COMPLETED)
+            log.events.append(BarrierEvent(n, dec.line, text, cond, fr.exited, fr.epoch, loops, done))
+    wgmma.finish(ex.abstracted)
     for v in coords.values():
         if not z3.is_bv_value(v):
             log.thread_vars.append(v)

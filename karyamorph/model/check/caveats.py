@@ -1,14 +1,18 @@
 """What the two-thread race encoding does not order, and the race verdicts that therefore stand.
 
-Two constructs are encoded in a way that is exact for bounds and barriers but not for races:
+Two constructs are ordered by the encoding where it can follow them, and otherwise fall back to
+a rule that is exact for bounds and barriers but not for races:
 
-- ``cp.async`` copies are encoded where they are issued (a read of global, a write of shared),
-  while the write lands at some point before the wait that completes it. When a copy may still
-  be in flight at a barrier (issued, and no ``cp.async.wait_all`` / ``wait_group 0`` on every
-  path to the barrier), its write may fall into a later barrier interval than the encoding puts
-  it: a race verdict that involves it is unknown.
-- ``bar.warp.sync`` orders the lanes of a warp, which the encoding does not know: under
-  independent thread scheduling, a verdict about two lanes of one warp is unknown.
+- ``cp.async`` copies land at some point before the wait that completes their group
+  (:mod:`karyamorph.model.check.asynccopies`). Where the encoding cannot follow the groups (a
+  loop abstracted with a free iteration variable, the any-launch encoding), the copies are
+  encoded where they are issued; when a copy may then still be in flight at a barrier (issued,
+  and no ``cp.async.wait_all`` / ``wait_group 0`` on every path to the barrier), its write may
+  fall into a later barrier interval than the encoding puts it: a race verdict that involves it
+  is unknown.
+- ``bar.warp.sync`` orders the lanes of a warp (:mod:`karyamorph.model.check.warpsync`). Where
+  a mask does not name the whole warp, or the encoding does not count warp barriers, a verdict
+  about two lanes of one warp is unknown under independent thread scheduling.
 - mbarrier waits (``mbarrier.test_wait``/``try_wait``) order the accesses before an arrival
   with those after the wait, which the encoding does not know: a refutation is unknown (a
   proof, made with fewer orderings than the kernel has, stands).
@@ -35,6 +39,16 @@ class RaceCaveats:
     at_barriers: tuple[int, ...] = ()
     warp_barriers: tuple[int, ...] = ()
     mbarrier_waits: tuple[int, ...] = ()
+
+    def encoded(self, copies: bool, warp_barriers: bool) -> RaceCaveats:
+        """These caveats less those the encoding has ordered itself: the copies (``copies``),
+        the warp barriers (``warp_barriers``)."""
+        return dataclasses.replace(
+            self,
+            copies_in_flight=() if copies else self.copies_in_flight,
+            at_barriers=() if copies else self.at_barriers,
+            warp_barriers=() if warp_barriers else self.warp_barriers,
+        )
 
     def reason(self) -> str:
         out = []

@@ -20,10 +20,13 @@ from collections.abc import Mapping, Sequence
 from karyamorph.isa import ast
 from karyamorph.kernel.structs import StructLayout
 from karyamorph.model.check.accesses import build_trace, dim3
+from karyamorph.model.check.asynccopies import track_copies
 from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
+from karyamorph.model.check.clusters import cluster_reason
 from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
 from karyamorph.model.check.intquery import OutOfTime
+from karyamorph.model.check.memvalues import bind, settle
 from karyamorph.model.check.pairs import check_race, plan_race
 from karyamorph.model.check.properties import (
     check_barrier,
@@ -36,6 +39,7 @@ from karyamorph.model.check.replay import replay as replay_witness
 from karyamorph.model.check.symexec import Unsupported
 from karyamorph.model.check.tickets import explain, issue, serve
 from karyamorph.model.check.verdict import Replay, Verdict, Witness
+from karyamorph.model.check.warpsync import track_warp_barriers
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.check.witnesses import UserTerms, in_user_terms
 from karyamorph.model.interp.program import prepare
@@ -67,6 +71,7 @@ def check(
     names: UserTerms | None = None,
     zeroed: Sequence[str] = (),
     structs: Mapping[str, StructLayout] | None = None,
+    host_constants: bool = False,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -122,6 +127,10 @@ def check(
         (:class:`~karyamorph.kernel.structs.StructLayout`). Its fields go by ``param.field`` in
         ``buffers`` (every pointer field, each its own allocation) and ``scalars`` (a field in
         neither is a free input).
+    host_constants
+        The host may set the module's ``.const`` variables before the launch
+        (``cudaMemcpyToSymbol``), as GPUVerify assumes: their contents are inputs, which a
+        witness names, instead of their initializers.
 
     Returns
     -------
@@ -153,6 +162,9 @@ def check(
     if sync is not None:  # every block must run at once: neither encoding nor replay can
         reason = f"line {sync}: {GRID_SYNC_REASON}"
         return [Verdict(p, "unknown", reason=reason, seconds=time.perf_counter() - t0) for p in properties]
+    clustered = cluster_reason(program)
+    if clustered is not None:  # CTAs of a cluster share their shared memory: not encoded
+        return [Verdict(p, "unknown", reason=clustered, seconds=time.perf_counter() - t0) for p in properties]
     grid, block = dim3(launch[0], "grid"), dim3(launch[1], "block")
 
     def out_of_time(done: int, planned: int | None) -> str:
@@ -172,6 +184,7 @@ def check(
             int(launch[2]),
             unroll,
             deadline=deadline,
+            host_constants=host_constants,
         )
     except Unsupported as e:
         spent = time.perf_counter() - t0
@@ -179,9 +192,14 @@ def check(
     except OutOfTime:
         spent = time.perf_counter() - t0
         return [Verdict(p, "unknown", reason=out_of_time(0, None), seconds=spent) for p in properties]
+    # Which copies and warp barriers the race encoding orders itself (before any substitution).
+    copies_ordered = track_copies(trace)
+    warps_ordered = track_warp_barriers(trace, program, machine.warp_size)
     tickets, refused = issue(trace, program, frozenset(zeroed))
+    settled = settle(trace, program, host_constants)
     enc = Encoding.of(trace, sched, timeout_ms, deadline)
     serve(enc, tickets)
+    bind(enc, settled)
     enc.strict = strict
     enc.stores = WarpStores(
         program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline
@@ -208,7 +226,7 @@ def check(
         spent = time.perf_counter() - t0
         reason = out_of_time(enc.done, enc.planned)
         return [Verdict(p, "unknown", reason=reason, seconds=spent) for p in properties]
-    caveats = race_caveats(program, sched)
+    caveats = race_caveats(program, sched).encoded(copies_ordered, warps_ordered)
     base = time.perf_counter() - t0
     notes = [
         f"loop at line {n}: all iterations (free iteration variable)" for n in sorted(set(trace.abstracted))

@@ -18,11 +18,11 @@ from typing import TypeVar, cast
 import z3
 from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 
-from karyamorph.model.check.accesses import Access, Trace, coord_constraints
+from karyamorph.model.check.accesses import Access, BarrierEvent, Trace, coord_constraints
 from karyamorph.model.check.intquery import NotLinear, Outcome, QuerySolver
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.symexec import Term, provenance
-from karyamorph.model.check.terms import constant_names
+from karyamorph.model.check.terms import constant_names, uninterpreted
 from karyamorph.model.check.verdict import Replay, ThreadId, Witness
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.semantics.symbolic import BitVec, Bool
@@ -67,6 +67,25 @@ class Substitution:
         out = _to_expr_ref(z3.Z3_substitute(ctx.ref(), term.as_ast(), len(self.pairs), src, dst), ctx)
         self._done[term.get_id()] = (term, out)
         return cast(_E, out)
+
+
+def substitute_trace(trace: Trace, sub: Substitution) -> None:
+    """``sub`` applied to every term of ``trace`` in place: guards, epochs and sync counters,
+    addresses and stored values, exits, loop cuts, latches and assumptions."""
+    for e in trace.events:
+        e.guard = sub(e.guard)
+        if e.epoch is not None:
+            e.epoch = sub(e.epoch)
+        e.substitute_counters(sub)
+        if isinstance(e, BarrierEvent):
+            e.exited = sub(e.exited)
+            continue
+        e.addr = sub(e.addr)
+        e.stored = sub(e.stored) if e.stored is not None else None
+    for c in trace.cuts:
+        c.cond = sub(c.cond)
+    trace.latches = [(k, sub(t)) for k, t in trace.latches]
+    trace.assumptions = [(k, sub(f), at) for k, f, at in trace.assumptions]
 
 
 @dataclass(slots=True)
@@ -203,7 +222,11 @@ class Encoding:
         """Whether ``violation`` holds for every value of the abstract variables, with the
         choices (threads, inputs, iterations) fixed to the model's."""
         names = consts(violation, {})
-        if not any(n in self.abstract for n in names):
+        # An abstract function (a shared variable's contents, memvalues) is unknown state too.
+        held = uninterpreted(violation, constants=False, applications=True)
+        if not any(n in self.abstract for n in names) and not any(
+            t.decl().name() in self.abstract for t in held
+        ):
             return True
         fixed = [
             v == model.eval(v, model_completion=True) for n, v in names.items() if n not in self.abstract
@@ -233,6 +256,12 @@ class Encoding:
             said[
                 _WORDS.get(kind, "loop state of {reg} in the loop at line {line}").format(reg=kind, line=line)
             ] = None
+        for t in uninterpreted(violation, constants=False, applications=True):
+            name = t.decl().name()  # a variable's contents, by memvalues: ``S.shared.u32``
+            if name in self.abstract:
+                var = name.rpartition(".u")[0]
+                shared = var.endswith(".shared")
+                said[f"what shared {var[:-7]} held" if shared else f"the contents of {var}"] = None
         return ", ".join(said) or "memory contents or loop state"
 
     def thread(self, model: z3.ModelRef, which: str) -> ThreadId:
@@ -344,6 +373,7 @@ def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str
             e.guard = sub(e.guard)
             if e.epoch is not None:
                 e.epoch = sub(e.epoch)
+            e.substitute_counters(sub)
             if isinstance(e, Access):
                 e.addr = sub(e.addr)
                 e.stored = sub(e.stored) if e.stored is not None else None

@@ -109,6 +109,10 @@ class Explorer:
     # symbolic sums: their multiplicands come from other lanes, which the two-thread encoding
     # leaves free anyway, so a free result loses only the arithmetic, at a fraction of the cost.
     opaque_products: bool = False
+    # Instructions the driver encodes itself (wgmma's asynchronous reads), called with the Exec
+    # set for the instruction and the iteration variables of the loops being abstracted around
+    # it; it returns whether it took the instruction (False: its semantics run as usual).
+    handler: Callable[[Decoded, tuple[BitVec, ...]], bool] | None = None
     cuts: list[Cut] = field(default_factory=list)
     abstracted: list[int] = field(default_factory=list)
     # (k, latch at the end of iteration k) of loops whose range condition only says "the
@@ -163,6 +167,8 @@ class Explorer:
         pending = None
         while True:
             self.x.set(dec, fr, guard)
+            if pending is None and self.handler is not None and self.handler(dec, tuple(self._ks)):
+                return
             try:
                 if pending is not None:
                     self.x.memory.pending = pending  # type: ignore[attr-defined]

@@ -62,8 +62,12 @@ def dest_registers(dec: Decoded) -> set[str]:
     return out
 
 
-def counted_loops(decoded: list[Decoded], labels: dict[str, int]) -> dict[int, CountedLoop]:
-    """Canonical counted loops by the index of their latch branch."""
+def counted_loops(
+    decoded: list[Decoded], labels: dict[str, int], warp: bool = False
+) -> dict[int, CountedLoop]:
+    """Canonical counted loops by the index of their latch branch; ``warp``: bodies may hold
+    warp instructions (for a driver that runs every lane of a warp, such as
+    :mod:`karyamorph.model.check.warpvalues`; the two-thread encoding has no other lanes)."""
     loops: dict[int, CountedLoop] = {}
     for latch, dec in enumerate(decoded):
         ins = dec.source
@@ -75,7 +79,7 @@ def counted_loops(decoded: list[Decoded], labels: dict[str, int]) -> dict[int, C
         header = labels[target.name]
         if header > latch:
             continue
-        loop = _analyse(decoded, labels, header, latch)
+        loop = _analyse(decoded, labels, header, latch, warp)
         if loop is not None:
             loops[latch] = loop
     return loops
@@ -100,7 +104,9 @@ def _step(dec: Decoded, reg: str, written: frozenset[str]) -> tuple[ast.Operand,
     return step, ins.opcode == "sub"
 
 
-def _analyse(decoded: list[Decoded], labels: dict[str, int], header: int, latch: int) -> CountedLoop | None:
+def _analyse(
+    decoded: list[Decoded], labels: dict[str, int], header: int, latch: int, warp: bool = False
+) -> CountedLoop | None:
     body = range(header, latch)
     skipped: set[int] = set()  # instructions some iteration may jump over
     repeated: set[int] = set()  # instructions of nested loops
@@ -109,7 +115,7 @@ def _analyse(decoded: list[Decoded], labels: dict[str, int], header: int, latch:
     for i in body:
         dec = decoded[i]
         op = dec.source.opcode
-        if dec.instr.kind == "warp" or op in ("exit", "ret"):
+        if (dec.instr.kind == "warp" and not warp) or op in ("exit", "ret"):
             return None
         if dec.instr.kind == "barrier":
             if dec.source.guard is not None:

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 
 import z3
 
+from karyamorph.model.check import asynccopies, warpsync
 from karyamorph.model.check.accesses import Access
 from karyamorph.model.check.encoding import Encoding
+from karyamorph.model.check.memvalues import variable_of
 from karyamorph.model.check.properties import Finish, Query, batched, decide
 from karyamorph.model.check.symexec import provenance
 from karyamorph.model.check.verdict import Replay, Verdict, Witness
@@ -27,6 +29,7 @@ from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 SAME_STORE = "same-store"  # a query's tag: one store instruction, two threads
 STORES = "stores"  # a query's tag: two plain store instructions of one width
+OWN = "own"  # a query's tag: one thread, its copy in flight and a later access of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +50,18 @@ def _sites(enc: Encoding) -> list[_Site]:
     for e in enc.trace.events:
         if not isinstance(e, Access) or e.space not in ("global", "shared") or z3.is_false(e.guard):
             continue
-        prov = provenance(e.addr) if e.space == "global" else None
+        if e.space == "global":
+            prov = provenance(e.addr)
+        else:  # a shared variable's accesses stay in it, as a buffer's do (else: bounds)
+            var = variable_of(enc.trace.layout, enc.solver.ints, "shared", e.addr)
+            prov = None if var is None else var.base
         span = enc.span(e.addr)
         if e.epoch is None:
             raise ValueError(f"line {e.line}: {e.text} has no barrier epoch")
         ea, eb = z3.simplify(e.epoch), z3.simplify(enc.b(e.epoch))
         interval = int(ea.as_long()) if z3.is_bv_value(ea) and ea.eq(eb) else None
+        if asynccopies.tracked(e):
+            interval = None  # a copy lands in some interval from its issue on
         hull = (span[0], span[1] + e.nbytes) if span is not None else None
         out.append(_Site(len(out), e, prov, hull, ea, eb, interval))
     return out
@@ -109,6 +118,7 @@ def plan_race(enc: Encoding) -> list[Query]:
         buckets[_bucket(s)].append(s)
     same_block, distinct = enc.same_block(), enc.distinct()
     same_warp = enc.same_warp() if enc.scheduling == "lockstep" else None
+    order = asynccopies.Ordering.of(enc) if any(asynccopies.tracked(s.acc) for s in sites) else None
     leaves: list[tuple[int, int, Query]] = []
     keys = sorted(buckets, key=str)
     for x, k1 in enumerate(keys):
@@ -124,15 +134,47 @@ def plan_race(enc: Encoding) -> list[Query]:
             if k1 != k2:
                 pairs += [(r, w) for w, r in _candidates(writes2, reads1, False)]
             for a, c in pairs:
-                q = _pair(enc, a, c, same_block, distinct, same_warp)
+                q = _pair(enc, a, c, same_block, distinct, same_warp, order)
                 if q is not None:
                     leaves.append((min(a.index, c.index), max(a.index, c.index), q))
+    leaves += _own_hazards(enc, sites)
     leaves.sort(key=lambda t: (t[0], t[1]))  # program order, as a witness is looked for
     return batched([q for _, _, q in leaves])
 
 
+def _own_hazards(enc: Encoding, sites: list[_Site]) -> list[tuple[int, int, Query]]:
+    """Queries for a thread's own accesses to bytes one of its copies may still be moving (a read
+    of the destination before the wait, a second copy there): the copy is asynchronous to its
+    thread as to the others."""
+    copies = [s for s in sites if asynccopies.tracked(s.acc)]
+    if not copies:
+        return []
+    out = []
+    done = {s.index: asynccopies.counter(s.acc.completed) for s in sites}
+    for x, y in _candidates(copies, sites, False):
+        if y.acc.index <= x.acc.index or x.acc.space != y.acc.space or not (x.acc.write or y.acc.write):
+            continue
+        group, after = asynccopies.counter(x.acc.group), done[y.index]
+        if group is not None and after is not None and after > group:
+            continue  # the copy has landed by then (told from constants)
+        # (Sweep.disjoint, not Sweep.apart: a thread meeting itself is what is asked here)
+        if enc.sweep is not None and enc.sweep.disjoint(x.acc, y.acc):
+            continue
+        hazard = asynccopies.own_hazard(x.acc, y.acc)
+        if hazard is not None:
+            violation = z3.And(hazard, *enc.facts(y.acc.index))
+            out.append((x.acc.index, y.acc.index, Query(violation, (x.acc, y.acc), tag=OWN)))
+    return out
+
+
 def _pair(
-    enc: Encoding, sa: _Site, sc: _Site, same_block: Bool, distinct: Bool, same_warp: Bool | None
+    enc: Encoding,
+    sa: _Site,
+    sc: _Site,
+    same_block: Bool,
+    distinct: Bool,
+    same_warp: Bool | None,
+    order: asynccopies.Ordering | None = None,
 ) -> Query | None:
     a, c = sa.acc, sc.acc
     if not (a.write or c.write) or (a.atomic and c.atomic):
@@ -143,14 +185,24 @@ def _pair(
         return None
     if a.space == "shared" and None not in (sa.interval, sc.interval) and sa.interval != sc.interval:
         return None  # separated by barriers both threads pass
+    copying = asynccopies.tracked(a) or asynccopies.tracked(c)
+    if copying and order is not None and order.ordered(a, c, sa.epoch, sc.epoch_b):
+        return None  # the copy lands before the other access, or is issued after it
     if _apart(sa, sc) or (enc.sweep is not None and enc.sweep.apart(a, c)):
         return None
-    # Two threads of a block are unordered exactly when they passed as many barriers.
+    # Two threads of a block are unordered exactly when they passed as many barriers (a copy in
+    # flight: when its partner's interval is between the copy's issue and its landing).
     same_interval = sa.interval is not None and sa.interval == sc.interval
     together = z3.BoolVal(True) if same_interval else sa.epoch == sc.epoch_b
+    if copying:
+        assert order is not None
+        together = order.unordered(a, c)
+    by_warp = warpsync.ordered(enc, a, c)
+    if by_warp is not None:  # lanes of a warp that passed different numbers of bar.warp.sync
+        together = z3.And(together, z3.Not(by_warp))
     shared = a.space == "shared"
     unordered = z3.And(same_block, together) if shared else z3.Or(z3.Not(same_block), together)
-    if same_warp is not None and a.index != c.index:
+    if same_warp is not None and a.index != c.index and not copying:
         unordered = z3.And(unordered, z3.Not(same_warp))  # lockstep: one instruction at a time
     cb = enc.b(c.addr)
     overlap = z3.And(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
@@ -268,14 +320,15 @@ def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
         a, c = q.events
         assert isinstance(a, Access) and isinstance(c, Access)
         buf, off = enc.locate(a, model)
+        other = "A" if q.tag == OWN else "B"  # a copy in flight and its own thread's access
         return Witness(
-            (enc.thread(model, "A"), enc.thread(model, "B")),
+            (enc.thread(model, "A"), enc.thread(model, other)),
             (a.line, c.line),
             (a.text, c.text),
             a.space,
             buf,
             off,
-            enc.inputs(model, "AB"),
+            enc.inputs(model, "A" + other.replace("A", "")),
         )
 
     benign = None if enc.strict or enc.stores is None else _Benign(enc, enc.stores)

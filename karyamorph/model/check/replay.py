@@ -131,6 +131,7 @@ def _replay(
     instructions = len(program.decoded)
     program.structs = structs
     args = _arguments(program, buffers, scalars, w.inputs, element_bytes or {})
+    constants = _constants(program, w.inputs, element_bytes or {})
     full = (grid, block, int(launch[2]))
     if prop == "race":
         steps = n * instructions if machine.scheduling == "its" else -(-n // machine.warp_size) * instructions
@@ -140,7 +141,7 @@ def _replay(
                 f"(limit {MAX_GROUP_STEPS:.0e}); check a smaller launch"
             )
         seeds = min(seeds, int(MAX_GROUP_STEPS // steps))
-        return _race(module, entry, machine, full, args, program, w, seeds, int(4 * steps))
+        return _race(module, entry, machine, full, args, program, w, seeds, int(4 * steps), constants)
     if n * instructions > MAX_THREAD_INSTRUCTIONS:
         return "not replayable", (
             f"the launch needs at least {n * instructions:.1e} thread-instructions "
@@ -149,7 +150,7 @@ def _replay(
     want = MemoryAccessError if prop == "bounds" else DivergentBarrierError
     limit = int(4 * MAX_THREAD_INSTRUCTIONS // n)
     try:
-        interpret(module, entry, machine, full, args, max_steps=limit)
+        interpret(module, entry, machine, full, args, max_steps=limit, variables=constants)
     except StepLimitError:
         return "not replayable", f"the launch ran past {limit} instruction steps"
     except LaunchError as exc:
@@ -207,6 +208,7 @@ def _race(
     w: Witness,
     seeds: int,
     max_steps: int,
+    constants: dict[str, np.ndarray],
 ) -> tuple[str, str]:
     grid, block = launch[0], launch[1]
     ta, tb = (_linear(t, grid, block) for t in w.threads)
@@ -239,7 +241,7 @@ def _race(
         try:
             result = interpret(
                 module, entry, machine, launch, _copy(args), randomize_order=True, interleave=True,
-                seed=seed, max_steps=max_steps, observe=observe,
+                seed=seed, max_steps=max_steps, observe=observe, variables=constants,
             )  # fmt: skip
         except StepLimitError:
             return "not replayable", f"a randomized order ran past {max_steps} instruction steps"
@@ -340,6 +342,28 @@ def _arguments(
                 (value % (1 << 8 * width)).to_bytes(width, "little"), np.uint8
             )
     return args
+
+
+def _constants(
+    program: Program, inputs: tuple[tuple[str, int], ...], element_bytes: dict[str, int]
+) -> dict[str, np.ndarray]:
+    """The ``.const`` variables a witness sets (the host may, before the launch): their
+    initializers with the witness's elements written over them."""
+    out: dict[str, np.ndarray] = {}
+    consts = {v.name: v for v in program.variables if v.space == "const"}
+    for key, value in inputs:
+        m = _INPUT.fullmatch(key)
+        var = consts.get(m.group(1)) if m is not None else None
+        if m is None or var is None:
+            continue
+        data = out.setdefault(var.name, np.frombuffer(var.data, np.uint8).copy())
+        width = element_bytes.get(var.name, 4)
+        at = int(m.group(2)) * width
+        if at + width <= data.size:
+            data[at : at + width] = np.frombuffer(
+                (value % (1 << 8 * width)).to_bytes(width, "little"), np.uint8
+            )
+    return out
 
 
 def _filled(size: int, width: int) -> np.ndarray:

@@ -19,6 +19,7 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
+from karyamorph.model.check.syncstate import COMMITTED, COMPLETED, WARP_EPOCH, async_step
 from karyamorph.model.interp.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from karyamorph.model.interp.program import Program
 from karyamorph.model.interp.simt import immediate_bits
@@ -190,6 +191,7 @@ class SymExec(DecodedOperands):
     guard: Bool | None = None
     cond: Bool = field(default=None)  # type: ignore[assignment]
     ctl: tuple[str, ...] | None = None
+    copying: bool = False  # inside a cp.async: its accesses are asynchronous (see syncstate)
 
     def set(self, dec: Decoded, frame: Frame, guard: Bool | None) -> None:
         self.dec, self.frame, self.guard, self.ctl = dec, frame, guard, None
@@ -374,21 +376,34 @@ class SymExec(DecodedOperands):
     def copy_async(
         self, dst: BitVec, dst_bits: int, src: BitVec, src_bits: int, nbytes: int, src_nbytes: BitVec
     ) -> None:
-        # Encoded where it is issued (the read of global, the write of shared); where the copy
-        # may land after a barrier, the checker reports the race property as unknown.
+        # Logged where it is issued (the read of global, the write of shared), marked as
+        # asynchronous: the race encoding lets them land anywhere up to the wait that completes
+        # their group (karyamorph.model.check.asynccopies).
         d, word = self.D, PtxType("b32", 32, "b")
-        for w in range(nbytes // 4):
-            some = d.lt(d.const(4 * w, 32), src_nbytes, 32, False)  # a byte of this word is read
-            v = self.load("global", d.add(src, d.const(4 * w, src_bits), src_bits), src_bits, word, some)
-            keep = d.const(0, 32)
-            for b in range(4):  # bytes at or past src-size are zeros
-                inside = d.lt(d.const(4 * w + b, 32), src_nbytes, 32, False)
-                keep = d.or_(keep, d.ite(inside, d.const(0xFF << (8 * b), 32), d.const(0, 32), 32), 32)
-            at = d.add(dst, d.const(4 * w, dst_bits), dst_bits)
-            self.store("shared", at, dst_bits, d.and_(v, keep, 32), word)
+        self.copying = True
+        try:
+            for w in range(nbytes // 4):
+                some = d.lt(d.const(4 * w, 32), src_nbytes, 32, False)  # a byte of this word is read
+                v = self.load("global", d.add(src, d.const(4 * w, src_bits), src_bits), src_bits, word, some)
+                keep = d.const(0, 32)
+                for b in range(4):  # bytes at or past src-size are zeros
+                    inside = d.lt(d.const(4 * w + b, 32), src_nbytes, 32, False)
+                    keep = d.or_(keep, d.ite(inside, d.const(0xFF << (8 * b), 32), d.const(0, 32), 32), 32)
+                at = d.add(dst, d.const(4 * w, dst_bits), dst_bits)
+                self.store("shared", at, dst_bits, d.and_(v, keep, 32), word)
+        finally:
+            self.copying = False
 
     def async_group(self, op: str, n: int = 0) -> None:
-        return None  # copies are encoded where they are issued
+        # A frame with the async-group counters (the two-thread encoding's) counts the groups
+        # committed and complete; other drivers have performed the copy where it was issued.
+        regs = self.frame.regs
+        if COMMITTED in regs:
+            committed, completed = async_step(
+                bitvec(regs[COMMITTED], COMMITTED), bitvec(regs[COMPLETED], COMPLETED), op, n
+            )
+            self._assign(COMMITTED, committed)
+            self._assign(COMPLETED, completed)
 
     def atomic(
         self,
@@ -430,6 +445,10 @@ class SymExec(DecodedOperands):
         return got
 
     def vote(self, mode: str, p: Bool, mask: BitVec) -> BitVec | Bool:
+        if self.dec.instr.name == "bar.warp.sync" and WARP_EPOCH in self.frame.regs:
+            # bar.warp.sync's semantics check its lanes with a vote; a frame that counts warp
+            # barriers (the two-thread encoding's) counts this one.
+            self._assign(WARP_EPOCH, bitvec(self.frame.regs[WARP_EPOCH], WARP_EPOCH) + 1)
         got = self.memory.warp(self, f"vote.{mode}", (p, mask))
         if isinstance(got, tuple):
             raise Unsupported(f"{self.where()}: the memory model answered a vote with {got}")

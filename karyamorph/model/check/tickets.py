@@ -23,9 +23,10 @@ import networkx as nx
 import numpy as np
 import z3
 
-from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
-from karyamorph.model.check.encoding import Encoding, Substitution
+from karyamorph.model.check.accesses import Access, Trace
+from karyamorph.model.check.encoding import Encoding, Substitution, substitute_trace
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
+from karyamorph.model.check.memvalues import variable_of
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.symexec import SLOT, as_const, provenance
 from karyamorph.model.check.verdict import Verdict
@@ -89,12 +90,53 @@ def _scope(trace: Trace, ints: IntTranslation, acc: Access) -> tuple[int, int] |
 
 
 def _touches(trace: Trace, ints: IntTranslation, acc: Access, window: tuple[int, int]) -> bool:
-    """Whether ``acc`` may touch bytes of ``window`` (a window of its own space)."""
+    """Whether ``acc`` may touch bytes of ``window`` (a window of its own space); an access
+    based on another shared variable stays in it (as one based on another buffer does)."""
     if acc.space == "global":
         k = provenance(acc.addr)
         return k is None or window[0] <= k << 32 < window[1]
+    var = variable_of(trace.layout, ints, acc.space, acc.addr)
+    if var is not None:
+        return window[0] <= var.base < window[1]
     span = _span(ints, acc.addr)
     return span is None or (span[0] < window[1] and span[1] + acc.nbytes > window[0])
+
+
+def _interval(e: Access) -> int | None:
+    """The barrier interval of ``e`` when it is one constant for every thread."""
+    epoch = z3.simplify(e.epoch) if e.epoch is not None else None
+    return int(epoch.as_long()) if epoch is not None and z3.is_bv_value(epoch) else None
+
+
+def _initialised(sweep: Sweep, trace: Trace, acc: Access, others: list[Access]) -> int | None:
+    """The constant a block's shared counter holds when its atomics start: every other access
+    to its location is a load, or a store of that one constant to its one address in an earlier
+    barrier interval, and in every block some thread certainly makes such a store (``count =
+    0; __syncthreads(); atomicAdd(&count, 1)``). None otherwise. (A global counter is not:
+    barriers do not order the blocks.)"""
+    at, mine = as_const(acc.addr), _interval(acc)
+    if acc.space != "shared" or not isinstance(at, int) or mine is None:
+        return None
+    values: set[int] = set()
+    sure = np.zeros(sweep.size, bool)
+    for o in others:
+        if not o.write:
+            continue  # a load leaves the content as it is
+        value = as_const(o.stored) if o.stored is not None else None
+        before = _interval(o)
+        if o.atomic or as_const(o.addr) != at or o.nbytes != acc.nbytes or before is None or before >= mine:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        values.add(value)
+        may, may_not = sweep.truth(o.guard)
+        sure |= may & ~may_not
+    if len(values) != 1:
+        return None
+    blocks = 1 if sweep.blockwide else trace.grid[0] * trace.grid[1] * trace.grid[2]
+    if len(np.unique(sweep.block_of[sure])) != blocks:
+        return None  # some block may start counting from whatever its memory held
+    return values.pop()
 
 
 def _threads(sweep: Sweep, trace: Trace, acc: Access) -> int:
@@ -159,9 +201,16 @@ def issue(
             )
             continue
         window = _scope(trace, ints, acc)
-        if window is None or any(
-            a is not acc and a.space == acc.space and _touches(trace, ints, a, window) for a in accesses
-        ):
+        others = [
+            a
+            for a in accesses
+            if window is not None
+            and a is not acc
+            and a.space == acc.space
+            and _touches(trace, ints, a, window)
+        ]
+        start = _initialised(sweep, trace, acc, others) if others else None
+        if window is None or (others and start is None):
             refused.append(
                 Refusal(
                     acc.line, f"the location of the atomic at line {acc.line} is touched by other accesses"
@@ -175,7 +224,9 @@ def issue(
         w = old.size()
         alloc, _ = trace.layout.find(acc.space, window[0])
         init: BitVec
-        if acc.space == "global" and alloc is not None and alloc.name in zeroed:
+        if start is not None:
+            init = z3.BitVecVal(start, w)
+        elif acc.space == "global" and alloc is not None and alloc.name in zeroed:
             init = z3.BitVecVal(0, w)
         else:
             # The location's content at launch, unknown: a value per thread, equal for two
@@ -195,24 +246,8 @@ def issue(
         pairs.append((old, value))
         tickets.append(Ticket(acc.line, acc, k, n, init, acc.space == "shared"))
     if pairs:
-        _substitute(trace, Substitution(pairs))
+        substitute_trace(trace, Substitution(pairs))
     return tickets, refused
-
-
-def _substitute(trace: Trace, sub: Substitution) -> None:
-    for e in trace.events:
-        e.guard = sub(e.guard)
-        if e.epoch is not None:
-            e.epoch = sub(e.epoch)
-        if isinstance(e, BarrierEvent):
-            e.exited = sub(e.exited)
-            continue
-        e.addr = sub(e.addr)
-        e.stored = sub(e.stored) if e.stored is not None else None
-    for c in trace.cuts:
-        c.cond = sub(c.cond)
-    trace.latches = [(k, sub(t)) for k, t in trace.latches]
-    trace.assumptions = [(k, sub(f), at) for k, f, at in trace.assumptions]
 
 
 def serve(enc: Encoding, tickets: list[Ticket]) -> None:

@@ -13,8 +13,13 @@ register is the lane-``l`` term with ``l := j``: a shuffle from lane ``l ^ 16`` 
 not a second exploration. A read-only input is one function of its address for every lane. Float
 arithmetic is uninterpreted; the one law used is commutativity of IEEE addition and
 multiplication (and of the product of a fused multiply-add), given to z3 as ground instances.
-Only instructions outside every loop qualify: each lane then makes one store there, so the two
-stores compared are the two that can race.
+An instruction outside every loop is stored to once per lane, so the two stores compared are the
+two that can race; one inside a loop qualifies when one run of the loop's body for a free
+iteration, its state free per lane, covers every iteration and the barriers make the stores that
+can race those of one iteration (:mod:`karyamorph.model.check.warploop`). Terms equal up to
+commutativity are compared first without z3 (:mod:`karyamorph.model.check.warpclasses`); where
+z3 cannot decide, inputs with one NaN are tried, which split lanes whose combine compares floats
+(:mod:`karyamorph.model.check.warpwitness`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ from karyamorph.model.check.symexec import (
     provenance,
 )
 from karyamorph.model.check.terms import dag_size, uninterpreted
+from karyamorph.model.check.warpclasses import apart_by_class, classes
+from karyamorph.model.check.warploop import enclosing_loop, same_start
+from karyamorph.model.check.warpwitness import PATTERNS, nan_difference
 from karyamorph.model.interp.program import Program
 from karyamorph.model.semantics.decode import Decoded
 from karyamorph.model.semantics.symbolic import BitVec, Bool
@@ -83,6 +91,9 @@ class _Lane:
     exists: Callable[[BitVec], Bool]  # lane number -> whether that lane is a thread of the block
     target: Decoded  # the instruction whose stores are recorded
     readonly: dict[int, str]  # global window -> buffer name, for buffers no thread writes
+    loop_line: int | None = None  # line of the latch of the loop around the target, if any
+    iteration: BitVec | None = None  # that loop's free iteration, once the explorer makes it
+    problem: str = ""  # why the records do not stand for one iteration of every lane
     counter: int = 0
     records: list[tuple[Bool, BitVec, BitVec]] = field(default_factory=list)  # (guard, address, value)
 
@@ -94,7 +105,10 @@ class _Lane:
         """A free value of ``sort`` per lane: an uninterpreted function of the lane number."""
         self.counter += 1
         f: z3.FuncDeclRef[Term] = z3.Function(f"{name}#{self.counter}", z3.BitVecSort(32), sort)
-        return f(self.lane)
+        out = f(self.lane)
+        if not abstract and self.loop_line is not None and name == f"k{self.loop_line}":
+            self.iteration = bitvec(out, name)  # the explorer's iteration of the target's loop
+        return out
 
     def mark(self) -> int:
         return len(self.records)
@@ -120,6 +134,14 @@ class _Lane:
 
     def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None:
         if x.dec is self.target:
+            if self.loop_line is not None and (
+                self.iteration is None or not same_start(x.frame.epoch, self.iteration, self.lane)
+            ):
+                self.problem = (
+                    "not reached in one run of the loop's body for a free iteration from one "
+                    "barrier count for every lane"
+                )
+                raise _Reached
             self.records.append((x.cond, addr, value))
             if len(self.records) == x.count("b"):
                 raise _Reached  # the lane's part is known: what follows cannot change it
@@ -141,10 +163,12 @@ class _Lane:
         me = self.lane
         if kind.startswith("shfl"):
             a, b, c = (bitvec(v, f"{x.where()}: {kind}") for v in args[:3])
-            bv, cv = as_const(b), as_const(c)
-            if not isinstance(bv, int) or not isinstance(cv, int) or isinstance(bv, bool):
-                raise Unsupported(f"{x.where()}: shuffle lane operands are not constants")
-            bv &= 31
+            cv = as_const(c)
+            if not isinstance(cv, int) or isinstance(cv, bool):
+                raise Unsupported(f"{x.where()}: a shuffle's clamp operand is not a constant")
+            # The source lane may be a term (ldmatrix's rows come from lanes its address picks):
+            # lane j's value is this lane's term with the lane number j, whatever j is.
+            bv = b & 31
             cl, seg = cv & 31, (cv >> 8) & 31
             hi, lo = (me & seg) | (cl & ~seg & 31), me & seg
             mode = kind.split(".")[1]
@@ -252,6 +276,8 @@ class WarpStores:
     readonly: dict[int, str]
     unroll: int = 8
     deadline: float | None = None  # time.perf_counter() value past which OutOfTime is raised
+    # answers by (line, opcode): an unrolled loop's copies of a store are one instruction here
+    _answers: dict[tuple[int, str], tuple[bool | None, str]] = field(default_factory=dict)
 
     def _timeout_ms(self) -> int:
         if self.deadline is None:
@@ -291,12 +317,24 @@ class WarpStores:
         """Whether every two lanes of one warp that store to one address at the instruction at
         ``line`` store one value there: (True: proved, False: two lanes may store different
         values, None: not decided; how or why not)."""
+        key = (line, opcode)
+        if key not in self._answers:
+            self._answers[key] = self._decide(line, opcode)
+        return self._answers[key]
+
+    def _decide(self, line: int, opcode: str) -> tuple[bool | None, str]:
         decoded = self.program.decoded
         pcs = [i for i, d in enumerate(decoded) if d.line == line and d.source.full_opcode == opcode]
         if len(pcs) != 1:
             return None, f"line {line} holds {len(pcs)} {opcode} instructions"
+        loops = counted_loops(decoded, self.program.labels)
+        around = None
         if self._in_loop(pcs[0]):
-            return None, f"the store at line {line} is inside a loop"
+            around, why = enclosing_loop(self.program, pcs[0])
+            if around is None:
+                return None, f"the store at line {line} is inside a loop ({why})"
+            # Its state free per lane from iteration 1 on: every iteration's stores are covered.
+            loops[around.latch] = around
         n = self.block[0] * self.block[1] * self.block[2]
         width = min(self.warp_size, n)
         lane, warp = z3.BitVec("lane@W", 32), z3.BitVec("warp@W", 32)
@@ -305,13 +343,22 @@ class WarpStores:
             for a, g in zip("xyz", self.grid, strict=True)
         ]
         sp, valid = self._specials(lane, warp, block)
-        exists = lambda j: z3.ULT(warp * self.warp_size + j, n)  # noqa: E731
+        if n % self.warp_size == 0:
+            # Whole warps: every lane of the warp (warp < warps, as the proof states) is a thread,
+            # said as a constant so that lanes' terms agree syntactically, not only under it.
+            valid = z3.BoolVal(True)
+            exists: Callable[[BitVec], Bool] = lambda j: z3.BoolVal(True)  # noqa: E731
+        else:
+            exists = lambda j: z3.ULT(warp * self.warp_size + j, n)  # noqa: E731
         mem = _Lane(lane, width, exists, decoded[pcs[0]], self.readonly)
+        mem.loop_line = None if around is None else decoded[around.latch].line
         x = _LaneExec(self.program, self.layout, sp, mem)
         # Counted loops are always abstracted (their state free per lane): the values a warp
-        # combines before its store need not be followed through every iteration.
+        # combines before its store need not be followed through every iteration. A matrix
+        # product's result is free per lane too (a lane's part of it depends on every lane's
+        # operands): its arithmetic is a large term that no lane comparison needs.
         ex = Explorer(
-            x, unroll=self.unroll, loops=counted_loops(decoded, self.program.labels),
+            x, unroll=self.unroll, loops=loops, opaque_products=True,
             fresh=mem.fresh, mark=mem.mark, truncate=mem.truncate, exact_trips=0, deadline=self.deadline,
         )  # fmt: skip
         regs: dict[str, Term] = {
@@ -325,14 +372,11 @@ class WarpStores:
             pass
         except Unsupported as e:
             return None, f"one warp's lanes cannot be run together: {e}"
+        if mem.problem:
+            return None, f"the store at line {line} is inside a loop, {mem.problem}"
         if not mem.records:
             return True, f"no lane stores at line {line}"
         size = dag_size(z3.And([z3.And(g, a == a, v == v) for g, a, v in mem.records]), MAX_NODES)
-        if size > MAX_NODES:
-            return None, (
-                f"line {line}: one lane's guard, address and value take over {MAX_NODES:,} terms, "
-                f"past what the proof tries"
-            )
         items = [
             (
                 i,
@@ -343,9 +387,26 @@ class WarpStores:
             for i in range(width)
             for g, a, v in mem.records
         ]
-        return _equal_where_same_address(
-            items, warp, block, self.grid, -(-n // self.warp_size), line, self._timeout_ms()
-        )
+        if size > MAX_NODES:
+            answer: tuple[bool | None, str] = (
+                None,
+                (
+                    f"line {line}: one lane's guard, address and value take over {MAX_NODES:,} terms, "
+                    f"past what the proof tries"
+                ),
+            )
+        else:
+            answer = _equal_where_same_address(
+                items, warp, block, self.grid, -(-n // self.warp_size), line, self._timeout_ms()
+            )
+        if answer[0] is None:
+            # Undecided: a float comparison's NaN case may be what keeps the lanes apart.
+            fixed = [(t, z3.BitVecVal(0, 32)) for t in (warp, *block) if not z3.is_bv_value(t)]
+            inputs = {f"{b}.u{w}": b for b in self.readonly.values() for w in PATTERNS}
+            found = nan_difference(items, inputs, fixed)
+            if found:
+                return False, f"line {line}: two lanes may store different values ({found})"
+        return answer
 
 
 def _equal_where_same_address(
@@ -364,7 +425,15 @@ def _equal_where_same_address(
     s = z3.Then("simplify", "solve-eqs", "smt").solver()
     s.set("timeout", timeout_ms)
     s.set("rlimit", RLIMIT)
-    s.add(z3.ULT(warp, warps), *(z3.ULT(b, g) for b, g in zip(block, grid, strict=True) if g > 1))
+    facts = [z3.ULT(warp, warps), *(z3.ULT(b, g) for b, g in zip(block, grid, strict=True) if g > 1)]
+    # Fastest first: the lanes' values are one term up to commutativity, or lanes whose terms
+    # differ store to different addresses (a butterfly over part of a warp, one slot per group).
+    cls = classes(items, COMMUTATIVE)
+    if len(set(cls)) == 1:
+        return True, f"every lane stores one value at line {line}"
+    if apart_by_class(items, cls, warp, warps, facts, RLIMIT):
+        return True, f"lanes storing to one address at line {line} store one value"
+    s.add(*facts)
     s.add(*_commutativity([v for _, _, _, v in items]))
     # Common case first: every lane's value is one term up to the laws above.
     first = items[0][3]

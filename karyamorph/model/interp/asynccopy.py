@@ -25,7 +25,7 @@ from karyamorph.model.semantics.decode import Decoded
 
 
 class LaunchShape(Protocol):
-    """What the hooks read of a launch's geometry (:class:`~karyamorph.model.interp.simt.Geometry`)."""
+    """What the hooks read of a launch's geometry (:class:`~karyamorph.model.interp.geometry.Geometry`)."""
 
     block_index: np.ndarray  # each thread's linear block index
 

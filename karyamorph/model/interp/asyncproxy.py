@@ -1,6 +1,6 @@
-"""Hopper's asynchronous machinery in the interpreter: bulk copies, mbarrier objects, cluster
-barriers and proxy fences (the optional hooks of :mod:`karyamorph.model.ptx.bulk_copy`,
-:mod:`~karyamorph.model.ptx.mbarrier` and :mod:`~karyamorph.model.ptx.cluster`).
+"""Hopper's asynchronous machinery in the interpreter: bulk copies, mbarrier objects and proxy
+fences (the optional hooks of :mod:`karyamorph.model.ptx.bulk_copy` and
+:mod:`~karyamorph.model.ptx.mbarrier`; cluster barriers: :mod:`~karyamorph.model.interp.clusters`).
 
 - A bulk copy that completes on an mbarrier is performed when it is issued (the copy may land
   any time before its complete-tx; the mbarrier's phase then tells the waiting threads).
@@ -14,7 +14,6 @@ barriers and proxy fences (the optional hooks of :mod:`karyamorph.model.ptx.bulk
   (lockstep), the other side of the enclosing divergent branch runs first. :class:`WaitWatch`
   ends a wait no one can end (the same wait failing again with memory and registers
   unchanged) with ModelLimitError.
-- ``barrier.cluster.wait`` needs the thread's own earlier ``barrier.cluster.arrive``.
 
 Bulk copies add their bytes to the launch's loads and stores, but no requests, sectors or
 wavefronts: those count the load/store unit's traffic, which the copy engine's is not.
@@ -27,17 +26,15 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from karyamorph.isa import ast
 from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncCopy, Counters, LaunchShape, as_threads
 from karyamorph.model.interp.errors import (
-    DivergentBarrierError,
     ExecutionError,
     MemoryAccessError,
     ModelLimitError,
 )
 from karyamorph.model.interp.memory import Memory, MemoryFault
 from karyamorph.model.ptx.bulk_copy import ALIGN_BYTES
-from karyamorph.model.ptx.cluster import CLUSTER_REGISTERS
+from karyamorph.model.ptx.cluster import RANK_STRIDE
 from karyamorph.model.semantics.concrete import BoolArray, UIntArray
 from karyamorph.model.semantics.decode import Decoded
 
@@ -63,7 +60,6 @@ class HopperState:
         self.bulk = AsyncCopies(memory, n_threads, describe, stats)  # bulk async-groups
         self.now = AsyncCopies(memory, n_threads, describe, stats)  # copies performed at issue
         self.live: set[int] = set()  # mbarrier objects, as buffer << 40 | element
-        self.arrived = np.zeros(n_threads, bool)  # barrier.cluster.arrive without its wait yet
 
     def finish(self, observe: Callable[..., None] | None) -> None:
         """Perform the bulk copies still in flight (the launch has ended)."""
@@ -157,6 +153,12 @@ class HopperHooks:
             raise MemoryAccessError(
                 f"{self._where(int(t[i]))}: size {int(sizes[i])} is not a multiple of {ALIGN_BYTES} bytes"
             )
+        if self.dec.mods.get("dst_space") == "shared::cluster" and (dsts >= RANK_STRIDE).any():
+            # A .shared::cluster destination in another CTA (mapa's address): its mbarrier is that
+            # CTA's too, which the copy's completion does not follow yet.
+            raise ModelLimitError(
+                f"{self._where()}: a bulk copy into another CTA's shared memory is not modeled"
+            )
         queue = state.bulk if grouped else state.now
         # One copy of 16 bytes per granule (the alignment both addresses need); threads whose
         # size is shorter take part in fewer of them.
@@ -213,44 +215,3 @@ class HopperHooks:
             progress = sum(self.stats.bytes_stored.values()) + self.stats.atomics
             registers = {name: self.register_view(name) for name in self.regs}
             self.waits.failed((self.lo, self.dec.line), progress, registers, self._where())
-
-    # --- cluster barrier -------------------------------------------------------------------------
-    def cluster_barrier(self, op: str) -> None:
-        state = self._state()
-        t = self._active() + self.lo
-        if op == "arrive":
-            state.arrived[t] = True
-            return
-        missing = t[~state.arrived[t]]
-        if missing.size:
-            raise DivergentBarrierError(
-                f"{self._where(int(missing[0]))}: waits at the cluster barrier without having "
-                "arrived (barrier.cluster.arrive), so it waits for itself"
-            )
-        state.arrived[t] = False
-
-
-def one_cta_clusters(specials: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The cluster special registers of a launch whose every CTA is a 1x1x1 cluster, from its
-    CTA registers (:data:`karyamorph.model.ptx.cluster.CLUSTER_REGISTERS`)."""
-    shape = specials["%tid.x"].shape
-    out = {}
-    for name, value in CLUSTER_REGISTERS.items():
-        out[name] = specials[value] if isinstance(value, str) else np.broadcast_to(np.uint32(value), shape)
-    return out
-
-
-def refuse_larger_clusters(fn: ast.Function) -> None:
-    """Raise ModelLimitError, naming the line, when ``fn`` is launched in clusters of more than
-    one CTA (``.reqnctapercluster``, or ``.explicitcluster``: dimensions the launch gives):
-    the model runs each CTA as its own 1x1x1 cluster."""
-    dims = fn.attribute("reqnctapercluster")
-    if dims is None and fn.attribute("explicitcluster") is None:
-        return
-    if dims is not None and int(np.prod(dims)) == 1:
-        return
-    shape = "x".join(map(str, (*dims, 1, 1)[:3])) if dims else "launch-given"
-    raise ModelLimitError(
-        f"line {fn.loc.line}: {fn.name}: clusters of {shape} CTAs are not modeled (the model runs "
-        "each CTA as its own 1x1x1 cluster, with one CTA's shared memory)"
-    )

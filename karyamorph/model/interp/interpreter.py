@@ -24,12 +24,14 @@ from karyamorph.kernel.structs import StructArg
 from karyamorph.model.interp.arguments import KernelArg as KernelArg
 from karyamorph.model.interp.arguments import bind_arguments
 from karyamorph.model.interp.asynccopy import AsyncCopies
-from karyamorph.model.interp.asyncproxy import DEADLOCK, HopperState, WaitWatch, refuse_larger_clusters
+from karyamorph.model.interp.asyncproxy import DEADLOCK, HopperState, WaitWatch
 from karyamorph.model.interp.budget import ModelBudget
+from karyamorph.model.interp.clusters import ClusterState, launch_cluster
 from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, ModelLimitError, StepLimitError
+from karyamorph.model.interp.geometry import as_dim3, make_geometry
 from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.interp.program import Program, align_up, prepare
-from karyamorph.model.interp.simt import GroupExec, Stats, make_geometry
+from karyamorph.model.interp.simt import GroupExec, Stats
 from karyamorph.model.interp.spin import SpinWatch, refuse_grid_sync
 from karyamorph.model.interp.tensormem import TensorMemory
 from karyamorph.model.semantics.concrete import UINT
@@ -89,9 +91,10 @@ class _Run:
         observe: Observer | None = None,
         interleave: bool = False,
         variables: Mapping[str, np.ndarray] | None = None,
+        cluster: Dim3 = (1, 1, 1),
     ) -> None:
         self.p = program
-        self.geo = make_geometry(grid, block, machine.warp_size)
+        self.geo = make_geometry(grid, block, machine.warp_size, cluster)
         n = self.geo.n_threads
         nb = grid[0] * grid[1] * grid[2]
         self.stats = Stats()
@@ -138,6 +141,8 @@ class _Run:
         self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.hopper = HopperState(self.mem, n, self.geo.describe, self.stats)
+        self.cluster = ClusterState.of(program.decoded, self.geo, self.alive)
+        self.mem.cluster_blocks, self.mem.block_alive = self.geo.cluster_blocks, self.alive.reshape(nb, -1)
         self.tensormem = TensorMemory(nb, self.geo)
         self.waits = WaitWatch()
         self.swapped: dict[int, int] = {}  # group -> progress when a wait last let its sibling run
@@ -146,7 +151,7 @@ class _Run:
         kept = variables or {}
         for var in program.variables:  # after the arguments, which keep their own numbering
             data = np.frombuffer(var.data, np.uint8)
-            if var.space == "global" and var.name in kept:
+            if var.name in kept:  # .const too: the host may set it (cudaMemcpyToSymbol)
                 data = np.asarray(kept[var.name], np.uint8).reshape(-1)
                 if data.size != var.size:
                     given = f"{data.size} bytes given, it has {var.size}"
@@ -225,6 +230,7 @@ class _Run:
         g.consts = self.consts
         g.async_copies = self.copies
         g.hopper = self.hopper
+        g.cluster = self.cluster
         g.tensormem = self.tensormem
         g.can_suspend = self.randomize  # whole-launch groups are compared at failed waits instead
         g.waits = self.waits
@@ -303,6 +309,10 @@ class _Run:
                 e.pc += 1
                 if not e.mask.any():
                     stack.pop()
+            elif ctl[0] == "cluster_wait":  # not every thread of the cluster has arrived: again later
+                counts[key] -= threads
+                stats.warp_instructions -= warps
+                return "waiting"
             elif ctl[0] == "suspend":  # a failed try_wait: the other groups run first
                 e.pc += 1
                 other = stack[-2] if len(stack) > 1 else None
@@ -406,6 +416,7 @@ def interpret(
     interleave: bool = False,
     budget: ModelBudget | None = None,
     variables: Mapping[str, np.ndarray] | None = None,
+    cluster: Dim3 | None = None,
 ) -> InterpResult:
     """Run ``entry`` of ``module`` for one launch on the CPU.
 
@@ -446,8 +457,10 @@ def interpret(
         before anything is allocated; ``max_steps`` bounds the work.
     variables
         The module's ``.global`` variables as an earlier launch left them (its
-        :attr:`InterpResult.variables`), as they stay on a GPU while the module is loaded;
-        default: their initializers.
+        :attr:`InterpResult.variables`), as they stay on a GPU while the module is loaded,
+        and ``.const`` variables as the host set them; default: their initializers.
+    cluster
+        The cluster dimensions of an ``.explicitcluster`` launch; ``.reqnctapercluster`` wins.
 
     Returns
     -------
@@ -465,27 +478,19 @@ def interpret(
         A form the model cannot run: cooperative grid synchronisation (before running), a
         spin-wait seen to make no progress (:mod:`karyamorph.model.interp.spin`).
     """
-    grid, block, shared_bytes = (_dim3(launch[0]), _dim3(launch[1]), int(launch[2]))
+    grid, block, shared_bytes = (as_dim3(launch[0]), as_dim3(launch[1]), int(launch[2]))
     budget = budget or ModelBudget()
     program = prepare(module, entry, machine, budget)
     refuse_grid_sync(program.fn)
-    refuse_larger_clusters(program.fn)
+    shape = launch_cluster(program.fn, cluster)
     fields = [f for v in args.values() if isinstance(v, StructArg) for f in v.values.values()]
     arrays = [v.nbytes for v in (*args.values(), *fields) if isinstance(v, np.ndarray) and v.ndim >= 1]
     budget.check_bytes(program.footprint(grid, block, shared_bytes, arrays))
     t0 = time.perf_counter()
     order = (randomize_order, seed, max_steps, observe, interleave)
-    run = _Run(program, machine, grid, block, shared_bytes, args, *order, variables=variables)
+    run = _Run(program, machine, grid, block, shared_bytes, args, *order, variables=variables, cluster=shape)
     with np.errstate(all="ignore"):
         run.run()
     seconds = time.perf_counter() - t0
     variables = {v.name: run.mem.global_bytes(v.name).copy() for v in program.variables if v.space != "const"}
     return InterpResult(run.outputs(), run.stats, run.geo.n_threads, seconds, variables)
-
-
-def _dim3(v: Dim3 | tuple[int, ...] | int) -> Dim3:
-    t = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
-    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
-        raise LaunchError(f"launch dimensions must be 1-3 positive integers, got {v!r}")
-    t = (*t, 1, 1)[:3]
-    return (t[0], t[1], t[2])

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from karyamorph.model.interp.lazycopy import LAZY_MIN_BYTES, LazyCopy, zeroed
+from karyamorph.model.ptx.cluster import RANK_SHIFT, RANK_STRIDE
 from karyamorph.model.semantics.concrete import UINT
 
 GLOBAL_STRIDE = 1 << 32  # allocation k lives at (k + 1) << 32: an overrun never reaches the next one
@@ -109,6 +110,10 @@ class Memory:
     local: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     # elements per owner -> (the owner array last seen, its first elements): _first_elements
     scaled: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # [block, rank] -> the block of that rank in the block's cluster (None: clusters of one), and
+    # [block, thread] -> not exited: .shared::cluster accesses reach the CTAs of a cluster.
+    cluster_blocks: np.ndarray | None = None
+    block_alive: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.shared = np.zeros(self.n_blocks * _pad(self.shared_size), np.uint8)
@@ -166,6 +171,8 @@ class Memory:
         g = len(self.globals)
         if space == "shared":
             return self._window(addr, nbytes, self.shared_size, g, blocks, self.shared_stride, "shared")
+        if space == "shared::cluster":
+            return self._resolve_cluster(addr, nbytes, blocks)
         if space == "local":
             return self._window(addr, nbytes, self.local_size, g + 1, threads, self.local_stride, "local")
         if space == "param":
@@ -200,6 +207,39 @@ class Memory:
         if kept is None or kept[0] is not owner:
             kept = self.scaled[per_owner] = (owner, owner.astype(np.int64, copy=False) * per_owner)
         return kept[1]
+
+    def _resolve_cluster(
+        self, addr: np.ndarray, nbytes: int, blocks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Accesses of the ``.shared::cluster`` window (:mod:`karyamorph.model.ptx.cluster`):
+        rank field 0 is the executing CTA's own shared memory, ``r + 1`` that of rank ``r``."""
+        field_ = (addr >> np.uint64(RANK_SHIFT)).astype(np.int64)
+        if not field_.any():
+            return self._window(addr, nbytes, self.shared_size, len(self.globals), blocks,
+                                self.shared_stride, "shared")  # fmt: skip
+        table = self.cluster_blocks if self.cluster_blocks is not None else np.arange(self.n_blocks)[:, None]
+        size = table.shape[1]
+        bad = field_ > size
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MemoryFault(
+                i, int(addr[i]), f"rank {int(field_[i]) - 1} is outside the cluster of {size} CTA(s)"
+            )
+        target = np.where(field_ == 0, blocks, table[blocks, np.maximum(field_ - 1, 0)])
+        if self.block_alive is not None:
+            gone = ~self.block_alive[target].any(axis=1)
+            if gone.any():
+                i = int(np.argmax(gone))
+                raise MemoryFault(i, int(addr[i]), f"the CTA of rank {int(field_[i]) - 1} has exited: its "
+                                  "shared memory is gone")  # fmt: skip
+        off = addr & np.uint64(RANK_STRIDE - 1)
+        try:
+            return self._window(off, nbytes, self.shared_size, len(self.globals), target,
+                                self.shared_stride, "shared")  # fmt: skip
+        except MemoryFault as f:
+            rank = int(field_[f.position]) - 1
+            whose = "the CTA's own" if rank < 0 else f"the cluster's CTA of rank {rank}"
+            raise MemoryFault(f.position, int(addr[f.position]), f"{f.detail}, in {whose}") from None
 
     def _resolve_global(self, addr: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
         if addr.size:
@@ -240,7 +280,8 @@ class Memory:
             if w == 0:
                 return self._resolve_global(addr, nbytes)
             base = np.uint64(w << 48)
-            space = {1: "shared", 2: "local", 3: "param"}.get(w)
+            # The generic shared window is the cluster's, which holds the CTA's own at rank field 0.
+            space = {1: "shared::cluster", 2: "local", 3: "param"}.get(w)
             if space is None:
                 raise MemoryFault(0, int(addr[0]), "generic address outside every state-space window")
             return self.resolve(space, addr - base, nbytes, blocks, threads)

@@ -16,9 +16,11 @@ import numpy as np
 
 from karyamorph.isa import ast
 from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncHooks
-from karyamorph.model.interp.asyncproxy import HopperHooks, HopperState, WaitWatch, one_cta_clusters
+from karyamorph.model.interp.asyncproxy import HopperHooks, HopperState, WaitWatch
 from karyamorph.model.interp.atomics import apply_atomics
+from karyamorph.model.interp.clusters import ClusterHooks, ClusterState
 from karyamorph.model.interp.errors import MemoryAccessError, ModelLimitError, TrapError
+from karyamorph.model.interp.geometry import Geometry
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
 from karyamorph.model.interp.tensormem import TensorMemHooks, TensorMemory
 from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
@@ -79,48 +81,9 @@ class Stats:
         }
 
 
-@dataclass(slots=True)
-class Geometry:
-    """Per-thread coordinates of a launch, as flat arrays over the linear thread index."""
-
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    warp_size: int
-    n_threads: int
-    block_threads: int
-    specials: dict[str, np.ndarray]
-    block_index: np.ndarray
-
-    def describe(self, t: int) -> str:
-        b, r = divmod(int(t), self.block_threads)
-        bx, by = self.block[0], self.block[1]
-        gx, gy = self.grid[0], self.grid[1]
-        tid = (r % bx, r // bx % by, r // (bx * by))
-        cta = (b % gx, b // gx % gy, b // (gx * gy))
-        return f"block ({cta[0]},{cta[1]},{cta[2]}) thread ({tid[0]},{tid[1]},{tid[2]})"
-
-
-def make_geometry(grid: tuple[int, int, int], block: tuple[int, int, int], warp_size: int) -> Geometry:
-    bt = block[0] * block[1] * block[2]
-    nb = grid[0] * grid[1] * grid[2]
-    t = np.arange(nb * bt, dtype=np.int64)
-    b, r = t // bt, t % bt
-    sp: dict[str, np.ndarray] = {}
-    for name, idx, dims in (("%tid", r, block), ("%ctaid", b, grid)):
-        sp[f"{name}.x"] = (idx % dims[0]).astype(np.uint32)
-        sp[f"{name}.y"] = (idx // dims[0] % dims[1]).astype(np.uint32)
-        sp[f"{name}.z"] = (idx // (dims[0] * dims[1])).astype(np.uint32)
-    for name, dims in (("%ntid", block), ("%nctaid", grid)):
-        for k, axis in enumerate("xyz"):
-            sp[f"{name}.{axis}"] = np.broadcast_to(np.uint32(dims[k]), t.shape)
-    sp["%laneid"] = (r % warp_size).astype(np.uint32)
-    sp["%warpid"] = (r // warp_size).astype(np.uint32)
-    sp["%nwarpid"] = np.broadcast_to(np.uint32(-(-bt // warp_size)), t.shape)
-    sp.update(one_cta_clusters(sp))
-    return Geometry(grid, block, warp_size, nb * bt, bt, sp, b)
-
-
-class GroupExec(WarpHooks, WarpgroupHooks, AsyncHooks, HopperHooks, TensorMemHooks, DecodedOperands):
+class GroupExec(
+    WarpHooks, WarpgroupHooks, AsyncHooks, HopperHooks, ClusterHooks, TensorMemHooks, DecodedOperands
+):
     """The :class:`~karyamorph.model.semantics.instruction.Exec` of the threads ``[lo, hi)``; the
     interpreter sets ``dec`` and the mask."""
 
@@ -156,7 +119,8 @@ class GroupExec(WarpHooks, WarpgroupHooks, AsyncHooks, HopperHooks, TensorMemHoo
         self._sample: np.ndarray | None = None  # the threads of the warps traffic counts
         self.phase = 0
         self.async_copies: AsyncCopies | None = None  # the launch's cp.async copies in flight
-        self.hopper: HopperState | None = None  # bulk copies, mbarrier objects, cluster arrivals
+        self.hopper: HopperState | None = None  # bulk copies, mbarrier objects
+        self.cluster: ClusterState | None = None  # cluster barrier arrivals and waits
         self.tensormem: TensorMemory | None = None  # each CTA's TMEM (tcgen05)
         self.can_suspend = False  # a failed try_wait hands over to other groups
         self.waits: WaitWatch | None = None  # or, running alone, is compared with the last one

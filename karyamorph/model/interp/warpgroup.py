@@ -22,7 +22,7 @@ WARPGROUP_WARPS = 4
 
 
 class BlockShape(Protocol):
-    """What the hook reads of a launch's geometry (:class:`~karyamorph.model.interp.simt.Geometry`)."""
+    """What the hook reads of a launch's geometry (:class:`~karyamorph.model.interp.geometry.Geometry`)."""
 
     warp_size: int
     block_threads: int

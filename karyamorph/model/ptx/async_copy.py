@@ -13,9 +13,9 @@ PTX ISA, "Data Movement and Conversion Instructions: cp.async", ``cp.async.commi
   older ones complete); ``cp.async.wait_all`` is ``commit_group`` then ``wait_group 0``.
 
 When the copy happens is the driver's: the interpreter performs a copy when its thread waits for
-it (:mod:`karyamorph.model.interp.asynccopy`); the checker encodes the read of global and the
-write of shared at the ``cp.async`` itself and reports the race property as unknown where a copy
-may still be in flight at a barrier (:mod:`karyamorph.model.check.caveats`).
+it (:mod:`karyamorph.model.interp.asynccopy`); the checker's race encoding lets it land anywhere
+between the ``cp.async`` and the wait that completes its group
+(:mod:`karyamorph.model.check.asynccopies`).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ membar/fence":
 - ``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]``
   copies ``size`` bytes (a multiple of 16; both addresses 16-byte aligned) from global ``src`` to
   shared ``dst`` and, once they are written, performs complete-tx of ``size`` bytes on the
-  mbarrier ``mbar`` (:mod:`karyamorph.model.ptx.mbarrier`); under the model's 1x1x1 cluster the
-  destination is the executing CTA's shared memory;
+  mbarrier ``mbar`` (:mod:`karyamorph.model.ptx.mbarrier`); the destination is the executing
+  CTA's shared memory (the interpreter refuses one mapped into another CTA of the cluster);
 - ``cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`` copies shared to global and
   joins the thread's next bulk async-group; ``cp.async.bulk.commit_group`` closes the group and
   ``cp.async.bulk.wait_group{.read} N`` waits until at most ``N`` of the most recent groups are

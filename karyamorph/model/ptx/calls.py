@@ -14,9 +14,8 @@ target matches no function of the module ends in a ``trap``.
 ``bar.warp.sync membermask`` (PTX ISA, "Parallel Synchronization and Communication
 Instructions: bar.warp.sync") makes the named lanes wait for each other. The interpreter runs the
 lanes of a warp together, so it only checks that every named lane executes the instruction (a
-vote over the membermask does that check); the two-thread encoding does not order accesses by
-it, so race verdicts of kernels that use it under independent thread scheduling are unknown
-(:mod:`karyamorph.model.check.caveats`).
+vote over the membermask does that check); the two-thread encoding orders the lanes of a warp
+by it when its mask names the whole warp (:mod:`karyamorph.model.check.warpsync`).
 """
 
 from __future__ import annotations

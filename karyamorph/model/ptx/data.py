@@ -286,38 +286,55 @@ def atomic_update(d: Domain[V, B], op: str, t: PtxType, old: V, b: V, c: V | Non
 
 
 def _atom(x: Exec[V, B]) -> None:
-    t = x.ty
+    """One atomic read-modify-write per element: a vector atom (``.v2``/``.v4``) is, as the PTX ISA
+    says, independent scalar atomics on consecutive elements, not one atomic access."""
+    d, t = x.D, x.ty
     addr, abits = x.address("a")
     op = x.mod("op") or "add"
     c = x.read("c", t) if op == "cas" else None
-    old = x.atomic(
-        _space(x), op, addr, abits, t, lambda o, b, c: atomic_update(x.D, op, t, o, b, c), x.read("b", t), c
-    )
-    x.write("d", old, t)
+    for k in range(x.count("b")):
+        at = addr if k == 0 else d.add(addr, d.const(k * t.bytes, abits), abits)
+        old = x.atomic(
+            _space(x),
+            op,
+            at,
+            abits,
+            t,
+            lambda o, b, c: atomic_update(d, op, t, o, b, c),
+            x.read("b", t, k),
+            c,
+        )
+        x.write("d", old, t, k)
 
 
 def _red(x: Exec[V, B]) -> None:
-    t = x.ty
+    d, t = x.D, x.ty
     addr, abits = x.address("a")
     op = x.mod("op") or "add"
-    x.atomic(
-        _space(x),
-        op,
-        addr,
-        abits,
-        t,
-        lambda o, b, c: atomic_update(x.D, op, t, o, b, c),
-        x.read("b", t),
-        None,
-    )
+    for k in range(x.count("b")):
+        at = addr if k == 0 else d.add(addr, d.const(k * t.bytes, abits), abits)
+        x.atomic(
+            _space(x),
+            op,
+            at,
+            abits,
+            t,
+            lambda o, b, c: atomic_update(d, op, t, o, b, c),
+            x.read("b", t, k),
+            None,
+        )
 
 
 ATOM_OPS = ("add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec")
 ATOM_TYPES = ("b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64")
+ATOM_GROUPS: dict[str, tuple[str, ...]] = {"space": ("global", "shared"), "op": ATOM_OPS, "vec": ("v2", "v4")}
 
 
 def _atom_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     t, op = types[0], mods.get("op", "add")
+    if mods.get("vec") and not (t == "f32" and op == "add" and mods.get("space") == "global"):
+        # PTX ISA 8.1, sm_90: .v2/.v4 of .f32 add/min/max on .global (float min/max not modeled)
+        return f"a vector atom (.{mods['vec']}) is .global .add .f32 here, not .{op} .{t}"
     if t in FLOATS and op not in ("add", "exch", "min", "max"):
         return f"atom.{op} is not defined on .{t}"
     if t.startswith("b") and op in ("add", "min", "max", "inc", "dec"):
@@ -331,7 +348,9 @@ def _atom_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     return None
 
 
-MEM_GROUPS: dict[str, tuple[str, ...]] = {"space": SPACES, "vec": ("v2", "v4")}
+# ld and st also reach the shared memory of the other CTAs of a cluster (.shared::cluster addresses:
+# karyamorph.model.ptx.cluster); atomics there are not modeled.
+MEM_GROUPS: dict[str, tuple[str, ...]] = {"space": (*SPACES, "shared::cluster"), "vec": ("v2", "v4")}
 
 DATA: tuple[Instr, ...] = (
     Instr("mov", ("pred", *ALL), D_A, _mov, doc="copy a register, immediate, address or special register",
@@ -352,10 +371,10 @@ DATA: tuple[Instr, ...] = (
           "param")}, required=("space",), min_ptx="2.0", kind="memory",
           doc="convert between generic and state-space addresses"),
     Instr("atom", ATOM_TYPES, (Slot("d", dest=True), Slot("a", "addr"), Slot("b"), Slot("c", optional=True)),
-          _atom, {"space": ("global", "shared"), "op": ATOM_OPS}, required=("op",), min_ptx="1.1",
+          _atom, ATOM_GROUPS, required=("op",), min_ptx="1.1",
           kind="memory", type_rule=_atom_rule, doc="atomic read-modify-write; returns the old value"),
     Instr("red", ATOM_TYPES, (Slot("a", "addr"), Slot("b")), _red,
-          {"space": ("global", "shared"), "op": ATOM_OPS}, required=("op",), min_ptx="1.2",
+          ATOM_GROUPS, required=("op",), min_ptx="1.2",
           kind="memory", type_rule=lambda ts, m: _atom_rule(ts, m) or (
               "red has no .cas/.exch" if m.get("op") in ("cas", "exch") else None),
           doc="reduction to memory (atom without a result)"),

@@ -13,9 +13,10 @@ model returns the canonical NaN (0x7fff), as its domains do for every format, an
 from __future__ import annotations
 
 from karyamorph.model.ptx.arith import D_A, D_AB, D_ABC, RND, fbits, signed_zero, tiny_before_rounding
+from karyamorph.model.ptx.data import CMP_FLOAT_ONLY, CMP_INT, compare
 from karyamorph.model.ptx.lanes import HALVES, element, fabs, finish, fneg, ftz_in, lanewise
 from karyamorph.model.semantics.domain import B, V
-from karyamorph.model.semantics.instruction import Exec, Instr, Law, Semantics
+from karyamorph.model.semantics.instruction import Exec, Instr, Law, Semantics, Slot
 
 # Every rounding mode is recognised so that a refused one is named as such by the type rule.
 GROUPS: dict[str, tuple[str, ...]] = {"rnd": RND, "ftz": ("ftz",), "sat": ("sat",)}
@@ -67,6 +68,37 @@ def _sign(negate: bool) -> Semantics:
     return sem
 
 
+def _setp(x: Exec[V, B]) -> None:
+    """Scalar half-precision compare (PTX ISA 9.7.4.7 "setp"), with ``.ftz`` flushing .f16
+    subnormal inputs and the optional predicate combination of the ordinary setp."""
+    d, ft = x.D, x.ty.name
+    a, b = (ftz_in(x, x.read(s, x.ty), ft) for s in "ab")
+    p = compare(d, x.mod("cmp") or "eq", a, b, x.ty)
+    boolop = x.mod("bool")
+    if boolop:
+        fn = {"and": d.band, "or": d.bor, "xor": d.bxor}[boolop]
+        p = fn(p, x.read_pred("c"))
+    x.write_pred("p", p)
+
+
+def _setp_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
+    if mods.get("cmp") in ("lo", "ls", "hi", "hs"):
+        return f".{mods['cmp']} compares unsigned integers only"
+    if "ftz" in mods and types[0] != "f16":
+        return ".ftz applies to .f16 only"
+    return None
+
+
+# The scalar forms write one predicate (the `p|q` pair is the `.f16x2` form's, which ptxas refuses
+# on .f16 and .bf16: "Predicate output not allowed").
+_SETP_SLOTS = (Slot("p", "pred", dest=True), Slot("a"), Slot("b"), Slot("c", "pred", optional=True))
+_SETP_GROUPS: dict[str, tuple[str, ...]] = {
+    "cmp": CMP_INT + CMP_FLOAT_ONLY,
+    "bool": ("and", "or", "xor"),
+    "ftz": ("ftz",),
+}
+
+
 HALF: tuple[Instr, ...] = (
     Instr("add", HALVES, D_AB, _binary("add"), GROUPS, min_ptx="4.2", min_target="sm_53",
           type_rule=_rule, doc="half-precision addition (PTX ISA 9.7.4.1)"),
@@ -83,4 +115,8 @@ HALF: tuple[Instr, ...] = (
           doc="half-precision negation: flips each sign bit (9.7.4.5)"),
     Instr("abs", HALVES, D_A, _sign(False), {"ftz": ("ftz",)}, min_ptx="6.5", min_target="sm_53",
           type_rule=_rule, doc="half-precision absolute value: clears each sign bit (9.7.4.6)"),
+    Instr("setp", ("f16",), _SETP_SLOTS, _setp, _SETP_GROUPS, required=("cmp",), min_ptx="4.2",
+          min_target="sm_53", type_rule=_setp_rule, doc="half-precision compare (9.7.4.7)"),
+    Instr("setp", ("bf16",), _SETP_SLOTS, _setp, _SETP_GROUPS, required=("cmp",), min_ptx="7.8",
+          min_target="sm_90", type_rule=_setp_rule, doc="bf16 compare (9.7.4.7)"),
 )  # fmt: skip

@@ -182,7 +182,8 @@ def _inval(x: Exec[V, B]) -> None:
 
 _ADDR = Slot("addr", "addr")
 _SPACE: dict[str, tuple[str, ...]] = {"space": ("shared",)}
-# .cta is neutral, and under the model's 1x1x1 cluster .cluster scope is the CTA's too.
+# .cta is neutral, and so is .cluster: the model's stores are visible at once, so a wider scope
+# orders nothing more (the mbarrier itself is the executing CTA's).
 _SEM_SCOPE: dict[str, tuple[str, ...]] = {**_SPACE, "scope": ("cluster",)}
 
 

@@ -9,12 +9,13 @@ matrix instructions (:mod:`~karyamorph.model.ptx.matrix`, :mod:`~karyamorph.mode
 with sm_120's narrow float formats in ``narrow_convert`` (``cvt`` to and from the fp8/fp6/fp4 and
 ue8m0 pairs) and ``mma_kinds`` (``mma.sync...kind::f8f6f4``), and Hopper's asynchronous
 machinery in ``mbarrier``, ``bulk_copy`` (non-tensor ``cp.async.bulk``, ``fence.proxy.async``)
-and ``cluster`` (1x1x1 clusters: their special registers and ``barrier.cluster``), and
+and ``cluster`` (clusters of CTAs: their special registers, ``barrier.cluster`` and ``mapa``), and
 Blackwell's tensor memory in ``tcgen05`` (alloc, dealloc, ``32x32b`` loads and stores, waits,
 fences) and ``tcgen05_mma`` (``tcgen05.mma...kind::f16`` for M = 128, ``tcgen05.commit``);
 this module attaches the laws of :mod:`~karyamorph.model.ptx.laws` and the stated error
 bounds, and assembles :func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a: ``.f16``/``.bf16`` into
-``.f32``, K-major shared memory layouts) is in ``wgmma``.
+``.f32``, K-major shared memory layouts) is in ``wgmma``; the warp reduction ``redux.sync`` (what
+CUB and cooperative groups emit for integer reductions) in ``redux``, and ``bmsk`` in ``bitmask``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from karyamorph.model.ptx.arith import ARITH
 from karyamorph.model.ptx.async_copy import ASYNC_COPY
+from karyamorph.model.ptx.bitmask import BITMASK
 from karyamorph.model.ptx.bulk_copy import BULK_COPY
 from karyamorph.model.ptx.calls import CALLS
 from karyamorph.model.ptx.cluster import CLUSTER
@@ -42,6 +44,7 @@ from karyamorph.model.ptx.mma import MMA
 from karyamorph.model.ptx.mma_kinds import MMA_KINDS
 from karyamorph.model.ptx.narrow_convert import NARROW_CONVERT
 from karyamorph.model.ptx.packed import PACKED_F32
+from karyamorph.model.ptx.redux import REDUX
 from karyamorph.model.ptx.tcgen05 import TCGEN05
 from karyamorph.model.ptx.tcgen05_mma import TCGEN05_MMA
 from karyamorph.model.ptx.wgmma import WGMMA
@@ -64,6 +67,8 @@ EXTENDED: tuple[Instr, ...] = (
     *TCGEN05,
     *TCGEN05_MMA,
     *WGMMA,
+    *REDUX,
+    *BITMASK,
 )
 
 # Accuracy stated in the PTX ISA ("rcp", "sqrt", "rsqrt", "ex2", "lg2" sections, .approx.f32,

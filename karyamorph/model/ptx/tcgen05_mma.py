@@ -20,8 +20,9 @@ PTX ISA, "tcgen05.mma", "Instruction descriptor" and "Shared memory descriptor":
   (k / 8) LBO + (r % 8) 16 + (k % 8) 2``;
 - ``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [mbar]`` makes the
   mbarrier track the completion of the thread's earlier asynchronous tcgen05 operations: one
-  arrival once they are done (under the model's 1x1x1 cluster the mbarrier is the CTA's own;
-  the form with a generic address is not modeled).
+  arrival once they are done (the mbarrier must be the executing CTA's own: one mapped into
+  another CTA of the cluster is outside its shared memory to the model; the form with a generic
+  address is not modeled).
 
 What the model runs (the rest refused with ModelLimitError, never approximated): M = 128, D in
 f32, A and B f16 or bf16, K-major, dense, no swizzling. The interpreter performs the MMA when it

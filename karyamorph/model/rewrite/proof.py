@@ -17,7 +17,7 @@ from karyamorph.isa.errors import PtxError
 from karyamorph.isa.parser import parse
 from karyamorph.isa.printer import format_module
 from karyamorph.kernel.bound import BoundKernel, bind
-from karyamorph.kernel.spec import KernelSpec, Launch, SpecError
+from karyamorph.kernel.spec import KernelSpec, SpecError
 from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
 from karyamorph.model.check.symexec import Unsupported
 from karyamorph.model.check.verdict import Witness
@@ -97,7 +97,8 @@ def rewritten_spec(spec: KernelSpec, rewrite: Rewrite, sizes: Mapping[str, int] 
     if rewrite.block is not None:
         gx, bx = spec.launch.grid[0], spec.launch.block[0]
         grid = (f"ceildiv(({gx}) * ({bx}), {rewrite.block})", *spec.launch.grid[1:])
-        launch = Launch(grid, (rewrite.block, *spec.launch.block[1:]), spec.launch.shared_bytes)
+        # The other launch fields (shared memory, cluster shape) stay.
+        launch = dataclasses.replace(launch, grid=grid, block=(rewrite.block, *spec.launch.block[1:]))
     return dataclasses.replace(spec, ptx=ptx, launch=launch, cuda=None, search=None)
 
 

@@ -27,8 +27,8 @@ SPACE_ALIASES = {"shared::cta": "shared", "param::entry": "param"}
 # State spaces the machine has no memory for: the reason a skip gives when no declaration
 # takes the modifier.
 UNMODELED_SPACES = {
-    "shared::cluster": "the .shared::cluster state space (shared memory of other CTAs of a "
-    "thread-block cluster) is not modeled: the machine has one CTA's shared memory",
+    "shared::cluster": "the .shared::cluster state space (shared memory of the CTAs of a "
+    "thread-block cluster) is modeled for ld, st and mapa only",
 }
 
 

@@ -36,27 +36,54 @@ M = ptx_machine("sm_120")
 # (Euclid's recursion) or is not recognised as counted (histogram_shared's 64-bit grid-stride
 # loop in nvcc's sm_120 style), by (spec, build or "*").
 NOT_PROVED = {
-    # cp.async copies are encoded where they are issued, not where they land
-    ("sum_double_buffered.sm_90", "race"): "may still be in flight",
-    ("matmul_f16.sm_120a", "race"): "may still be in flight",
-    # __syncwarp orders the lanes of a warp; the two-thread encoding does not encode it
-    ("ldmatrix_x4.sm_90", "race"): "bar.warp.sync",
-    ("ldmatrix_x4_trans.sm_90", "race"): "bar.warp.sync",
-    ("ldmatrix_mma_tile.sm_90", "race"): "bar.warp.sync",
-    # (value, index) butterflies compare floats: too large a term for the same-value proof (with a
-    # NaN in the row they do not: the lanes' selections differ)
-    ("argmax_rows.sm_90a", "race"): "whether the lanes of a warp store one value",
-    # the cross-warp max and sum are stored inside the key loop, where lanes are not compared
-    ("attention_fwd.sm_90a", "race"): "whether the lanes of a warp store one value",
-    # Triton moves the atomics' addresses through shared memory (a layout change): the value
-    # loaded back is free to the two-thread abstraction
-    ("histogram_atomic.sm_90a", "bounds"): "depending on the value loaded",
-    ("histogram_atomic.sm_90a", "race"): "depending on the value loaded",
+    # the target logit's address is the row plus a label loaded from memory: free to the two-thread
+    # abstraction, so the gather may go anywhere (bounds) and meet any store (race)
+    ("cross_entropy_fwd.sm_90a", "bounds"): "depending on the value loaded",
+    ("cross_entropy_fwd.sm_90a", "race"): "depending on the value loaded",
+    # CUB's BlockRadixSort scatters each key to the rank its digit counters give, and the counters
+    # are loaded back from shared memory: free to the two-thread abstraction, for bounds and race
+    # alike; the race queries take about the 60 s budget, so either reason may come first
+    ("sort_tiles.sm_90", "bounds"): "depending on the value loaded",
+    ("sort_tiles.sm_90", "race"): ("depending on the value loaded", "time budget of 60 s ran out"),
+    ("sort_pairs_tiles.sm_90", "bounds"): "depending on the value loaded",
+    ("sort_pairs_tiles.sm_90", "race"): ("depending on the value loaded", "time budget of 60 s ran out"),
+}
+# Refuted, by (spec, property): the pair of instructions the witness names. Both are real races
+# on an input with a NaN: Triton's (value, index) combine (`a > b`, or `a < b` for argmin, then
+# the lower index on a tie) has no NaN case, so both lanes of a butterfly pair take the other's
+# value; after the butterflies the lanes (argmax: one warp's; argmin: two warps split along the
+# columns) hold different pairs and all store them to one shared slot, so which lands is up to
+# the schedule. The reason names the input (a NaN at one address, ones elsewhere) and the two
+# stored words. For rows without a NaN the lanes agree: the kernels are right on such inputs,
+# which the checker cannot assume.
+REFUTED = {
+    ("argmax_rows.sm_90a", "race"): ("st.shared.b32", "st.shared.b32"),
+    ("argmin_rows.sm_90a", "race"): ("st.shared.v2.b32", "st.shared.v2.b32"),
 }
 UP_TO_K = {("pairwise_gcd.sm_90", "*"), ("histogram_shared.sm_90", "histogram_atomic.sm_120.ptx")}
-# The builds whose every verdict is unknown, by (spec, build): what the reason says. The checker's
-# two-thread encoding has no warpgroups, so it encodes no wgmma (the interpreter runs it).
-NOT_ENCODED = {("matmul_f16.sm_120a", "matmul_f16.sm_90a.ptx"): "needs a driver that runs warpgroups"}
+# The builds whose every verdict is unknown, by (spec, build): what the reason says. (Triton's
+# sm_90a matmul, wgmma, is proved: tests/model/check/test_wgmma_check.py has its planted bugs.)
+# Bulk copies are run by the interpreter only; clusters of two CTAs (another CTA's shared memory,
+# barrier.cluster between CTAs) are not encoded (karyamorph/model/check/clusters.py).
+_CLUSTERS = "races and bounds across the CTAs of a cluster are not encoded"
+_UNROLLED = ("more than 200000 symbolic steps", "while exploring the kernel")
+NOT_ENCODED = {
+    ("bulk_copy_scale.sm_90", "bulk_copy_cluster.sm_90.ptx"): "run by the interpreter only",
+    ("bulk_copy_scale.sm_90", "bulk_copy_cluster.sm_120.ptx"): "run by the interpreter only",
+    ("cluster_exchange.sm_90", "bulk_copy_cluster.sm_90.ptx"): _CLUSTERS,
+    ("cluster_exchange.sm_90", "bulk_copy_cluster.sm_120.ptx"): _CLUSTERS,
+    # nvcc's sm_120 style unrolls the strided dot loops 16 times with remainder loops of 8, 4 and
+    # 1: the checker's exploration of these builds ends at its step bound, or at the deadline
+    # first on a slower machine; the sm_80 and sm_90 builds (the loops not unrolled) are proved
+    ("cg_tile16_dot.sm_90", "cg_reduce.sm_120.ptx"): _UNROLLED,
+    ("half2_dot_rows.sm_90", "half2_math.sm_120.ptx"): _UNROLLED,
+}
+# Verdicts that are not proofs at one build only, by (spec, build, property): what the reason says.
+NOT_PROVED_AT = {
+    # nvcc's sm_120 build of CUB's BlockScan loads the scan's running prefix back from shared
+    # memory and indexes with it, where the sm_80/sm_90 builds keep it in a register
+    ("tile_exclusive_sum.sm_90", "cub_block_scan.sm_120.ptx", "bounds"): "depending on the value loaded",
+}
 
 
 @cache
@@ -114,19 +141,15 @@ def _id(case: Case) -> str:
 
 
 def test_decode_figure_is_at_least_90_percent() -> None:
-    """57 of 59 builds decode (96.6%); the 2 that do not: both bulk_copy_cluster builds, whose
-    cluster_exchange entry reads another CTA's shared memory of a cluster of two (mapa,
-    ld.shared::cluster); their bulk_copy_scale entry (mbarrier, cp.async.bulk, fence.proxy.async)
-    runs in tests/model/interp/test_mbarrier_pipeline.py. Triton's sm_90a matmul (wgmma) decodes
-    and runs with the sm_120a build's spec."""
+    """104 of 105 builds decode (99%). The one that does not: nvcc's sm_120 build of CUB's
+    BlockRadixSort, which splits words into bytes with `prmt` (outside the shipped machine; the
+    sm_80 and sm_90 builds do not use it). The bulk_copy_cluster builds decode (a cluster of two
+    CTAs: mapa, ld.shared::cluster, barrier.cluster; mbarrier and cp.async.bulk), as do Triton's
+    sm_90a matmul (wgmma) and split-K matmul (`atom.global.add.v4.f32`)."""
     decoding = [b for b in BUILDS if decodes(b)]
-    assert len(BUILDS) >= 57
+    assert len(BUILDS) >= 105
     assert len(decoding) / len(BUILDS) >= 0.9, sorted(b.name for b in BUILDS if not decodes(b))
-    assert "matmul_f16.sm_90a.ptx" not in {b.name for b in BUILDS if not decodes(b)}
-    assert {b.name for b in BUILDS if not decodes(b)} <= {
-        "bulk_copy_cluster.sm_90.ptx",
-        "bulk_copy_cluster.sm_120.ptx",
-    }
+    assert {b.name for b in BUILDS if not decodes(b)} == {"cub_radix_sort.sm_120.ptx"}
 
 
 def test_every_decodable_build_has_a_spec_for_each_entry() -> None:
@@ -160,12 +183,23 @@ def test_corpus_build_has_no_refuted_verdict(case: Case) -> None:
     verdicts = check_spec(kernel, prepare(kernel.spec), deadline_s=60.0)
     for v in verdicts:
         key = (case[0].stem, v.property)
+        if key in REFUTED:
+            assert v.verdict == "refuted" and v.witness is not None, (key, v.verdict, v.reason)
+            assert v.witness.instructions == REFUTED[key], (key, v.witness)
+            assert "holding a NaN" in v.reason, (key, v.reason)
+            continue
         assert v.verdict != "refuted", (key, v.witness, v.replay)
         unencoded = NOT_ENCODED.get((case[0].stem, case[1][0].name))
+        at_build = NOT_PROVED_AT.get((case[0].stem, case[1][0].name, v.property))
         if unencoded is not None:
-            assert v.verdict == "unknown" and unencoded in v.reason, (key, v.verdict, v.reason)
+            reasons = (unencoded,) if isinstance(unencoded, str) else unencoded
+            assert v.verdict == "unknown" and any(r in v.reason for r in reasons), (key, v.verdict, v.reason)
+        elif at_build is not None:
+            assert v.verdict == "unknown" and at_build in v.reason, (key, v.verdict, v.reason)
         elif key in NOT_PROVED:
-            assert v.verdict == "unknown" and NOT_PROVED[key] in v.reason, (key, v.verdict, v.reason)
+            pinned = NOT_PROVED[key]
+            reasons = (pinned,) if isinstance(pinned, str) else pinned
+            assert v.verdict == "unknown" and any(r in v.reason for r in reasons), (key, v.verdict, v.reason)
         elif {(case[0].stem, "*"), (case[0].stem, case[1][0].name)} & UP_TO_K:
             assert v.verdict == "proved-up-to-k", (key, v.verdict, v.reason)
         else:

@@ -214,7 +214,7 @@ def _compare(op: str, a: int, b: int, t: str, flush: bool) -> bool:
 def setp(form: Form) -> list[Case]:
     t = form.types[0]
     extra = {g for g, _ in form.mods} - {"cmp", "bool", "ftz"}
-    if extra or t not in (*BIT_TYPES, *INT_TYPES, "f32", "f64"):
+    if extra or t not in (*BIT_TYPES, *INT_TYPES, "f16", "bf16", "f32", "f64"):
         raise NotCovered(form.text)
     op, boolop, flush = form.mod("cmp") or "eq", form.mod("bool"), form.mod("ftz") is not None
     ops = {"a": t, "b": t, **({"c": "pred"} if boolop else {})}
@@ -226,9 +226,12 @@ def setp(form: Form) -> list[Case]:
             c = bool(x["c"])
             fn = {"and": lambda u, v: u and v, "or": lambda u, v: u or v, "xor": lambda u, v: u != v}[boolop]
             p, q = fn(p, c), fn(q, c)
-        return {"p": Exact(int(p)), "q": Exact(int(q))}
+        return {"p": Exact(int(p)), "q": Exact(int(q))} if pair else {"p": Exact(int(p))}
 
-    return [Case(ops, {"p": "pred", "q": "pred"}, expect)]
+    # PTX ISA, half-precision setp: the scalar .f16/.bf16 forms write p alone (the p|q pair is
+    # the .f16x2 forms'); ptxas refuses a pair there.
+    pair = t not in ("f16", "bf16")
+    return [Case(ops, {"p": "pred", "q": "pred"} if pair else {"p": "pred"}, expect)]
 
 
 def selp(form: Form) -> list[Case]:

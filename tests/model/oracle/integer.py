@@ -287,3 +287,34 @@ def dot(form: Form, two: bool) -> list[Case]:
 
     ops = {"a": at, "b": bt, "c": acc}
     return [Case(ops, {"d": acc}, expect, edges={k: WORD_EDGES for k in ops})]
+
+
+# --- bmsk (9.7.1.27) -------------------------------------------------------------------------------
+def bmsk(form: Form) -> list[Case]:
+    """The section's pseudo-code, line by line (``mask0``, ``mask1`` and the three overflows)."""
+    _only(form, {"mode"}, ("b32",))
+    clamp = form.mod("mode") == "clamp"
+    ones = 0xFFFFFFFF
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        a, b = x["a"], x["b"]
+        a1 = a & 0x1F
+        mask0 = (ones << a1) & ones
+        b1 = b & 0x1F
+        total = a1 + b1
+        mask1 = (ones << total) & ones
+        sum_overflow = total >= 32
+        position_overflow = width_overflow = False
+        if clamp:
+            if a >= 32:
+                position_overflow, mask0 = True, 0
+            if b >= 32:
+                width_overflow = True
+        if sum_overflow or position_overflow or width_overflow:
+            mask1 = 0
+        elif b1 == 0:
+            mask1 = ones
+        return exact_all({"d": mask0 & ~mask1 & ones})
+
+    amounts = (*shift_edges(), *range(0, 40, 3), 31, 32, 33, 63, 64, 0xFFFFFFFF)
+    return [Case({"a": "u32", "b": "u32"}, {"d": "b32"}, expect, edges={"a": amounts, "b": amounts})]

@@ -105,6 +105,51 @@ st.global.u32 [%rd5], %r4;""",
     return problems
 
 
+def redux_ref(op: str, t: str, a: list[int], masks: list[int]) -> list[int]:
+    """The redux.sync section: every lane of the membermask gets ``op`` over the members'
+    operands (``.add`` modulo 2^32, ``.min``/``.max`` by the type's signedness)."""
+    as_num = (lambda v: v - (1 << 32) if v >> 31 else v) if t == "s32" else (lambda v: v)
+    out = []
+    for t_ in range(N):
+        base = t_ - t_ % 32
+        vals = [as_num(a[base + k]) for k in range(32) if masks[t_] >> k & 1]
+        if op == "add":
+            r = sum(vals)
+        elif op in ("min", "max"):
+            r = min(vals) if op == "min" else max(vals)
+        else:
+            r = {"and": 0xFFFFFFFF, "or": 0, "xor": 0}[op]
+            for v in vals:
+                r = {"and": r & v, "or": r | v, "xor": r ^ v}[op]
+        out.append(r % 2**32)
+    return out
+
+
+def _redux(machine: Machine, form: Form) -> list[str]:
+    op, t = form.mod("op") or "add", form.types[0]
+    rng = np.random.default_rng(11)
+    problems = []
+    # The whole warp; each half warp on its own (a lane-dependent membermask, as CUB's 16-lane
+    # logical warps give); small values, so that sums and min/max are easy to tell apart.
+    setups = {
+        "full": ("mov.u32 %r7, -1;", [0xFFFFFFFF] * N),
+        "half": ("and.b32 %r6, %r1, 16;\nmov.u32 %r8, 65535;\nshl.b32 %r7, %r8, %r6;",
+                 [0xFFFF << (t_ & 16) for t_ in range(N)]),
+    }  # fmt: skip
+    for name, (setup, masks) in setups.items():
+        for draw in (1 << 32, 7):
+            a = [int(v) for v in rng.integers(0, draw, N, dtype=np.uint64)]
+            body = f"""
+{setup}
+redux.sync.{op}.{t} %r4, %r2, %r7;
+st.global.u32 [%rd5], %r4;"""
+            out = _run(machine, body, np.array(a + [0] * N))
+            want = redux_ref(op, t, a, masks)
+            if out[:N].tolist() != want:
+                problems.append(f"{form.text} ({name} mask): {out[:4].tolist()} != {want[:4]}")
+    return problems
+
+
 def _control(machine: Machine, form: Form) -> list[str]:
     rng = np.random.default_rng(5)
     a, b = rng.integers(0, 100, N), rng.integers(0, 100, N)
@@ -163,6 +208,8 @@ def check_kernel_form(machine: Machine, form: Form) -> list[str]:
         return _shfl(machine, form)
     if name == "vote.sync":
         return _vote(machine, form)
+    if name == "redux.sync":
+        return _redux(machine, form)
     if name in ("bra", "ret", "exit"):
         return _control(machine, form)
     if name in ("bar.sync", "barrier.sync"):

@@ -47,7 +47,7 @@ class MemoryExec(RegisterExec):
         self.accesses: list[tuple[str, str, list[int], Any]] = []
 
     def count(self, slot: str) -> int:
-        return self.vec if slot in ("d", "b") and self.dec.instr.opcode in ("ld", "st") else 1
+        return self.vec if slot in ("d", "b") and self.dec.instr.opcode in ("ld", "st", "atom", "red") else 1
 
     def read(self, slot: str, ty: PtxType, elem: int = 0) -> Any:
         return self.values[(slot, elem)].astype(UINT[ty.bits])
@@ -148,18 +148,22 @@ def check_memory(machine: Machine, form: Form) -> list[str]:
         if x.accesses != want_c:
             problems.append(f"{form.text}: {x.accesses}, want {want_c}")
     else:
+        # A vector atomic (.v2/.v4) is one atomic per element, on consecutive elements.
         op = form.mod("op") or "add"
-        if len(x.accesses) != 1 or x.accesses[0][:3] != ("atom", space, [int(b) for b in base]):
-            return [f"{form.text}: accesses {x.accesses[:1]}"]
-        stored = x.accesses[0][3]
-        for k, r in enumerate(rows):
-            exp = _update(op, t, r["o"], r["b"], r["c"])
-            if not exp.ok(stored[k]):
-                got = f"old={r['o']:#x} b={r['b']:#x} stores {stored[k]:#x}"
-                problems.append(f"{form.text}: {got}, want {exp}")
-        got_d = x.writes.get("d0")
-        if (name == "atom") != (got_d is not None) or (
-            got_d is not None and [int(v) for v in got_d[0]] != [r["o"] for r in rows]
-        ):
-            problems.append(f"{form.text}: destination is not the old value")
+        want_at = [("atom", space, [int(b) + k * step for b in base]) for k in range(vec)]
+        if [a[:3] for a in x.accesses] != want_at:
+            return [f"{form.text}: accesses {[a[:3] for a in x.accesses][:2]}, want {want_at[:2]}"]
+        for e in range(vec):
+            stored = x.accesses[e][3]
+            for k, r in enumerate(rows):
+                b = int(values[("b", e)][k])
+                exp = _update(op, t, r["o"], b, r["c"])
+                if not exp.ok(stored[k]):
+                    got = f"old={r['o']:#x} b={b:#x} stores {stored[k]:#x} (element {e})"
+                    problems.append(f"{form.text}: {got}, want {exp}")
+            got_d = x.writes.get(f"d{e}")
+            if (name == "atom") != (got_d is not None) or (
+                got_d is not None and [int(v) for v in got_d[0]] != [r["o"] for r in rows]
+            ):
+                problems.append(f"{form.text}: destination {e} is not the old value")
     return problems

@@ -42,7 +42,7 @@ PTX_MODULES = {
     "narrow_convert": "NARROW_CONVERT", "mma_kinds": "MMA_KINDS",
     "mbarrier": "MBARRIER", "bulk_copy": "BULK_COPY", "cluster": "CLUSTER", "tcgen05": "TCGEN05",
     "tcgen05_mma": "TCGEN05_MMA",
-    "wgmma": "WGMMA",
+    "wgmma": "WGMMA", "bitmask": "BITMASK", "redux": "REDUX",
 }  # fmt: skip
 
 

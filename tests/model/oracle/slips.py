@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tests.model.oracle.mutants import Slip
 from tests.model.oracle.slips_hopper import HOPPER_SLIPS
+from tests.model.oracle.slips_library import LIBRARY_SLIPS
 from tests.model.oracle.slips_narrow import NARROW_SLIPS
 from tests.model.oracle.slips_tcgen05 import TCGEN05_SLIPS
 from tests.model.oracle.slips_wgmma import WGMMA_SLIPS
@@ -924,4 +925,5 @@ SLIPS: tuple[Slip, ...] = (
     *HOPPER_SLIPS,
     *TCGEN05_SLIPS,
     *WGMMA_SLIPS,
+    *LIBRARY_SLIPS,
 )

@@ -1,5 +1,6 @@
 """Deliberate slips in Hopper's asynchronous machinery (mbarrier, bulk copies, proxy fences,
-cluster barriers), one or more for each declaration, for ``tests/model/check/test_semantic_slips.py``."""
+cluster barriers, mapa), one or more for each declaration, for
+``tests/model/check/test_semantic_slips.py``."""
 
 from __future__ import annotations
 
@@ -143,7 +144,15 @@ HOPPER_SLIPS: tuple[Slip, ...] = (
         CLUSTER,
         "_wait",
         ("barrier.cluster.wait",),
-        "x.barrier(x.D.const(0, 32), None)",
-        "None",
+        'hook is None or not hook("wait")',
+        "hook is None",
+    ),
+    Slip(
+        "mapa keeps the executing CTA",
+        CLUSTER,
+        "_mapa",
+        ("mapa",),
+        "d.or_(field, offset, t.bits)",
+        "offset",
     ),
 )

@@ -22,6 +22,8 @@ from karyamorph.model.semantics.simt_machine import Machine
 from tests.model.oracle import convert, floating, integer, minmax, mixed
 from tests.model.oracle.async_copy import check_async, knows_async
 from tests.model.oracle.calls import check_calls, knows_calls
+from tests.model.oracle.clusters import NAMES as CLUSTERS
+from tests.model.oracle.clusters import check_mapa, knows_mapa
 from tests.model.oracle.expect import Case, NotCovered
 from tests.model.oracle.hopper import NAMES as HOPPER
 from tests.model.oracle.hopper import check_hopper, knows_hopper
@@ -97,6 +99,7 @@ ORACLES: dict[str, Oracle] = {
     "brev": integer.brev,
     "bfe": integer.bfe,
     "bfi": integer.bfi,
+    "bmsk": integer.bmsk,
     "mov": convert.mov,
     "setp": convert.setp,
     "selp": convert.selp,
@@ -136,7 +139,7 @@ class FormCheck:
 FORM_CHECKS: dict[str, FormCheck] = {
     **{name: FormCheck(check_memory) for name in ("ld", "st", "cvta", "atom", "red")},
     **{name: FormCheck(check_kernel_form) for name in ("bra", "ret", "exit", "bar.sync", "barrier.sync")},
-    **{name: FormCheck(check_kernel_form) for name in ("shfl.sync", "vote.sync")},
+    **{name: FormCheck(check_kernel_form) for name in ("shfl.sync", "vote.sync", "redux.sync")},
     **{name: FormCheck(check_matrix, knows_matrix) for name in ("ldmatrix.sync", "stmatrix.sync")},
     "mma.sync": FormCheck(_check_mma, _knows_mma),
     **{f"wmma.{op}.sync": FormCheck(check_wmma, knows_wmma) for op in ("load", "store", "mma")},
@@ -144,6 +147,7 @@ FORM_CHECKS: dict[str, FormCheck] = {
        for name in ("cp.async", "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all")},
     **{name: FormCheck(check_calls, knows_calls) for name in ("call", "trap", "bar.warp.sync")},
     **{name: FormCheck(check_hopper, knows_hopper) for name in HOPPER},
+    **{name: FormCheck(check_mapa, knows_mapa) for name in CLUSTERS},
     **{name: FormCheck(check_tcgen05, knows_tcgen05) for name in TCGEN05},
     **{name: FormCheck(check_tcgen05_mma, knows_tcgen05_mma) for name in TCGEN05_MMA},
     **{name: FormCheck(check_wgmma, knows_wgmma) for name in WGMMA},

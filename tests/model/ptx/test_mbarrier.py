@@ -1,7 +1,8 @@
 """Hopper's mbarrier, bulk-copy, proxy-fence and cluster forms: the spellings compilers emit
 decode, print back and assemble with ptxas for sm_90a; the cluster special registers of the
 1x1x1 default; and the kernel faults the model reports (an mbarrier outside its life, a bulk
-copy of a size that is no multiple of 16, a cluster wait without an arrival)."""
+copy of a size that is no multiple of 16, a cluster wait without an arrival). Clusters of more
+CTAs: tests/model/interp/test_clusters.py."""
 
 from __future__ import annotations
 
@@ -160,14 +161,12 @@ def test_a_cluster_wait_without_an_arrival_waits_for_itself() -> None:
         _fault("    barrier.cluster.wait.aligned;")
 
 
-@pytest.mark.parametrize(
-    ("attributes", "shape"),
-    [(".explicitcluster\n.reqnctapercluster 2, 1, 1", "2x1x1"), (".explicitcluster", "launch-given")],
-)
-def test_a_kernel_launched_in_larger_clusters_is_refused(attributes: str, shape: str) -> None:
-    module = parse(_module("    mov.u32 %r6, %cluster_ctarank;", attributes))
-    with pytest.raises(ModelLimitError, match=f"clusters of {shape} CTAs are not modeled"):
+def test_a_kernel_launched_in_clusters_the_launch_gives_needs_their_dimensions() -> None:
+    # .explicitcluster without .reqnctapercluster: the launch names the cluster shape.
+    module = parse(_module("    mov.u32 %r6, %cluster_ctarank;", ".explicitcluster"))
+    with pytest.raises(ModelLimitError, match="must give the cluster dimensions"):
         interpret(module, "k", M, (2, 32, 0), {"out": np.zeros(64, np.uint32)})
+    interpret(module, "k", M, (2, 32, 0), {"out": np.zeros(64, np.uint32)}, cluster=(2, 1, 1))
 
 
 def test_a_cluster_of_one_cta_is_the_default() -> None:

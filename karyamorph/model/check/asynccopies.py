@@ -1,0 +1,167 @@
+"""When the accesses of an asynchronous copy (``cp.async``) happen, for the two-thread race
+encoding: anywhere from the instruction that issues the copy to the wait that completes its group.
+
+PTX ISA, "Data Movement and Conversion Instructions: cp.async" and "cp.async.wait_group": a copy
+is performed asynchronously, at some point after its ``cp.async``; ``cp.async.wait_group N``
+makes the executing thread wait until every committed group but the ``N`` most recent is
+complete (``cp.async.wait_all``: every copy), after which the copies' writes are visible to
+that thread, and to the other threads of its block once they pass a following barrier.
+
+In barrier intervals (a thread's ``epoch``): a copy issued by thread ``A`` in interval ``e`` may
+land in any interval from ``e`` on, up to the one in which ``A`` completes its group. It is
+ordered before what another thread ``B`` of the block does in a later interval ``f`` exactly
+when ``A`` had completed the group on arriving at one of its barriers that come before interval
+``f`` (a barrier passed with fewer than ``f`` barriers behind it): group completion and barriers
+are both monotone along a thread's path, so one such barrier suffices. The issuing thread itself
+may touch the destination (or write the source) only once the group is complete
+(:func:`own_hazard`).
+
+The counters this reads (:mod:`karyamorph.model.check.syncstate`) are exact along every path the
+explorer follows one iteration at a time; a loop abstracted with a free iteration variable
+holds them constant, so a kernel with copies and an abstracted loop keeps the coarser rule of
+:mod:`karyamorph.model.check.caveats` (:func:`track_copies`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import z3
+
+from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
+from karyamorph.model.check.encoding import Encoding
+from karyamorph.model.semantics.symbolic import BitVec, Bool
+
+
+def tracked(a: Access) -> bool:
+    """Whether ``a`` is an access of a copy whose landing the encoding follows."""
+    return a.group is not None
+
+
+def track_copies(trace: Trace) -> bool:
+    """Whether the copies of ``trace`` are ordered by their groups' completion; where they cannot
+    be (an abstracted loop: see the module's doc, or a frame without counters), their accesses
+    are made untracked, encoded where they are issued, and the caveats stand. False also when
+    the trace has no copy."""
+    copies = [e for e in trace.events if isinstance(e, Access) and e.group is not None]
+    barriers = [e for e in trace.events if isinstance(e, BarrierEvent)]
+    exact = not trace.abstracted and all(b.completed is not None for b in barriers)
+    exact = exact and all(e.completed is not None for e in copies)
+    if not exact:
+        for e in copies:
+            e.group = None
+    return exact and bool(copies)
+
+
+def counter(t: BitVec | None) -> int | None:
+    """The value of a counter term that is a constant (most are: copies are rarely guarded)."""
+    return int(t.as_long()) if t is not None and z3.is_bv_value(t) else None
+
+
+_value = counter
+
+
+@dataclass(slots=True)
+class Ordering:
+    """The barrier arrivals of both threads, with their completed async-groups, built once for a
+    race plan, and the landing conditions asked of them (many pairs ask the same)."""
+
+    enc: Encoding
+    # (guard, epoch, completed) of each barrier event, for thread A and thread B
+    arrivals: dict[str, list[tuple[Bool, BitVec, BitVec]]] = field(default_factory=dict)
+    # (epoch, completed) of the unguarded arrivals whose counters are constants (either thread's)
+    sure: list[tuple[int, int]] = field(default_factory=list)
+    _landed: dict[tuple[str, int, int], Bool] = field(default_factory=dict)
+
+    @staticmethod
+    def of(enc: Encoding) -> Ordering:
+        out = Ordering(enc)
+        mine = [
+            (z3.simplify(e.guard), z3.simplify(e.epoch), z3.simplify(e.completed))
+            for e in enc.trace.events
+            if isinstance(e, BarrierEvent) and e.completed is not None and e.epoch is not None
+        ]
+        out.arrivals["A"] = mine
+        out.arrivals["B"] = [(enc.b(g), enc.b(ep), enc.b(done)) for g, ep, done in mine]
+        for guard, epoch, done in mine:
+            e, d = _value(epoch), _value(done)
+            if z3.is_true(guard) and e is not None and d is not None:
+                out.sure.append((e, d))
+        return out
+
+    def ordered(self, a: Access, c: Access, epoch_a: BitVec, epoch_c: BitVec) -> bool:
+        """Whether ``a`` (thread A, barrier interval ``epoch_a``) and ``c`` (thread B, interval
+        ``epoch_c``) are ordered for every choice of the threads, told from constants alone (the
+        common case, which then costs no term)."""
+        ea, ec = _value(epoch_a), _value(epoch_c)
+        if ea is None or ec is None:
+            return False
+        return self._surely_before(a, ea, ec) or self._surely_before(c, ec, ea)
+
+    def _surely_before(self, x: Access, mine: int, other: int) -> bool:
+        if mine >= other:
+            return False
+        if x.group is None:
+            return True
+        g = _value(x.group)
+        return g is not None and any(e < other and d > g for e, d in self.sure)
+
+    def landed(self, group: BitVec, before: BitVec, who: str) -> Bool:
+        """Whether thread ``who`` has completed async-group ``group`` (its term) on arriving at
+        one of its barriers that it passes with fewer than ``before`` (the other thread's term)
+        barriers behind it."""
+        key = (who, group.get_id(), before.get_id())
+        hit = self._landed.get(key)
+        if hit is not None:
+            return hit
+        g, limit = _value(group), _value(before)
+        out = []
+        for guard, epoch, done in self.arrivals[who]:
+            d, e = _value(done), _value(epoch)
+            if (d is not None and g is not None and d <= g) or (
+                e is not None and limit is not None and e >= limit
+            ):
+                continue  # (decided in Python: not this barrier)
+            out.append(z3.And(guard, z3.ULT(epoch, before), z3.UGT(done, group)))
+        result = z3.Or(out) if out else z3.BoolVal(False)
+        self._landed[key] = result
+        return result
+
+    def _before(self, x: Access, who: str, interval: BitVec) -> Bool:
+        """Whether ``x``, made by thread ``who``, is ordered before what the other thread does in
+        barrier interval ``interval`` (a term of the other thread)."""
+        assert x.epoch is not None
+        enc = self.enc
+        epoch = enc.b(x.epoch) if who == "B" else x.epoch
+        earlier = z3.ULT(epoch, interval)
+        if x.group is None:
+            return earlier
+        group = enc.b(x.group) if who == "B" else x.group
+        return z3.And(earlier, self.landed(group, interval, who))
+
+    def unordered(self, a: Access, c: Access) -> Bool:
+        """Whether ``a`` of thread ``A`` and ``c`` of thread ``B`` (of one block) may happen in an
+        order no barrier fixes, for accesses of which one or both belong to a tracked copy (for
+        two plain accesses this is "equal epochs")."""
+        assert a.epoch is not None and c.epoch is not None
+        ea, ec = a.epoch, self.enc.b(c.epoch)
+        return z3.And(z3.Not(self._before(a, "A", ec)), z3.Not(self._before(c, "B", ea)))
+
+
+def own_hazard(copy: Access, later: Access) -> Bool | None:
+    """The condition under which thread ``A`` makes ``later`` (after ``copy`` in program order)
+    to bytes ``copy`` may still be moving, with one of the two a write: ``copy``'s group is not
+    complete yet. None when the two cannot conflict (both reads, other spaces, the group known
+    to be complete)."""
+    if copy.group is None or later.index <= copy.index or copy.space != later.space:
+        return None
+    if not (copy.write or later.write) or later.completed is None:
+        return None
+    done, group = _value(later.completed), _value(copy.group)
+    if done is not None and group is not None and done > group:
+        return None
+    pending = z3.ULE(later.completed, copy.group)
+    overlap = z3.And(
+        z3.ULT(copy.addr, later.addr + later.nbytes), z3.ULT(later.addr, copy.addr + copy.nbytes)
+    )
+    return z3.And(copy.guard, later.guard, overlap, pending)

@@ -1,0 +1,49 @@
+"""The synchronisation counters a thread of the two-thread encoding carries along its paths.
+
+Three counters live in a frame's registers under names no PTX register can have (a PTX
+identifier has no ``.``), so that forks, merges at reconvergence and the frames thrown away
+after a loop probe treat them exactly as they treat registers:
+
+- ``COMMITTED``: the ``cp.async`` groups the thread has committed. A copy joins group number
+  ``COMMITTED`` (counting from 0), the one its thread's next ``cp.async.commit_group`` closes.
+- ``COMPLETED``: the groups the thread has waited for. Groups complete in order (PTX ISA,
+  ``cp.async.wait_group N``: every committed group but the ``N`` most recent is complete), so
+  the complete ones are a prefix: group ``g`` is complete once ``COMPLETED > g``.
+- ``WARP_EPOCH``: the ``bar.warp.sync`` barriers the thread has passed.
+
+A frame without them (the equivalence driver's, or the any-launch encoding's) is left alone:
+its copies and warp barriers are then ordered as the caveats of
+:mod:`karyamorph.model.check.caveats` say.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from karyamorph.model.semantics.symbolic import BitVec
+
+COMMITTED = "%cp.async.committed"
+COMPLETED = "%cp.async.completed"
+WARP_EPOCH = "%bar.warp.epoch"
+COUNTERS = (COMMITTED, COMPLETED, WARP_EPOCH)
+BITS = 64
+
+
+def initial() -> dict[str, BitVec]:
+    """The counters of a thread at the start of the kernel (all zero)."""
+    return {name: z3.BitVecVal(0, BITS) for name in COUNTERS}
+
+
+def async_step(committed: BitVec, completed: BitVec, op: str, n: int = 0) -> tuple[BitVec, BitVec]:
+    """(committed, completed) after ``cp.async.commit_group`` (``op`` ``commit``),
+    ``cp.async.wait_group n`` (``wait``) or ``cp.async.wait_all`` (``wait_all``: a commit, then a
+    wait for every group)."""
+    if op == "commit":
+        return committed + 1, completed
+    if op == "wait_all":
+        return committed + 1, committed + 1
+    if op != "wait":
+        raise ValueError(f"unknown async-group operation {op!r}")
+    # wait_group n: the groups below committed - n are complete (none while fewer are committed)
+    done = z3.If(z3.UGE(committed, n), committed - n, z3.BitVecVal(0, BITS)) if n else committed
+    return committed, z3.If(z3.UGT(done, completed), done, completed)

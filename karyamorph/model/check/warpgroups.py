@@ -1,0 +1,360 @@
+"""``wgmma`` in the two-thread encoding: the shared memory a warpgroup MMA reads, from its issue to
+the ``wgmma.wait_group`` that retires it.
+
+PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions": ``mma_async``
+reads its A and B tiles through matrix descriptors asynchronously, some time between its issue
+and the ``wgmma.wait_group N`` after which at most N newer committed groups are pending; a write
+to those bytes in between, by any thread, is a race. The encoding logs a share of the tiles for
+each thread where it is issued: elements :mod:`karyamorph.model.ptx.wgmma` loads for that thread,
+at the addresses that module computes, so that a witness replays on the interpreter (whole
+16-byte rows of a core matrix, or two adjacent elements of an MN-major row, spread over the
+threads that load them). The shares cover both tiles, and every element is in the shares of at
+least two threads, so a thread's write into its own share is still a pair of two distinct
+threads. In every later barrier interval up to the one of the wait that retires it, the read is
+logged again, as its whole tiles' byte ranges where these are constants. A read thus spans whole
+barrier intervals from issue to retirement, which over-approximates its lifetime at both ends
+(sound for races: two threads of a barrier interval are unordered anyway). D becomes a free
+value per thread (its multiplicands come from the other lanes, which the encoding leaves free).
+
+A descriptor holds an address in the CTA's shared window: the kernel must have one shared
+variable (see :func:`in_window`). What is not encoded is refused (the property is
+unknown, with the reason): a block that is not whole warpgroups, a ``wgmma`` instruction under a
+path condition that depends on the thread or on values the encoding leaves free (one on free
+scalar parameters is the same for every thread, so a warpgroup executes the instruction
+together; a wait then retires a read on the paths it runs on), a read still pending where the
+number of barriers since its issue is not a constant, or when the thread exits, and a ``wgmma``
+inside a loop whose iterations the checker abstracts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Generic, Protocol, TypeVar
+
+import numpy as np
+import z3
+
+from karyamorph.model.check.symexec import Layout as MemoryLayout
+from karyamorph.model.check.symexec import SymExec, Unsupported, as_const
+from karyamorph.model.check.terms import constant_names
+from karyamorph.model.interp.program import Program
+from karyamorph.model.ptx.wgmma import K, Layout, address, layout, readable, width
+from karyamorph.model.semantics.concrete import BoolArray, ConcreteDomain, UIntArray
+from karyamorph.model.semantics.decode import Decoded
+from karyamorph.model.semantics.symbolic import BitVec, Bool, SymbolicDomain
+from karyamorph.model.semantics.types import TYPES
+
+WARPGROUP_WARPS = 4
+_B64 = TYPES["b64"]
+_LOOP_LINE = re.compile(r"k(\d+)#")
+# z3's time for "the paths a wait leaves a read pending on are none" (an unrolled loop's
+# conditions); undecided, the read stays pending, and an unretired read makes the trace refused.
+NEVER_TIMEOUT_MS = 2_000
+WINDOW_BASE = 1024  # where the checker keeps a wgmma kernel's shared memory (see in_window)
+A = TypeVar("A")
+
+
+class ReadLog(Protocol[A]):
+    """Where the reads go: the two-thread log (:class:`~karyamorph.model.check.accesses.TwoThreadLog`)."""
+
+    def read(self, x: SymExec, space: str, addr: BitVec, nbytes: int) -> A:
+        """Log a read of ``nbytes`` at ``addr`` that yields no value, under ``x``'s condition."""
+        ...
+
+    def again(
+        self, access: A, epoch: BitVec, guard: Bool, addr: BitVec | None = None, nbytes: int = 0
+    ) -> None:
+        """Log ``access`` once more, in the barrier interval ``epoch`` under ``guard`` (at
+        ``addr``, ``nbytes`` wide, where given)."""
+        ...
+
+
+@dataclass(slots=True)
+class _Issued(Generic[A]):
+    """One ``mma_async``: its line, its reads as logged at issue, the epoch of the issue, the
+    byte ranges of its whole tiles where their addresses are constants (None: not), and the
+    paths on which it is still pending (its issue's condition, less the waits that retired it)."""
+
+    line: int
+    reads: list[A]
+    epoch: BitVec
+    hulls: list[tuple[int, int]] | None
+    pending: Bool
+
+
+@dataclass(slots=True)
+class Warpgroups(Generic[A]):
+    """The explorer's handler for ``wgmma``: logs the tiles' reads and tracks the groups pending.
+
+    ``fresh(name, bits)``: a new abstract value of this thread. Call :meth:`finish` with the
+    lines of the loops the exploration abstracted once it is done."""
+
+    x: SymExec
+    log: ReadLog[A]
+    fresh: Callable[[str, int], BitVec]
+    block_threads: int
+    warp_size: int
+    inputs: frozenset[str] = frozenset()  # free scalar parameters: one value for every thread
+    uncommitted: list[_Issued[A]] = field(default_factory=list)
+    groups: list[list[_Issued[A]]] = field(default_factory=list)  # committed, oldest first
+    commits: list[Bool] = field(default_factory=list)  # the condition each group was committed under
+    in_loops: dict[int, int] = field(default_factory=dict)  # loop line -> a wgmma line inside
+
+    def __call__(self, dec: Decoded, loops: tuple[BitVec, ...]) -> bool:
+        if dec.instr.opcode != "wgmma":
+            return False
+        op = dec.instr.fixed[0] if dec.instr.fixed else ""
+        if loops:
+            # The body of a loop the explorer abstracts (or probes, before it decides to run it
+            # as it comes): a read in flight across its iterations is not encoded. Nothing is
+            # kept; :meth:`finish` refuses the trace if the loop was abstracted after all.
+            for k in loops:
+                m = _LOOP_LINE.match(k.decl().name())
+                self.in_loops.setdefault(int(m.group(1)) if m else -1, dec.line)
+            if op == "mma_async":
+                self._havoc_d(dec)
+            return True
+        self._aligned(dec)
+        if op == "mma_async":
+            self._issue(dec)
+        elif op == "commit_group":
+            self.groups.append(self.uncommitted)
+            self.commits.append(z3.simplify(self.x.cond))
+            self.uncommitted = []
+        elif op == "wait_group":
+            self._wait(dec, self.x.imm("n"))
+        elif op != "fence":
+            raise Unsupported(f"{self.x.where()}: not encoded by the two-thread checker")
+        return True
+
+    def finish(self, abstracted: list[int]) -> None:
+        """Refuse the trace where a read is still pending at the end of the thread, or a wgmma
+        lies in a loop the exploration abstracted (``abstracted``: those loops' lines)."""
+        for loop in sorted(set(abstracted) & set(self.in_loops)):
+            raise Unsupported(
+                f"line {self.in_loops[loop]}: wgmma inside the loop at line {loop}, whose iterations "
+                "the checker abstracts (reads in flight across iterations are not encoded)"
+            )
+        pending = [i.line for g in (*self.groups, self.uncommitted) for i in g]
+        if pending:
+            raise Unsupported(
+                f"line(s) {', '.join(map(str, sorted(set(pending))))}: wgmma.mma_async not retired by a "
+                "wgmma.wait_group before the thread exits"
+            )
+
+    # --- the instructions ---------------------------------------------------------------------
+    def _aligned(self, dec: Decoded) -> None:
+        """A ``.sync.aligned`` warpgroup instruction: whole warpgroups, one path condition."""
+        x = self.x
+        size = WARPGROUP_WARPS * self.warp_size
+        if self.block_threads % size:
+            raise Unsupported(
+                f"{x.where()}: a block of {self.block_threads} threads holds an incomplete warpgroup"
+            )
+        cond = z3.simplify(x.cond)
+        if not z3.is_true(cond) and not set(constant_names(cond)) <= self.inputs:
+            raise Unsupported(
+                f"{x.where()}: wgmma under a path condition that depends on the thread or on values "
+                "the checker leaves free (it encodes wgmma only where a warpgroup executes it together)"
+            )
+
+    def _havoc_d(self, dec: Decoded) -> None:
+        name = f"mma{dec.line}"
+        self.x.havoc("d", lambda bits: self.fresh(name, bits))
+
+    def _issue(self, dec: Decoded) -> None:
+        x, d = self.x, self.x.D
+        n = width(x.mod("shape") or "")
+        from_registers = x.count("a") > 1
+        if from_registers == x.has("tb"):
+            raise x.operand_error(
+                "A from registers takes imm-trans-b alone, A from a descriptor both imm-trans"
+            )
+        trans_b = _transposed(x, "ta" if from_registers else "tb")
+        b = layout(d, x.read("b", _B64))
+        valid = readable(d, b, trans_b, n)
+        a: Layout[BitVec, Bool] | None = None
+        trans_a = False
+        if not from_registers:
+            trans_a = _transposed(x, "ta")
+            a = layout(d, x.read("a", _B64))
+            valid = z3.And(valid, readable(d, a, trans_a, 64))
+        if not z3.is_true(z3.simplify(z3.Implies(x.cond, valid))):
+            raise Unsupported(
+                f"{x.where()}: a descriptor the model may not read (a base offset, or an MN-major "
+                "matrix other than one swizzle atom wide), for some thread"
+            )
+        lane = z3.ZeroExt(32, x.lane())
+        warp = z3.ZeroExt(32, z3.URem(x.specials["%warpid"], WARPGROUP_WARPS))
+        g, t = z3.LShR(lane, 2), lane & 3
+        places: list[tuple[BitVec, int]] = []  # (32-bit shared address, bytes)
+        if a is not None:  # rows 16 w + g and 16 w + g + 8 of A, every k
+            for r in range(2):
+                row = warp * 16 + g + 8 * r
+                places += _row(d, a, row, trans_a, 1)
+        if trans_b:
+            places += _shared_columns(d, b, n, t, warp * 8 + g)
+        else:
+            for c in range(0, n // 4, 2):  # columns 8 (c / 2) + 2 t and the next one, every k
+                places += _row(d, b, t * 2 + 8 * (c // 2), False, 2)
+        self._in_window()
+        reads = []
+        for addr, nbytes in places:
+            at = z3.simplify(z3.ZeroExt(32, addr))
+            reads.append(self.log.read(x, "shared", at, nbytes))
+        tiles = [(b, trans_b, n)] + ([(a, trans_a, 64)] if a is not None else [])
+        hulls = [_hull(m, mn_major, extent) for m, mn_major, extent in tiles]
+        known = None if None in hulls else [(lo, hi - lo) for lo, hi in filter(None, hulls)]
+        self.uncommitted.append(_Issued(dec.line, reads, x.frame.epoch, known, z3.simplify(x.cond)))
+        self._havoc_d(dec)
+
+    def _in_window(self) -> None:
+        """Refuse a layout whose shared memory :func:`in_window` could not place."""
+        shared = self.x.layout.of_space("shared")
+        if len(shared) != 1 or shared[0].base != WINDOW_BASE:
+            raise Unsupported(
+                f"{self.x.where()}: a descriptor addresses the shared window, and the kernel has "
+                f"{len(shared)} shared variables, which the checker keeps apart"
+            )
+
+    def _wait(self, dec: Decoded, n: int) -> None:
+        x = self.x
+        if n < 0:
+            raise x.operand_error(f"wgmma.wait_group needs a count of at least 0, got {n}")
+        cond = z3.simplify(x.cond)
+        if n and not all(z3.is_true(c) or c.eq(cond) for c in self.commits):
+            # Which groups are the newest n differs between paths that committed differently.
+            raise Unsupported(f"{x.where()}: wgmma groups committed under other path conditions")
+        keep = max(len(self.groups) - n, 0)
+        retired = self.groups[:keep]
+        self.groups, self.commits = self.groups[keep:], self.commits[keep:]
+        still: list[list[_Issued[A]]] = []  # retired on some paths only: pending on the others
+        for group in retired:
+            left = []
+            for issued in group:
+                done = z3.simplify(z3.And(issued.pending, cond))
+                issued.pending = z3.simplify(z3.And(issued.pending, z3.Not(cond)))
+                if not _never(issued.pending):
+                    left.append(issued)
+                if not _never(done):
+                    self._in_flight(issued, done)
+            if left:
+                still.append(left)
+        self.groups = still + self.groups
+        self.commits = [z3.BoolVal(True)] * len(still) + self.commits
+
+    def _in_flight(self, issued: _Issued[A], guard: Bool) -> None:
+        """Log ``issued``'s reads again in every barrier interval after its issue up to the
+        current one, where the wait retires it (on the paths ``guard``)."""
+        passed = as_const(self.x.frame.epoch - issued.epoch)
+        if not isinstance(passed, int) or isinstance(passed, bool) or passed >= 1 << 32:
+            raise Unsupported(
+                f"{self.x.where()}: the barriers passed since the wgmma.mma_async at line "
+                f"{issued.line} are not a constant count"
+            )
+        for j in range(1, passed + 1):
+            epoch = z3.simplify(issued.epoch + j)
+            if issued.hulls is None:
+                for r in issued.reads:
+                    self.log.again(r, epoch, guard)
+                continue
+            # Past its issue, where no replay can show a race with it, a read stands for its
+            # whole tiles (a few accesses, not a hundred per thread).
+            for lo, nbytes in issued.hulls:
+                self.log.again(issued.reads[0], epoch, guard, z3.BitVecVal(lo, 64), nbytes)
+
+
+def in_window(program: Program, memory: MemoryLayout) -> MemoryLayout:
+    """``memory`` with a ``wgmma`` kernel's one shared variable at :data:`WINDOW_BASE`.
+
+    A descriptor holds bits 4-17 of an address in the CTA's shared window, below 2^18 bytes,
+    where the interpreter (like the hardware) lays out every shared variable; the checker keeps
+    each variable in a slot of its own, 2^20 bytes apart, whose base a kernel's
+    ``(address >> 4) | bits`` would carry into the descriptor's other fields. The one variable
+    (Triton's and CUTLASS's one dynamic buffer) goes to where it lies in the interpreter's
+    window (offset 0), moved by 1024 bytes, which keeps the swizzle patterns' 1024-byte phase;
+    with several, which one an address lies in is lost (refused where a wgmma runs)."""
+    shared = memory.of_space("shared")
+    if len(shared) != 1 or not any(d.instr.opcode == "wgmma" for d in program.decoded):
+        return memory
+    old = shared[0]
+    new = replace(old, base=WINDOW_BASE)
+    allocations = [new if a is old else a for a in memory.allocations]
+    moved = {k for k, v in memory.symbols.items() if v == old.base and k not in program.functions}
+    symbols = {k: WINDOW_BASE if k in moved else v for k, v in memory.symbols.items()}
+    return MemoryLayout(allocations, symbols, memory.params)
+
+
+def _never(cond: Bool) -> bool:
+    """Whether ``cond`` (over free scalar parameters) is unsatisfiable; False when not decided."""
+    if z3.is_false(cond):
+        return True
+    solver = z3.Solver()
+    solver.set("timeout", NEVER_TIMEOUT_MS)
+    solver.add(cond)
+    return solver.check() == z3.unsat
+
+
+def _row(
+    d: SymbolicDomain, m: Layout[BitVec, Bool], mn: BitVec, mn_major: bool, elements: int
+) -> list[tuple[BitVec, int]]:
+    """The pieces of memory holding ``elements`` adjacent rows of A (columns of B) from ``mn``
+    on, for every k: a K-major row is two 16-byte pieces (eight k each, which a swizzle moves
+    as a whole); an MN-major one a piece of ``2 * elements`` bytes for each k (adjacent in
+    memory: ``mn`` is even where ``elements`` is 2, so the piece stays in one 16-byte chunk)."""
+    out: list[tuple[BitVec, int]] = []
+    if mn_major:
+        for k in range(K):
+            out.append((address(d, m, mn, k, True), 2 * elements))
+        return out
+    for e in range(elements):
+        for k in (0, 8):
+            out.append((address(d, m, mn + e, k, False), 16))
+    return out
+
+
+def _shared_columns(
+    d: SymbolicDomain, m: Layout[BitVec, Bool], n: int, t: BitVec, q: BitVec
+) -> list[tuple[BitVec, int]]:
+    """Pieces of an MN-major B that thread ``q`` (``8 w + g``, 0-31) of the 32 threads with lane
+    ``% 4 == t`` reads: for each k, columns ``8 j + 2 t`` and the next, for the chunk ``j = q mod
+    N / 8``, so that at least two threads read each (all 32 read all N / 8 chunks in the
+    interpreter; one per thread keeps the trace small, and every piece is one a replay sees that
+    thread read)."""
+    chunks = n // 8
+    if chunks > 16:  # (the model reads an MN-major B one swizzle atom wide: N <= 64)
+        raise Unsupported(f"an MN-major B of {n} columns: fewer than two threads would read a chunk")
+    q64 = z3.ZeroExt(32, q) if q.size() < 64 else q
+    js = [z3.URem(q64, chunks)]  # chunk q mod C: each read by 32 / C >= 2 threads
+    out: list[tuple[BitVec, int]] = []
+    for j in js:
+        mn = j * 8 + t * 2
+        out += _row(d, m, mn, True, 2)
+    return out
+
+
+def _hull(m: Layout[BitVec, Bool], mn_major: bool, extent: int) -> tuple[int, int] | None:
+    """``[lo, hi)``, the window offsets of the bytes a tile of ``extent`` rows of A (columns of
+    B) by 16 k spans, where the descriptor's fields are constants (None otherwise)."""
+    fields = []
+    for term in (m.start, m.lbo, m.sbo, m.base_offset, m.mode):
+        f = as_const(term)
+        if not isinstance(f, int) or isinstance(f, bool):
+            return None
+        fields.append(f)
+    cd = ConcreteDomain()
+    c: Layout[UIntArray, BoolArray] = Layout(*(cd.const(f, 64) for f in fields))
+    step = 8 if mn_major else 1
+    rows = np.arange(0, extent, step, dtype=np.uint64)
+    ks = range(K) if mn_major else (0, 8)  # the first element of each 16-byte piece
+    starts = np.concatenate([address(cd, c, rows, k, mn_major).astype(np.int64) for k in ks])
+    return int(starts.min()), int(starts.max()) + 16
+
+
+def _transposed(x: SymExec, slot: str) -> bool:
+    value = x.imm(slot)
+    if value not in (0, 1):
+        raise x.operand_error(f"operand {slot} must be 0 or 1, got {value}")
+    return value == 1

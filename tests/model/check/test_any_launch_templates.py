@@ -1,0 +1,70 @@
+"""Proofs for every launch on the shipped search templates' baselines (what ``search run`` starts
+from): each baseline is proved for every block it accepts (its ``.reqntid`` block, or every block
+up to its ``.maxntid``). The streaming kernels guard their edges, so every grid too; the GEMMs'
+grids are fixed by the matrix sizes (no edge handling past M and N), so the spec's grid, and a
+wider grid is refuted with the launch that overruns C."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from karyamorph.harness.stages.model import PROPERTIES, check_spec
+from karyamorph.isa.arch import Arch
+from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.spec import KernelSpec, LaunchRanges
+from karyamorph.model.check.verdict import Verdict
+from karyamorph.search.templates import template
+
+ARCH = Arch.parse("sm_90")
+
+
+def _baseline(name: str) -> KernelSpec:
+    t = template(name)
+    return t.build(t.baseline, ARCH, t.check_sizes)
+
+
+def _check(
+    spec: KernelSpec, ranges: LaunchRanges, properties: tuple[str, ...] | None = None
+) -> dict[str, Verdict]:
+    verdicts = check_spec(
+        bind(spec), parse(spec.ptx), properties=properties or PROPERTIES, ranges=ranges, deadline_s=60
+    )
+    return {v.property: v for v in verdicts}
+
+
+def _block_clause(spec: KernelSpec) -> str:
+    entry = parse(spec.ptx).entry(spec.entry)
+    req, cap = entry.attribute("reqntid"), entry.attribute("maxntid")
+    if req is not None:
+        return f"every block {'x'.join(map(str, (*req, 1, 1)[:3]))} (.reqntid)"
+    assert cap is not None, "a baseline states the blocks it accepts"
+    return f"every block 1..{math.prod(cap)} (.maxntid)"
+
+
+@pytest.mark.parametrize("name", ["vadd", "reduction", "transpose"])
+def test_streaming_baselines_are_proved_for_their_block_and_every_grid(name: str) -> None:
+    spec = _baseline(name)
+    verdicts = _check(spec, LaunchRanges("any"))
+    assert {p: v.verdict for p, v in verdicts.items()} == dict.fromkeys(verdicts, "proved"), verdicts
+    clause = f"{_block_clause(spec)} x grid 1..65535"
+    assert all(clause in v.reason for v in verdicts.values()), [v.reason for v in verdicts.values()]
+
+
+@pytest.mark.parametrize("name", ["sgemm", "hgemm"])
+def test_gemm_baselines_are_proved_for_every_block_they_accept_at_their_grid(name: str) -> None:
+    spec = _baseline(name)
+    verdicts = _check(spec, LaunchRanges("any", grid=None))
+    assert {p: v.verdict for p, v in verdicts.items()} == dict.fromkeys(verdicts, "proved"), verdicts
+    clause = f"{_block_clause(spec)} x the spec's grid"
+    assert all(clause in v.reason for v in verdicts.values()), [v.reason for v in verdicts.values()]
+
+
+def test_a_gemm_grid_wider_than_the_matrix_is_refuted_with_its_launch() -> None:
+    spec = _baseline("sgemm")
+    v = _check(spec, LaunchRanges("any"), properties=("bounds",))["bounds"]
+    assert v.verdict == "refuted" and v.witness is not None and v.witness.launch is not None
+    grid, _block = v.witness.launch
+    assert math.prod(grid) > math.prod(bind(spec).grid)
