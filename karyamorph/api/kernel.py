@@ -97,11 +97,12 @@ def _hashable(value: Dim3) -> object:
     """A launch dimension as a cache key (a list becomes a tuple); a value that cannot be one
     is returned as a fresh object, so that it misses the cache and :func:`_dim3` says why."""
     try:
-        key = value if isinstance(value, int) else tuple(value)
+        key = (value,) if isinstance(value, int) else tuple(value)
         hash(key)
     except TypeError:
         return object()
-    return key
+    # True equals 1 as a key, yet is no dimension: left to _dim3 to refuse
+    return object() if any(isinstance(d, bool) for d in key) else key
 
 
 def _dim3(value: Dim3, what: str) -> tuple[int, int, int]:

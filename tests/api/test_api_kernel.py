@@ -121,6 +121,6 @@ def test_launch_refuses_a_bad_grid_before_any_cuda_call(monkeypatch: pytest.Monk
     k = km.Kernel.from_ptx(VADD, "vadd")
     with pytest.raises(km.LaunchArgumentError, match=r"launch block: expected 1 to 3 positive integers"):
         k.launch(grid=1, block=(0,), args=(0x1000, 0x2000, 0x3000, 256))
-    for grid in (5.0, [[1]], "16"):  # neither a number nor numbers: the same error, no TypeError
+    for grid in (5.0, [[1]], "16", True, (True, 1)):  # no dimensions: the same error, no TypeError
         with pytest.raises(km.LaunchArgumentError, match=r"launch grid: expected 1 to 3 positive integers"):
             k.launch(grid=grid, block=256, args=(0x1000, 0x2000, 0x3000, 256))  # type: ignore[arg-type]
