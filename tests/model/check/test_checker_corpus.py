@@ -16,7 +16,15 @@ from karyamorph.harness.session import load_bound
 from karyamorph.harness.stages.model import check_spec
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
-from tests.model.interp.test_corpus_builds import NOT_ENCODED, NOT_PROVED, NOT_PROVED_AT, REFUTED, UP_TO_K
+from tests.model.interp.test_corpus_builds import (
+    DEADLINE_S,
+    NOT_ENCODED,
+    NOT_PROVED,
+    NOT_PROVED_AT,
+    REFUTED,
+    SLOW,
+    UP_TO_K,
+)
 from tests.model.kernels.manifest import load_manifest
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -44,7 +52,7 @@ def test_the_corpus_holds_nvcc_and_triton_kernels() -> None:
 
 @pytest.mark.parametrize("path", PROVED, ids=lambda p: p.stem)
 def test_real_kernels_are_proved(path: Path) -> None:
-    verdicts = check_spec(*load_bound(path), deadline_s=60.0)
+    verdicts = check_spec(*load_bound(path), deadline_s=SLOW.get(path.stem, DEADLINE_S))
     assert [v.verdict for v in verdicts] == ["proved"] * 3, verdicts
 
 

@@ -30,6 +30,12 @@ CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 SPECS = sorted((Path(__file__).resolve().parents[1] / "corpus").glob("*.toml"))
 BUILDS = sorted(CORPUS.glob("*/*.ptx"))
 M = ptx_machine("sm_120")
+# Seconds a property may take before it is unknown: the verdicts are what is tested, not speed
+# (benchmarks/corpus_verdicts.py and check_times.py time them). Triton's attention at sm_120a, the
+# largest kernel, takes about 50 s a property on a quiet 2-core machine, more when the suite
+# shares it, so it gets longer.
+DEADLINE_S = 60.0
+SLOW = {"attention_fwd.sm_90a": 240.0}
 
 # The verdicts that are not proofs, by (spec, property): what the reason says. Every other
 # property of every build is proved; proved-up-to-k where a loop's trip count depends on data
@@ -180,7 +186,7 @@ def test_corpus_build_interprets_equal_to_its_reference(case: Case) -> None:
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_corpus_build_has_no_refuted_verdict(case: Case) -> None:
     kernel = _bound(case)
-    verdicts = check_spec(kernel, prepare(kernel.spec), deadline_s=60.0)
+    verdicts = check_spec(kernel, prepare(kernel.spec), deadline_s=SLOW.get(case[0].stem, DEADLINE_S))
     for v in verdicts:
         key = (case[0].stem, v.property)
         if key in REFUTED:
