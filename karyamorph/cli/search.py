@@ -79,27 +79,21 @@ def search_run(
     is a spec (.toml, a [search] table or none) and the model's proved rewrites of its PTX are
     one more parameter. Ctrl-C stops it with every finished evaluation stored, and prints the
     command that goes on."""
-    from karyamorph.harness.gpu.host import current_device
-    from karyamorph.search.run import resolve_source
+    from karyamorph.search.run import search_setup
     from karyamorph.search.session import (
         SearchInterrupted,
         SearchRequest,
         SearchSetupError,
         run_template_search,
-        search_arch,
     )
-    from karyamorph.search.strategies import UnknownStrategy, make_strategy
+    from karyamorph.search.strategies import UnknownStrategy
     from karyamorph.search.templates import TemplateFileError, UnknownTemplate
     from karyamorph.search.variants import SearchAborted
 
     progress = None
     try:
-        make_strategy(strategy)
-        found = None if rewrites else resolve_source(template_name)
-        device = current_device()
-        target = search_arch(arch, device)
-        if found is None:  # the rewrites' proofs are printed at the end
-            found = resolve_source(template_name, rewrites_for=target)
+        device, target, found = search_setup(template_name, arch=arch, strategy=strategy, rewrites=rewrites)
+        if rewrites:  # the rejected rewrites are printed at the end
             click.echo(f"rewrites, each proved by the model before any GPU time: "
                        f"{', '.join(found.rewrites) or 'none'}", err=True)  # fmt: skip
         request = SearchRequest(found.template, target, strategy, budget, seed, label,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import karyamorph.search as search_package
+from karyamorph.harness.gpu.device import DeviceInfo
 from karyamorph.harness.gpu.host import current_device
 from karyamorph.isa.arch import Arch
 from karyamorph.search.rewrites import RewriteGate, source_search
@@ -64,6 +65,25 @@ def resolve_source(source: str | Path, *, rewrites_for: Arch | None = None) -> S
         return made
 
     return SearchSource(found.template, tuple(found.rewrites), gate, gates)
+
+
+def search_setup(
+    source: str | Path, *, arch: str | None, strategy: str, rewrites: bool
+) -> tuple[DeviceInfo | None, Arch, SearchSource]:
+    """What a search needs before any GPU work: the device, the arch its variants are built for,
+    and what it varies. An unknown strategy or template fails before the GPU is asked; the
+    rewrites, proved for the arch, come after it is known.
+
+    Raises
+    ------
+    UnknownStrategy, UnknownTemplate, TemplateFileError, SearchSetupError
+        As :func:`search` says.
+    """
+    make_strategy(strategy)
+    found = None if rewrites else resolve_source(source)
+    device = current_device()
+    target = search_arch(arch, device)
+    return device, target, found or resolve_source(source, rewrites_for=target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,11 +218,7 @@ def search(
     SearchAborted
         The GPU failed in a way that stops the search.
     """
-    make_strategy(strategy)  # an unknown strategy or template fails before the GPU is asked
-    found = None if rewrites else resolve_source(source)
-    device = current_device()
-    target = search_arch(arch, device)
-    found = found or resolve_source(source, rewrites_for=target)
+    device, target, found = search_setup(source, arch=arch, strategy=strategy, rewrites=rewrites)
     request = SearchRequest(
         found.template, target, strategy, budget, seed, label, sizes=sizes, check_model=check_model,
         equivalence=equivalence, cost_prior_s=cost_prior_s,
