@@ -117,12 +117,13 @@ def test_kernel_tuner_block_names_are_the_block_a_launch_leaves_out() -> None:
 def test_defines_are_nvcc_options_and_knobs_wait_for_nvcc() -> None:
     spec = load_spec(EXAMPLES / "sgemm_tiled.toml")
     assert spec.cuda is not None and spec.search is not None and spec.ptx == ""
-    assert spec.cuda.options == ("-DBM=64", "-DBN=64", "-DBK=8", "-DTM=4", "-DTN=4")
+    tiles = ("-DBK=8", "-DWM=32", "-DWN=32", "-DTM=4", "-DTN=4", "-DWNITER=1")
+    assert spec.cuda.options == ("-DBM=64", "-DBN=64", *tiles)
     assert spec.cuda.directives == ()
-    other = variant(spec.search, {"BM": 128, "TN": 8, "REGS": 64})
+    other = variant(spec.search, {"BM": 128, "REGS": 128})
     assert other.cuda is not None
-    assert other.cuda.options == ("-DBM=128", "-DBN=64", "-DBK=8", "-DTM=4", "-DTN=8")
-    assert other.cuda.directives == (("maxnreg", 64),)
+    assert other.cuda.options == ("-DBM=128", "-DBN=64", *tiles)
+    assert other.cuda.directives == (("maxnreg", 128),)
     assert other.launch.block == (256,) and other.launch.grid == ("ceildiv(N, 64)", "ceildiv(M, 128)")
 
 
