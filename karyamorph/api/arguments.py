@@ -6,6 +6,8 @@ without a GPU, naming the parameter, and never reaches the driver as a wrong poi
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,6 +23,9 @@ PARAM_TYPES: dict[str, type[np.generic]] = {
     "f16": np.float16, "f32": np.float32, "f64": np.float64,
 }  # fmt: skip
 """The numpy type a by-value ``.param`` of each PTX type is passed as."""
+
+_UNSIGNED: dict[int, type[np.generic]] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+"""The unsigned type of each width, whose value is a scalar's bit pattern."""
 
 
 class LaunchArgumentError(KaryaMorphError, TypeError):
@@ -92,7 +97,14 @@ def _scalar(param: ast.Param, value: object, at: Callable[[], str]) -> np.generi
 class ArgumentPlan:
     """The checks and conversions of one ``.entry``'s parameters, worked out once, so that a launch
     pays only for looking at its arguments (an in-process launch is meant to cost little more host
-    time than cupy's)."""
+    time than cupy's).
+
+    :meth:`fill` writes the checked arguments into a parameter block that ``cuLaunchKernel``
+    reads: a slot of 8 bytes a parameter (every launchable parameter is at most 8 bytes, held
+    in the slot's low bytes, little-endian) and the array of their addresses. Each thread has
+    its own block, so threads launching one kernel never see each other's arguments; the driver
+    copies the values when the launch is issued, so the block is free again when it returns.
+    """
 
     def __init__(self, entry: ast.Function) -> None:
         self.entry = entry
@@ -106,16 +118,18 @@ class ArgumentPlan:
         self._takes_address = tuple(
             ast.type_bytes(p.type) == 8 and not p.type.startswith("f") for p in self._params
         )
+        self._local = threading.local()
 
-    def pack(self, args: Sequence[object]) -> tuple[Any, ...]:
-        """Every argument checked and in the form cuda.core launches (:func:`pack_arguments`)."""
+    def pack(self, args: Sequence[object]) -> tuple[int, ...]:
+        """Every argument checked, as the bits its parameter holds (an unsigned integer of the
+        parameter's width: a device address, an integer's two's complement, a float's pattern)."""
         params, entry = self._params, self.entry
         if len(args) != len(params):
             names = ", ".join(p.name for p in params) or "none"
             raise LaunchArgumentError(
                 f"{entry.name}: takes {len(params)} argument(s) ({names}), got {len(args)}"
             )
-        packed: list[Any] = []
+        packed: list[int] = []
         for i, value in enumerate(args):
             address = _address(value)
             if address is not None:
@@ -125,10 +139,31 @@ class ArgumentPlan:
                         f"{_where(entry, i)}: a device array was passed to {describe(param)}, which "
                         f"takes a {ast.type_bytes(param.type) * 8}-bit value, not a 64-bit address"
                     )
-                packed.append(np.uint64(address))
+                packed.append(address)
             else:
                 packed.append(_value(entry, i, value))
         return tuple(packed)
+
+    def fill(self, args: Sequence[object]) -> int:
+        """Check ``args`` (:meth:`pack`) and write them into this thread's parameter block; the
+        address of its array of parameter addresses (``cuLaunchKernel``'s ``kernelParams``)."""
+        block = getattr(self._local, "block", None)
+        if block is None:
+            block = self._local.block = _ParameterBlock(len(self._params))
+        slots = block.slots
+        for i, bits in enumerate(self.pack(args)):
+            slots[i] = bits
+        return block.address
+
+
+class _ParameterBlock:
+    """A slot of 8 bytes for each parameter and the array of the slots' addresses."""
+
+    def __init__(self, count: int) -> None:
+        self.slots = (ctypes.c_uint64 * max(count, 1))()
+        base = ctypes.addressof(self.slots)
+        self.addresses = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
+        self.address = ctypes.addressof(self.addresses)
 
 
 def _where(entry: ast.Function, i: int) -> str:
@@ -158,8 +193,9 @@ def _address_getter(value: object) -> Any:
 _ADDRESS_BY_TYPE: dict[type, Any] = {}
 
 
-def _value(entry: ast.Function, i: int, value: object) -> Any:
-    """Argument ``i``, which is no GPU array: a by-value number, or a raw address for a pointer."""
+def _value(entry: ast.Function, i: int, value: object) -> int:
+    """The bits of argument ``i``, which is no GPU array: a by-value number, or a raw address for
+    a pointer."""
     param = entry.params[i]
     if _is_host_array(value):
         raise LaunchArgumentError(
@@ -169,19 +205,21 @@ def _value(entry: ast.Function, i: int, value: object) -> Any:
         )
     if param.is_ptr:
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
-            return np.uint64(value)  # a raw device address the caller owns
+            return value  # a raw device address the caller owns
         raise LaunchArgumentError(
             f"{_where(entry, i)}: {describe(param)} needs a device array, got {value!r}"
         )
-    return _scalar(param, value, lambda: _where(entry, i))
+    scalar = _scalar(param, value, lambda: _where(entry, i))
+    return int(scalar.view(_UNSIGNED[scalar.dtype.itemsize]))
 
 
-def pack_arguments(entry: ast.Function, args: Sequence[object]) -> tuple[Any, ...]:
-    """Every argument of a launch of ``entry``, checked and in the form cuda.core launches.
+def pack_arguments(entry: ast.Function, args: Sequence[object]) -> tuple[int, ...]:
+    """Every argument of a launch of ``entry``, checked, as the bits each parameter holds.
 
     GPU arrays (anything with ``__cuda_array_interface__``, or a CUDA torch tensor) become their
     64-bit device address and go only to 64-bit integer parameters; Python numbers and numpy
-    scalars become the parameter's numpy type, refused when out of range or of another width.
+    scalars become the parameter's type (its bit pattern as an unsigned integer), refused when
+    out of range or of another width.
 
     Raises
     ------

@@ -4,18 +4,19 @@ and launched in this process."""
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from karyamorph.api.arguments import ArgumentPlan, LaunchArgumentError
+from karyamorph.api.arguments import ArgumentPlan
+from karyamorph.api.launcher import Dim3, LoadedFunction, dim3, hashable, issue, launch_device, stream_handle
 from karyamorph.harness.gpu.device import current_device
 from karyamorph.harness.gpu.launch import (
     DEFAULT_DYNAMIC_SHARED_LIMIT,
     allow_dynamic_shared,
     as_cuda_error,
+    cu_function,
     cuda_core_errors,
 )
 from karyamorph.harness.pipeline import check_arch, default_arch
@@ -36,9 +37,6 @@ from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.interpreter import InterpResult, interpret
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.simt_machine import Machine
-
-Dim3 = int | Sequence[int]
-"""A grid or block: one number, or up to three (x, y, z)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,53 +85,6 @@ def _read(path_or_text: str | Path, suffix: str) -> tuple[str, str, Path | None]
         path = Path(path_or_text)
         return path.read_text(), path.name, path
     return path_or_text, f"kernel{suffix}", None
-
-
-_current = threading.local()
-"""The device whose primary context this thread made current for a launch."""
-
-
-def _hashable(value: Dim3) -> object:
-    """A launch dimension as a cache key (a list becomes a tuple); a value that cannot be one
-    is returned as a fresh object, so that it misses the cache and :func:`_dim3` says why."""
-    try:
-        key = (value,) if isinstance(value, int) else tuple(value)
-        hash(key)
-    except TypeError:
-        return object()
-    # True equals 1 as a key, yet is no dimension: left to _dim3 to refuse
-    return object() if any(isinstance(d, bool) for d in key) else key
-
-
-def _dim3(value: Dim3, what: str) -> tuple[int, int, int]:
-    try:
-        dims = (value,) if isinstance(value, int) else tuple(value)
-    except TypeError:
-        dims = ()  # not a number nor a sequence of them: refused below
-    if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims):
-        raise LaunchArgumentError(f"launch {what}: expected 1 to 3 positive integers, got {value!r}")
-    return (*dims, 1, 1)[:3]  # type: ignore[return-value]
-
-
-@dataclass(frozen=True, slots=True)
-class _StreamHandle:
-    """A raw ``CUstream`` handle in the ``__cuda_stream__`` protocol that cuda.core wraps."""
-
-    handle: int
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return (0, self.handle)
-
-
-def _foreign_stream(stream: Any) -> Any:
-    """Another library's stream as cuda.core takes it: itself when it speaks
-    ``__cuda_stream__`` (cupy), else its raw handle (torch's ``cuda_stream``)."""
-    if hasattr(stream, "__cuda_stream__"):
-        return stream
-    handle = getattr(stream, "cuda_stream", None)
-    if not isinstance(handle, int):
-        raise LaunchArgumentError(f"launch stream: not a CUDA stream: {stream!r}")
-    return _StreamHandle(handle)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +270,7 @@ class Kernel:
         ExecutionError, TooLargeError
             The kernel did something undefined, or the launch is over ``budget``.
         """
-        launch = (_dim3(grid, "grid"), _dim3(block, "block"), shared_bytes)
+        launch = (dim3(grid, "grid"), dim3(block, "block"), shared_bytes)
         return interpret(
             self.module, self.entry, machine or ptx_machine(self.target().name), launch, args,
             randomize_order=randomize, seed=seed, budget=budget,
@@ -368,7 +319,7 @@ class Kernel:
         ValueError
             An unknown property or parameter name.
         """
-        launch = (_dim3(grid, "grid"), _dim3(block, "block"), shared_bytes)
+        launch = (dim3(grid, "grid"), dim3(block, "block"), shared_bytes)
         return check_launch(
             self.module, self.entry, machine or ptx_machine(self.target().name), launch, dict(buffers),
             dict(scalars or {}), properties=tuple(properties), unroll=unroll, deadline_s=budget_s,
@@ -408,45 +359,37 @@ class Kernel:
         plan = self._cache.get(("arguments",))
         if plan is None:
             plan = self._cache[("arguments",)] = ArgumentPlan(self.function)
-        packed = plan.pack(args)
-        # The same shape launched again reuses its checked configuration (a launch's host time
-        # is what an interactive loop pays).
-        shape = ("config", _hashable(grid), _hashable(block), shared_bytes)
-        config = self._cache.get(shape)
-        if config is None:
-            config_grid, config_block = _dim3(grid, "grid"), _dim3(block, "block")
-        from cuda.core import Device, LaunchConfig, ObjectCode, Stream, launch
+        params = plan.fill(args)
+        # The same shape launched again reuses its checked dimensions (a launch's host time is
+        # what an interactive loop pays).
+        shape = ("dims", hashable(grid), hashable(block))
+        dims = self._cache.get(shape)
+        if dims is None:
+            dims = self._cache[shape] = (*dim3(grid, "grid"), *dim3(block, "block"))
+        device = launch_device()
+        loaded = self._cache.get(("loaded", device.device_id))
+        if loaded is None:
+            loaded = self._cache[("loaded", device.device_id)] = self._load(device)
+        allowed = ("shared", device.device_id, shared_bytes)
+        if shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT and allowed not in self._cache:
+            allow_dynamic_shared(loaded.kernel, shared_bytes, device)
+            self._cache[allowed] = True
+        issue(loaded, dims, shared_bytes, stream_handle(stream, device), params, f"launching {self.entry}")
 
-        if config is None:
-            config = LaunchConfig(grid=config_grid, block=config_block, shmem_size=shared_bytes)
-            self._cache[shape] = config
+    def _load(self, device: Any) -> LoadedFunction:
+        """The kernel compiled for ``device`` (or for the PTX's own target where that is an
+        arch-specific one of this chip, such as sm_90a) and loaded in its primary context."""
+        from cuda.core import ObjectCode
 
-        device = Device()
-        if getattr(_current, "device", None) is not device:
-            # The primary context, which torch and cupy use too; made current once a thread
-            # (cuda.core keeps one Device object a device and thread), not at every launch.
-            device.set_current()
-            _current.device = device
+        device_arch = Arch.parse(f"sm_{device.arch}")
+        ptx_arch = default_arch(self.module, None)
+        same = ptx_arch.compute_capability == device_arch.compute_capability
+        cubin = self.compile(ptx_arch if same else device_arch).cubin
         try:
-            key = ("loaded", device.device_id)
-            if key not in self._cache:
-                device_arch = Arch.parse(f"sm_{device.arch}")
-                ptx_arch = default_arch(self.module, None)
-                # An arch-specific target (sm_90a) of this very chip keeps its features.
-                same = ptx_arch.compute_capability == device_arch.compute_capability
-                cubin = self.compile(ptx_arch if same else device_arch).cubin
-                code = ObjectCode.from_cubin(cubin, name=f"{self.entry}.cubin")
-                self._cache[key] = code.get_kernel(self.entry)
-            function = self._cache[key]
-            if shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT:
-                allow_dynamic_shared(function, shared_bytes, device)
-            if stream is None:
-                stream = device.default_stream
-            elif not isinstance(stream, Stream):
-                stream = device.create_stream(_foreign_stream(stream))
-            launch(stream, config, function, *packed)
+            kernel = ObjectCode.from_cubin(cubin, name=f"{self.entry}.cubin").get_kernel(self.entry)
+            return LoadedFunction(kernel, cu_function(kernel))
         except cuda_core_errors() as exc:
-            raise as_cuda_error(exc, f"launching {self.entry}") from None
+            raise as_cuda_error(exc, f"loading {self.entry}") from None
 
 
 def load(spec_path: str | Path, arch: Arch | str | None = None) -> Kernel:

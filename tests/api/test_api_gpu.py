@@ -17,6 +17,12 @@ AXPY = """extern "C" __global__ void axpy(float *y, const float *x, float a, int
 }
 """
 
+SCALARS = """extern "C" __global__ void scalars(double *out, short s, double d, unsigned char u, float f,
+                                            unsigned long long w) {
+    out[0] = s; out[1] = d; out[2] = u; out[3] = f; out[4] = (double)(w >> 40);
+}
+"""
+
 
 @pytest.fixture
 def torch_cuda():  # type: ignore[no-untyped-def]
@@ -61,6 +67,62 @@ def test_launch_on_a_torch_stream(torch_cuda) -> None:  # type: ignore[no-untype
     km.load(KERNELS / "vadd.toml").launch(grid=2, block=256, args=(a, b, c, n), stream=stream)
     stream.synchronize()
     assert torch.equal(c, torch.full_like(c, 2.0))
+
+
+@pytest.mark.gpu
+def test_scalars_of_every_width_reach_the_kernel_as_passed(torch_cuda) -> None:  # type: ignore[no-untyped-def]
+    torch = torch_cuda
+    import numpy as np
+
+    out = torch.zeros(5, dtype=torch.float64, device="cuda")
+    k = km.Kernel.from_cuda(SCALARS, "scalars")
+    k.launch(1, 1, (out, np.int16(-3), 2.5, 200, 0.25, 7 << 40))
+    torch.cuda.synchronize()
+    assert out.tolist() == [-3.0, 2.5, 200.0, 0.25, 7.0]
+    k.launch(1, 1, (out, np.int16(12), -1.0, 0, 1.5, 1 << 40))  # the next launch's own values
+    torch.cuda.synchronize()
+    assert out.tolist() == [12.0, -1.0, 0.0, 1.5, 1.0]
+
+
+@pytest.mark.gpu
+def test_threads_launching_one_kernel_keep_their_own_arguments(torch_cuda) -> None:  # type: ignore[no-untyped-def]
+    torch = torch_cuda
+    import threading
+
+    n = 1 << 16
+    k = km.Kernel.from_ptx(KERNELS / "vadd.ptx", "vadd")
+    a = torch.randn(n, device="cuda")
+    outs = [torch.zeros(n, device="cuda") for _ in range(4)]
+    addends = [torch.full((n,), float(i), device="cuda") for i in range(4)]
+    torch.cuda.synchronize()
+
+    def work(i: int) -> None:
+        stream = torch.cuda.Stream()
+        for _ in range(200):
+            k.launch((n + 255) // 256, 256, (a, addends[i], outs[i], n), stream=stream)
+        stream.synchronize()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        assert torch.equal(outs[i], a + float(i))
+
+
+@pytest.mark.gpu
+def test_launch_on_cupy_arrays_and_a_cupy_stream(torch_cuda) -> None:  # type: ignore[no-untyped-def]
+    cupy = pytest.importorskip("cupy")
+    n = 3000
+    a = cupy.arange(n, dtype=cupy.float32)
+    c = cupy.zeros(n, dtype=cupy.float32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    km.Kernel.from_ptx(KERNELS / "vadd.ptx", "vadd").launch(
+        (n + 255) // 256, 256, (a, a, c, n), stream=stream
+    )
+    stream.synchronize()
+    assert bool(cupy.all(c == 2 * a))
 
 
 @pytest.mark.gpu

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from typing import Any
 
 import numpy as np
 import pytest
 
-from karyamorph.api.arguments import LaunchArgumentError, pack_arguments
+from karyamorph.api.arguments import ArgumentPlan, LaunchArgumentError, pack_arguments
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
 
@@ -66,12 +68,28 @@ def args(**changes: Any) -> list[Any]:
     return list(base.values())
 
 
-def test_good_arguments_are_packed_as_their_param_types() -> None:
+def test_good_arguments_are_packed_as_the_bits_of_their_param_types() -> None:
     packed = pack_arguments(entry(), args())
-    assert [type(v) for v in packed] == [np.uint64, np.uint64, np.uint32, np.int16, np.float32, np.uint32]
-    assert [int(v) if not isinstance(v, np.floating) else float(v) for v in packed] == [
-        0x7F0000, 5, 4096, -3, 0.5, 7,
-    ]  # fmt: skip
+    # delta = -3 as 16-bit two's complement, scale = 0.5 as an f32 pattern
+    assert packed == (0x7F0000, 5, 4096, 0xFFFD, 0x3F000000, 7)
+
+
+def test_a_launch_reads_each_argument_from_its_slot_in_the_parameter_block() -> None:
+    plan = ArgumentPlan(entry())
+    address = plan.fill(args(delta=-2, scale=np.float32(-2.0)))
+    pointers = (ctypes.c_void_p * 6).from_address(address)
+    widths = (8, 8, 4, 2, 4, 4)
+    read = [
+        int.from_bytes(ctypes.string_at(pointers[i], w), "little", signed=False) for i, w in enumerate(widths)
+    ]
+    assert read == [0x7F0000, 5, 4096, 0xFFFE, 0xC0000000, 7]
+    # Another thread writes its own block; this thread's is left as it was.
+    other: list[int] = []
+    thread = threading.Thread(target=lambda: other.append(plan.fill(args(n=1))))
+    thread.start()
+    thread.join()
+    assert other[0] != address
+    assert int.from_bytes(ctypes.string_at(pointers[2], 4), "little") == 4096
 
 
 def test_a_torch_style_cuda_tensor_passes_its_data_pointer() -> None:
@@ -132,7 +150,7 @@ def test_a_scalar_that_does_not_fit_is_refused(name: str, value: object, message
 
 def test_a_numpy_scalar_of_the_width_keeps_its_bits() -> None:
     packed = pack_arguments(entry(), args(bits=np.float32(1.5), n=np.uint32(9)))
-    assert packed[5] == 0x3FC00000 and packed[5].dtype == np.uint32
+    assert packed[5] == 0x3FC00000
     assert packed[2] == 9
 
 

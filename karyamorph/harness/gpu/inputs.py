@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -75,13 +76,17 @@ def poison_(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
-def poison_mask(tensor: torch.Tensor) -> torch.Tensor:
-    """Where ``tensor`` still holds the exact poison bit pattern (a bool tensor of its shape)."""
+@functools.cache
+def poison_bits(dtype: torch.dtype) -> int:
+    """The poison pattern of ``dtype`` as an integer of the signed type of its width
+    (:func:`bits_dtype`): -1 for integers, the quiet NaN's bits for floats."""
     import torch
 
-    view = bits_dtype(tensor.dtype)
-    bits = tensor.contiguous().view(view)
-    if tensor.dtype.is_floating_point:
-        nan_bits = torch.full((1,), float("nan"), dtype=tensor.dtype, device=tensor.device).view(view)
-        return bits == nan_bits
-    return bits == -1
+    if not dtype.is_floating_point:
+        return -1
+    return int(torch.full((1,), float("nan"), dtype=dtype).view(bits_dtype(dtype)).item())
+
+
+def poison_mask(tensor: torch.Tensor) -> torch.Tensor:
+    """Where ``tensor`` still holds the exact poison bit pattern (a bool tensor of its shape)."""
+    return tensor.contiguous().view(bits_dtype(tensor.dtype)) == poison_bits(tensor.dtype)

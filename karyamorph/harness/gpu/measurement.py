@@ -84,7 +84,8 @@ class TimingOptions:
         poisoned before every launch, inputs changed between timed launches, sampled launches
         against the reference, the first launch repeated at the end (True).
     swaps : int
-        Pairs of elements of every random input exchanged before each timed launch (16).
+        Pairs of elements of every random input exchanged before each timed launch (16): twice
+        as many elements rotated among themselves.
     """
 
     warmup_launches: int = 3

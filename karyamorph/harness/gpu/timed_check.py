@@ -6,8 +6,10 @@ timed. :class:`LaunchGuard` works around the timing loop of
 
 * before every launch (warm-up and timed) the ``out`` buffers are poisoned and the ``inout``
   ones restored, so that no answer is ever left lying in a buffer the kernel writes;
-* before every timed launch a few randomly chosen pairs of elements of every random input are
-  exchanged, so that no two timed launches see the same inputs and a result cannot be cached;
+* before every timed launch a few randomly chosen elements of every random input are rotated
+  among themselves, so that no two timed launches see the same inputs and a result cannot be
+  cached (the positions are drawn for every timed launch when the guard opens, on the host, from
+  a seed the kernel cannot see, and sent to the GPU once: a launch's exchange is two kernels);
 * after every launch, the elements still holding the poison are counted on the GPU (a launch
   that skipped any work is seen, whichever launch it was);
 * the first launch, the first and the last timed ones and one chosen at random in every
@@ -205,6 +207,7 @@ class LaunchGuard:
     checked: frozenset[int]
     nondeterministic: tuple[str, ...]
     launches: int = 0
+    exchanges: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     first: dict[str, torch.Tensor] = field(default_factory=dict)
     pristine: dict[str, torch.Tensor] = field(default_factory=dict)
     poison_counts: list[tuple[int, int | None, str, Any]] = field(default_factory=list)
@@ -232,7 +235,23 @@ class LaunchGuard:
             tuple(nondeterministic),
         )  # fmt: skip
         guard.pristine = {a.name: guard.original[a.name].clone() for a in kernel.args if a.role == "inout"}
+        guard.exchanges = {a.name: guard._positions(a, max_samples) for a in guard._swappable()}
         return guard
+
+    def _positions(self, arg: ArgSpec, samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """For every timed sample, the positions of ``arg``'s elements to rotate and, in the same
+        order, the positions their new values come from (the same ones rotated by one), as two
+        (samples, count) index tensors on the buffer's device. Positions are drawn with
+        replacement: one drawn twice in a sample (rare in a large input) leaves fewer elements
+        moved; the reference is computed from the inputs as they are, so it stays right."""
+        import numpy as np
+        import torch
+
+        flat = self.tensors[arg.name].view(-1)
+        count = min(2 * self.swaps, flat.numel())
+        rng = np.random.default_rng(self.rng.getrandbits(64))
+        where = torch.from_numpy(rng.integers(0, flat.numel(), size=(max(samples, 1), count)))
+        return where.to(flat.device), where.roll(1, dims=1).to(flat.device)
 
     def _on_stream(self) -> contextlib.AbstractContextManager[Any]:
         """Where the guard's work goes: the kernel's stream (on a GPU), so that it is ordered
@@ -264,7 +283,7 @@ class LaunchGuard:
         with self._on_stream():
             if sample is not None:
                 for arg in self._swappable():
-                    self._exchange(arg)
+                    self._exchange(arg, sample)
             for arg in self._outputs:
                 if arg.role == "out":
                     poison_(self.tensors[arg.name])
@@ -274,17 +293,12 @@ class LaunchGuard:
         if sample is not None:
             self.last_sample = sample
 
-    def _exchange(self, arg: ArgSpec) -> None:
-        import torch
-
+    def _exchange(self, arg: ArgSpec, sample: int) -> None:
         source = self.pristine if arg.role == "inout" else self.tensors
         flat = source[arg.name].view(-1)
-        count = min(2 * self.swaps, flat.numel())
-        where = torch.tensor(self.rng.sample(range(flat.numel()), count), dtype=torch.int64).to(
-            flat.device, non_blocking=True
-        )
-        values = flat[where]
-        flat[where] = values.roll(1)
+        where, sources = self.exchanges[arg.name]
+        row = sample % where.shape[0]
+        flat[where[row]] = flat[sources[row]]
 
     def inspect(self, sample: int | None) -> None:
         """Outside the timed window, after the launch: count what it left poisoned (on the GPU,
