@@ -8,7 +8,7 @@
    on: the stage that catches each and its message; and with the checks off, the median each
    would have been credited with, beside the honest vector add at the same size.
 
-    python benchmarks/timed_checks.py [--repeats 3] [--json out.json]
+    python benchmarks/timed_checks.py [--repeats 3] [--json out.json] [--cost-only]
 """
 
 from __future__ import annotations
@@ -111,6 +111,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--cost-only", action="store_true", help="only part 1, the checks' cost")
     args = parser.parse_args()
     device = current_device()
     if device is None:
@@ -118,7 +119,7 @@ def main() -> int:
         return 2
     with GpuWorker(device.ordinal) as worker:
         cost = cost_of_checks(worker, args.repeats)
-        rows = gaming(worker)
+        rows = [] if args.cost_only else gaming(worker)
         honest = {n: honest_at(worker, n) for n in sorted({r["n"] for r in rows})}
     s = cost["summary"]
     print(f"## Checks of the timed launches, full vadd run ({device.name}), median of {args.repeats}\n")

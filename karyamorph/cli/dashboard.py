@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from karyamorph.cli.options import EXAMPLES, db_option, db_path
+from karyamorph.cli.options import EXAMPLES, db_option, db_path, gpu_place
 from karyamorph.cli.output import friendly_errors
 
 
@@ -29,9 +29,15 @@ from karyamorph.cli.output import friendly_errors
     default=None,
     help="Folder for the spec and PTX of runs started from the page (default: a temporary one).",
 )
+@click.option(
+    "--gpu", envvar="KARYAMORPH_GPU", default=None, metavar="ssh://[USER@]HOST[:PORT]",
+    help="Run the page's runs' GPU work on this host over SSH (see `karyamorph remote setup`); the "
+         "server, compiling, the model and the database stay here. Default $KARYAMORPH_GPU, else "
+         "this machine's GPU; `local` means this machine.",
+)  # fmt: skip
 @friendly_errors
 def dashboard(spec_path: str | None, db: str | None, host: str, port: int, no_browser: bool,
-              workspace: str | None) -> None:  # fmt: skip
+              workspace: str | None, gpu: str | None) -> None:  # fmt: skip
     """Serve a local page: edit PTX, run it, and see every result tile (Ctrl-C stops it).
 
     The URL carries a random access token; requests without it are refused. The page opens the
@@ -39,12 +45,15 @@ def dashboard(spec_path: str | None, db: str | None, host: str, port: int, no_br
     from karyamorph.dashboard.server import Served, Server, open_browser
     from karyamorph.dashboard.state import State
     from karyamorph.dashboard.workbench import from_spec_file
+    from karyamorph.remote.place import is_local
 
     spec = Path(spec_path) if spec_path else None
     if spec is not None:
         from_spec_file(spec)  # a bad spec is an error now, not a surprise on the page
+    with gpu_place(gpu):  # an unreachable host, or one not set up, stops the command here
+        pass
     state = State.create(db_path(db), workspace=Path(workspace) if workspace else None, examples=EXAMPLES,
-                         spec=spec)  # fmt: skip
+                         spec=spec, gpu=None if is_local(gpu) else gpu)  # fmt: skip
     server = Server(state, host, port)
 
     def ready(served: Served) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -100,29 +100,16 @@ def gpu_option(command: F) -> F:
     return option(in_place)  # type: ignore[return-value]
 
 
-@contextlib.contextmanager
-def gpu_place(gpu: str | None) -> Iterator[None]:
+def gpu_place(gpu: str | None) -> contextlib.AbstractContextManager[None]:
     """Where the command's GPU work goes while the ``with`` body runs: the host ``--gpu`` names,
-    or this machine (not given, or ``local``).
-
-    The host is asked for its devices on entry, so that an unreachable host or one not set up
-    stops the command before any work; a host without a GPU is said on stderr (the GPU stages
-    skip).
+    or this machine (not given, or ``local``); a host without a GPU is said on stderr
+    (:func:`karyamorph.remote.place.gpu_place`).
 
     Raises
     ------
     RemoteError
         ``gpu`` is not an ``ssh://`` address, or the host cannot be used.
     """
-    if gpu is None or gpu.strip() in ("", "local"):
-        yield
-        return
-    from karyamorph.harness.gpu.host import gpu_on
-    from karyamorph.remote import SshGpuHost, SshUrl
+    from karyamorph.remote.place import gpu_place as place
 
-    host = SshGpuHost(SshUrl.parse(gpu))
-    with gpu_on(host):
-        if not host.devices():
-            problem = host.driver_problem() or "the driver lists none"
-            click.echo(f"note: {host.url} has no CUDA device ({problem}): the GPU stages skip", err=True)
-        yield
+    return place(gpu, lambda line: click.echo(line, err=True))

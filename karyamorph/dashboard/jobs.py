@@ -100,9 +100,10 @@ class Jobs:
     to the server's folder would name another file (a database nobody reads, a spec not there).
     """
 
-    def __init__(self, workspace: Path, db: Path) -> None:
+    def __init__(self, workspace: Path, db: Path, gpu: str | None = None) -> None:
         self.workspace = workspace.absolute()
         self.db = db.absolute()
+        self.gpu = gpu  # where the runs' GPU work goes (an ssh:// address; None: this machine)
         self._jobs: dict[str, Job] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -127,7 +128,7 @@ class Jobs:
         (folder / Path(ptx_name).name).write_text(ptx)
         spec_path = folder / "spec.toml"
         spec_path.write_text(spec_toml)
-        run_job = RunJob(str(spec_path), str(self.db), arch, only, skip, label)
+        run_job = RunJob(str(spec_path), str(self.db), arch, only, skip, label, gpu=self.gpu)
         (folder / "job.json").write_text(run_job.to_json())
         job = Job(job_id, label or "", [StageState(n) for n in names])
         process = subprocess.Popen(

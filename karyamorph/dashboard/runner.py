@@ -26,10 +26,12 @@ from karyamorph.isa.errors import PtxError
 from karyamorph.kernel.expressions import ExpressionError
 from karyamorph.kernel.spec import SpecError
 from karyamorph.model.interp.errors import LaunchError
+from karyamorph.remote.place import gpu_place
+from karyamorph.remote.url import RemoteError
 from karyamorph.store.errors import StoreError
 
 KNOWN_ERRORS = (PtxError, SpecError, ArchError, ToolchainError, StoreError, ExpressionError,
-                StageSelectionError, GpuRunError, PtxasError, LaunchError)  # fmt: skip
+                StageSelectionError, GpuRunError, PtxasError, LaunchError, RemoteError)  # fmt: skip
 """What a bad spec or setting raises: reported as an ``error`` event, not a traceback."""
 
 
@@ -44,6 +46,7 @@ class RunJob:
     skip: list[str] = field(default_factory=list)
     label: str | None = None
     timeout_s: float | None = None
+    gpu: str | None = None
 
     def to_json(self) -> str:
         return json.dumps({k: getattr(self, k) for k in self.__dataclass_fields__})
@@ -68,10 +71,12 @@ def _on_stage(name: str, result: StageResult | None) -> None:
 def run(job: RunJob) -> int:
     """Run ``job``, reporting on stdout; return the exit status (0 ran, 2 bad input or setting)."""
     try:
-        outcome = run_spec_file(
-            Path(job.spec_path), arch=job.arch, db=Path(job.db), timeout_s=job.timeout_s, only=job.only,
-            skip=job.skip, label=job.label, on_stage=_on_stage,
-        )  # fmt: skip
+        # The page's runs go where the dashboard's --gpu says, as `karyamorph run --gpu` does.
+        with gpu_place(job.gpu, lambda line: print(line, file=sys.stderr)):
+            outcome = run_spec_file(
+                Path(job.spec_path), arch=job.arch, db=Path(job.db), timeout_s=job.timeout_s, only=job.only,
+                skip=job.skip, label=job.label, on_stage=_on_stage,
+            )  # fmt: skip
     except KNOWN_ERRORS as exc:
         _say({"event": "error", "message": str(exc)})
         return 2

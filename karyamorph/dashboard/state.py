@@ -28,13 +28,14 @@ class State:
 
     @classmethod
     def create(cls, db: Path, *, workspace: Path | None = None, examples: Path | None = None,
-               spec: Path | None = None) -> State:  # fmt: skip
+               spec: Path | None = None, gpu: str | None = None) -> State:  # fmt: skip
         """State for a server on ``db``; runs started from the page write their spec and PTX
-        under ``workspace`` (default: a new temporary folder). Every path is kept absolute, so
-        that it names the same file from the runners' folders and after a change of directory."""
+        under ``workspace`` (default: a new temporary folder) and send their GPU work to ``gpu``
+        (an ``ssh://`` host; None: this machine). Every path is kept absolute, so that it names
+        the same file from the runners' folders and after a change of directory."""
         folder = (workspace or Path(tempfile.mkdtemp(prefix="karyamorph-dashboard-"))).absolute()
         examples = examples.absolute() if examples and examples.is_dir() else None
-        return cls(Database(db.absolute()), Jobs(folder, db.absolute()), examples,
+        return cls(Database(db.absolute()), Jobs(folder, db.absolute(), gpu), examples,
                    spec.absolute() if spec else None)  # fmt: skip
 
     def example_names(self) -> list[str]:

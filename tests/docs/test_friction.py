@@ -87,3 +87,16 @@ def test_the_api_script_measures_on_a_gpu() -> None:
     done = subprocess.run([sys.executable, str(API)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ns;" in done.stdout and "'correctness': 'pass'" in done.stdout
+
+
+@pytest.mark.gpu
+def test_the_script_by_hand_measures_on_a_gpu() -> None:
+    if current_device() is None:
+        pytest.skip("no CUDA device")
+    done = subprocess.run([sys.executable, str(BY_HAND)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert re.search(r"^\d+\.\d us median$", out, re.M), out[-3000:]
+    for check in ("memcheck", "racecheck", "synccheck", "initcheck"):
+        assert f"{check} clean" in out, out[-3000:]
+    assert "vadd" in out and "FADD" in out, out[-3000:]  # ncu's row and the SASS
