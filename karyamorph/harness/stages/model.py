@@ -16,7 +16,7 @@ from karyamorph.kernel.expressions import names as expression_names
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, LaunchRanges, SpecError, struct_layout
 from karyamorph.model.check.anylaunch import check_any_launch
 from karyamorph.model.check.anylaunch import proved_blocks as any_launch_blocks
-from karyamorph.model.check.checker import check
+from karyamorph.model.check.checker import InputRange, check
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.check.witnesses import UserTerms
 from karyamorph.model.interp.budget import ModelBudget, TooLargeError
@@ -50,6 +50,29 @@ def check_inputs(kernel: BoundKernel, entry: ast.Function) -> tuple[dict[str, in
     return buffers, scalars
 
 
+def input_ranges(kernel: BoundKernel, entry: ast.Function) -> dict[str, InputRange]:
+    """The values the spec's integer input buffers hold at launch, by .param name: what
+    ``randint(lo, hi)`` draws, ``zeros`` and ``ones``, and ``arange``'s indices (which wrap at
+    the dtype's largest value + 1). A float dtype, an integer ``randn`` or ``rand`` (any bits) and
+    an output (poisoned before the launch) give none."""
+    out: dict[str, InputRange] = {}
+    for arg, name in _named(kernel, entry):
+        if not arg.is_pointer or arg.role == "out" or arg.dtype.kind == "f":
+            continue
+        init = arg.init
+        if init.kind == "randint":
+            low, high = init.low, init.high
+        elif init.kind in ("zeros", "ones"):
+            low = 0 if init.kind == "zeros" else 1
+            high = low + 1
+        elif init.kind == "arange" and kernel.elements(arg) > 0:
+            low, high = 0, min(kernel.elements(arg), arg.dtype.int_range[1] + 1)
+        else:
+            continue
+        out[name] = InputRange(low, high, arg.dtype.bytes, signed=arg.dtype.kind == "s")
+    return out
+
+
 def _named(kernel: BoundKernel, entry: ast.Function) -> list[tuple[ArgSpec, str]]:
     """Every buffer and scalar of the spec and its name for the checker (``param.field`` for a
     struct's field)."""
@@ -74,6 +97,7 @@ def check_spec(
     strict: bool = False,
     ranges: LaunchRanges | None = None,
     host_constants: bool = False,
+    assume_inits: bool = True,
 ) -> list[Any]:
     """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
 
@@ -82,7 +106,9 @@ def check_spec(
     arguments. ``ranges`` (default: the spec's ``[check]``) of mode ``any`` checks every launch
     in them instead (:func:`karyamorph.model.check.anylaunch.check_any_launch`).
     ``host_constants``: the ``.const`` tables are the host's to set (for the spec's launch only;
-    see :func:`karyamorph.model.check.checker.check`)."""
+    see :func:`karyamorph.model.check.checker.check`). ``assume_inits``: the verdicts hold for the
+    inputs the spec describes, its integer inputs' values within their inits' ranges
+    (:func:`input_ranges`); False: for every input. (A launch of mode ``any`` assumes none.)"""
 
     entry = module.entry(kernel.entry)
     buffers, scalars = check_inputs(kernel, entry)
@@ -125,6 +151,7 @@ def check_spec(
         names=names,
         structs=structs,
         host_constants=host_constants,
+        input_ranges=input_ranges(kernel, entry) if assume_inits else None,
         # Outputs are poisoned before a launch: only inputs given as zeros start at zero.
         zeroed=[p.name for a, p in pairs if a.is_pointer and a.role != "out" and a.init.kind == "zeros"],
     )

@@ -25,6 +25,7 @@ from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
 from karyamorph.model.check.clusters import cluster_reason
 from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
+from karyamorph.model.check.inputranges import InputRange
 from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.memvalues import bind, settle
 from karyamorph.model.check.pairs import check_race, plan_race
@@ -50,7 +51,7 @@ CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
 PLANS = {"bounds": plan_bounds, "race": plan_race, "barrier": plan_barrier}
 Dim = int | tuple[int, ...]
 
-__all__ = ["CHECKS", "EquivInstance", "Side", "UserTerms", "check", "check_equivalence"]
+__all__ = ["CHECKS", "EquivInstance", "InputRange", "Side", "UserTerms", "check", "check_equivalence"]
 
 
 def check(
@@ -72,6 +73,7 @@ def check(
     zeroed: Sequence[str] = (),
     structs: Mapping[str, StructLayout] | None = None,
     host_constants: bool = False,
+    input_ranges: Mapping[str, InputRange] | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -131,6 +133,12 @@ def check(
         The host may set the module's ``.const`` variables before the launch
         (``cudaMemcpyToSymbol``), as GPUVerify assumes: their contents are inputs, which a
         witness names, instead of their initializers.
+    input_ranges
+        The values the elements of input buffers hold, by parameter name (a spec's
+        ``randint(lo, hi)``: :class:`~karyamorph.model.check.inputranges.InputRange`). A buffer no
+        thread writes is read as an input, and each load of one of its elements is assumed to
+        read a value in the range: the verdicts hold for such inputs only, and a witness names
+        values within them. None (the default): every value.
 
     Returns
     -------
@@ -197,7 +205,7 @@ def check(
     warps_ordered = track_warp_barriers(trace, program, machine.warp_size)
     tickets, refused = issue(trace, program, frozenset(zeroed))
     settled = settle(trace, program, host_constants)
-    enc = Encoding.of(trace, sched, timeout_ms, deadline)
+    enc = Encoding.of(trace, sched, timeout_ms, deadline, input_ranges)
     serve(enc, tickets)
     bind(enc, settled)
     enc.strict = strict
@@ -236,6 +244,11 @@ def check(
     notes += [f"assuming {s}" for s in trace.stated]
     if trace.inputs:
         notes.append(f"for every value of {', '.join(sorted(trace.inputs))}")
+    words = (names or UserTerms()).names
+    notes += [
+        f"assuming the elements of {words.get(b, b)} are {r.low} to {r.high - 1}"
+        for b, r in sorted(enc.ranged.items())
+    ]
     out = []
     for p in properties:
         t1 = time.perf_counter()

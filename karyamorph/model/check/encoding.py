@@ -9,9 +9,10 @@ says so, and the property becomes unknown, never refuted.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
@@ -19,6 +20,7 @@ import z3
 from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 
 from karyamorph.model.check.accesses import Access, BarrierEvent, Trace, coord_constraints
+from karyamorph.model.check.inputranges import InputRange, range_facts
 from karyamorph.model.check.intquery import NotLinear, Outcome, QuerySolver
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.symexec import Term, provenance
@@ -109,12 +111,25 @@ class Encoding:
     stores: WarpStores | None = None  # proves such stores (None: none are benign)
     readonly: dict[int, str] = field(default_factory=dict)  # global window -> buffer no thread writes
     sweep: Sweep | None = None  # every thread's values of coordinate-only terms
+    ranged: dict[str, InputRange] = field(default_factory=dict)  # input ranges some load assumes
     _cache: dict[int, tuple[Bool, Outcome]] = field(default_factory=dict)
 
     @staticmethod
-    def of(trace: Trace, scheduling: str, timeout_ms: int, deadline: float | None = None) -> Encoding:
+    def of(
+        trace: Trace,
+        scheduling: str,
+        timeout_ms: int,
+        deadline: float | None = None,
+        ranges: Mapping[str, InputRange] | None = None,
+    ) -> Encoding:
+        """The encoding of ``trace``; ``ranges``: the values of read-only input buffers (by
+        buffer name) the verdicts may assume (None: every value)."""
         sweep = Sweep.of(trace)
-        inputs, written = _read_only_loads(trace, sweep)
+        limits: dict[str, int] = {}
+        for name, dims in (("tid", trace.block), ("ctaid", trace.grid)):
+            for axis, n in zip("xyz", dims, strict=True):
+                limits[f"{name}.{axis}@A"] = limits[f"{name}.{axis}@B"] = n
+        inputs, written = _read_only_loads(trace, sweep, limits)
         rename = [(v, z3.Const(v.decl().name().replace("@A", "@B"), v.sort())) for v in trace.thread_vars]
         abstract = set(trace.abstract)
         ro_names = {a.value.decl().name() for a, _, _ in inputs if a.value is not None}
@@ -124,10 +139,6 @@ class Encoding:
                 if name not in ro_names:
                     abstract.add(name)
         abstract |= {n.replace("@A", "@B") for n in abstract}
-        limits: dict[str, int] = {}
-        for name, dims in (("tid", trace.block), ("ctaid", trace.grid)):
-            for axis, n in zip("xyz", dims, strict=True):
-                limits[f"{name}.{axis}@A"] = limits[f"{name}.{axis}@B"] = n
         background = coord_constraints(trace.coords, trace.grid, trace.block)
         solver = QuerySolver([], limits, timeout_ms, deadline)
         enc = Encoding(trace, scheduling, Substitution(rename), abstract, inputs, solver)
@@ -136,6 +147,17 @@ class Encoding:
                 a.base >> 32: a.name for a in trace.layout.of_space("global") if a.base >> 32 not in written
             }
         solver.background = background + [enc.b(c) for c in background]
+        if ranges:
+            # Facts about every query's models: the bit-vector solver gets them with the
+            # background, the integer one (which never sees the background) as ranges.
+            facts = range_facts(inputs, ranges, trace.layout, enc.b)
+            enc.ranged = {buf: ranges[buf] for buf, _ in facts}
+            solver.background += [fact for _, fact in facts]
+            for _, fact in facts:
+                # Outside the linear fragment the bit-vector solver still has it (an integer
+                # model that breaks it is refined there).
+                with contextlib.suppress(NotLinear):
+                    solver.ints.ranges.append(solver.ints.formula(fact))
         enc.sweep = sweep
         for _, fact, position in trace.assumptions:
             enc.assumptions += [("A", position, fact), ("B", position, enc.b(fact))]
@@ -326,19 +348,22 @@ def _iterations_reached(latches: list[tuple[BitVec, Bool]], model: z3.ModelRef) 
     return True
 
 
-def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str, int]], set[int] | None]:
+def _read_only_loads(
+    trace: Trace, sweep: Sweep, limits: Mapping[str, int]
+) -> tuple[list[tuple[Access, str, int]], set[int] | None]:
     """Global loads of words no access writes: their values are inputs, the same for every
     thread. They become ``buffer_uN(address)`` (an uninterpreted function), substituted in.
     A word is unwritten when its buffer is, or when no thread's write to the buffer can reach
     any thread's load of it (told by evaluating both for every thread: ``a[0]`` beside stores
     to ``a[1 + tid]``). Also returns the windows of the buffers some access writes (None: any
-    buffer may be)."""
+    buffer may be). ``limits`` bounds the thread coordinates: a store to ``out[ctaid.x]`` is to
+    ``out``'s window only because ``ctaid.x`` stays below the grid."""
     accesses = [e for e in trace.events if isinstance(e, Access)]
     written: set[int] = set()
     writes: dict[int, list[Access]] = {}
     for a in accesses:
         if a.space == "global" and a.write:
-            k = provenance(a.addr)
+            k = provenance(a.addr, limits)
             if k is None:
                 return [], None  # a store of unknown provenance may write any buffer
             written.add(k)
@@ -353,7 +378,7 @@ def _read_only_loads(trace: Trace, sweep: Sweep) -> tuple[list[tuple[Access, str
         # A pointer read from an input (pointer chasing) is itself in terms of earlier loads.
         if loaded and set(consts(addr, {})) & loaded:
             addr = Substitution(list(pairs))(addr)
-        k = provenance(addr)
+        k = provenance(addr, limits)
         if k is None or (k in written and not all(sweep.disjoint(a, w) for w in writes[k])):
             continue
         alloc, _ = trace.layout.find("global", k << 32)

@@ -157,6 +157,14 @@ class Explorer:
             c = self.bounds.decided(v)
         return None if c is True else False if c is False else v
 
+    def _again(self, loop: CountedLoop, fr: Frame) -> Bool | Literal[False] | None:
+        """Whether ``loop``'s back edge is taken at the end of the iteration run in ``fr``, as
+        :meth:`_guard` says it (None: always, False: never)."""
+        g = self._guard(self.decoded[loop.latch], fr)
+        if not loop.exits:
+            return g
+        return False if g is None else None if g is False else z3.Not(g)
+
     def _execute(self, dec: Decoded, fr: Frame, guard: Bool | None) -> Gen:
         """Run one instruction's semantics, answering warp requests through the generator."""
         if self.opaque_products and self.fresh is not None and is_product(dec):
@@ -196,12 +204,12 @@ class Explorer:
             if z3.is_false(fr.active):
                 return
             loop = self._headers.get(pc)
-            back = came is not None and loop is not None and loop.header <= came <= loop.latch
+            back = came is not None and loop is not None and loop.header <= came <= loop.back_edge
             if loop is not None and pc not in self._inside and not back:
                 after = yield from self._abstract(loop, fr)
                 if after is not None:
                     _replace(fr, after)
-                    came, pc = loop.latch, loop.latch + 1
+                    came, pc = loop.back_edge, loop.after
                     continue
             dec = self.decoded[pc]
             guard = self._guard(dec, fr)
@@ -296,7 +304,7 @@ class Explorer:
             mark = self.mark()
             probe = st.fork(st.active)
             yield from self.region(loop.header, loop.latch, probe, loop.header)
-            latch = self._guard(self.decoded[loop.latch], probe)
+            latch = self._again(loop, probe)
             self.truncate(mark)
             if latch is None or latch is False or free_vars(latch) & havoc:
                 return None
@@ -318,7 +326,7 @@ class Explorer:
             if not trips:
                 self._no_overflow(loop, fr, k, per_iteration, line, self.mark())
             yield from self.region(loop.header, loop.latch, st, loop.header)
-            again = self._guard(self.decoded[loop.latch], st)
+            again = self._again(loop, st)
         finally:
             self._inside.discard(loop.header)
             self._ks.pop()

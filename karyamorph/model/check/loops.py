@@ -1,11 +1,13 @@
 """Canonical counted loops of a kernel body: where a free iteration variable may replace unrolling.
 
 A loop qualifies (Faial's approach) when it is bottom-tested (a conditional back edge at the
-latch), its body is the contiguous range ``[header, latch)`` with no branch leaving it, no
-``exit``/``ret`` and no warp instruction, its barriers (if any) are unguarded and at places every
-iteration executes once (not skipped by a branch, not inside a nested loop), and at least one
-register is an induction variable: every write of it in the body is an unguarded ``add``/``sub``
-of a loop-invariant operand at a place every iteration executes once (its step per iteration is
+latch, or, nvcc's form for an unrolled loop's main and remainder loops, a conditional exit
+``@p bra out`` at the latch followed by an unconditional ``bra.uni header`` and ``out:``), its
+body is the contiguous range ``[header, latch)`` with no branch leaving it, no ``exit``/``ret``
+and no warp instruction, its barriers (if any) are unguarded and at places every iteration
+executes once (not skipped by a branch, not inside a nested loop), and at least one register is
+an induction variable: every write of it in the body is an unguarded ``add``/``sub`` of a
+loop-invariant operand at a place every iteration executes once (its step per iteration is
 their sum). The checker then runs the body
 once for iteration ``k`` with ``k`` free, induction registers at ``start + k * step``, the
 barrier count at ``start + k * barriers``, every other register the body writes left free from
@@ -42,7 +44,9 @@ class SignedExit:
 
 @dataclass(frozen=True, slots=True)
 class CountedLoop:
-    """A bottom-tested loop: instructions ``[header, latch]``, the latch being its back edge."""
+    """A bottom-tested loop: instructions ``[header, latch]``, the latch being its back edge, or
+    with ``exits``, ``[header, latch + 1]``: the latch branches out of the loop (to
+    ``latch + 2``) and ``latch + 1`` is an unconditional branch back to the header."""
 
     header: int
     latch: int
@@ -50,6 +54,17 @@ class CountedLoop:
     written: frozenset[str]
     barriers: int = 0  # barriers every iteration passes
     signed_exit: SignedExit | None = None
+    exits: bool = False  # the latch's guard says "leave", not "go round again"
+
+    @property
+    def back_edge(self) -> int:
+        """Index of the branch back to the header."""
+        return self.latch + 1 if self.exits else self.latch
+
+    @property
+    def after(self) -> int:
+        """Index of the first instruction run after the loop."""
+        return self.back_edge + 1
 
 
 def dest_registers(dec: Decoded) -> set[str]:
@@ -76,10 +91,17 @@ def counted_loops(
         target = ins.operands[0]
         if not isinstance(target, ast.Symbol) or target.name not in labels:
             continue
-        header = labels[target.name]
+        header, exits = labels[target.name], False
+        if header == latch + 2 and latch + 1 < len(decoded):
+            # ``@p bra out; bra.uni header; out:``: the back edge is the unconditional branch.
+            back = decoded[latch + 1].source
+            to = back.operands[0] if back.opcode == "bra" and back.operands else None
+            if back.guard is not None or not isinstance(to, ast.Symbol) or to.name not in labels:
+                continue
+            header, exits = labels[to.name], True
         if header > latch:
             continue
-        loop = _analyse(decoded, labels, header, latch, warp)
+        loop = _analyse(decoded, labels, header, latch, warp, exits)
         if loop is not None:
             loops[latch] = loop
     return loops
@@ -105,7 +127,12 @@ def _step(dec: Decoded, reg: str, written: frozenset[str]) -> tuple[ast.Operand,
 
 
 def _analyse(
-    decoded: list[Decoded], labels: dict[str, int], header: int, latch: int, warp: bool = False
+    decoded: list[Decoded],
+    labels: dict[str, int],
+    header: int,
+    latch: int,
+    warp: bool = False,
+    exits: bool = False,
 ) -> CountedLoop | None:
     body = range(header, latch)
     skipped: set[int] = set()  # instructions some iteration may jump over
@@ -140,8 +167,9 @@ def _analyse(
             inductions += [Induction(reg, st[0], st[1]) for st in steps if st is not None]
     if not inductions:
         return None
-    test = _signed_exit(decoded, body, latch, skipped | repeated, written, {i.reg for i in inductions})
-    return CountedLoop(header, latch, tuple(inductions), written, len(barriers), test)
+    ind = {i.reg for i in inductions}
+    test = _signed_exit(decoded, body, latch, skipped | repeated, written, ind, exits)
+    return CountedLoop(header, latch, tuple(inductions), written, len(barriers), test, exits)
 
 
 _MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}  # a < b is b > a
@@ -155,10 +183,12 @@ def _signed_exit(
     irregular: set[int],
     written: frozenset[str],
     inductions: set[str],
+    exits: bool = False,
 ) -> SignedExit | None:
     """The latch's test when it is a signed ``induction < bound`` (or ``<=``, either operand
     order, either guard sense) made by an unguarded ``setp`` every iteration runs, the bound
-    loop-invariant; else None."""
+    loop-invariant; else None. ``exits``: the latch's guard is the exit test (its negation is
+    the loop's test)."""
     guard = decoded[latch].source.guard
     if guard is None:
         return None
@@ -179,7 +209,7 @@ def _signed_exit(
         reg, bound, cmp = b.name, a, _MIRROR.get(cmp, "")
     else:
         return None
-    if guard.negated:
+    if guard.negated != exits:
         cmp = _NEGATE.get(cmp, "")
     if cmp not in ("lt", "le") or not isinstance(bound, ast.Register | ast.Immediate):
         return None

@@ -80,16 +80,17 @@ def variable_of(layout: Layout, ints: IntTranslation, space: str, addr: BitVec) 
     lie in (read off constant high bits first, which costs less), else the one holding its
     constant addend; None when neither tells."""
     t = z3.simplify(addr)
-    lo, hi = _prefix(t)
-    if lo < 0:
+    for bounds in (_prefix, ints.value):
+        # The constant high bits may be a zero extension's zeros (``Concat(0, base + x)``),
+        # which span every window: the intervals of the whole term then decide.
         try:
-            _, lo, hi = ints.value(t)
+            lo, hi = bounds(t)[-2:]
         except NotLinear:
-            lo = hi = -1
-    if lo >= 0:
-        alloc, _ = layout.find(space, lo)
-        if alloc is not None and hi < alloc.base + SLOT:
-            return alloc
+            continue
+        if lo >= 0:
+            alloc, _ = layout.find(space, lo)
+            if alloc is not None and hi < alloc.base + SLOT:
+                return alloc
     base = _addend(t)
     if base is None:
         return None

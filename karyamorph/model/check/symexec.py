@@ -11,7 +11,7 @@ free values (:mod:`karyamorph.model.check.accesses`), the equivalence driver kee
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -138,11 +138,15 @@ def boolean(t: Term, what: str) -> Bool:
     return t
 
 
-def provenance(addr: BitVec) -> int | None:
+def provenance(addr: BitVec, limits: Mapping[str, int] | None = None) -> int | None:
     """The global allocation window (``address >> 32``) a pointer term is based on, read from its
     constant addend (the parameter's base), or from its interval bounds when the simplifier has
     folded the base into the high bits (``Concat(base >> 10, x, 0)`` for ``base + x * 4``); None
-    when the term has no single base."""
+    when the term has no single base.
+
+    ``limits``: exclusive upper bounds of named variables (the thread coordinates, ``ctaid.x@A``:
+    the launch's grid and block). Without them a coordinate folded into the high bits may carry
+    the address into the next windows, and the term has no single base."""
     t = z3.simplify(addr)
     if z3.is_bv_value(t):
         return int(t.as_long()) >> 32 or None
@@ -150,7 +154,7 @@ def provenance(addr: BitVec) -> int | None:
         const = sum(int(c.as_long()) for c in t.children() if z3.is_bv_value(c))
         return (const % (1 << 64)) >> 32 or None
     try:
-        _, lo, hi = IntTranslation({}).value(t)
+        _, lo, hi = IntTranslation(dict(limits or {})).value(t)
     except NotLinear:
         return None
     return lo >> 32 if lo >> 32 == hi >> 32 else None

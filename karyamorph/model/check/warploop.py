@@ -44,7 +44,7 @@ def enclosing_loop(program: Program, pc: int) -> tuple[CountedLoop | None, str]:
     cycle = next((c for c in components if home in c), set())
     loops = counted_loops(program.decoded, program.labels, warp=True)
     for loop in loops.values():
-        blocks = {cfg.block_of[i] for i in range(loop.header, loop.latch + 1)}
+        blocks = {cfg.block_of[i] for i in range(loop.header, loop.back_edge + 1)}
         if home not in blocks:
             continue
         if blocks != cycle:
@@ -52,7 +52,7 @@ def enclosing_loop(program: Program, pc: int) -> tuple[CountedLoop | None, str]:
         if not loop.barriers:
             return None, "the loop has no barrier every iteration passes"
         inner = nx.DiGraph(cfg.graph.subgraph(blocks))
-        inner.remove_edge(cfg.block_of[loop.latch], cfg.block_of[loop.header])
+        inner.remove_edge(cfg.block_of[loop.back_edge], cfg.block_of[loop.header])
         if inner.has_edge(home, home) or any(
             home in c and len(c) > 1 for c in nx.strongly_connected_components(inner)
         ):

@@ -193,12 +193,13 @@ def check_row(row: Row, deadline_s: float = DEADLINE_S) -> Outcome:
 
     A refutation outranks an unknown (a found bug stands whatever else is open); ``proved`` and
     ``proved-up-to-k`` both count as a pass. GPUVerify lets the host set ``__constant__`` tables
-    (their initializers do not count), so every row checks with ``host_constants``.
+    (their initializers do not count), so every row checks with ``host_constants``; its inputs
+    hold any values (a spec's inits fill them for a run only), so no row assumes their ranges.
     """
     start = time.perf_counter()
     verdicts = check_spec(
         *load_bound(row.spec), properties=row.properties, scheduling=row.scheduling,
-        deadline_s=deadline_s, strict=row.strict, host_constants=True,
+        deadline_s=deadline_s, strict=row.strict, host_constants=True, assume_inits=False,
     )  # fmt: skip
     seconds = time.perf_counter() - start
     refuted = [v.property for v in verdicts if v.verdict == "refuted"]

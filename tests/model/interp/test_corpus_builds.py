@@ -11,6 +11,7 @@ nvcc's sm_80 and sm_90 files differ only in their ``.target`` line, so one of th
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -42,10 +43,6 @@ SLOW = {"attention_fwd.sm_90a": 240.0}
 # (Euclid's recursion) or is not recognised as counted (histogram_shared's 64-bit grid-stride
 # loop in nvcc's sm_120 style), by (spec, build or "*").
 NOT_PROVED = {
-    # the target logit's address is the row plus a label loaded from memory: free to the two-thread
-    # abstraction, so the gather may go anywhere (bounds) and meet any store (race)
-    ("cross_entropy_fwd.sm_90a", "bounds"): "depending on the value loaded",
-    ("cross_entropy_fwd.sm_90a", "race"): "depending on the value loaded",
     # CUB's BlockRadixSort scatters each key to the rank its digit counters give, and the counters
     # are loaded back from shared memory: free to the two-thread abstraction, for bounds and race
     # alike; the race queries take about the 60 s budget, so either reason may come first
@@ -72,24 +69,14 @@ UP_TO_K = {("pairwise_gcd.sm_90", "*"), ("histogram_shared.sm_90", "histogram_at
 # Bulk copies are run by the interpreter only; clusters of two CTAs (another CTA's shared memory,
 # barrier.cluster between CTAs) are not encoded (karyamorph/model/check/clusters.py).
 _CLUSTERS = "races and bounds across the CTAs of a cluster are not encoded"
-_UNROLLED = ("more than 200000 symbolic steps", "while exploring the kernel")
-NOT_ENCODED = {
+NOT_ENCODED: dict[tuple[str, str], Sequence[str]] = {
     ("bulk_copy_scale.sm_90", "bulk_copy_cluster.sm_90.ptx"): "run by the interpreter only",
     ("bulk_copy_scale.sm_90", "bulk_copy_cluster.sm_120.ptx"): "run by the interpreter only",
     ("cluster_exchange.sm_90", "bulk_copy_cluster.sm_90.ptx"): _CLUSTERS,
     ("cluster_exchange.sm_90", "bulk_copy_cluster.sm_120.ptx"): _CLUSTERS,
-    # nvcc's sm_120 style unrolls the strided dot loops 16 times with remainder loops of 8, 4 and
-    # 1: the checker's exploration of these builds ends at its step bound, or at the deadline
-    # first on a slower machine; the sm_80 and sm_90 builds (the loops not unrolled) are proved
-    ("cg_tile16_dot.sm_90", "cg_reduce.sm_120.ptx"): _UNROLLED,
-    ("half2_dot_rows.sm_90", "half2_math.sm_120.ptx"): _UNROLLED,
 }
 # Verdicts that are not proofs at one build only, by (spec, build, property): what the reason says.
-NOT_PROVED_AT = {
-    # nvcc's sm_120 build of CUB's BlockScan loads the scan's running prefix back from shared
-    # memory and indexes with it, where the sm_80/sm_90 builds keep it in a register
-    ("tile_exclusive_sum.sm_90", "cub_block_scan.sm_120.ptx", "bounds"): "depending on the value loaded",
-}
+NOT_PROVED_AT: dict[tuple[str, str, str], str] = {}
 
 
 @cache
