@@ -1,13 +1,14 @@
 """The remote path against the local one, on this machine's GPU (needs a GPU).
 
-The vadd example's GPU stages (compile, correctness, timing) run through two workers, alternating:
-the local one (a subprocess, as `karyamorph run` starts it) and one reached the way `--gpu
-ssh://HOST` reaches a host's: the host-side server (:mod:`karyamorph.remote.serve`: version
-check, the worker as its child, the channel watched) serving the worker protocol on a byte
-channel. With ``--channel pipe`` that channel is a local pipe (for a machine with no ``sshd``);
-with ``--channel ssh --url ssh://...`` it is a real SSH connection to a host set up by `karyamorph
-remote setup`. Printed: each path's stage verdicts (they must be equal), the median of each run's
-timing median and their ratio, and the wall time of a run on each path.
+The vadd example's stages (compile and sass here; sanitize, correctness, timing and metrics on
+the GPU) run two ways, alternating: locally (a worker subprocess, the tools beside it, as
+`karyamorph run` does) and the way `--gpu ssh://HOST` runs them (every GPU job, the sanitizer's
+and the profiler's included, sent to a worker reached through the host-side server
+:mod:`karyamorph.remote.serve`, which checks the version, runs the worker as its child and
+watches the channel). With ``--channel pipe`` the channel is a local pipe (for a machine with no
+``sshd``); with ``--channel ssh --url ssh://...`` it is an SSH connection to a host set up by
+`karyamorph remote setup`. Printed: each path's stage verdicts (they must be equal), the median of
+each run's timing median and their ratio, and the wall time of a run on each path.
 
     python benchmarks/remote_vs_local.py [--runs 5] [--channel pipe|ssh] [--url ssh://...] [--json out.json]
 """
@@ -15,6 +16,8 @@ timing median and their ratio, and the wall time of a run on each path.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import statistics
@@ -26,16 +29,20 @@ from pathlib import Path
 from typing import IO, Any
 
 import karyamorph
-from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.device import DeviceInfo, driver_problem, kernel_driver_release, list_devices
+from karyamorph.harness.gpu.host import GpuHost, current_device, gpu_on
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.gpu.transport import Transport, describe_exit
 from karyamorph.harness.pipeline import run_pipeline
 from karyamorph.harness.stages.base import Stage
 from karyamorph.harness.stages.compile import CompileStage
 from karyamorph.harness.stages.correctness import CorrectnessStage
+from karyamorph.harness.stages.metrics import MetricsStage
+from karyamorph.harness.stages.sanitize import SanitizeStage
+from karyamorph.harness.stages.sass import SassStage
 from karyamorph.harness.stages.timing import TimingStage
 from karyamorph.kernel.loader import load_spec
-from karyamorph.remote.channel import SshTransport
+from karyamorph.remote.gpuhost import SshGpuHost
 from karyamorph.remote.url import SshUrl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,11 +71,32 @@ class PipeChannel:
         return describe_exit(returncode)
 
 
-def one_run(worker: GpuWorker) -> dict[str, Any]:
-    device = current_device()
-    stages: list[Stage] = [CompileStage(), CorrectnessStage(), TimingStage()]
+class PipeHost:
+    """This machine's GPUs as a GPU host reached through :class:`PipeChannel` (named ``pipe://local``
+    in the results, as a host's address names it)."""
+
+    url = "pipe://local"
+
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        return tuple(dataclasses.replace(d, host=self.url) for d in list_devices())
+
+    def driver_problem(self) -> str | None:
+        return driver_problem()
+
+    def kernel_driver_release(self) -> str:
+        return kernel_driver_release()
+
+    def transport(self) -> Transport:
+        return PipeChannel()
+
+
+def one_run(worker: GpuWorker, host: GpuHost | None) -> dict[str, Any]:
+    stages: list[Stage] = [CompileStage(), SassStage(), SanitizeStage(), CorrectnessStage(), TimingStage(),
+                           MetricsStage()]  # fmt: skip
     t0 = time.perf_counter()
-    result = run_pipeline(load_spec(VADD), device=device, stages=stages, worker=worker)
+    with gpu_on(host) if host is not None else contextlib.nullcontext():
+        device = current_device()
+        result = run_pipeline(load_spec(VADD), device=device, stages=stages, worker=worker)
     wall = time.perf_counter() - t0
     timing = result.result("timing")
     return {
@@ -93,19 +121,18 @@ def main() -> int:
         return 2
     if args.channel == "ssh" and not args.url:
         parser.error("--channel ssh needs --url ssh://...")
-    channel: Transport = PipeChannel() if args.channel == "pipe" else SshTransport(SshUrl.parse(args.url))
+    host: GpuHost = PipeHost() if args.channel == "pipe" else SshGpuHost(SshUrl.parse(args.url))
     rows: dict[str, list[dict[str, Any]]] = {"local": [], "remote": []}
-    with GpuWorker(device.ordinal) as local, GpuWorker(device.ordinal, transport=channel) as remote:
-        for worker in (local, remote):  # uncounted: both warm
-            one_run(worker)
+    with GpuWorker(device.ordinal) as local, GpuWorker(device.ordinal, transport=host.transport()) as remote:
+        paths: dict[str, tuple[GpuWorker, GpuHost | None]] = {
+            "local": (local, None),
+            "remote": (remote, host),
+        }
+        for worker, where in paths.values():  # uncounted: both warm
+            one_run(worker, where)
         for i in range(args.runs):
-            order = (
-                (("local", local), ("remote", remote))
-                if i % 2 == 0
-                else (("remote", remote), ("local", local))
-            )
-            for path, worker in order:
-                rows[path].append(one_run(worker))
+            for path in ("local", "remote") if i % 2 == 0 else ("remote", "local"):
+                rows[path].append(one_run(*paths[path]))
     verdicts = {path: [r["verdicts"] for r in runs] for path, runs in rows.items()}
     same = all(v == verdicts["local"][0] for runs in verdicts.values() for v in runs)
     medians = {path: statistics.median(r["median_ns"] for r in runs) for path, runs in rows.items()}

@@ -7,6 +7,8 @@ import subprocess
 from collections.abc import Mapping
 from typing import IO
 
+import pytest
+
 from karyamorph.cli.options import EXAMPLES
 from karyamorph.harness.gpu import host as place
 from karyamorph.harness.gpu.device import DeviceInfo, list_devices
@@ -14,6 +16,8 @@ from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.gpu.transport import LocalTransport, Transport, describe_exit
 from karyamorph.harness.record import device_record
 from karyamorph.harness.stages.base import Context, Status
+from karyamorph.harness.stages.metrics import MetricsStage
+from karyamorph.harness.stages.sanitize import SanitizeStage
 from karyamorph.harness.tool_inputs import tool_stage_inputs
 from karyamorph.isa.arch import Arch
 from karyamorph.kernel.bound import bind
@@ -88,14 +92,38 @@ def test_a_device_elsewhere_is_stored_naming_its_host() -> None:
     assert remote.content_hash() != local.content_hash()  # the same model of GPU elsewhere is another device
 
 
-def test_tool_stages_skip_for_a_device_on_another_host() -> None:
+@pytest.mark.parametrize(("stage", "tool"), [(SanitizeStage, "compute-sanitizer"), (MetricsStage, "ncu")])
+def test_tool_stages_send_their_work_to_the_host(stage: type, tool: str) -> None:
+    # The "host" here is a worker on this machine that opens no GPU: the stage's job pickles,
+    # travels to it, finds (or not) the tool where it runs, and its result comes back naming the
+    # host. On a GPU host the same job runs the tool beside the GPU.
+    kernel = bind(load_spec(EXAMPLES / "vadd.toml"), "sm_90")
+    with GpuWorker(None, transport=LocalTransport()) as worker:
+        context = Context(
+            kernel=kernel, arch=Arch.parse("sm_90"), device=DEVICE, cubin=b"\x7fELF", worker=worker
+        )
+        with place.gpu_on(Box()):
+            result = stage().run(context)
+    assert result.data["host"] == "ssh://box", result
+    if result.status == Status.SKIP:  # this machine, standing in for the host, lacks the tool
+        assert tool in result.data["reason"] and "(on the GPU host)" in result.data["reason"]
+    else:  # it has the tool, but no GPU to run the kernel on: the stage says what failed there
+        assert result.status in (Status.ERROR, Status.FAIL), result
+
+
+def test_tool_stages_skip_without_a_cubin_or_a_device_on_the_host() -> None:
+    kernel = bind(load_spec(EXAMPLES / "vadd.toml"), "sm_90")
+    with place.gpu_on(Box()):
+        no_cubin = SanitizeStage().run(Context(kernel=kernel, arch=Arch.parse("sm_90"), device=DEVICE))
+        no_device = MetricsStage().run(Context(kernel=kernel, arch=Arch.parse("sm_90"), cubin=b"\x7fELF"))
+    assert no_cubin.status == no_device.status == Status.SKIP
+    assert no_cubin.data["reason"] == "compile did not pass" and no_device.data["reason"] == "no CUDA device"
+
+
+def test_a_tool_stage_here_looks_for_its_tool_here() -> None:
     kernel = bind(load_spec(EXAMPLES / "vadd.toml"), "sm_90")
     context = Context(kernel=kernel, arch=Arch.parse("sm_90"), device=DEVICE, cubin=b"\x7fELF")
-    with place.gpu_on(Box()):
-        found = tool_stage_inputs(context, None, lambda: None, "ncu")
-    assert not isinstance(found, tuple) and found.status == Status.SKIP
-    assert found.data["reason"] == "ncu runs only beside a local GPU (the GPU is on ssh://box)"
-    here = tool_stage_inputs(context, None, lambda: None, "ncu")  # here: ncu is looked for, and missing
+    here = tool_stage_inputs(context, None, lambda: None, "ncu")  # ncu is looked for, and missing
     assert (
         not isinstance(here, tuple)
         and "ncu" in here.data["reason"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -10,7 +11,7 @@ from typing import Any
 
 from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.tool_inputs import tool_stage_inputs, work_folder
+from karyamorph.harness.tool_inputs import host_stage_inputs, run_on_host, tool_stage_inputs, work_folder
 from karyamorph.harness.tools.ncu import (
     CURATED,
     SECTIONS,
@@ -23,7 +24,8 @@ from karyamorph.harness.tools.ncu import (
 )
 from karyamorph.harness.tools.ncu_extract import extract_in_subprocess, profiles_from_extract
 from karyamorph.harness.tools.sanitizer_report import offset_to_line
-from karyamorph.harness.tools.toolchain import Tool, find_ncu, ncu_python_dirs
+from karyamorph.harness.tools.toolchain import Tool, ToolchainError, find_ncu, ncu_python_dirs, not_found
+from karyamorph.kernel.spec import KernelSpec
 
 _LOG_TAIL = 4000
 READERS = ("auto", "ncu_report", "csv")
@@ -107,12 +109,26 @@ class MetricsStage:
         return timed(lambda: self._run(context))
 
     def _run(self, context: Context) -> StageResult:
+        remote = host_stage_inputs(context)
+        if isinstance(remote, StageResult):
+            return remote
+        if remote is not None:
+            # The GPU is on a host: ncu runs there, beside it, on the cubin sent.
+            entry, cubin = remote
+            here = MetricsStage(timeout_s=self.timeout_s, clock_control=self.clock_control,
+                                cache_control=self.cache_control, sections=self.sections,
+                                metrics=self.metrics, reader=self.reader)  # fmt: skip
+            sizes, lines = dict(context.kernel.sizes), dict(context.ptx_lines)
+            job = functools.partial(_profile_on_host, here, context.spec, sizes, lines, entry, cubin)
+            return run_on_host(context, job, timeout_s=2 * self.timeout_s + 120.0)
         ready = tool_stage_inputs(context, self.ncu, find_ncu, "ncu")
         if isinstance(ready, StageResult):
             return ready
         ncu, entry, cubin = ready
         with work_folder(self.raw_dir, "karyamorph-ncu-") as root:
-            return self._profile(context, ncu, entry, cubin, root)
+            return self._profile(
+                context.spec, context.kernel.sizes, context.ptx_lines, ncu, entry, cubin, root
+            )
 
     def _launch(
         self, ncu: Tool, job: Any, entry: str, report_base: Path, root: Path, metrics: Sequence[str]
@@ -142,9 +158,18 @@ class MetricsStage:
             "metrics": list(metrics),
         }
 
-    def _profile(self, context: Context, ncu: Tool, entry: str, cubin: bytes, root: Path) -> StageResult:
+    def _profile(
+        self,
+        spec: KernelSpec,
+        sizes: Mapping[str, int],
+        lines: Mapping[int, Sequence[int]],
+        ncu: Tool,
+        entry: str,
+        cubin: bytes,
+        root: Path,
+    ) -> StageResult:
 
-        spec_path = spec_file(context.spec, root)
+        spec_path = spec_file(spec, root)
         cubin_path = root / f"{entry}.cubin"
         cubin_path.write_bytes(cubin)
         report_base = root / entry
@@ -156,7 +181,7 @@ class MetricsStage:
             entry=entry,
             mode="once",
             result_path=str(root / "result.json"),
-            sizes=context.kernel.sizes,
+            sizes=dict(sizes),
         )
         metrics = self.metrics
         outcome = self._launch(ncu, job, entry, report_base, root, metrics)
@@ -194,7 +219,7 @@ class MetricsStage:
         except NcuError as err:
             data["error"] = str(err)
             return StageResult(Status.ERROR, data, log)
-        data.update(self._summarize(context, profile))
+        data.update(summarize(profile, lines))
         if problems:
             data["reader_problems"] = problems
         figures = tuple(Figure(m.name, m.value, m.unit) for m in profile.metrics if m.value is not None)
@@ -231,9 +256,6 @@ class MetricsStage:
             (root / f"{entry}.raw.csv").write_text(proc.stdout)
         return select(parse_csv(proc.stdout), entry), problems
 
-    def _summarize(self, context: Context, profile: NcuProfile) -> dict[str, Any]:
-        return summarize(profile, context.ptx_lines)
-
 
 def summarize(profile: NcuProfile, lines: Mapping[Any, Sequence[int]]) -> dict[str, Any]:
     """The stage's data for one profile: curated set, per-instruction counts, executions per PTX line.
@@ -266,3 +288,23 @@ def summarize(profile: NcuProfile, lines: Mapping[Any, Sequence[int]]) -> dict[s
         "instructions": instructions,
         "ptx_lines": dict(sorted(per_line.items())),
     }
+
+
+def _profile_on_host(
+    stage: MetricsStage,
+    spec: KernelSpec,
+    sizes: Mapping[str, int],
+    lines: Mapping[int, Sequence[int]],
+    entry: str,
+    cubin: bytes,
+) -> StageResult:
+    """The stage's work on the GPU host (run by its worker): the host's ncu found and run there
+    on ``cubin``, its report read there, the result made there."""
+    try:
+        ncu = find_ncu()
+    except ToolchainError as err:
+        return StageResult(Status.ERROR, {}, str(err))
+    if ncu is None:
+        return StageResult.skip(not_found("ncu") + " (on the GPU host)")
+    with work_folder(None, "karyamorph-ncu-") as root:
+        return stage._profile(spec, sizes, lines, ncu, entry, cubin, root)

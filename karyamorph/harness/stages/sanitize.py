@@ -7,9 +7,10 @@ used are in the data and the log.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from karyamorph.harness.scaled_launch import (
     static_instructions,
 )
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.tool_inputs import tool_stage_inputs, work_folder
+from karyamorph.harness.tool_inputs import host_stage_inputs, run_on_host, tool_stage_inputs, work_folder
 from karyamorph.harness.tools.sanitizer import (
     TOOLS,
     error_summary,
@@ -38,8 +39,9 @@ from karyamorph.harness.tools.sanitizer_report import (
     read_report,
     with_ptx_lines,
 )
-from karyamorph.harness.tools.toolchain import Tool, find_compute_sanitizer
+from karyamorph.harness.tools.toolchain import Tool, ToolchainError, find_compute_sanitizer, not_found
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.spec import KernelSpec
 
 _LOG_TAIL = 4000
 
@@ -168,12 +170,33 @@ class SanitizeStage:
         return timed(lambda: self._run(context))
 
     def _run(self, context: Context) -> StageResult:
+        remote = host_stage_inputs(context)
+        if isinstance(remote, StageResult):
+            return remote
+        if remote is not None:
+            # The GPU is on a host: the tools run there, beside it, on the cubin sent.
+            entry, cubin = remote
+            here = SanitizeStage(tools=self.tools, timeout_s=self.timeout_s, work_budget=self.work_budget,
+                                 padding_bytes=self.padding_bytes, racecheck_report=self.racecheck_report,
+                                 parallel=self.parallel)  # fmt: skip
+            job = functools.partial(
+                _sanitize_on_host,
+                here,
+                context.spec,
+                self.launch(context),
+                dict(context.ptx_lines),
+                entry,
+                cubin,
+            )
+            return run_on_host(context, job, timeout_s=self.timeout_s * len(self.tools) + 120.0)
         ready = tool_stage_inputs(context, self.sanitizer, find_compute_sanitizer, "compute-sanitizer")
         if isinstance(ready, StageResult):
             return ready
         sanitizer, entry, cubin = ready
         with work_folder(self.raw_dir, "karyamorph-sanitize-") as root:
-            return self._sanitize(context, sanitizer, entry, cubin, root)
+            return self._sanitize(
+                context.spec, self.launch(context), context.ptx_lines, sanitizer, entry, cubin, root
+            )
 
     def launch(self, context: Context) -> ScaledLaunch:
         """The launch the tools run: the run's kernel scaled down to :attr:`work_budget`."""
@@ -182,13 +205,19 @@ class SanitizeStage:
         return scale_to_budget(context.kernel, static, self.work_budget)
 
     def _sanitize(
-        self, context: Context, sanitizer: Tool, entry: str, cubin: bytes, root: Path
+        self,
+        spec: KernelSpec,
+        launch: ScaledLaunch,
+        lines: Mapping[int, Sequence[int]],
+        sanitizer: Tool,
+        entry: str,
+        cubin: bytes,
+        root: Path,
     ) -> StageResult:
 
-        spec_path = spec_file(context.spec, root)
+        spec_path = spec_file(spec, root)
         cubin_path = root / f"{entry}.cubin"
         cubin_path.write_bytes(cubin)
-        launch = self.launch(context)
 
         def one(tool: str) -> ToolRun:
             return self._tool(sanitizer, tool, spec_path, cubin_path, entry, root / tool, launch.sizes)
@@ -199,8 +228,7 @@ class SanitizeStage:
         else:
             runs = [one(tool) for tool in self.tools]
 
-        lines = context.ptx_lines
-        ptx_name = context.spec.ptx_name if context.kernel is not None else None
+        ptx_name = spec.ptx_name
         rows = []
         for run in runs:
             rows += [f.as_row(ptx_name) for f in with_ptx_lines(run.findings, lines)]
@@ -306,3 +334,23 @@ class SanitizeStage:
             log=_tail(output.strip()),
             command=tuple(wrapper),
         )
+
+
+def _sanitize_on_host(
+    stage: SanitizeStage,
+    spec: KernelSpec,
+    launch: ScaledLaunch,
+    lines: Mapping[int, Sequence[int]],
+    entry: str,
+    cubin: bytes,
+) -> StageResult:
+    """The stage's work on the GPU host (run by its worker): the host's compute-sanitizer found
+    and run there on ``cubin``, the result made there."""
+    try:
+        sanitizer = find_compute_sanitizer()
+    except ToolchainError as err:
+        return StageResult(Status.ERROR, {}, str(err))
+    if sanitizer is None:
+        return StageResult.skip(not_found("compute-sanitizer") + " (on the GPU host)")
+    with work_folder(None, "karyamorph-sanitize-") as root:
+        return stage._sanitize(spec, launch, lines, sanitizer, entry, cubin, root)
