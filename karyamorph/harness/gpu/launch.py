@@ -247,6 +247,32 @@ def upload_arrays(
 # Kernel
 
 
+def launch_shape(kernel: BoundKernel) -> tuple[tuple[int, int, int], tuple[int, int, int] | None]:
+    """The grid as cuda.core's ``LaunchConfig`` takes it, and the cluster: the spec's grid of
+    blocks and no cluster, or, where ``[launch] cluster`` is stated (and more than one CTA), the
+    grid counted in clusters (cuda.core's unit when a cluster is given) and the cluster's shape.
+    A kernel whose PTX fixes its cluster (``.reqnctapercluster``) needs no cluster here: the
+    driver applies its own.
+
+    Raises
+    ------
+    SpecError
+        The grid is not a whole number of clusters along some dimension.
+    """
+    grid = tuple(kernel.grid)
+    cluster = kernel.spec.launch.cluster
+    if cluster is None or cluster == (1, 1, 1):
+        return (grid[0], grid[1], grid[2]), None
+    if any(g % c for g, c in zip(grid, cluster, strict=True)):
+        raise SpecError(
+            f"{kernel.spec.where}: launch.cluster",
+            f"the grid {list(grid)} is not a whole number of clusters of {list(cluster)} CTAs "
+            "along every dimension",
+        )
+    x, y, z = (g // c for g, c in zip(grid, cluster, strict=True))
+    return (x, y, z), cluster
+
+
 @dataclass(slots=True)
 class KernelLaunch:
     """One entry of a cubin, loaded on a device with its launch configuration and a stream.
@@ -284,7 +310,11 @@ class KernelLaunch:
         if shared > DEFAULT_DYNAMIC_SHARED_LIMIT:
             allow_dynamic_shared(function, shared, device)
         bx, by, bz = kernel.block
-        config = LaunchConfig(grid=kernel.grid, block=(bx, by, bz), shmem_size=shared)
+        grid, cluster = launch_shape(kernel)
+        if cluster is None:
+            config = LaunchConfig(grid=grid, block=(bx, by, bz), shmem_size=shared)
+        else:
+            config = LaunchConfig(grid=grid, cluster=cluster, block=(bx, by, bz), shmem_size=shared)
         return KernelLaunch(device, stream, code, function, config, bx * by * bz, shared)
 
     @property

@@ -1,0 +1,50 @@
+"""A spec's ``[launch] cluster`` reaches the driver: cuda.core counts the grid in clusters when a
+cluster is given, so the harness divides the spec's grid of blocks by it; on a GPU a kernel that
+reads its cluster registers sees the spec's cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from karyamorph.harness.gpu.device import current_device
+from karyamorph.harness.gpu.launch import launch_shape
+from karyamorph.harness.pipeline import run_pipeline
+from karyamorph.harness.stages.compile import CompileStage
+from karyamorph.harness.stages.correctness import CorrectnessStage
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.kernel.spec import SpecError
+
+SPEC = Path(__file__).parent / "data" / "cluster_rank.toml"
+
+
+def test_the_grid_is_counted_in_clusters_when_the_spec_states_one() -> None:
+    spec = load_spec(SPEC)
+    assert launch_shape(bind(spec, "sm_90")) == ((4, 1, 1), (2, 1, 1))
+    alone = dataclasses.replace(spec, launch=dataclasses.replace(spec.launch, cluster=None))
+    assert launch_shape(bind(alone, "sm_90")) == ((8, 1, 1), None)
+    ones = dataclasses.replace(spec, launch=dataclasses.replace(spec.launch, cluster=(1, 1, 1)))
+    assert launch_shape(bind(ones, "sm_90")) == ((8, 1, 1), None)
+
+
+def test_a_grid_that_is_no_whole_number_of_clusters_is_a_spec_error() -> None:
+    kernel = bind(load_spec(SPEC), "sm_90", {"blocks": 7})
+    with pytest.raises(
+        SpecError, match=r"cluster_rank.toml: launch.cluster: the grid \[7, 1, 1\] is not a whole"
+    ):
+        launch_shape(kernel)
+
+
+@pytest.mark.gpu
+def test_the_kernel_sees_the_spec_cluster_on_a_gpu() -> None:
+    device = current_device()
+    if device is None:
+        pytest.skip("no CUDA device")
+    if device.compute_capability < (9, 0):
+        pytest.skip(f"{device.name} has no thread block clusters (sm_90 and later)")
+    result = run_pipeline(load_spec(SPEC), device=device, stages=[CompileStage(), CorrectnessStage()])
+    correctness = result.result("correctness")
+    assert correctness is not None and correctness.status.value == "pass", correctness
