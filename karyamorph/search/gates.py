@@ -9,6 +9,8 @@ the checker's witness). Nothing here touches a GPU.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from karyamorph.harness.stages.model import check_spec
 from karyamorph.harness.tools.ptxas import PtxasError, assemble
 from karyamorph.harness.tools.toolchain import Toolchain
+from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.builder import BuilderError
 from karyamorph.isa.errors import PtxError
@@ -106,10 +109,19 @@ class ModelVerdicts:
 
 
 def model_gate(
-    template: Template, config: Mapping[str, Value], arch: Arch, *, deadline_s: float = 20.0
+    template: Template,
+    config: Mapping[str, Value],
+    arch: Arch,
+    *,
+    deadline_s: float = 20.0,
+    cache: dict[str, ModelVerdicts | Outcome] | None = None,
 ) -> ModelVerdicts | Outcome:
     """Check the variant at the template's check sizes: a refuted property rejects it with the
-    witness; proved, bounded or unknown verdicts let it through (their text is kept)."""
+    witness; proved, bounded or unknown verdicts let it through (their text is kept).
+
+    ``cache`` (by :func:`model_key`) answers a variant whose checked kernel another variant
+    already had: the same PTX but for a register cap, the same launch and arguments (a search's
+    ``REGS`` siblings), without checking it again."""
     t0 = time.perf_counter()
     spec = build(template, config, arch, template.check_sizes)
     if isinstance(spec, Outcome):
@@ -119,6 +131,33 @@ def model_gate(
         kernel = bind(spec, arch)
     except (PtxError, SpecError) as exc:
         return Outcome.failed(Failure.COMPILE, f"at the check sizes: {exc}")
+    key = model_key(kernel)
+    if cache is not None and key in cache:
+        return cache[key]
+    verdicts = _check_variant(template, arch, kernel, module, deadline_s, t0)
+    if cache is not None:
+        cache[key] = verdicts
+    return verdicts
+
+
+_REGISTER_CAP = re.compile(r"^[ \t]*\.maxnreg[ \t]+\d+[ \t]*\n?", re.M)
+
+
+def model_key(kernel: BoundKernel) -> str:
+    """What the model's verdicts on a bound kernel depend on, as a digest: its PTX (less a
+    ``.maxnreg`` line, which changes register allocation only), its entry, launch, sizes,
+    scalars and arguments."""
+    spec = kernel.spec
+    parts = (
+        _REGISTER_CAP.sub("", spec.ptx), kernel.entry, kernel.grid, kernel.block, kernel.shared_bytes,
+        spec.launch.cluster, sorted(kernel.sizes.items()), sorted(kernel.scalars.items()), repr(spec.args),
+    )  # fmt: skip
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def _check_variant(
+    template: Template, arch: Arch, kernel: BoundKernel, module: ast.Module, deadline_s: float, t0: float
+) -> ModelVerdicts | Outcome:
     machine = ptx_machine(arch.canonical.base.name)  # the arch's limits (shared memory per block)
     missing = unmodeled(module, machine, kernel.entry)
     if missing:

@@ -67,6 +67,10 @@ class VariantEvaluator:
         Correctness trials per variant (2: a stale output is caught by the second), the timing's
         stop criteria (:data:`SEARCH_TIMING`), and the limit of one GPU round trip (a variant
         past it is a ``timeout`` failure).
+    model_cache : dict
+        The model's answers by checked kernel (:func:`~karyamorph.search.gates.model_key`): a
+        variant that differs from one checked before only in its register cap is not checked
+        again (the model gate takes most of an evaluation's time on large kernels).
     """
 
     template: Template
@@ -82,6 +86,7 @@ class VariantEvaluator:
     timeout_s: float = 60.0
     model_deadline_s: float = 20.0
     last: dict[str, Any] = field(default_factory=dict)
+    model_cache: dict[str, ModelVerdicts | Outcome] = field(default_factory=dict)
 
     def evaluate(self, config: Mapping[str, Value]) -> Outcome:
         """One variant through every gate; :attr:`last` holds what each gate found."""
@@ -104,7 +109,9 @@ class VariantEvaluator:
         gates.update(compiled.as_dict())
         if not self.check_model:
             return compiled
-        verdicts = model_gate(self.template, config, self.arch, deadline_s=self.model_deadline_s)
+        verdicts = model_gate(
+            self.template, config, self.arch, deadline_s=self.model_deadline_s, cache=self.model_cache
+        )
         if isinstance(verdicts, Outcome):
             gates["model_s"] = round(time.perf_counter() - t0 - gates["compile_s"], 4)
             return verdicts

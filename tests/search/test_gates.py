@@ -70,3 +70,22 @@ def test_rejected_variants_never_start_the_gpu_worker(toolchain) -> None:  # typ
     model_fail = evaluator.evaluate({**BASE, "guard": "off"})
     assert model_fail.failure is Failure.MODEL and evaluator.last["model_s"] > 0
     assert worker.pid is None and worker.starts == 0
+
+
+def test_a_register_cap_sibling_reuses_the_model_answer_and_nothing_else_does() -> None:
+    from pathlib import Path
+
+    from tests.harness.tools.nvcc_probe import require_nvcc
+
+    require_nvcc()
+    from karyamorph.search.templates import find_template
+
+    examples = Path(__file__).resolve().parents[2] / "datasets" / "searches" / "examples"
+    template = find_template(str(examples / "sgemm_tiled.toml"))
+    cache: dict[str, ModelVerdicts | Outcome] = {}
+    first = model_gate(template, {**template.baseline, "REGS": 0}, SM90, cache=cache)
+    assert isinstance(first, ModelVerdicts) and len(cache) == 1
+    capped = model_gate(template, {**template.baseline, "REGS": 128}, SM90, cache=cache)
+    assert capped is first and len(cache) == 1  # the same kernel, the same launch: not checked again
+    other = model_gate(template, {**template.baseline, "BK": 16}, SM90, cache=cache)
+    assert isinstance(other, ModelVerdicts) and other is not first and len(cache) == 2
