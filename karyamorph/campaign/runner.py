@@ -9,6 +9,7 @@ and :class:`CampaignInterrupted` then says how far it got.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import time
 from collections import Counter
@@ -204,6 +205,7 @@ def run_campaign(
             bar = _bar(console, campaign.name, list(before.values()), len(items) - len(todo), retry_failed)
         interrupted = False
         t0 = time.perf_counter()
+        ctrl_c: CtrlC | None = None
         try:
             with CtrlC() as ctrl_c, bar or nullcontext():
                 outcomes = executor.run(todo, plan)
@@ -225,6 +227,12 @@ def run_campaign(
             # The transaction of an item being stored rolled back; the items in flight stay
             # as they were (an outcome that came after Ctrl-C is not stored either). What this
             # run did is read back from the store below.
+            interrupted = True
+        except ctypes.ArgumentError:
+            # ctypes wraps what is raised while it converts a call's arguments, and z3 converts
+            # its arguments in Python: a Ctrl-C that lands there arrives as this error.
+            if ctrl_c is None or not ctrl_c.seen:
+                raise
             interrupted = True
         seconds = time.perf_counter() - t0
         info = campaign_info(store, campaign_id)
