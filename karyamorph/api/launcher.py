@@ -1,5 +1,6 @@
 """One in-process launch, issued as cheaply as cupy issues one: the launch's shape checked once
-per shape, the arguments written into a parameter block (:class:`ArgumentPlan`), the stream
+per shape, the arguments written into a parameter block
+(:class:`~karyamorph.api.arguments.ArgumentPlan`), the stream
 resolved to its handle, and a single ``cuLaunchKernel``.
 
 cuda.core loads the kernel and owns the device and its default stream; the launch itself goes

@@ -5,6 +5,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
+from karyamorph.harness.gpu.host import gpu_on
+from karyamorph.remote.gpuhost import SshGpuHost
+from karyamorph.remote.url import SshUrl
+
 LOCAL = ("", "local")
 """What ``--gpu`` / ``KARYAMORPH_GPU`` say to mean this machine."""
 
@@ -32,10 +36,6 @@ def gpu_place(gpu: str | None, say: Callable[[str], None]) -> Iterator[None]:
         yield
         return
     assert gpu is not None
-    from karyamorph.harness.gpu.host import gpu_on
-    from karyamorph.remote.gpuhost import SshGpuHost
-    from karyamorph.remote.url import SshUrl
-
     host = SshGpuHost(SshUrl.parse(gpu))
     with gpu_on(host):
         if not host.devices():

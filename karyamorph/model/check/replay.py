@@ -42,6 +42,7 @@ Dim = int | tuple[int, ...]
 # 3e5 group-instructions over all seeds is about 5 s at worst.
 MAX_THREAD_INSTRUCTIONS = 2e7
 MAX_GROUP_STEPS = 3e5
+MAX_REPLAY_BYTES = 1 << 28  # a buffer the replay fills whole, in this process's memory
 _ERROR = re.compile(r"line (\d+): (\S+?)(?: \((block \([^)]*\) thread \([^)]*\))\))?:")
 _SPACE = re.compile(r": (\w+) access of (\d+) bytes at address (0x[0-9a-f]+): (.*)$")
 _INPUT = re.compile(r"(\w+)\[(\d+)\]")
@@ -130,6 +131,13 @@ def _replay(
     n = _prod(grid) * _prod(block)
     instructions = len(program.decoded)
     program.structs = structs
+    large = {name: size for name, size in buffers.items() if int(size) > MAX_REPLAY_BYTES}
+    if large:
+        name, size = max(large.items(), key=lambda kv: kv[1])
+        return "not replayable", (
+            f"buffer {name} of {int(size)} bytes is over the {MAX_REPLAY_BYTES >> 20} MiB the interpreter "
+            "replays in memory"
+        )
     args = _arguments(program, buffers, scalars, w.inputs, element_bytes or {})
     constants = _constants(program, w.inputs, element_bytes or {})
     full = (grid, block, int(launch[2]))
