@@ -317,7 +317,11 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
            _v("e4m3|e5m2 m16n8k16", "8.7", "sm_89", "fp8 .m16n8k16"),
            _v("e4m3|e5m2 f16", "8.7", "sm_89", "fp8 with .f16 accumulator"),
            _v("kind::f8f6f4|kind::mxf8f6f4|kind::mxf4|kind::mxf4nvf4|block_scale", "8.7",
-              "sm_120a", ".kind::f8f6f4 or block scaling", (("sm_120f", "8.8"),))]),
+              "sm_120a", ".kind::f8f6f4 or block scaling", (("sm_120f", "8.8"),)),
+           # ptxas 13: "Feature 'mma with .scale_vec::4X and .ue8m0 scale type' requires PTX ISA
+           # .version 9.1 or later"
+           _v("scale_vec::4X ue8m0", "9.1", "sm_120a", ".scale_vec::4X with .ue8m0 scales",
+              (("sm_120f", "9.1"),))]),
     _e("wgmma", "warpgroup-level asynchronous matrix multiply-accumulate", "8.0", "sm_90a",
        "d a-desc b-desc scale-d ...", notes="sm_90a only: not on sm_100 or sm_120"),
     _e("tcgen05", "5th-generation tensor core: tensor memory, MMA, copies (tcgen05.*)", "8.6",

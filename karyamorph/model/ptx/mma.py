@@ -70,6 +70,9 @@ def per_register(t: PtxType) -> int:
 
 
 def _element(d: Domain[V, B], reg: V, e: int, bits: int) -> V:
+    if bits < 8:  # a sub-byte code (packed e2m1) comes out in the low bits of a byte
+        field = d.and_(d.lshr(reg, c32(d, bits * e), 32), c32(d, (1 << bits) - 1), 32)
+        return d.trunc(field, 32, 8)
     return d.extract(reg, bits * (e + 1) - 1, bits * e, 32)
 
 

@@ -70,22 +70,37 @@ def add_odd(d: Domain[V, B], a: V, b: V) -> V:
     return d.ite(d.band(inexact, even), d.add(s, step, 64), s, 64)
 
 
+def split_products(d: Domain[V, B], products: list[V]) -> tuple[V, V]:
+    """``(hi, lo)`` with ``hi + lo == sum(products)`` exactly, both float64 bit patterns, for
+    products that are multiples of ``2**-32`` below ``2**32`` (at most 64 of them): ``hi`` sums
+    the parts above ``2**-16``, ``lo`` the rest (see the module docstring)."""
+    scale_up, scale_down = d.const(0x40F0000000000000, 64), d.const(0x3EF0000000000000, 64)  # 2**16, 2**-16
+    hi, lo = d.const(0, 64), d.const(0, 64)
+    for p in products:
+        top = d.fmul(d.frint(d.fmul(p, scale_up, "f64", "rn"), "f64", "rz"), scale_down, "f64", "rn")
+        hi = d.fadd(hi, top, "f64", "rn")  # exact: multiples of 2**-16 below 2**38
+        lo = d.fadd(lo, d.fsub(p, top, "f64", "rn"), "f64", "rn")  # exact: multiples of 2**-32 below 2**-10
+    return hi, lo
+
+
+def round_three(d: Domain[V, B], a: V, b: V, c: V) -> V:
+    """``a + b + c`` (finite float64 bit patterns) rounded to odd in float64 with one rounding:
+    TwoSum(b, c), TwoSum(a, uh), then round-to-odd of the tails (Boldo and Melquiond); rounding
+    it to a format of at most 51 bits rounds the exact sum."""
+    uh, ul = two_sum(d, b, c)
+    th, tl = two_sum(d, a, uh)
+    return add_odd(d, th, add_odd(d, tl, ul))
+
+
 def exact_sum(d: Domain[V, B], c: V, products: list[V], ft: str) -> V:
     """``round(c + sum(products))`` to ``ft`` with one rounding (float64 bit patterns in; the
     products exact multiples of ``2**-32`` below ``2**32``, see the module docstring)."""
-    scale_up, scale_down = d.const(0x40F0000000000000, 64), d.const(0x3EF0000000000000, 64)  # 2**16, 2**-16
-    hi, lo, naive = d.const(0, 64), d.const(0, 64), c
+    hi, lo = split_products(d, products)
+    naive = c
     for p in products:
-        top = d.fmul(d.frint(d.fmul(p, scale_up, "f64", "rn"), "f64", "rz"), scale_down, "f64", "rn")
-        hi = d.fadd(hi, top, "f64", "rn")  # exact: multiples of 2**-16 below 2**37
-        lo = d.fadd(lo, d.fsub(p, top, "f64", "rn"), "f64", "rn")  # exact: multiples of 2**-32 below 2**-11
         naive = d.fadd(naive, p, "f64", "rn")
-    # c + hi + lo rounded once: TwoSum(hi, lo), TwoSum(c, uh), then round-to-odd of the tails.
-    uh, ul = two_sum(d, hi, lo)
-    th, tl = two_sum(d, c, uh)
-    total = add_odd(d, th, add_odd(d, tl, ul))
     finite = d.bnot(d.eq(d.and_(naive, d.const(_F64_EXP, 64), 64), d.const(_F64_EXP, 64), 64))
-    return d.fcvt(d.ite(finite, total, naive, 64), "f64", ft, "rn")
+    return d.fcvt(d.ite(finite, round_three(d, c, hi, lo), naive, 64), "f64", ft, "rn")
 
 
 def _mma(x: Exec[V, B]) -> None:

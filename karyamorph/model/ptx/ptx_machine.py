@@ -7,7 +7,8 @@ matrix instructions (:mod:`~karyamorph.model.ptx.matrix`, :mod:`~karyamorph.mode
 :mod:`~karyamorph.model.ptx.wmma`) and the forms real compilers emit beyond those, in
 :mod:`~karyamorph.model.ptx.half`, ``packed``, ``mixed``, ``minmax``, ``convert`` and ``dot``,
 with sm_120's narrow float formats in ``narrow_convert`` (``cvt`` to and from the fp8/fp6/fp4 and
-ue8m0 pairs) and ``mma_kinds`` (``mma.sync...kind::f8f6f4``), and Hopper's asynchronous
+ue8m0 pairs), ``mma_kinds`` (``mma.sync...kind::f8f6f4``) and ``mma_scaled`` (its
+block-scaled kinds ``mxf8f6f4``, ``mxf4``, ``mxf4nvf4``), and Hopper's asynchronous
 machinery in ``mbarrier``, ``bulk_copy`` (non-tensor ``cp.async.bulk``, ``fence.proxy.async``)
 and ``cluster`` (clusters of CTAs: their special registers, ``barrier.cluster`` and ``mapa``), and
 Blackwell's tensor memory in ``tcgen05`` (alloc, dealloc, ``32x32b`` loads and stores, waits,
@@ -42,6 +43,7 @@ from karyamorph.model.ptx.minmax import MINMAX
 from karyamorph.model.ptx.mixed import MIXED
 from karyamorph.model.ptx.mma import MMA
 from karyamorph.model.ptx.mma_kinds import MMA_KINDS
+from karyamorph.model.ptx.mma_scaled import MMA_SCALED
 from karyamorph.model.ptx.narrow_convert import NARROW_CONVERT
 from karyamorph.model.ptx.packed import PACKED_F32
 from karyamorph.model.ptx.redux import REDUX
@@ -61,6 +63,7 @@ EXTENDED: tuple[Instr, ...] = (
     *DOT,
     *NARROW_CONVERT,
     *MMA_KINDS,
+    *MMA_SCALED,
     *MBARRIER,
     *BULK_COPY,
     *CLUSTER,

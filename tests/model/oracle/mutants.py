@@ -39,7 +39,7 @@ PTX_MODULES = {
     "arith": "ARITH", "data": "DATA", "control": "CONTROL", "calls": "CALLS", "async_copy": "ASYNC_COPY",
     "matrix": "MATRIX", "mma": "MMA", "wmma": "WMMA", "half": "HALF", "packed": "PACKED_F32",
     "mixed": "MIXED", "minmax": "MINMAX", "convert": "CONVERT", "dot": "DOT",
-    "narrow_convert": "NARROW_CONVERT", "mma_kinds": "MMA_KINDS",
+    "narrow_convert": "NARROW_CONVERT", "mma_kinds": "MMA_KINDS", "mma_scaled": "MMA_SCALED",
     "mbarrier": "MBARRIER", "bulk_copy": "BULK_COPY", "cluster": "CLUSTER", "tcgen05": "TCGEN05",
     "tcgen05_mma": "TCGEN05_MMA",
     "wgmma": "WGMMA", "bitmask": "BITMASK", "redux": "REDUX",

@@ -32,6 +32,7 @@ from tests.model.oracle.matrix import check_matrix, knows_matrix
 from tests.model.oracle.memory import check_memory
 from tests.model.oracle.mma import check_mma, knows_mma
 from tests.model.oracle.mma_kinds import kind_problems, knows_kind
+from tests.model.oracle.mma_scaled import knows_scaled, scaled_problems
 from tests.model.oracle.packing import PACKED
 from tests.model.oracle.runner import Form, all_forms, check_concrete
 from tests.model.oracle.tcgen05 import NAMES as TCGEN05
@@ -115,13 +116,18 @@ ORACLES: dict[str, Oracle] = {
 
 
 def _check_mma(machine: Machine, form: Form) -> list[str]:
-    """``mma.sync``: the ``.kind::`` forms (sm_120's narrow formats) have an oracle of their own."""
+    """``mma.sync``: the ``.kind::`` forms (sm_120's narrow formats) and their block-scaled
+    kinds have oracles of their own."""
+    if form.mod("block_scale"):
+        return scaled_problems(machine, form, zlib.crc32(form.text.encode()))
     if form.mod("kind"):
         return kind_problems(machine, form, zlib.crc32(form.text.encode()))
     return check_mma(machine, form)
 
 
 def _knows_mma(form: Form) -> None:
+    if form.mod("block_scale"):
+        return knows_scaled(form)
     return knows_kind(form) if form.mod("kind") else knows_mma(form)
 
 
