@@ -19,20 +19,17 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import karyamorph
 from karyamorph.harness.gpu.device import DeviceInfo, driver_problem, kernel_driver_release, list_devices
 from karyamorph.harness.gpu.host import GpuHost, current_device, gpu_on
 from karyamorph.harness.gpu.supervisor import GpuWorker
-from karyamorph.harness.gpu.transport import Transport, describe_exit
+from karyamorph.harness.gpu.transport import LocalTransport, Transport
 from karyamorph.harness.pipeline import run_pipeline
 from karyamorph.harness.stages.base import Stage
 from karyamorph.harness.stages.compile import CompileStage
@@ -49,26 +46,15 @@ ROOT = Path(__file__).resolve().parents[1]
 VADD = ROOT / "datasets" / "kernels" / "vadd.toml"
 
 
-class PipeChannel:
+class PipeChannel(LocalTransport):
     """The host side of the remote path on this machine, its channel a pipe instead of ssh: the
     process started is ``python -m karyamorph.remote.serve VERSION TARGET``, as the SSH command
-    runs it on a host."""
+    runs it on a host (with the environment a local worker gets)."""
 
     where = " over a local pipe"
 
-    def spawn(self, target: str, env: Mapping[str, str], log: IO[bytes]) -> subprocess.Popen[bytes]:
-        full = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
-        root = str(Path(karyamorph.__file__).resolve().parent.parent)
-        paths = [root, *full.get("PYTHONPATH", "").split(os.pathsep)]
-        full["PYTHONPATH"] = os.pathsep.join(p for p in dict.fromkeys(paths) if p)
-        return subprocess.Popen(
-            [sys.executable, "-m", "karyamorph.remote.serve", karyamorph.__version__, target],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=full,
-            start_new_session=True, bufsize=0,
-        )  # fmt: skip
-
-    def describe_exit(self, returncode: int | None) -> str:
-        return describe_exit(returncode)
+    def argv(self, target: str) -> list[str]:
+        return [sys.executable, "-m", "karyamorph.remote.serve", karyamorph.__version__, target]
 
 
 class PipeHost:

@@ -56,12 +56,17 @@ def _driver() -> Any:
     return driver
 
 
+@functools.cache
+def _device_type() -> Any:
+    from cuda.core import Device
+
+    return Device
+
+
 def launch_device() -> Any:
     """The current thread's cuda.core ``Device``, its primary context (which torch and cupy use
     too) made current once a thread, not at every launch."""
-    from cuda.core import Device
-
-    device = Device()
+    device = _device_type()()
     if getattr(_current, "device", None) is not device:
         device.set_current()
         _current.device = device

@@ -57,8 +57,12 @@ class LocalTransport:
 
     where = ""
 
+    def argv(self, target: str) -> list[str]:
+        """The command that serves worker ``target`` on its stdin and stdout."""
+        return [sys.executable, "-m", "karyamorph.harness.gpu.server", target]
+
     def spawn(self, target: str, env: Mapping[str, str], log: IO[bytes]) -> subprocess.Popen[bytes]:
-        """Start the worker with this interpreter, importing this very package."""
+        """Start :meth:`argv` with this interpreter, importing this very package."""
         full = dict(os.environ)
         full.update(env)
         # The worker imports this very package, wherever it lies.
@@ -67,7 +71,7 @@ class LocalTransport:
         full["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         full["PYTHONUNBUFFERED"] = "1"
         return subprocess.Popen(
-            [sys.executable, "-m", "karyamorph.harness.gpu.server", target],
+            self.argv(target),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=full,
             start_new_session=True, bufsize=0,
         )  # fmt: skip
