@@ -84,3 +84,19 @@ def run_on_host(context: Context, job: Callable[[], StageResult], timeout_s: flo
     if not isinstance(result, StageResult):
         return StageResult(Status.ERROR, {"error": f"the host answered {type(result).__name__}"}, "")
     return dataclasses.replace(result, data={**result.data, "host": host.url})
+
+
+def with_host_tool(
+    find: Callable[[], Tool | None], name: str, prefix: str, work: Callable[[Tool, Path], StageResult]
+) -> StageResult:
+    """A tool stage's work on the GPU host (a job its worker runs, see :func:`run_on_host`): the
+    host's ``name`` found by ``find`` and ``work(tool, folder)`` run in a fresh work folder there;
+    an error or a skip, saying so, where the host's tool is broken or missing."""
+    try:
+        tool = find()
+    except ToolchainError as err:
+        return StageResult(Status.ERROR, {}, str(err))
+    if tool is None:
+        return StageResult.skip(not_found(name) + " (on the GPU host)")
+    with work_folder(None, prefix) as root:
+        return work(tool, root)

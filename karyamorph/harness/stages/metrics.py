@@ -11,7 +11,13 @@ from typing import Any
 
 from karyamorph.harness.gpu.worker import Job, run_worker, spec_file
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.tool_inputs import host_stage_inputs, run_on_host, tool_stage_inputs, work_folder
+from karyamorph.harness.tool_inputs import (
+    host_stage_inputs,
+    run_on_host,
+    tool_stage_inputs,
+    with_host_tool,
+    work_folder,
+)
 from karyamorph.harness.tools.ncu import (
     CURATED,
     SECTIONS,
@@ -24,7 +30,7 @@ from karyamorph.harness.tools.ncu import (
 )
 from karyamorph.harness.tools.ncu_extract import extract_in_subprocess, profiles_from_extract
 from karyamorph.harness.tools.sanitizer_report import offset_to_line
-from karyamorph.harness.tools.toolchain import Tool, ToolchainError, find_ncu, ncu_python_dirs, not_found
+from karyamorph.harness.tools.toolchain import Tool, find_ncu, ncu_python_dirs
 from karyamorph.kernel.spec import KernelSpec
 
 _LOG_TAIL = 4000
@@ -119,7 +125,8 @@ class MetricsStage:
                                 cache_control=self.cache_control, sections=self.sections,
                                 metrics=self.metrics, reader=self.reader)  # fmt: skip
             sizes, lines = dict(context.kernel.sizes), dict(context.ptx_lines)
-            job = functools.partial(_profile_on_host, here, context.spec, sizes, lines, entry, cubin)
+            work = functools.partial(here._profile, context.spec, sizes, lines, entry, cubin)
+            job = functools.partial(with_host_tool, find_ncu, "ncu", "karyamorph-ncu-", work)
             return run_on_host(context, job, timeout_s=2 * self.timeout_s + 120.0)
         ready = tool_stage_inputs(context, self.ncu, find_ncu, "ncu")
         if isinstance(ready, StageResult):
@@ -127,7 +134,7 @@ class MetricsStage:
         ncu, entry, cubin = ready
         with work_folder(self.raw_dir, "karyamorph-ncu-") as root:
             return self._profile(
-                context.spec, context.kernel.sizes, context.ptx_lines, ncu, entry, cubin, root
+                context.spec, context.kernel.sizes, context.ptx_lines, entry, cubin, ncu, root
             )
 
     def _launch(
@@ -163,9 +170,9 @@ class MetricsStage:
         spec: KernelSpec,
         sizes: Mapping[str, int],
         lines: Mapping[int, Sequence[int]],
-        ncu: Tool,
         entry: str,
         cubin: bytes,
+        ncu: Tool,
         root: Path,
     ) -> StageResult:
 
@@ -288,23 +295,3 @@ def summarize(profile: NcuProfile, lines: Mapping[Any, Sequence[int]]) -> dict[s
         "instructions": instructions,
         "ptx_lines": dict(sorted(per_line.items())),
     }
-
-
-def _profile_on_host(
-    stage: MetricsStage,
-    spec: KernelSpec,
-    sizes: Mapping[str, int],
-    lines: Mapping[int, Sequence[int]],
-    entry: str,
-    cubin: bytes,
-) -> StageResult:
-    """The stage's work on the GPU host (run by its worker): the host's ncu found and run there
-    on ``cubin``, its report read there, the result made there."""
-    try:
-        ncu = find_ncu()
-    except ToolchainError as err:
-        return StageResult(Status.ERROR, {}, str(err))
-    if ncu is None:
-        return StageResult.skip(not_found("ncu") + " (on the GPU host)")
-    with work_folder(None, "karyamorph-ncu-") as root:
-        return stage._profile(spec, sizes, lines, ncu, entry, cubin, root)

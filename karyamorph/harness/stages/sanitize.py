@@ -24,7 +24,13 @@ from karyamorph.harness.scaled_launch import (
     static_instructions,
 )
 from karyamorph.harness.stages.base import Context, Figure, StageResult, Status, timed
-from karyamorph.harness.tool_inputs import host_stage_inputs, run_on_host, tool_stage_inputs, work_folder
+from karyamorph.harness.tool_inputs import (
+    host_stage_inputs,
+    run_on_host,
+    tool_stage_inputs,
+    with_host_tool,
+    work_folder,
+)
 from karyamorph.harness.tools.sanitizer import (
     TOOLS,
     error_summary,
@@ -39,7 +45,7 @@ from karyamorph.harness.tools.sanitizer_report import (
     read_report,
     with_ptx_lines,
 )
-from karyamorph.harness.tools.toolchain import Tool, ToolchainError, find_compute_sanitizer, not_found
+from karyamorph.harness.tools.toolchain import Tool, find_compute_sanitizer
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.spec import KernelSpec
 
@@ -179,14 +185,11 @@ class SanitizeStage:
             here = SanitizeStage(tools=self.tools, timeout_s=self.timeout_s, work_budget=self.work_budget,
                                  padding_bytes=self.padding_bytes, racecheck_report=self.racecheck_report,
                                  parallel=self.parallel)  # fmt: skip
+            work = functools.partial(
+                here._sanitize, context.spec, self.launch(context), dict(context.ptx_lines), entry, cubin
+            )
             job = functools.partial(
-                _sanitize_on_host,
-                here,
-                context.spec,
-                self.launch(context),
-                dict(context.ptx_lines),
-                entry,
-                cubin,
+                with_host_tool, find_compute_sanitizer, "compute-sanitizer", "karyamorph-sanitize-", work
             )
             return run_on_host(context, job, timeout_s=self.timeout_s * len(self.tools) + 120.0)
         ready = tool_stage_inputs(context, self.sanitizer, find_compute_sanitizer, "compute-sanitizer")
@@ -195,7 +198,7 @@ class SanitizeStage:
         sanitizer, entry, cubin = ready
         with work_folder(self.raw_dir, "karyamorph-sanitize-") as root:
             return self._sanitize(
-                context.spec, self.launch(context), context.ptx_lines, sanitizer, entry, cubin, root
+                context.spec, self.launch(context), context.ptx_lines, entry, cubin, sanitizer, root
             )
 
     def launch(self, context: Context) -> ScaledLaunch:
@@ -209,9 +212,9 @@ class SanitizeStage:
         spec: KernelSpec,
         launch: ScaledLaunch,
         lines: Mapping[int, Sequence[int]],
-        sanitizer: Tool,
         entry: str,
         cubin: bytes,
+        sanitizer: Tool,
         root: Path,
     ) -> StageResult:
 
@@ -334,23 +337,3 @@ class SanitizeStage:
             log=_tail(output.strip()),
             command=tuple(wrapper),
         )
-
-
-def _sanitize_on_host(
-    stage: SanitizeStage,
-    spec: KernelSpec,
-    launch: ScaledLaunch,
-    lines: Mapping[int, Sequence[int]],
-    entry: str,
-    cubin: bytes,
-) -> StageResult:
-    """The stage's work on the GPU host (run by its worker): the host's compute-sanitizer found
-    and run there on ``cubin``, the result made there."""
-    try:
-        sanitizer = find_compute_sanitizer()
-    except ToolchainError as err:
-        return StageResult(Status.ERROR, {}, str(err))
-    if sanitizer is None:
-        return StageResult.skip(not_found("compute-sanitizer") + " (on the GPU host)")
-    with work_folder(None, "karyamorph-sanitize-") as root:
-        return stage._sanitize(spec, launch, lines, sanitizer, entry, cubin, root)
