@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from tests.docs.test_model_page import check_prmt_machine
+from tests.docs.test_model_page import check_bfind_machine
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -19,7 +19,7 @@ def test_adding_an_instruction_works_end_to_end() -> None:
     (block,) = [b for b in python_blocks() if "with_instructions" in b]
     scope: dict[str, object] = {}
     exec(compile(block, "README.md", "exec"), scope)
-    check_prmt_machine(scope["machine"])
+    check_bfind_machine(scope["machine"])
 
 
 def test_parser_example_runs() -> None:

@@ -151,7 +151,7 @@ def check_instructions(
     machine : Machine
         The machine, e.g. ``km.machine().with_instructions(...)``.
     only : sequence of str, optional
-        Instruction names (``"prmt"``); default: all.
+        Instruction names (``"bfind"``); default: all.
     samples : int
         Random operand sets per agreement check.
     seed : int
@@ -160,7 +160,7 @@ def check_instructions(
     Returns
     -------
     list of IsaCheckResult
-        One per check: ``form`` (``prmt.b32``), ``check`` (``frame``, ``agreement``, ``law``),
+        One per check: ``form`` (``bfind.u32``), ``check`` (``frame``, ``agreement``, ``law``),
         ``status`` (pass, fail, skip) and ``detail``.
     """
     return check_isa(machine, only=only, samples=samples, seed=seed)

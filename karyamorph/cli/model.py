@@ -178,8 +178,17 @@ def check_isa_command(only: tuple[str, ...], fmt: str, all_rows: bool) -> None:
 @click.option("--samples", default=128, show_default=True, help="Random operand rows per operand signature.")
 @click.option("--cross-limit", default=2048, show_default=True, help="Most edge-case rows per signature.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random rows.")
-@click.option("--arch", default=None, help="Target (default: the GPU's; with --compile-only: sm_120).")
-@click.option("--compile-only", is_flag=True, help="Build and assemble every kernel with ptxas; run nothing.")
+@click.option(
+    "--arch",
+    default=None,
+    help="Target (default: the GPU's; with --compile-only: sm_120). mma.sync tile kernels are built from "
+    "sm_100 on; sm_120a adds .kind::f8f6f4 and the block-scaled kinds.",
+)
+@click.option(
+    "--compile-only",
+    is_flag=True,
+    help="Build and assemble every kernel with ptxas (mma.sync: a row per kind); run nothing.",
+)
 @click.option(
     "--record",
     "record_dir",

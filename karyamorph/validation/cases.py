@@ -30,9 +30,9 @@ from karyamorph.model.interp.interpreter import KernelArg, interpret
 from karyamorph.model.semantics.concrete import UINT, ConcreteDomain, float_bits
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.model.semantics.types import FLOAT_FORMAT, PtxType
+from karyamorph.validation.assembly import BLOCK_THREADS
 from karyamorph.validation.forms import Form, Operand, decode_form
 from karyamorph.validation.microkernel import (
-    BLOCK_THREADS,
     build_microkernel,
     pack_inputs,
     unpack_outputs,

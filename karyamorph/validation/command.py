@@ -12,6 +12,7 @@ from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.store.database import Store
 from karyamorph.table import render
 from karyamorph.validation import validate as vr
+from karyamorph.validation.fragment_run import left_out_note
 from karyamorph.validation.recording import write_recording
 
 
@@ -51,9 +52,12 @@ def run_validate(o: ValidateOptions) -> ValidateOutcome:
     """
     machine = ptx_machine()
     if o.compile_only:
-        rows = vr.compile_summary(machine, o.arch or "sm_120", o.pattern, o.samples, o.cross_limit, o.seed)
+        arch = o.arch or "sm_120"
+        rows = vr.compile_summary(machine, arch, o.pattern, o.samples, o.cross_limit, o.seed)
         columns = ["instruction", "forms", "rejected", "rows", "ptx_lines", "registers"]
-        return ValidateOutcome(render(columns, rows, o.fmt), "", False)
+        # the note goes to stderr, which --format json callers may read along with stdout
+        note = left_out_note(machine, arch, o.pattern) if o.fmt == "table" else ""
+        return ValidateOutcome(render(columns, rows, o.fmt), note, False)
     report = vr.run_on_device(machine, o.arch, only=o.pattern, samples=o.samples,
                               cross_limit=o.cross_limit, seed=o.seed, timeout_s=o.timeout_s)  # fmt: skip
     if o.db is not None:

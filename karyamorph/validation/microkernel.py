@@ -19,15 +19,15 @@ import numpy as np
 from karyamorph.isa import ast
 from karyamorph.isa.builder import KernelBuilder, Reg
 from karyamorph.isa.operands import REGISTER_CLASSES, WIDEN8, BuilderError
+from karyamorph.validation.assembly import FormRows
 from karyamorph.validation.forms import Form, Operand, kernel_ptx_version
 
-BLOCK_THREADS = 256
 WORD_BYTES = 8
 _FORM_LABEL = re.compile(r"^\s*\$L__f(\d+)_0:")
 
 
 @dataclass(frozen=True, slots=True)
-class Microkernel:
+class Microkernel(FormRows):
     """One instruction's validation kernel: PTX, its forms, and where each form's cases are.
 
     Launch with ``grid = ceil(rows / BLOCK_THREADS)``, ``block = BLOCK_THREADS`` and the
@@ -44,21 +44,6 @@ class Microkernel:
     in_slots: int
     out_slots: int
     form_lines: tuple[tuple[int, int], ...]
-
-    @property
-    def rows(self) -> int:
-        return self.starts[-1] + self.counts[-1] if self.forms else 0
-
-    @property
-    def grid(self) -> int:
-        return max(1, -(-self.rows // BLOCK_THREADS))
-
-    def form_at_line(self, line: int) -> int | None:
-        """The index of the form whose code holds PTX line ``line`` (1-based), or None."""
-        for i, (first, last) in enumerate(self.form_lines):
-            if first <= line <= last:
-                return i
-        return None
 
 
 def register_type(op: Operand) -> str:

@@ -3,7 +3,10 @@
 A recording is a folder: ``header.json`` (device, driver, CUDA and toolchain versions, date,
 parameters, one line per form) and one compressed ``<instruction>.npz`` per instruction with
 its operand tables and the GPU's result bits of every form, each array at its type's own width
-(predicates as booleans). Replaying runs the current model on the recorded operands and
+(predicates as booleans). Matrix-fragment forms (``mma.sync``) take one ``<kernel>.tiles.npz``
+per kernel, listed under ``tile_files``: each form's input and ``d`` register words (``uint32``, a
+row a lane), replayed through the interpreter (:mod:`karyamorph.validation.fragment_run`).
+Replaying runs the current model on the recorded operands and
 compares its bits with the recorded GPU bits under the rules of
 :mod:`karyamorph.validation.compare`, so a semantic regression fails on a CPU.
 """
@@ -23,6 +26,9 @@ from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.cases import model_results
 from karyamorph.validation.compare import Disagreement, FormResult, compare_form
 from karyamorph.validation.forms import Form, Operand, enumerate_forms
+from karyamorph.validation.fragment_compare import compare_fragments
+from karyamorph.validation.fragment_run import TileRun, model_tiles
+from karyamorph.validation.fragments import enumerate_fragments, kernel_name
 from karyamorph.validation.validate import ValidationReport
 
 FORMAT = 1
@@ -73,15 +79,33 @@ def write_recording(report: ValidationReport, folder: Path) -> list[Path]:
         path = folder / _file_name(name)
         np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
         written.append(path)
+    tiles = _write_tiles(report.tiles, folder)
     header = {
         "format": FORMAT, "arch": report.arch, "date": report.params.get("date", ""),
         "environment": report.environment, "params": report.params,
-        "files": sorted(p.name for p in written),
+        "files": sorted(p.name for p in written), "tile_files": sorted(p.name for p in tiles),
         "forms": {r.form: [r.status, r.cases, r.disagreements, r.max_ulp] for r in report.results},
         "unvalidated": {u.name: u.reason for u in report.unvalidated},
     }  # fmt: skip
     (folder / HEADER).write_text(json.dumps(header, indent=1, sort_keys=True) + "\n")
-    return [folder / HEADER, *written]
+    return [folder / HEADER, *written, *tiles]
+
+
+def _write_tiles(runs: Sequence[TileRun], folder: Path) -> list[Path]:
+    by_kernel: dict[str, list[TileRun]] = {}
+    for run in runs:
+        by_kernel.setdefault(kernel_name(run.form), []).append(run)
+    written = []
+    for name, kernel_runs in by_kernel.items():
+        arrays: dict[str, Any] = {}
+        for i, run in enumerate(kernel_runs):
+            arrays[f"f{i}_in"] = run.inputs.astype(np.uint32)
+            arrays[f"f{i}_d"] = run.gpu.astype(np.uint32)
+        meta = {"instruction": name, "forms": [r.form.key for r in kernel_runs]}
+        path = folder / (_file_name(name)[: -len(".npz")] + ".tiles.npz")
+        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
+        written.append(path)
+    return written
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +119,23 @@ class RecordedForm:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordedTiles:
+    """One recorded fragment form: its key, input words and the GPU's ``d`` words (a row a lane)."""
+
+    instruction: str
+    key: str
+    inputs: np.ndarray
+    gpu: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
 class Recording:
     """A recorded validation: the header (device, versions, date, parameters) and every form."""
 
     folder: Path
     header: dict[str, Any]
     forms: tuple[RecordedForm, ...]
+    tiles: tuple[RecordedTiles, ...] = ()
 
     @property
     def arch(self) -> str:
@@ -121,7 +156,14 @@ def read_recording(folder: Path) -> Recording:
             for i, f in enumerate(meta["forms"]):
                 gpu = {s: z[f"f{i}_{s}"].astype(np.uint64) for s, _, _ in f["writes"]}
                 forms.append(RecordedForm(meta["instruction"], f["key"], tables[f["table"]], gpu))
-    return Recording(folder, header, tuple(forms))
+    tiles: list[RecordedTiles] = []
+    for name in header.get("tile_files", []):  # absent from recordings made before fragment forms
+        with np.load(folder / name) as z:
+            meta = json.loads(str(z["meta"]))
+            for i, key in enumerate(meta["forms"]):
+                words = z[f"f{i}_in"].astype(np.uint64), z[f"f{i}_d"].astype(np.uint64)
+                tiles.append(RecordedTiles(meta["instruction"], key, *words))
+    return Recording(folder, header, tuple(forms), tuple(tiles))
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +192,18 @@ def replay(recording: Recording, machine: Machine) -> Replay:
             missing.append(rec.key)
             continue
         result, found = compare_form(form, rec.operands, rec.gpu, model_results(form, machine, rec.operands))
+        results.append(result)
+        rows += found
+    fragments = (
+        {f.key: f for f in enumerate_fragments(machine, recording.arch).forms} if recording.tiles else {}
+    )
+    for tile in recording.tiles:
+        fragment = fragments.get(tile.key)
+        if fragment is None:
+            missing.append(tile.key)
+            continue
+        model, size = model_tiles(fragment, machine, tile.inputs, recording.arch)
+        result, found = compare_fragments(fragment, tile.inputs, tile.gpu, model, size)
         results.append(result)
         rows += found
     return Replay(tuple(results), tuple(rows), tuple(missing))

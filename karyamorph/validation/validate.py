@@ -3,7 +3,9 @@
 Steps: enumerate the forms (:mod:`karyamorph.validation.forms`), make their
 operand rows, build one microkernel per instruction, assemble it with ptxas (a form ptxas
 refuses is dropped with ptxas's message and the kernel rebuilt without it), run every kernel
-in one GPU process, and compare each form's result bits with the numpy domain's.
+in one GPU process, and compare each form's result bits with the numpy domain's. Matrix-fragment
+forms (``mma.sync``, a warp per case) get kernels of their own, run in the same process and
+compared with the interpreter's tiles (:mod:`karyamorph.validation.fragment_run`).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from karyamorph.harness.gpu.validate import (
     worker_runner,
 )
 from karyamorph.harness.record import toolchain_record
-from karyamorph.harness.tools.ptxas import PtxasError, assemble
 from karyamorph.harness.tools.toolchain import Toolchain, discover
 from karyamorph.model.semantics.concrete import UnsupportedOperation
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.store.records import DeviceRecord
 from karyamorph.store.validation import DisagreementRow, FormRow, ValidationRecord
 from karyamorph.table import render, to_text
+from karyamorph.validation.assembly import BLOCK_THREADS, Assembled, assemble_dropping
 from karyamorph.validation.cases import (
     CROSS_LIMIT,
     SAMPLES,
@@ -45,70 +47,32 @@ from karyamorph.validation.cases import (
 )
 from karyamorph.validation.compare import ALLOWED, Disagreement, FormResult, compare_form
 from karyamorph.validation.forms import Form, FormSet, Unvalidated, enumerate_forms
+from karyamorph.validation.fragment_run import TileRun, judge_fragments, plan_fragments
 from karyamorph.validation.microkernel import (
-    BLOCK_THREADS,
     Microkernel,
     build_microkernel,
     pack_inputs,
     unpack_outputs,
 )
 
-MAX_ROUNDS = 4
-
-
-@dataclass(frozen=True, slots=True)
-class Assembled:
-    """An instruction's microkernel that ptxas accepted, and the forms it refused (key -> message)."""
-
-    kernel: Microkernel | None
-    cubin: bytes
-    rejected: dict[str, str]
-    registers: int | None = None
-
 
 def assemble_forms(
     name: str, forms: Sequence[Form], counts: Sequence[int], arch: str, toolchain: Toolchain
-) -> Assembled:
-    """Build and assemble the microkernel of ``forms``, dropping each form ptxas refuses.
+) -> Assembled[Microkernel]:
+    """Build and assemble the microkernel of ``forms``, dropping each form ptxas refuses
+    (:func:`~karyamorph.validation.assembly.assemble_dropping`)."""
 
-    ptxas reports every bad line of a module at once; each line lies in one form's code, so the
-    forms it names are dropped and the rest rebuilt, at most :data:`MAX_ROUNDS` times.
+    def build(keep: list[int]) -> Microkernel:
+        return build_microkernel(name, [forms[i] for i in keep], [counts[i] for i in keep], arch)
 
-    Raises
-    ------
-    PtxasError
-        An error outside any form's code (a defect of the kernel itself).
-    """
-    keep = list(range(len(forms)))
-    rejected: dict[str, str] = {}
-    for _ in range(MAX_ROUNDS):
-        if not keep:
-            return Assembled(None, b"", rejected)
-        kernel = build_microkernel(name, [forms[i] for i in keep], [counts[i] for i in keep], arch)
-        try:
-            asm = assemble(kernel.ptx, arch, toolchain, lineinfo=False, filename=f"{kernel.entry}.ptx")
-        except PtxasError as exc:
-            bad: dict[int, str] = {}
-            for d in exc.diagnostics:
-                at = kernel.form_at_line(d.line) if d.line and d.severity in ("error", "fatal") else None
-                if at is not None:
-                    bad.setdefault(at, d.message)
-            if not bad:
-                raise
-            for at, message in bad.items():
-                rejected[kernel.forms[at].key] = f"ptxas: {message}"
-            keep = [i for j, i in enumerate(keep) if j not in bad]
-            continue
-        report = asm.functions.get(kernel.entry)
-        return Assembled(kernel, asm.cubin, rejected, report.registers if report else None)
-    raise PtxasError(f"{name}: ptxas still refused forms after {MAX_ROUNDS} rounds", arch=arch)
+    return assemble_dropping(name, len(forms), build, arch, toolchain)
 
 
 def assemble_all(
     formset: FormSet, tables: dict[str, CaseTable], arch: str, toolchain: Toolchain
-) -> tuple[list[Assembled], list[FormResult]]:
+) -> tuple[list[Assembled[Microkernel]], list[FormResult]]:
     """Every instruction's microkernel assembled for ``arch``, and a ``rejected`` result per refused form."""
-    assembled: list[Assembled] = []
+    assembled: list[Assembled[Microkernel]] = []
     rejected: list[FormResult] = []
     for name, forms in formset.by_instruction().items():
         asm = assemble_forms(name, forms, [tables[table_key(f)].size for f in forms], arch, toolchain)
@@ -121,17 +85,20 @@ def compile_summary(
     machine: Machine, arch: str, only: str | None = None, samples: int = SAMPLES,
     cross_limit: int = CROSS_LIMIT, seed: int = 0,
 ) -> list[tuple[Any, ...]]:  # fmt: skip
-    """Build and assemble every kernel (no GPU): instruction, forms, rejected, rows, PTX lines, registers."""
+    """Build and assemble every kernel (no GPU): instruction, forms, rejected, rows, PTX lines, registers.
+
+    Matrix-fragment kernels (:mod:`karyamorph.validation.fragment_run`) follow, a row each."""
     formset = enumerate_forms(machine, arch, only)
     tables = case_tables(formset.forms, samples=samples, cross_limit=cross_limit, seed=seed)
-    assembled, _ = assemble_all(formset, tables, arch, discover())
+    toolchain = discover()
+    assembled, _ = assemble_all(formset, tables, arch, toolchain)
     rows = []
     for name, a in zip(formset.by_instruction(), assembled, strict=True):
         k = a.kernel
         ran = len(k.forms) if k else 0
         rows.append((name, ran + len(a.rejected), len(a.rejected), k.rows if k else 0,
                      len(k.ptx.splitlines()) if k else 0, a.registers))  # fmt: skip
-    return rows
+    return rows + plan_fragments(machine, arch, toolchain, only, seed).summary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +123,7 @@ class ValidationReport:
     seconds: dict[str, float] = field(default_factory=dict)
     runs: tuple[FormRun, ...] = ()
     tables: dict[str, CaseTable] = field(default_factory=dict)
+    tiles: tuple[TileRun, ...] = ()  # matrix-fragment forms that ran
 
     @property
     def failed(self) -> list[FormResult]:
@@ -225,20 +193,26 @@ def validate(
                   a.kernel.out_slots, a.kernel.ptx)
         for a in assembled if a.kernel is not None
     ]  # fmt: skip
+    plan = plan_fragments(machine, arch, toolchain, only, seed)  # whole-warp tiles: mma.sync
+    jobs += plan.jobs()
     seconds["assemble"] = time.perf_counter() - clock - seconds["generate"]
     t_gpu = time.perf_counter()
     out = runner(jobs) if jobs else GpuOutput((), ())
     seconds["gpu"] = time.perf_counter() - t_gpu
     t_cmp = time.perf_counter()
-    runs, rows = _compare(machine, kernels, out, tables, results)
+    n = len(kernels)
+    runs, rows = _compare(machine, kernels, GpuOutput(out.first[:n], out.second[:n]), tables, results)
+    tiles, tile_rows, tile_runs = judge_fragments(plan, machine, out.first[n:], out.second[n:])
+    results += tiles
+    rows += tile_rows
     seconds["compare"] = time.perf_counter() - t_cmp
     seconds["total"] = time.perf_counter() - clock
     params = {"instr": only, "samples": samples, "cross_limit": cross_limit, "seed": seed,
               "date": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
     environment = {**out.environment, "arch": arch, "ptxas": toolchain.versions.get("ptxas", ""),
                    "cuda_release": toolchain.cuda_release, "toolchain_source": toolchain.source}  # fmt: skip
-    return ValidationReport(arch, tuple(results), tuple(rows), formset.unvalidated, environment, params,
-                            seconds, tuple(runs), tables)  # fmt: skip
+    return ValidationReport(arch, tuple(results), tuple(rows), formset.unvalidated + plan.unvalidated,
+                            environment, params, seconds, tuple(runs), tables, tuple(tile_runs))  # fmt: skip
 
 
 def _compare(

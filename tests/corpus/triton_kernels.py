@@ -496,3 +496,75 @@ def splitk_reduce(ws_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr)
     for s in range(SPLIT_K):
         acc += tl.load(ws_ptr + s * MN + offs, mask=mask, other=0.0)
     tl.store(c_ptr + offs, acc.to(tl.float16), mask=mask)
+
+
+@triton.jit
+def matmul_fp8(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    # C (fp32) = A (e4m3) @ B (e4m3): Triton lowers tl.dot of two float8e4nv tiles to the
+    # tensor cores' eight-bit MMA (mma.sync m16n8k32 on sm_120, wgmma k32 on sm_90).
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_tile = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_tile = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_tile, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BLOCK_K), other=0.0)
+        b = tl.load(b_tile, mask=(rk[:, None] < K - k * BLOCK_K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_tile += BLOCK_K * stride_ak
+        b_tile += BLOCK_K * stride_bk
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def matmul_mxfp4(
+    a_ptr,
+    a_scale_ptr,
+    b_ptr,
+    b_scale_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    # C (fp32) = (A * 2^sa) @ (B * 2^sb)^T in the OCP MX format: A (M x K) and B (N x K) are e2m1
+    # codes packed two to a byte along K (low nibble first), each run of 32 elements of K scaled
+    # by one ue8m0 byte (a_scale: M x K/32, b_scale: N x K/32). tl.dot_scaled lowers to the
+    # block-scaled mma.sync on sm_120 and to an upcast plus a bf16 wgmma on sm_90.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rb = tl.arange(0, BLOCK_K // 2)
+    rs = tl.arange(0, BLOCK_K // 32)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptr + rm[:, None] * (K // 2) + k * (BLOCK_K // 2) + rb[None, :])
+        b = tl.load(b_ptr + rn[:, None] * (K // 2) + k * (BLOCK_K // 2) + rb[None, :])
+        sa = tl.load(a_scale_ptr + rm[:, None] * (K // 32) + k * (BLOCK_K // 32) + rs[None, :])
+        sb = tl.load(b_scale_ptr + rn[:, None] * (K // 32) + k * (BLOCK_K // 32) + rs[None, :])
+        acc = tl.dot_scaled(a, sa, "e2m1", b.T, sb, "e2m1", acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)

@@ -181,6 +181,7 @@ def test_the_readme_instruction_is_validated_with_no_code_of_its_own() -> None:
     scope: dict[str, Any] = {}
     exec(compile(block, "README.md", "exec"), scope)
     machine = scope["machine"]
-    report = validate(machine, "sm_90", emulator(machine), discover(), only="prmt", **SMALL)
-    assert [(r.form, r.status) for r in report.results] == [("prmt.b32 d,a,b,c", "pass")]
-    assert 8 < report.results[0].cases <= 64 + 8  # edge rows cut to the limit, then 8 random ones
+    report = validate(machine, "sm_90", emulator(machine), discover(), only="bfind", **SMALL)
+    forms = [f"bfind{s}.{t} d,a" for t in ("u32", "s32", "u64", "s64") for s in ("", ".shiftamt")]
+    assert [(r.form, r.status) for r in report.results] == [(f, "pass") for f in forms]
+    assert all(8 < r.cases <= 64 + 8 for r in report.results)  # edge rows cut to the limit, then 8 random

@@ -19,6 +19,7 @@ from karyamorph.model.check.anylaunch import proved_blocks as any_launch_blocks
 from karyamorph.model.check.checker import InputRange, check
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.check.witnesses import UserTerms
+from karyamorph.model.interp.asyncproxy import DEADLOCK
 from karyamorph.model.interp.budget import ModelBudget, TooLargeError
 from karyamorph.model.interp.cfg import CfgError
 from karyamorph.model.interp.errors import ExecutionError, LaunchError, ModelLimitError
@@ -289,6 +290,8 @@ class ModelStage:
             log.append(f"interpretation: not run ({reason})")
             return {"status": "not run", "reason": reason}, None
         except MODEL_LIMITS as exc:
+            if isinstance(exc, ModelLimitError) and DEADLOCK in str(exc):
+                return self._turns(kernel, log, machine, str(exc))
             reason = f"the model cannot run it: {exc}"
             log.append(f"interpretation: not run ({reason})")
             return {"status": "not run", "reason": reason}, None
@@ -296,6 +299,26 @@ class ModelStage:
             log.append(f"interpretation: {exc}")
             return {"status": "fail", "error": str(exc)}, Interpretation(kernel, None, failure=str(exc))
         log.append(f"interpretation: {report.status} (max abs err {report.max_abs_error:.3g})")
+        data = {"status": report.status, "max_abs_error": report.max_abs_error, "outputs": report.outputs}
+        return data, Interpretation(kernel, report.stats, report.seconds)
+
+    def _turns(
+        self, kernel: BoundKernel, log: list[str], machine: Any, stalled: str
+    ) -> tuple[dict[str, Any], Interpretation | None]:
+        """The lockstep order stalled at a wait (it need not give every thread a turn): run again
+        with every warp taking its turn, where a hang is the kernel's and a finish is the answer."""
+        log.append(f"interpretation: the lockstep order stalled ({stalled}); again, every warp taking turns")
+        try:
+            report = interpret_spec_file(kernel, budget=self.budget, machine=machine, randomize_order=True)
+        except MODEL_LIMITS as exc:
+            reason = f"the model cannot run it: {exc}"
+            log.append(f"interpretation: not run ({reason})")
+            return {"status": "not run", "reason": reason}, None
+        except ExecutionError as exc:  # a deadlock in a fair schedule: the witness
+            log.append(f"interpretation: {exc}")
+            return {"status": "fail", "error": str(exc)}, Interpretation(kernel, None, failure=str(exc))
+        err = report.max_abs_error
+        log.append(f"interpretation: {report.status} (max abs err {err:.3g}, every warp taking turns)")
         data = {"status": report.status, "max_abs_error": report.max_abs_error, "outputs": report.outputs}
         return data, Interpretation(kernel, report.stats, report.seconds)
 

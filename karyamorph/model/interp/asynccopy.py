@@ -20,6 +20,7 @@ import numpy as np
 
 from karyamorph.model.interp.errors import MemoryAccessError
 from karyamorph.model.interp.memory import Memory, MemoryFault
+from karyamorph.model.interp.proxyorder import ProxyOrder
 from karyamorph.model.semantics.concrete import UIntArray
 from karyamorph.model.semantics.decode import Decoded
 
@@ -74,6 +75,10 @@ class AsyncCopies:
         self.copies: list[AsyncCopy] = []
         self.describe = describe  # a thread index -> "block (..) thread (..)"
         self.stats = stats  # the launch's Stats: bytes moved are counted when copies land
+        # Set by the interpreter where the launch tracks proxies: cp.async copies land through
+        # the generic proxy, bulk copies read and write through the async proxy.
+        self.proxies: ProxyOrder | None = None
+        self.async_proxy = False
 
     def issue(self, copy: AsyncCopy) -> None:
         self.copies.append(copy)
@@ -141,6 +146,7 @@ class AsyncCopies:
                 bufs, elems = self._resolve(
                     c, pos[full], c.src_space, c.src[pos[full]] + np.uint64(4 * w), 4, observe
                 )
+                self._proxy_read(c, pos[full], bufs, elems, 4)
                 word[full] = mem.gather(bufs, elems, 4)
                 self._count("bytes_loaded", c.src_space, 4 * full.size)
             for b in range(3):  # a source size that ends inside the word: its bytes one by one
@@ -148,13 +154,27 @@ class AsyncCopies:
                 if part.size:
                     at = c.src[pos[part]] + np.uint64(4 * w + b)
                     bufs, elems = self._resolve(c, pos[part], c.src_space, at, 1, observe)
+                    self._proxy_read(c, pos[part], bufs, elems, 1)
                     byte = mem.gather(bufs, elems, 1).astype(np.uint32)
                     word[part] |= byte << np.uint32(8 * b)
                     self._count("bytes_loaded", c.src_space, part.size)
             bufs, elems = self._resolve(c, pos, c.dst_space, c.dst[pos] + np.uint64(4 * w), 4, observe)
             mem.scatter(bufs, elems, word, 4)
+            if self.proxies is not None and not self.async_proxy:
+                shared = bufs == len(mem.globals)
+                self.proxies.generic_write(elems[shared], 4, c.threads[pos][shared], c.dec.line)
             self._count("bytes_stored", c.dst_space, 4 * pos.size)
         c.done[pos] = True
+
+    def _proxy_read(
+        self, c: AsyncCopy, pos: np.ndarray, bufs: np.ndarray, elems: np.ndarray, nbytes: int
+    ) -> None:
+        """A bulk copy's read of shared memory goes through the async proxy: fenced writes only."""
+        if self.proxies is None or not self.async_proxy:
+            return
+        shared = bufs == len(self.memory.globals)
+        if shared.any():
+            self.proxies.async_read(elems[shared], nbytes, c.threads[pos][shared], c.dec)
 
     def _count(self, table: str, space: str, n: int) -> None:
         counts = getattr(self.stats, table)

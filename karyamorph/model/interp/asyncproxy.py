@@ -13,7 +13,9 @@ fences (the optional hooks of :mod:`karyamorph.model.ptx.bulk_copy` and
   randomized order, so that the warps that complete the phase run; run as one group
   (lockstep), the other side of the enclosing divergent branch runs first. :class:`WaitWatch`
   ends a wait no one can end (the same wait failing again with memory and registers
-  unchanged) with ModelLimitError.
+  unchanged) with ModelLimitError: the lockstep order need not give every thread a turn. In the
+  randomized order, where every warp takes its turn each round, a round that changes nothing
+  twice is a schedule the hardware may follow hanging: :class:`DeadlockError`, the kernel's fault.
 
 Bulk copies add their bytes to the launch's loads and stores, but no requests, sectors or
 wavefronts: those count the load/store unit's traffic, which the copy engine's is not.
@@ -33,6 +35,7 @@ from karyamorph.model.interp.errors import (
     ModelLimitError,
 )
 from karyamorph.model.interp.memory import Memory, MemoryFault
+from karyamorph.model.interp.proxyorder import ProxyOrder
 from karyamorph.model.ptx.bulk_copy import ALIGN_BYTES
 from karyamorph.model.ptx.cluster import RANK_STRIDE
 from karyamorph.model.semantics.concrete import BoolArray, UIntArray
@@ -45,6 +48,10 @@ class LaunchCounters(Counters, Protocol):
 
     atomics: int
     proxy_fences: int
+
+
+class DeadlockError(ExecutionError):
+    """A run in which every warp took its turn and none could proceed: the kernel hangs."""
 
 
 class MbarrierError(ExecutionError):
@@ -110,6 +117,7 @@ class HopperHooks:
     can_suspend: bool  # in the randomized order: a failed try_wait hands over to other warps
     # (else it lets the other side of a divergent branch run first, and WaitWatch compares)
     waits: WaitWatch | None  # running alone: failed waits are compared
+    proxies: ProxyOrder | None  # generic writes to shared memory and proxy fences
 
     if TYPE_CHECKING:
 
@@ -182,7 +190,10 @@ class HopperHooks:
             state.bulk.wait(t, n, self.copy_observer())
 
     def proxy_fence(self, space: str) -> None:
-        self.stats.proxy_fences += int(self._active().size)
+        idx = self._active()
+        self.stats.proxy_fences += int(idx.size)
+        if self.proxies is not None:
+            self.proxies.fence(idx + self.lo)
 
     # --- mbarrier objects ------------------------------------------------------------------------
     def mbarrier_object(self, op: str, addr: UIntArray, addr_bits: int) -> None:

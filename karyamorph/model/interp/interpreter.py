@@ -24,13 +24,14 @@ from karyamorph.kernel.structs import StructArg
 from karyamorph.model.interp.arguments import KernelArg as KernelArg
 from karyamorph.model.interp.arguments import bind_arguments
 from karyamorph.model.interp.asynccopy import AsyncCopies
-from karyamorph.model.interp.asyncproxy import DEADLOCK, HopperState, WaitWatch
+from karyamorph.model.interp.asyncproxy import DeadlockError, HopperState, WaitWatch
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.clusters import ClusterState, launch_cluster
-from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, ModelLimitError, StepLimitError
+from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, StepLimitError
 from karyamorph.model.interp.geometry import as_dim3, make_geometry
 from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.interp.program import Program, align_up, prepare
+from karyamorph.model.interp.proxyorder import ProxyOrder
 from karyamorph.model.interp.simt import GroupExec, Stats
 from karyamorph.model.interp.spin import SpinWatch, refuse_grid_sync
 from karyamorph.model.interp.tensormem import TensorMemory
@@ -112,6 +113,7 @@ class _Run:
         self.epoch = 0
         self.randomize = randomize
         self.rng = np.random.default_rng(seed) if randomize else None
+        self.seed = seed
         self.observe = observe
         self.interleave = randomize and interleave
         # Under independent thread scheduling the lanes of a warp are unordered too; lanes that
@@ -141,6 +143,11 @@ class _Run:
         self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.hopper = HopperState(self.mem, n, self.geo.describe, self.stats)
+        self.proxies = ProxyOrder.of(
+            program.decoded, self.mem.shared.size, self.mem.shared_stride, n, self.geo.describe
+        )
+        self.copies.proxies = self.hopper.bulk.proxies = self.hopper.now.proxies = self.proxies
+        self.hopper.bulk.async_proxy = self.hopper.now.async_proxy = True
         self.cluster = ClusterState.of(program.decoded, self.geo, self.alive)
         self.mem.cluster_blocks, self.mem.block_alive = self.geo.cluster_blocks, self.alive.reshape(nb, -1)
         self.tensormem = TensorMemory(nb, self.geo)
@@ -219,9 +226,25 @@ class _Run:
         """A round in which only waiting groups ran, still waiting, and stored nothing: when the
         registers are as the last such round left them too, no wait can ever succeed."""
         if before is not None and all(np.array_equal(before[r], v) for r, v in self.regs.items()):
-            waiting = next(s.exec for s in groups if s.state == "waiting")
-            line = waiting.dec.line
-            raise ModelLimitError(f"line {line}: {waiting.dec.source.full_opcode}: {DEADLOCK}")
+            # Every group had its turn in the round and none moved: a schedule the hardware may
+            # follow hangs, which is the kernel's fault (the lockstep order's WaitWatch, which
+            # does not give every thread a turn, stays the model's limit).
+            waits: dict[tuple[int, str], list[int]] = {}
+            for s in groups:
+                if s.state == "waiting":
+                    waits.setdefault((s.exec.dec.line, s.exec.dec.source.full_opcode), []).append(s.exec.lo)
+            at_barrier = sum(1 for s in groups if s.state == "barrier")
+            said = "; ".join(
+                f"{len(los)} warp(s) (the first: {self.geo.describe(los[0])}) wait at line {line} ({op})"
+                for (line, op), los in sorted(waits.items())
+            )
+            if at_barrier:
+                said += f"; {at_barrier} warp(s) wait at a bar.sync that the waiting warps never reach"
+            (line, op), _ = min(waits.items())
+            raise DeadlockError(
+                f"line {line}: {op}: deadlock: in a run where every warp takes its turn "
+                f"(order seed {self.seed}), no warp can proceed: {said}"
+            )
         return {r: v.copy() for r, v in self.regs.items()}
 
     def _group(self, lo: int, hi: int, rng: np.random.Generator | None) -> GroupExec:
@@ -232,6 +255,7 @@ class _Run:
         g.hopper = self.hopper
         g.cluster = self.cluster
         g.tensormem = self.tensormem
+        g.proxies = self.proxies
         g.can_suspend = self.randomize  # whole-launch groups are compared at failed waits instead
         g.waits = self.waits
         return g

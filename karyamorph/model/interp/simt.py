@@ -22,6 +22,7 @@ from karyamorph.model.interp.clusters import ClusterHooks, ClusterState
 from karyamorph.model.interp.errors import MemoryAccessError, ModelLimitError, TrapError
 from karyamorph.model.interp.geometry import Geometry
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
+from karyamorph.model.interp.proxyorder import ProxyOrder, reads_async
 from karyamorph.model.interp.tensormem import TensorMemHooks, TensorMemory
 from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
 from karyamorph.model.interp.warp import WarpHooks
@@ -122,6 +123,7 @@ class GroupExec(
         self.hopper: HopperState | None = None  # bulk copies, mbarrier objects
         self.cluster: ClusterState | None = None  # cluster barrier arrivals and waits
         self.tensormem: TensorMemory | None = None  # each CTA's TMEM (tcgen05)
+        self.proxies: ProxyOrder | None = None  # generic writes the async proxy reads (fences)
         self.can_suspend = False  # a failed try_wait hands over to other groups
         self.waits: WaitWatch | None = None  # or, running alone, is compared with the last one
         self._views: dict[str, np.ndarray] = {}  # declared registers
@@ -187,6 +189,9 @@ class GroupExec(
             op = op.elements[elem]
         bits = ty.bits
         if isinstance(op, ast.Register):
+            tmem = self.tensormem  # a tcgen05.ld's registers are undefined until its wait::ld
+            if tmem is not None and tmem.pending and op.name in tmem.pending:
+                self.tmem_unwaited(op.name)
             v = self._views.get(op.name)
             if v is None:
                 if op.name in self.regs:
@@ -335,6 +340,10 @@ class GroupExec(
     ) -> UIntArray:
         idx, nb = self._selected(when), ty.bytes
         bufs, elems = self._resolve(space, addr, idx, nb)
+        if self.proxies is not None and reads_async(self.dec):
+            shared = bufs == len(self.memory.globals)
+            if shared.any():
+                self.proxies.async_read(elems[shared], nb, idx + self.lo, self.dec)
         vals = self.memory.gather(bufs, elems, nb)
         self._count(self.stats.bytes_loaded, space, idx.size * nb)
         self._note(space, "ld", addr, idx, nb)
@@ -360,6 +369,10 @@ class GroupExec(
         bufs, elems = self._resolve(space, addr, idx, nb)
         vals = self._pick(np.asarray(value, UINT[ty.bits]), idx)
         self.memory.scatter(bufs, elems, vals, nb)
+        if self.proxies is not None:
+            shared = bufs == len(self.memory.globals)
+            if shared.any():
+                self.proxies.generic_write(elems[shared], nb, (idx + self.lo)[shared], self.dec.line)
         self._count(self.stats.bytes_stored, space, idx.size * nb)
         self._note(space, "st", addr, idx, nb)
 
@@ -383,6 +396,10 @@ class GroupExec(
         cv = None if c is None else self._per_access(np.asarray(c, dt), idx)
         additive = op == "add" and not ty.is_float
         seen = apply_atomics(self.memory, bufs, elems, nb, update, bv, cv, additive)
+        if self.proxies is not None:
+            shared = bufs == len(self.memory.globals)
+            if shared.any():
+                self.proxies.generic_write(elems[shared], nb, (idx + self.lo)[shared], self.dec.line)
         if idx is self._all:
             old = seen
         else:

@@ -15,7 +15,13 @@ address (:class:`TensorMemoryError`):
 - a warp-collective tcgen05 instruction reached by part of a warp;
 - a ``tcgen05.mma`` whose instruction descriptor the PTX ISA does not allow, or whose D is not
   in one allocation (valid forms the model does not run are ModelLimitError; its arithmetic is
-  :mod:`karyamorph.model.interp.tensormem_mma`).
+  :mod:`karyamorph.model.interp.tensormem_mma`);
+- TMEM columns an MMA still writes (in flight until its commit's mbarrier phase completes)
+  loaded, stored, freed or used by another thread's MMA, and a ``tcgen05.ld`` destination read
+  before the thread's ``tcgen05.wait::ld`` (:mod:`karyamorph.model.interp.tensormem_order`).
+
+An MMA's operand reads go through the async proxy: shared bytes written through the generic
+proxy with no ``fence.proxy.async`` since are refused by :mod:`karyamorph.model.interp.proxyorder`.
 
 Where the allocation lands is the model's choice (the PTX ISA leaves it open): the lowest free
 run of columns aligned to its own size. An ``alloc`` that finds no such run would wait on the
@@ -30,12 +36,18 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from karyamorph.isa import ast
+
 # Through its module, so that a deliberate slip in the arithmetic reaches the hooks.
 from karyamorph.model.interp import tensormem_mma as arith
 from karyamorph.model.interp.asynccopy import LaunchShape
 from karyamorph.model.interp.errors import ExecutionError, ModelLimitError
 from karyamorph.model.interp.memory import Memory, MemoryFault
+from karyamorph.model.interp.proxyorder import ProxyOrder
+from karyamorph.model.interp.tensormem_order import BarrierKey, Flight, TmemOrder
+from karyamorph.model.ptx.mbarrier import PHASE
 from karyamorph.model.ptx.tcgen05 import LANE_SHIFT, MIN_COLUMNS, TMEM_COLUMNS, TMEM_LANES
+from karyamorph.model.ptx.tcgen05_kinds import Kind
 from karyamorph.model.ptx.tcgen05_mma import InstrDesc, SmemDesc
 from karyamorph.model.semantics.concrete import BoolArray, UIntArray
 from karyamorph.model.semantics.decode import Decoded
@@ -71,6 +83,9 @@ class TensorMemory:
         self.owner = np.full((n_blocks, TMEM_COLUMNS), -1, np.int64)  # allocation start, or -1
         self.sizes: dict[tuple[int, int], int] = {}  # (block, start column) -> columns
         self.relinquished = np.zeros(n_blocks, bool)
+        self.order = TmemOrder(n_blocks * geometry.block_threads)
+        # register -> threads whose tcgen05.ld of it is not waited for (read by GroupExec.read)
+        self.pending = self.order.pending
 
     def block_cells(self, block: int) -> np.ndarray:
         cells = self.cells.get(block)
@@ -121,6 +136,7 @@ class TensorMemHooks:
     tensormem: TensorMemory | None
     stats: SyncCounters
     memory: Memory
+    proxies: ProxyOrder | None  # generic writes to shared memory, for the operands' async reads
 
     if TYPE_CHECKING:
 
@@ -202,6 +218,10 @@ class TensorMemHooks:
             if a >> LANE_SHIFT or have is None or have != n:
                 what = "nothing" if have is None else f"{have} columns"
                 raise self._fail(f"dealloc of {n} columns at {a:#010x}, where {what} was allocated", i)
+            self._settle()
+            flight = tmem.order.conflict(block, start, n)
+            if flight is not None:
+                raise self._fail(f"dealloc while {flight.describe()}", i)
             tmem.release(block, start)
 
     def tmem_relinquish(self) -> None:
@@ -235,34 +255,44 @@ class TensorMemHooks:
                     "allocation of tensor memory (tcgen05.alloc them first)",
                     i,
                 )
+            flight = tmem.order.conflict(block, col0, ncols)
+            if flight is not None:
+                raise self._fail(flight.describe(), i)
             out.append((lanes, rows, np.arange(col0, col0 + ncols), block))
         return out
 
     def tmem_load(self, taddr: UIntArray, ncols: int) -> list[UIntArray]:
         tmem = self._tmem()
+        self._settle()
         values = np.zeros((ncols, self.n), np.uint32)
         for lanes, rows, cols, block in self._cells(taddr, ncols):
             values[:, lanes] = tmem.block_cells(block)[np.ix_(rows, cols)].T
+        # The registers are undefined until the thread's wait::ld (tensormem_order).
+        dest = self.dec.operands["d"]
+        regs = dest.elements if isinstance(dest, ast.Vector) else (dest,)
+        names = [r.name for r in regs if isinstance(r, ast.Register)]
+        tmem.order.loaded(names, np.flatnonzero(np.ones(self.n, bool) if self.full else self.mask) + self.lo)
         return list(values)
 
     def tmem_store(self, taddr: UIntArray, values: Sequence[UIntArray]) -> None:
         tmem = self._tmem()
+        self._settle()
         for lanes, rows, cols, block in self._cells(taddr, len(values)):
             for j, col in enumerate(cols):
                 v = np.broadcast_to(np.asarray(values[j], np.uint32), (self.n,))
                 tmem.block_cells(block)[rows, col] = v[lanes]
 
     def tmem_mma(self, taddr: UIntArray, adesc: UIntArray, bdesc: UIntArray, idesc: UIntArray,
-                 enable: BoolArray) -> None:  # fmt: skip
+                 enable: BoolArray, kind: Kind) -> None:  # fmt: skip
         tmem = self._tmem()
         act = np.flatnonzero(np.ones(self.n, bool) if self.full else self.mask)
         for i in (int(k) for k in act):  # each issuing thread runs one whole MMA
             word = self._at(idesc, i)
             shape = InstrDesc.decode(word)
-            problem = shape.invalid()
+            problem = shape.invalid(kind)
             if problem:
                 raise self._fail(f"instruction descriptor {word:#010x}: {problem}", i)
-            limit = shape.unmodeled()
+            limit = shape.unmodeled(kind)
             descs = [SmemDesc.decode(self._at(v, i)) for v in (adesc, bdesc)]
             limit = limit or descs[0].unmodeled() or descs[1].unmodeled()
             if limit:  # valid PTX the model does not run: its limit, not the kernel's fault
@@ -272,23 +302,80 @@ class TensorMemHooks:
             owned = tmem.owner[block, col0 : col0 + shape.n] if col0 < TMEM_COLUMNS else np.zeros(0)
             if a >> LANE_SHIFT or owned.size < shape.n or (owned < 0).any() or (owned != owned[0]).any():
                 raise self._fail(f"D at {a:#010x} ({shape.n} columns from lane 0) is not allocated", i)
-            ops = []
+            self._settle()
+            flight = tmem.order.conflict(block, col0, shape.n, thread=i + self.lo)
+            if flight is not None:
+                raise self._fail(flight.describe(), i)
+            tmem.order.issue(Flight(block, col0, shape.n, i + self.lo, self.dec.line))
+            ops, size = [], kind.element_bytes
             for desc, rows, fmt in ((descs[0], shape.m, shape.a_format), (descs[1], shape.n, shape.b_format)):
-                addrs = arith.operand_addresses(desc, rows).reshape(-1)
+                addrs = arith.operand_addresses(desc, rows, kind).reshape(-1)
                 t = np.full(addrs.size, i + self.lo)
                 try:
-                    bufs, elems = self.memory.resolve("shared", addrs, 2, self.geo.block_index[t], t)
+                    bufs, elems = self.memory.resolve("shared", addrs, size, self.geo.block_index[t], t)
                 except MemoryFault as f:
                     raise self._fail(f"an operand at shared {f.address:#x}: {f.detail}", i) from None
-                ops.append(arith.as_float64(self.memory.gather(bufs, elems, 2).reshape(rows, -1), fmt))
+                if self.proxies is not None:  # the tensor core reads through the async proxy
+                    shared = bufs == len(self.memory.globals)
+                    self.proxies.async_read(elems[shared], size, t[:1], self.dec)
+                containers = self.memory.gather(bufs, elems, size).reshape(rows, -1)
+                try:
+                    ops.append(arith.values(containers, kind.ab_formats[fmt]))
+                except ModelLimitError as exc:
+                    raise self._error(f"not modeled: {exc}", i + self.lo) from None
             a_vals = -ops[0] if shape.negate_a else ops[0]
             b_vals = -ops[1] if shape.negate_b else ops[1]
             cells = tmem.block_cells(block)[: shape.m, col0 : col0 + shape.n]
-            accumulate = bool(self._at(enable, i))
-            cells[...] = arith.mma_f32(a_vals, b_vals, cells if accumulate else None)
+            d = cells if self._at(enable, i) else None
+            if kind.integer:
+                cells[...] = arith.mma_s32(a_vals, b_vals, d, bool(shape.saturate))
+            else:
+                cells[...] = arith.mma_f32(a_vals, b_vals, d)
 
     def tmem_sync(self, op: str) -> None:
         # Loads and stores complete at issue, so waits and fences change no value; they are
-        # counted (``Stats.tmem_syncs``) so that a check can require them.
+        # counted (``Stats.tmem_syncs``) so that a check can require them. wait::ld delivers the
+        # thread's loaded registers (tensormem_order).
         act = np.ones(self.n, bool) if self.full else self.mask
         self.stats.tmem_syncs[op] = self.stats.tmem_syncs.get(op, 0) + int(act.sum())
+        if self.tensormem is None:
+            return
+        self._settle()
+        if op == "wait::ld" and self.tensormem.pending:
+            self.tensormem.order.waited(np.flatnonzero(act) + self.lo)
+
+    def tmem_commit(self, addr: UIntArray, addr_bits: int) -> None:
+        # Before the commit's arrival: the MMAs complete with the phase current now.
+        tmem = self._tmem()
+        self._settle()
+        for i in (int(k) for k in np.flatnonzero(np.ones(self.n, bool) if self.full else self.mask)):
+            key = self._barrier(addr, i)
+            if key is not None:
+                tmem.order.commit(i + self.lo, key, self._parity(key))
+
+    def tmem_unwaited(self, name: str) -> None:
+        """Refuse a read of register ``name`` by a thread whose tcgen05.ld of it is not waited for."""
+        act = np.flatnonzero(np.ones(self.n, bool) if self.full else self.mask) + self.lo
+        t = self._tmem().order.unwaited(name, act)
+        if t is not None:
+            why = "the tcgen05.ld that writes it may not have completed (its value is undefined)"
+            raise self._fail(f"{name} is read before tcgen05.wait::ld: {why}", t - self.lo)
+
+    def _barrier(self, addr: UIntArray, i: int) -> BarrierKey | None:
+        """The (buffer, element) of thread ``i``'s mbarrier at shared ``addr``; None where the
+        address is bad (the commit's arrival reports it in the instruction's own words)."""
+        t = np.array([i + self.lo])
+        a = np.array([self._at(addr, i)], np.uint64)
+        try:
+            bufs, elems = self.memory.resolve("shared", a, 8, self.geo.block_index[t], t)
+        except MemoryFault:
+            return None
+        return int(bufs[0]), int(elems[0])
+
+    def _parity(self, key: BarrierKey) -> int:
+        """The parity of the current phase of the mbarrier at ``key``."""
+        word = self.memory.gather(np.array([key[0]]), np.array([key[1]]), 8)
+        return int(word[0]) >> PHASE[0] & 1
+
+    def _settle(self) -> None:
+        self._tmem().order.settle(self._parity)

@@ -64,28 +64,30 @@ def matrices(x: Exec[V, B], slot: str) -> int:
     return num
 
 
-def _space(x: Exec[V, B]) -> str:
+def space_of(x: Exec[V, B]) -> str:
+    """The state space the row addresses are in: ``.shared`` (either spelling) or generic."""
     return "shared" if x.mod("space") else "generic"
 
 
-def _row_address(x: Exec[V, B], word: int) -> tuple[V, int]:
+def row_address(x: Exec[V, B], word: int) -> tuple[V, int]:
+    """The address of word ``word`` (4 bytes each) of the row whose address the lane supplies."""
     addr, bits = x.address("a")
     return (addr if word == 0 else x.D.add(addr, x.D.const(4 * word, bits), bits)), bits
 
 
-def _suppliers(x: Exec[V, B], num: int) -> B | None:
-    """Where the lane supplies a row address (lanes 0 .. 8 num - 1); None for all lanes."""
-    return None if num == 4 else x.D.lt(x.lane(), c32(x.D, 8 * num), 32, False)
+def suppliers(x: Exec[V, B], lanes: int) -> B | None:
+    """Where the lane supplies a row address (lanes 0 .. ``lanes`` - 1); None for all 32."""
+    return None if lanes == 32 else x.D.lt(x.lane(), c32(x.D, lanes), 32, False)
 
 
 def _ldmatrix(x: Exec[V, B]) -> None:
     d = x.D
     num = matrices(x, "d")
-    when = _suppliers(x, num)
+    when = suppliers(x, 8 * num)
     words = []
     for w in range(4):  # the lane's own row: 16 bytes at the address it supplies
-        addr, bits = _row_address(x, w)
-        words.append(x.load(_space(x), addr, bits, B32, when))
+        addr, bits = row_address(x, w)
+        words.append(x.load(space_of(x), addr, bits, B32, when))
     lane = x.lane()
     quad, pair = d.lshr(lane, c32(d, 2), 32), d.and_(lane, c32(d, 3), 32)
     for m in range(num):
@@ -107,7 +109,7 @@ def _ldmatrix(x: Exec[V, B]) -> None:
 def _stmatrix(x: Exec[V, B]) -> None:
     d = x.D
     num = matrices(x, "b")
-    when = _suppliers(x, num)
+    when = suppliers(x, 8 * num)
     regs = [x.read("b", B32, m) for m in range(num)]
     lane = x.lane()
     row, mat = d.and_(lane, c32(d, 7), 32), d.lshr(lane, c32(d, 3), 32)
@@ -124,8 +126,8 @@ def _stmatrix(x: Exec[V, B]) -> None:
             lo = select(d, mat, [from_lane(x, r, src_lo) for r in regs], 32)
             hi = select(d, mat, [from_lane(x, r, src_hi) for r in regs], 32)
             word = pack(d, half(d, lo, upper), half(d, hi, upper))
-        addr, bits = _row_address(x, w)
-        x.store(_space(x), addr, bits, word, B32, when)
+        addr, bits = row_address(x, w)
+        x.store(space_of(x), addr, bits, word, B32, when)
 
 
 _GROUPS: dict[str, tuple[str, ...]] = {

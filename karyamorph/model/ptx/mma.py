@@ -224,6 +224,8 @@ def _mma_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
     accumulators, shapes = form
     if dt not in accumulators or ct not in accumulators:
         return f".{at} multiplicands take .{'/.'.join(accumulators)} accumulators, not .{dt}/.{ct}"
+    if dt != ct:  # ptxas 13: ".dtype must be '.f16' when .ctype is '.f16'" (and for .f32)
+        return f"D and C of one type: .{dt} D with a .{ct} C is refused by ptxas"
     if mods.get("shape") not in shapes:
         return f".{at} mma.sync has shapes .{', .'.join(shapes)}"
     if "satfinite" in mods and at not in ("s8", "u8"):

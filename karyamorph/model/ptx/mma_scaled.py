@@ -33,6 +33,11 @@ Scale factors, from the ``.b32`` registers ``sfa`` and ``sfb`` of the lanes the 
   (``byte-id`` 0). Block ``q`` along K takes byte ``byte-id + q``: the lower byte scales the lower
   K block (the model's reading of Figure 45; the text does not say it in words).
 
+Both readings agree with Triton 3.9's ``tl.dot_scaled`` at sm_120a (``tests/corpus``'s
+``matmul_mxfp4``: a back end run on the hardware by its own tests), which the model runs equal to
+torch with a different scale for every row, column and K block: evidence for the readings, not a
+measurement; ``model validate`` on a 50-series GPU is that.
+
 ptxas refuses selector immediates outside Table 37 ("Any other value results in an undefined
 behavior"); the model reads ``byte-id & 3`` (``& 2`` for 2X, 0 for 4X), ``thread-id-a & 1`` and
 ``thread-id-b & 3``, which changes nothing for a form ptxas accepts.

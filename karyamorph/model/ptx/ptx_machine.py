@@ -8,7 +8,8 @@ matrix instructions (:mod:`~karyamorph.model.ptx.matrix`, :mod:`~karyamorph.mode
 :mod:`~karyamorph.model.ptx.half`, ``packed``, ``mixed``, ``minmax``, ``convert`` and ``dot``,
 with sm_120's narrow float formats in ``narrow_convert`` (``cvt`` to and from the fp8/fp6/fp4 and
 ue8m0 pairs), ``mma_kinds`` (``mma.sync...kind::f8f6f4``) and ``mma_scaled`` (its
-block-scaled kinds ``mxf8f6f4``, ``mxf4``, ``mxf4nvf4``), and Hopper's asynchronous
+block-scaled kinds ``mxf8f6f4``, ``mxf4``, ``mxf4nvf4``) and ``matrix_b8`` (the
+``ldmatrix``/``stmatrix`` forms of 8-, 6- and 4-bit elements that feed them), and Hopper's asynchronous
 machinery in ``mbarrier``, ``bulk_copy`` (non-tensor ``cp.async.bulk``, ``fence.proxy.async``)
 and ``cluster`` (clusters of CTAs: their special registers, ``barrier.cluster`` and ``mapa``), and
 Blackwell's tensor memory in ``tcgen05`` (alloc, dealloc, ``32x32b`` loads and stores, waits,
@@ -16,7 +17,8 @@ fences) and ``tcgen05_mma`` (``tcgen05.mma...kind::f16`` for M = 128, ``tcgen05.
 this module attaches the laws of :mod:`~karyamorph.model.ptx.laws` and the stated error
 bounds, and assembles :func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a: ``.f16``/``.bf16`` into
 ``.f32``, K-major shared memory layouts) is in ``wgmma``; the warp reduction ``redux.sync`` (what
-CUB and cooperative groups emit for integer reductions) in ``redux``, and ``bmsk`` in ``bitmask``.
+CUB and cooperative groups emit for integer reductions) in ``redux``, ``bmsk`` in ``bitmask`` and
+``prmt`` (byte permute) in ``permute``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from karyamorph.model.ptx.dot import DOT
 from karyamorph.model.ptx.half import HALF
 from karyamorph.model.ptx.laws import LAWS
 from karyamorph.model.ptx.matrix import MATRIX
+from karyamorph.model.ptx.matrix_b8 import MATRIX_B8
 from karyamorph.model.ptx.mbarrier import MBARRIER
 from karyamorph.model.ptx.minmax import MINMAX
 from karyamorph.model.ptx.mixed import MIXED
@@ -46,6 +49,7 @@ from karyamorph.model.ptx.mma_kinds import MMA_KINDS
 from karyamorph.model.ptx.mma_scaled import MMA_SCALED
 from karyamorph.model.ptx.narrow_convert import NARROW_CONVERT
 from karyamorph.model.ptx.packed import PACKED_F32
+from karyamorph.model.ptx.permute import PERMUTE
 from karyamorph.model.ptx.redux import REDUX
 from karyamorph.model.ptx.tcgen05 import TCGEN05
 from karyamorph.model.ptx.tcgen05_mma import TCGEN05_MMA
@@ -64,6 +68,7 @@ EXTENDED: tuple[Instr, ...] = (
     *NARROW_CONVERT,
     *MMA_KINDS,
     *MMA_SCALED,
+    *MATRIX_B8,
     *MBARRIER,
     *BULK_COPY,
     *CLUSTER,
@@ -72,6 +77,7 @@ EXTENDED: tuple[Instr, ...] = (
     *WGMMA,
     *REDUX,
     *BITMASK,
+    *PERMUTE,
 )
 
 # Accuracy stated in the PTX ISA ("rcp", "sqrt", "rsqrt", "ex2", "lg2" sections, .approx.f32,

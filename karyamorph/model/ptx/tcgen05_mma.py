@@ -1,23 +1,25 @@
-"""Blackwell's tensor-core MMA on tensor memory: ``tcgen05.mma.cta_group::1.kind::f16`` and
-``tcgen05.commit``, with the instruction and shared-memory descriptors they read.
+"""Blackwell's tensor-core MMA on tensor memory: ``tcgen05.mma.cta_group::1`` of the dense kinds
+(``kind::f16``, ``::tf32``, ``::f8f6f4``, ``::i8``) and ``tcgen05.commit``, with the instruction
+and shared-memory descriptors they read.
 
 PTX ISA, "tcgen05.mma", "Instruction descriptor" and "Shared memory descriptor":
 
-- ``tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d``, issued
-  by one thread, computes ``D = A * B + D`` (``enable_input_d`` false: ``D = A * B``) for an
-  ``M x N x 16`` tile: ``A`` (M x K) and ``B`` (K x N) in shared memory, each described by a
-  64-bit descriptor, ``D`` in TMEM (for M = 128, row ``i`` in TMEM lane ``i``, column ``j`` at
-  column ``column(d_tmem) + j``, one 32-bit cell each);
-- the instruction descriptor (32 bits): D format in bits 4-5 (0 f16, 1 f32), A and B formats in
-  7-9 and 10-12 (0 f16, 1 bf16), negate A (13) and B (14), A and B major-ness in 15 and 16 (0
-  K-major, 1 MN-major), ``N >> 3`` in 17-22, ``M >> 4`` in 24-28; bits 0-3 select sparsity and
-  saturation, 30-31 the ``.ws`` maximum shift;
+- ``tcgen05.mma.cta_group::1.kind [d_tmem], a_desc, b_desc, idesc, enable_input_d``, issued by
+  one thread, computes ``D = A * B + D`` (``enable_input_d`` false: ``D = A * B``) for an
+  ``M x N x K`` tile (K: 32 bytes of elements, :mod:`karyamorph.model.ptx.tcgen05_kinds`): ``A``
+  (M x K) and ``B`` (K x N) in shared memory, each described by a 64-bit descriptor, ``D`` in
+  TMEM (for M = 128, row ``i`` in TMEM lane ``i``, column ``j`` at column ``column(d_tmem) + j``,
+  one 32-bit cell each);
+- the instruction descriptor (32 bits): D format in bits 4-5, A and B formats in 7-9 and 10-12
+  (codes by kind: :mod:`~karyamorph.model.ptx.tcgen05_kinds`), negate A (13) and B (14), A and B
+  major-ness in 15 and 16 (0 K-major, 1 MN-major), ``N >> 3`` in 17-22, ``M >> 4`` in 24-28;
+  bits 0-2 select sparsity, 3 saturation (integer kind), 30-31 the ``.ws`` maximum shift;
 - a shared-memory descriptor (64 bits): start address ``>> 4`` in bits 0-13, leading-dimension
   byte offset ``>> 4`` in 16-29, stride-dimension byte offset ``>> 4`` in 32-45, the fixed
   value 0b001 in 46-48, the base offset in 49-51, the leading-dimension mode in 52, the swizzle
   mode in 61-63. Without swizzling a K-major operand is made of core matrices of 8 rows of 16
-  bytes (128 contiguous bytes): element ``(r, k)`` (2 bytes each) is at ``start + (r / 8) SBO +
-  (k / 8) LBO + (r % 8) 16 + (k % 8) 2``;
+  bytes (128 contiguous bytes): the byte ``b`` of row ``r`` (``b = k e`` for elements of ``e``
+  bytes) is at ``start + (r / 8) SBO + (b / 16) LBO + (r % 8) 16 + b % 16``;
 - ``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [mbar]`` makes the
   mbarrier track the completion of the thread's earlier asynchronous tcgen05 operations: one
   arrival once they are done (the mbarrier must be the executing CTA's own: one mapped into
@@ -25,12 +27,15 @@ PTX ISA, "tcgen05.mma", "Instruction descriptor" and "Shared memory descriptor":
   address is not modeled).
 
 What the model runs (the rest refused with ModelLimitError, never approximated): M = 128, D in
-f32, A and B f16 or bf16, K-major, dense, no swizzling. The interpreter performs the MMA when it
-is issued (so the ``commit`` arrives at once), through the optional hook ``tmem_mma``
+f32 (s32 for ``kind::i8``), K-major, dense, no swizzling; the block-scaled kinds, ``cta_group::2``
+and the sparse and ``.ws`` forms are not declared. The interpreter performs the MMA when it is
+issued (so the ``commit`` arrives at once), through the optional hook ``tmem_mma``
 (:mod:`karyamorph.model.interp.tensormem_mma` holds the arithmetic). The PTX ISA states neither
-the order nor the precision of the accumulation; the model gives the exact value of
-``sum_k A[i,k] B[k,j] + D[i,j]`` rounded once to f32 (round to nearest even): within half an
-f32 ulp of the exact result, a bound a GPU's result is compared against, not its bits.
+the order nor the precision of the floating-point accumulation; the model gives the exact value
+of ``sum_k A[i,k] B[k,j] + D[i,j]`` rounded once to f32 (round to nearest even): within half an
+f32 ulp of the exact result, a bound a GPU's result is compared against, not its bits. Integer
+sums are exact, wrap modulo 2**32, and with the saturate bit clamp to the s32 range (as the
+model's ``mma`` does with ``.satfinite``).
 """
 
 from __future__ import annotations
@@ -39,12 +44,11 @@ from dataclasses import dataclass
 
 from karyamorph.model.ptx.mbarrier import change, track
 from karyamorph.model.ptx.tcgen05 import PTX, TARGET
+from karyamorph.model.ptx.tcgen05_kinds import KINDS, Kind
 from karyamorph.model.semantics.domain import B, V
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
 from karyamorph.model.semantics.types import U32, U64
 
-MMA_K = 16
-"""K of one ``kind::f16`` MMA (32 bytes of each row of A and column of B)."""
 DESC_VERSION = 0b001
 """The fixed value of bits 46-48 of a tcgen05 shared-memory descriptor."""
 
@@ -55,8 +59,8 @@ def _bits(word: int, lo: int, width: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class InstrDesc:
-    """The fields of a ``kind::f16`` instruction descriptor (formats as encoded: 0 f16,
-    1 f32 for D and bf16 for A and B; majors 0 K-major, 1 MN-major)."""
+    """The fields of an instruction descriptor (formats as encoded, see
+    :mod:`~karyamorph.model.ptx.tcgen05_kinds`; majors 0 K-major, 1 MN-major)."""
 
     sparse: int
     saturate: int
@@ -78,28 +82,35 @@ class InstrDesc:
                    _bits(word, 15, 1), _bits(word, 16, 1), _bits(word, 17, 6) << 3,
                    _bits(word, 24, 5) << 4, _bits(word, 30, 2))  # fmt: skip
 
-    def invalid(self) -> str | None:
-        """Why the PTX ISA does not allow this descriptor for ``cta_group::1.kind::f16``."""
-        if self.d_format not in (0, 1) or self.a_format not in (0, 1) or self.b_format not in (0, 1):
-            return f"formats D {self.d_format}, A {self.a_format}, B {self.b_format} are not f16/f32/bf16"
-        if self.a_format != self.b_format:
+    def invalid(self, kind: Kind) -> str | None:
+        """Why the PTX ISA does not allow this descriptor for ``cta_group::1`` and ``kind``."""
+        codes = zip("DAB", (self.d_format, self.a_format, self.b_format), strict=True)
+        for what, code in codes:
+            allowed = kind.d_formats if what == "D" else kind.ab_formats
+            if code not in allowed:
+                return f"{what} format {code} is none of {kind.name}'s ({', '.join(allowed.values())})"
+        if kind.same_ab and self.a_format != self.b_format:
             return "A and B formats differ"
+        if not kind.negate and (self.negate_a or self.negate_b):
+            return f"{kind.name} cannot negate A or B"
+        if self.saturate and not kind.integer:
+            return f"saturate is for the integer kind, not {kind.name}"
         if self.m == 128 and (self.n % 16 or not 16 <= self.n <= 256):
             return f"N = {self.n}: M = 128 needs N a multiple of 16 in 16 .. 256"
         if self.m not in (64, 128):
             return f"M = {self.m}: cta_group::1 has M = 64 or 128"
         return None
 
-    def unmodeled(self) -> str | None:
+    def unmodeled(self, kind: Kind) -> str | None:
         """What of a valid descriptor the model does not run."""
         if self.m != 128:
             return f"M = {self.m} (its TMEM layout of D is not modeled; M = 128 is)"
-        if self.d_format != 1:
+        if kind.d_formats[self.d_format] == "f16":
             return "D in f16 (f32 is modeled)"
         if self.a_major or self.b_major:
             return "MN-major A or B (K-major is modeled)"
-        if self.sparse or self.saturate or self.max_shift:
-            return "sparsity, saturation or a .ws shift"
+        if self.sparse or self.max_shift:
+            return "sparsity or a .ws shift"
         return None
 
 
@@ -141,14 +152,18 @@ def _mma(x: Exec[V, B]) -> None:
     addr, bits = x.address("d")
     taddr = addr if bits == 32 else x.D.trunc(addr, bits, 32)
     _hook(x, "tmem_mma")(taddr, x.read("adesc", U64), x.read("bdesc", U64), x.read("idesc", U32),
-                         x.read_pred("enable"))  # fmt: skip
+                         x.read_pred("enable"), KINDS[str(x.mod("kind"))])  # fmt: skip
 
 
 def _commit(x: Exec[V, B]) -> None:
-    # The model completes an MMA when it is issued, so the arrival is due at once.
+    # The model completes an MMA when it is issued, so the arrival is due at once. A driver
+    # that tracks MMAs in flight (hook ``tmem_commit``) learns first which phase they end with.
     d = x.D
     addr, bits = x.address("mbar")
     track(x, "arrive", addr, bits)
+    hook = getattr(x, "tmem_commit", None)
+    if hook is not None:
+        hook(addr, bits)
     change(x, addr, bits, d.const(1, 64), d.const(0, 64))
 
 
@@ -156,9 +171,9 @@ _MMA_SLOTS = (Slot("d", "addr"), Slot("adesc"), Slot("bdesc"), Slot("idesc"), Sl
 _GROUP: dict[str, tuple[str, ...]] = {"cta_group": ("cta_group::1",)}
 
 TCGEN05_MMA: tuple[Instr, ...] = (
-    Instr("tcgen05", (), _MMA_SLOTS, _mma, {**_GROUP, "kind": ("kind::f16",)}, required=("cta_group", "kind"),
+    Instr("tcgen05", (), _MMA_SLOTS, _mma, {**_GROUP, "kind": tuple(KINDS)}, required=("cta_group", "kind"),
           fixed=("mma",), ntypes=0, kind="memory", min_ptx=PTX, min_target=TARGET,
-          doc="D (TMEM) = A * B (+ D), A and B from shared-memory descriptors, f16/bf16 -> f32"),
+          doc="D (TMEM) = A * B (+ D), A and B from shared-memory descriptors (tf32, f16, f8f6f4, i8)"),
     Instr("tcgen05", ("b64",), (Slot("mbar", "addr"),), _commit,
           {**_GROUP, "completion": ("mbarrier::arrive::one",), "space": ("shared::cluster",)},
           required=("cta_group", "completion", "space"), fixed=("commit",), kind="memory", min_ptx=PTX,

@@ -2,30 +2,29 @@
 
 An instruction is declared once, as data plus ONE semantics function written against an
 :class:`Exec` context (operands in, destinations out, memory/warp/control hooks) whose values
-live in a :class:`~karyamorph.model.semantics.domain.Domain`. Example: adding ``prmt.b32`` (byte permute,
-default mode), which the shipped machine lacks::
+live in a :class:`~karyamorph.model.semantics.domain.Domain`. Example: adding ``bfind`` (find the most
+significant non-sign bit, in the PTX ISA since 2.0), which the shipped machine lacks::
 
     from karyamorph.model.semantics.instruction import Instr, Slot
     from karyamorph.model.ptx.ptx_machine import ptx_machine
     from karyamorph.model.semantics.types import U32
 
-    def prmt(x):  # d.byte[i] = {b, a}.byte[c.nibble[i] & 7], sign-replicated if the nibble has bit 3
-        D = x.D
-        ab, c, d = D.concat(x.read("b", U32), x.read("a", U32), 32, 32), x.read("c", U32), D.const(0, 32)
-        for i in range(4):
-            sel = D.and_(D.lshr(c, D.const(4 * i, 32), 32), D.const(0xF, 32), 32)
-            pos = D.zext(D.mul(D.and_(sel, D.const(7, 32), 32), D.const(8, 32), 32), 32, 64)
-            byte = D.trunc(D.and_(D.lshr(ab, pos, 64), D.const(0xFF, 64), 64), 64, 32)
-            neg = D.bnot(D.eq(D.and_(byte, D.const(0x80, 32), 32), D.const(0, 32), 32))
-            rep = D.eq(D.and_(sel, D.const(8, 32), 32), D.const(8, 32), 32)
-            byte = D.ite(rep, D.ite(neg, D.const(0xFF, 32), D.const(0, 32), 32), byte, 32)
-            d = D.or_(d, D.shl(byte, D.const(8 * i, 32), 32), 32)
+    def bfind(x):  # d = the bit position of a's most significant non-sign bit, 0xFFFFFFFF if none
+        D, t = x.D, x.ty
+        a, n = x.read("a", t), t.bits
+        if t.signed:  # the non-sign bits of a negative value are its zeros
+            a = D.ite(D.lt(a, D.const(0, n), n, True), D.not_(a, n), a, n)
+        d = D.const(-1, 32)  # none found
+        for i in range(n):  # upward, so the highest set bit is the last to write d
+            pos = n - 1 - i if x.mod("shiftamt") else i  # .shiftamt: the shift that makes bit i the top
+            d = D.ite(D.eq(D.extract(a, i, i, n), D.const(1, 1), 1), D.const(pos, 32), d, 32)
         x.write("d", d, U32)
 
-    PRMT = Instr("prmt", ("b32",), (Slot("d", dest=True), Slot("a"), Slot("b"), Slot("c")), prmt)
-    machine = ptx_machine().with_instructions(PRMT)
+    SLOTS = (Slot("d", dest=True), Slot("a"))
+    BFIND = Instr("bfind", ("u32", "s32", "u64", "s64"), SLOTS, bfind, groups={"shiftamt": ("shiftamt",)})
+    machine = ptx_machine().with_instructions(BFIND)
 
-``karyamorph.model.check.isa_check.check_isa(machine, only=["prmt"])`` then checks the declaration
+``karyamorph.model.check.isa_check.check_isa(machine, only=["bfind"])`` then checks the declaration
 (frame condition, concrete == symbolic on samples) and ``interpret(module, entry, machine, ...)``
 runs kernels that use it (``tests/model/ptx/test_isa.py`` runs this very example).
 """

@@ -215,7 +215,7 @@ def test_calls_without_results_and_module_shared_memory() -> None:
 def test_unmodeled_follows_the_calls_of_an_entry() -> None:
     from karyamorph.model.semantics.decode import unmodeled
 
-    lacking = FUNCS.replace("add.s32 %r2, %r1, %r1;", "prmt.b32 %r2, %r1, %r1, 0x3210;")
+    lacking = FUNCS.replace("add.s32 %r2, %r1, %r1;", "bfind.u32 %r2, %r1;")
     body = """
     { .param .b32 p0; .param .b32 q0;
       st.param.b32 [p0], %r1;
@@ -223,7 +223,7 @@ def test_unmodeled_follows_the_calls_of_an_entry() -> None:
       ld.param.b32 %r3, [q0]; }
 """
     mod = parse(module(lacking, body.replace("CALLEE", "quad")))
-    assert [u.text for u in unmodeled(mod, M, "k")] == ["prmt.b32"]  # inside twice, called by quad
+    assert [u.text for u in unmodeled(mod, M, "k")] == ["bfind.u32"]  # inside twice, called by quad
     mod = parse(module(FUNCS, body.replace("CALLEE", "elsewhere")))
     assert [u.reason.split(":")[0] for u in unmodeled(mod, M, "k")] == ["call to elsewhere"]
     assert not unmodeled(_corpus("sm_90"), M, "report")  # vprintf is a modeled no-op

@@ -357,11 +357,11 @@ def test_vector_loads_stores_local_memory_and_sub_word_types() -> None:
 
 
 def test_unmodeled_instructions_are_listed_by_name_and_line() -> None:
-    body = "prmt.b32 %r2, %r1, %r1, 0x3210;\nbrkpt;\nret;"
+    body = "bfind.u32 %r2, %r1;\nbrkpt;\nret;"
     with pytest.raises(UnmodeledError) as info:
         _run(body, 32)
     msg = str(info.value)
-    assert "prmt.b32" in msg and "brkpt" in msg and "line 12: prmt.b32" in msg and "line 13: brkpt" in msg
+    assert "bfind.u32" in msg and "brkpt" in msg and "line 12: bfind.u32" in msg and "line 13: brkpt" in msg
 
 
 def test_step_limit_stops_a_hang() -> None:

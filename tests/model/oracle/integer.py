@@ -318,3 +318,40 @@ def bmsk(form: Form) -> list[Case]:
 
     amounts = (*shift_edges(), *range(0, 40, 3), 31, 32, 33, 63, 64, 0xFFFFFFFF)
     return [Case({"a": "u32", "b": "u32"}, {"d": "b32"}, expect, edges={"a": amounts, "b": amounts})]
+
+
+# --- prmt (9.7.9.7) -------------------------------------------------------------------------------
+# The section's table of modes, as printed: for each mode and control c[1:0], the source byte of
+# d.b3, d.b2, d.b1, d.b0 (left to right).
+PRMT_MODES: dict[str, tuple[tuple[int, int, int, int], ...]] = {
+    "f4e": ((3, 2, 1, 0), (4, 3, 2, 1), (5, 4, 3, 2), (6, 5, 4, 3)),
+    "b4e": ((5, 6, 7, 0), (6, 7, 0, 1), (7, 0, 1, 2), (0, 1, 2, 3)),
+    "rc8": ((0, 0, 0, 0), (1, 1, 1, 1), (2, 2, 2, 2), (3, 3, 3, 3)),
+    "ecl": ((3, 2, 1, 0), (3, 2, 1, 1), (3, 2, 2, 2), (3, 3, 3, 3)),
+    "ecr": ((0, 0, 0, 0), (1, 1, 1, 0), (2, 2, 1, 0), (3, 2, 1, 0)),
+    "rc16": ((1, 0, 1, 0), (3, 2, 3, 2), (1, 0, 1, 0), (3, 2, 3, 2)),
+}
+
+
+def prmt(form: Form) -> list[Case]:
+    """Bytes ``{b, a}`` numbered 0-7 from ``a``'s lowest; generic control nibbles (three bits of
+    index, the top bit replicating the byte's sign), or the mode table above."""
+    _only(form, {"mode"}, ("b32",))
+    mode = form.mod("mode")
+
+    def expect(x: dict[str, int]) -> dict[str, Expect]:
+        src = (x["b"] << 32 | x["a"]).to_bytes(8, "little")
+        out = 0
+        for i in range(4):
+            if mode:
+                byte = src[PRMT_MODES[mode][x["c"] & 3][3 - i]]
+            else:
+                ctl = x["c"] >> (4 * i) & 0xF
+                byte = src[ctl & 7]
+                if ctl & 8:
+                    byte = 0xFF if byte & 0x80 else 0
+            out |= byte << (8 * i)
+        return exact_all({"d": out})
+
+    controls = (0x3210, 0x7654, 0x9E40, 0x8888, 0xFFFF, 0x0123, 0x5410, 0x7531, 0, 1, 2, 3, 0xFFFFFFFF)
+    return [Case({"a": "b32", "b": "b32", "c": "b32"}, {"d": "b32"}, expect, edges={"c": controls})]

@@ -22,6 +22,8 @@ from karyamorph.model.interp.errors import ExecutionError
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.semantics.simt_machine import Machine
 from tests.model.oracle.expect import NotCovered
+from tests.model.oracle.matrix_b8 import check_matrix_b8, is_b8_form, knows_matrix_b8
+from tests.model.oracle.matrix_frame import frame
 from tests.model.oracle.runner import Form
 
 ROW_BYTES = 16
@@ -50,42 +52,7 @@ def kernel(
     st.global.v4.u32 [%rd12], {{%r2, %r3, %r4, %r5}};
 """,
     }[op]
-    return f"""
-.version 8.7
-.target sm_90
-.address_size 64
-.visible .entry k(.param .u64 tile, .param .u64 frag, .param .u64 rows, .param .u64 out)
-{{
-    .reg .pred %p<2>;
-    .reg .b32 %r<16>;
-    .reg .b32 %f<4>;
-    .reg .b64 %rd<24>;
-    .shared .align 16 .b8 s[{512 * warps}];
-    ld.param.u64 %rd1, [tile];
-    ld.param.u64 %rd2, [frag];
-    ld.param.u64 %rd3, [rows];
-    ld.param.u64 %rd4, [out];
-    mov.u32 %r1, %tid.x;
-    mul.wide.u32 %rd5, %r1, 16;
-    add.s64 %rd6, %rd1, %rd5;
-    add.s64 %rd12, %rd4, %rd5;
-    mov.u32 %r6, s;
-    mad.lo.u32 %r7, %r1, 16, %r6;
-    ld.global.v4.u32 {{%r2, %r3, %r4, %r5}}, [%rd6];
-    st.shared.v4.u32 [%r7], {{%r2, %r3, %r4, %r5}};
-    {"bar.sync 0;" if barrier else ""}
-    mul.wide.u32 %rd7, %r1, 4;
-    add.s64 %rd8, %rd3, %rd7;
-    ld.global.u32 %r8, [%rd8];
-    mad.lo.u32 %r10, %r8, 16, %r6;
-    cvt.u64.u32 %rd21, %r10;
-    cvta.shared.u64 %rd22, %rd21;
-    mul.wide.u32 %rd9, %r1, {4 * num};
-    add.s64 %rd20, %rd2, %rd9;
-    {body}
-    ret;
-}}
-"""
+    return frame(body, num, warps, barrier)
 
 
 def matrices(rows_of_lanes: np.ndarray, shared_rows: np.ndarray, num: int) -> list[np.ndarray]:
@@ -145,6 +112,8 @@ def store_fragments(machine: Machine, num: int, trans: bool, space: str, seed: i
 
 def check_matrix(machine: Machine, form: Form) -> list[str]:
     """Problems of one ldmatrix/stmatrix form against the layout (empty: it agrees)."""
+    if is_b8_form(form):  # sm_100a/sm_120a's byte-container shapes: their own oracle
+        return check_matrix_b8(machine, form)
     knows_matrix(form)
     num, trans = int((form.mod("num") or "x1")[1:]), form.mod("trans") is not None
     seed = zlib.crc32(form.text.encode())
@@ -157,6 +126,8 @@ def check_matrix(machine: Machine, form: Form) -> list[str]:
 
 
 def knows_matrix(form: Form) -> None:
+    if is_b8_form(form):
+        return knows_matrix_b8(form)
     if form.instr.name not in ("ldmatrix.sync", "stmatrix.sync") or form.types != ("b16",):
         raise NotCovered(f"{form.text}: the matrix oracle knows .m8n8 .b16")
     if form.mod("shape") != "m8n8":

@@ -43,6 +43,8 @@ PTX_MODULES = {
     "mbarrier": "MBARRIER", "bulk_copy": "BULK_COPY", "cluster": "CLUSTER", "tcgen05": "TCGEN05",
     "tcgen05_mma": "TCGEN05_MMA",
     "wgmma": "WGMMA", "bitmask": "BITMASK", "redux": "REDUX",
+    "permute": "PERMUTE",
+    "matrix_b8": "MATRIX_B8",
 }  # fmt: skip
 
 

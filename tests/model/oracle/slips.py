@@ -13,6 +13,7 @@ from __future__ import annotations
 from tests.model.oracle.mutants import Slip
 from tests.model.oracle.slips_hopper import HOPPER_SLIPS
 from tests.model.oracle.slips_library import LIBRARY_SLIPS
+from tests.model.oracle.slips_matrix_b8 import MATRIX_B8_SLIPS
 from tests.model.oracle.slips_narrow import NARROW_SLIPS
 from tests.model.oracle.slips_tcgen05 import TCGEN05_SLIPS
 from tests.model.oracle.slips_wgmma import WGMMA_SLIPS
@@ -922,6 +923,7 @@ SLIPS: tuple[Slip, ...] = (
     ),
     Slip("cvt.ftz.f16.f32 flushes a subnormal source", D, "_cvt", ("cvt",), ' and dt.name != "f16":', ":"),
     *NARROW_SLIPS,
+    *MATRIX_B8_SLIPS,
     *HOPPER_SLIPS,
     *TCGEN05_SLIPS,
     *WGMMA_SLIPS,

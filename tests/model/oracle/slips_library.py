@@ -1,4 +1,4 @@
-"""Deliberate slips in what CUB, cooperative groups and Triton's split-K bring (``bmsk``,
+"""Deliberate slips in what CUB, cooperative groups and Triton bring (``bmsk``, ``prmt``,
 ``redux.sync``, ``setp`` on ``.f16``/``.bf16``, vector atomics), one or more for each
 declaration, for ``tests/model/check/test_semantic_slips.py``."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.model.oracle.mutants import Slip
 
 BITS, REDUX, HALF, DATA = "ptx.bitmask", "ptx.redux", "ptx.half", "ptx.data"
+PERMUTE = "ptx.permute"
 
 LIBRARY_SLIPS: tuple[Slip, ...] = (
     Slip(
@@ -72,5 +73,37 @@ LIBRARY_SLIPS: tuple[Slip, ...] = (
         ("red",),
         'x.read("b", t, k)',
         'x.read("b", t, 0)',
+    ),
+    Slip(
+        "prmt replicates the sign when the selector's bit 2 is set",
+        PERMUTE,
+        "_prmt",
+        ("prmt",),
+        "replicate = d.bnot(d.eq(d.and_(ctl, _c(d, 8), 32), _c(d, 0), 32))",
+        "replicate = d.bnot(d.eq(d.and_(ctl, _c(d, 4), 32), _c(d, 0), 32))",
+    ),
+    Slip(
+        "prmt reads the control nibbles from the top",
+        PERMUTE,
+        "_prmt",
+        ("prmt",),
+        "ctl = d.and_(d.lshr(c, _c(d, 4 * i), 32), _c(d, 0xF), 32)",
+        "ctl = d.and_(d.lshr(c, _c(d, 12 - 4 * i), 32), _c(d, 0xF), 32)",
+    ),
+    Slip(
+        "prmt.b4e counts forward",
+        PERMUTE,
+        "_mode_index",
+        ("prmt",),
+        "return d.and_(d.sub(d.add(s, _c(d, 8), 32), at, 32), _c(d, 7), 32)",
+        "return d.and_(d.add(s, at, 32), _c(d, 7), 32)",
+    ),
+    Slip(
+        "prmt.ecl clamps to the right",
+        PERMUTE,
+        "_mode_index",
+        ("prmt",),
+        "return d.ite(d.lt(s, at, 32, False), at, s, 32)",
+        "return d.ite(d.lt(s, at, 32, False), s, at, 32)",
     ),
 )

@@ -101,6 +101,7 @@ ORACLES: dict[str, Oracle] = {
     "bfe": integer.bfe,
     "bfi": integer.bfi,
     "bmsk": integer.bmsk,
+    "prmt": integer.prmt,
     "mov": convert.mov,
     "setp": convert.setp,
     "selp": convert.selp,

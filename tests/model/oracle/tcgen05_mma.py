@@ -1,10 +1,14 @@
-"""Oracle for ``tcgen05.mma...kind::f16`` and ``tcgen05.commit``, from the PTX ISA's statements,
-computed here in numpy: ``D = A * B + D`` for a 128 x N x 16 tile, A (128 x 16) and B (16 x N)
-laid out in shared memory as K-major core matrices (8 rows of 16 bytes; element ``(r, k)`` at
-``(r / 8) SBO + (k / 8) LBO + (r % 8) 16 + (k % 8) 2``), D read back from TMEM lane ``i``
-(row ``i``), column ``j``; the commit's mbarrier phase completes (one arrival) once it is done.
-The values are chosen so that float64 holds every sum exactly: the reference is that sum
-rounded once to f32.
+"""Oracle for ``tcgen05.mma`` (``kind::f16``, ``::tf32``, ``::f8f6f4``, ``::i8``) and
+``tcgen05.commit``, from the PTX ISA's statements, computed here in numpy: ``D = A * B + D`` for
+a 128 x N x K tile (K: 32 bytes of elements), A (128 x K) and B (K x N) laid out in shared memory
+as K-major core matrices (8 rows of 16 bytes; byte ``b = k e`` of row ``r``, for elements of
+``e`` bytes, at ``(r / 8) SBO + (b / 16) LBO + (r % 8) 16 + b % 16``), D read back from TMEM lane
+``i`` (row ``i``), column ``j``; the commit's mbarrier phase completes (one arrival) once it is
+done. The element formats are decoded here from their definitions (sign, exponent bits, bias,
+mantissa bits; an e2m1 element in bits 5..2 of its byte, e3m2 and e2m3 in bits 5..0, the
+padding random), and the format codes of the instruction descriptor are the ISA's table. The
+values are chosen so that float64 holds every sum exactly: the reference is that sum rounded once
+to f32; integer sums are exact, wrapped modulo 2**32 or (saturate) clamped to s32.
 """
 
 from __future__ import annotations
@@ -18,15 +22,56 @@ from karyamorph.model.semantics.simt_machine import Machine
 from tests.model.oracle.expect import NotCovered
 from tests.model.oracle.runner import Form
 
-THREADS, M, K = 128, 128, 16
-LBO, SBO = 128, 256  # the two core matrices of a row group side by side, row groups 256 bytes apart
+THREADS, M = 128, 128
+LBO, SBO = 128, 256  # the two 16-byte halves of a row side by side, row groups 256 bytes apart
 NAMES = ("tcgen05.mma", "tcgen05.commit")
+# PTX ISA, "Instruction descriptor": the A/B format codes of each kind, and D's.
+CODES = {
+    "f16": 0,
+    "bf16": 1,
+    "tf32": 2,
+    "e4m3": 0,
+    "e5m2": 1,
+    "e2m3": 3,
+    "e3m2": 4,
+    "e2m1": 5,
+    "u8": 0,
+    "s8": 1,
+}
+KIND = {"f16": "f16", "bf16": "f16", "tf32": "tf32", "u8": "i8", "s8": "i8"}  # the rest: f8f6f4
+BYTES = {"f16": 2, "bf16": 2, "tf32": 4}  # the rest: one byte
+# (exponent bits, mantissa bits, bias, whether the top exponent is inf/NaN) of the narrow floats;
+# e4m3 has no infinities and one NaN code per sign (S.1111.111).
+NARROW = {"e4m3": (4, 3, 7, False), "e5m2": (5, 2, 15, True), "e2m3": (2, 3, 1, False),
+          "e3m2": (3, 2, 3, False), "e2m1": (2, 1, 1, False)}  # fmt: skip
 
 
-def idesc(n: int, bf16: bool = False, m: int = M) -> int:
-    """The instruction descriptor: D f32, A and B f16 (or bf16), K-major, ``m x n``."""
-    fmt = 1 if bf16 else 0
-    return (1 << 4) | (fmt << 7) | (fmt << 10) | ((n >> 3) << 17) | ((m >> 4) << 24)
+def kind_of(fmt: str) -> str:
+    return "kind::" + KIND.get(fmt, "f8f6f4")
+
+
+def width(fmt: str) -> int:
+    """Bytes of one element's container."""
+    return BYTES.get(fmt, 1)
+
+
+def depth(fmt: str) -> int:
+    """K of one MMA: 32 bytes of elements."""
+    return 32 // width(fmt)
+
+
+def idesc(n: int, a: str = "f16", b: str | None = None, m: int = M, saturate: bool = False) -> int:
+    """The instruction descriptor: D f32 (s32 for the integer kind), K-major, ``m x n``."""
+    d = 2 if a in ("u8", "s8") else 1
+    b = b or a
+    return (
+        (int(saturate) << 3)
+        | (d << 4)
+        | (CODES[a] << 7)
+        | (CODES[b] << 10)
+        | ((n >> 3) << 17)
+        | ((m >> 4) << 24)
+    )
 
 
 def smem_desc_bits(swizzle: int = 0) -> int:
@@ -34,14 +79,16 @@ def smem_desc_bits(swizzle: int = 0) -> int:
     return ((LBO >> 4) << 16) | ((SBO >> 4) << 32) | (1 << 46) | (swizzle << 61)
 
 
-def layout(mat: np.ndarray) -> np.ndarray:
-    """A (rows x 16) matrix of 16-bit patterns as the bytes of its K-major core matrices."""
-    rows = mat.shape[0]
+def layout(containers: np.ndarray, size: int) -> np.ndarray:
+    """A (rows x K) matrix of ``size``-byte containers as the bytes of its K-major core matrices."""
+    rows, k = containers.shape
     out = np.zeros(rows // 8 * SBO, np.uint8)
-    r, k = np.meshgrid(np.arange(rows), np.arange(K), indexing="ij")
-    at = r // 8 * SBO + k // 8 * LBO + r % 8 * 16 + k % 8 * 2
-    out[at] = (mat & 0xFF).astype(np.uint8)
-    out[at + 1] = (mat >> 8).astype(np.uint8)
+    r, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
+    b = kk * size
+    at = r // 8 * SBO + b // 16 * LBO + r % 8 * 16 + b % 16
+    c = containers.astype(np.uint64)
+    for j in range(size):  # little-endian
+        out[at + j] = ((c >> np.uint64(8 * j)) & np.uint64(0xFF)).astype(np.uint8)
     return out
 
 
@@ -105,6 +152,8 @@ COPY_B:
     add.u32 %r12, %r12, {THREADS};
     bra COPY_B;
 COPIED:
+    // The tensor core reads A and B through the async proxy: fence the generic stores.
+    fence.proxy.async.shared::cta;
     mov.u32 %r3, slot;
     mov.u32 %r9, bar;
     @%p1 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r3], {cols};
@@ -149,27 +198,64 @@ WAIT:
 """
 
 
-def operands(n: int, bf16: bool, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A (128 x 16), B (16 x N) and C (128 x N) whose exact sums float64 holds: A and B small
-    multiples of 1/8 in f16/bf16, C multiples of 1/4."""
+def narrow_value(byte: int, fmt: str) -> float:
+    """The value of a narrow float in its byte container, from the format's definition."""
+    eb, mb, bias, ieee = NARROW[fmt]
+    code = byte >> 2 & 0xF if fmt == "e2m1" else byte & (0xFF if eb + mb == 7 else 0x3F)
+    sign = -1.0 if code >> (eb + mb) & 1 else 1.0
+    e, m = code >> mb & ((1 << eb) - 1), code & ((1 << mb) - 1)
+    if ieee and e == (1 << eb) - 1:
+        return sign * np.inf if m == 0 else np.nan
+    if fmt == "e4m3" and e == 15 and m == 7:
+        return np.nan
+    if e == 0:
+        return sign * m * 2.0 ** (1 - bias - mb)
+    return sign * (1 + m / 2**mb) * 2.0 ** (e - bias)
+
+
+def _narrow_codes(fmt: str, rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """Random containers of finite values; e5m2 kept within 2**-7 .. 2**8 so that every sum of
+    products is exact in float64; the padding bits of the sub-byte formats random."""
+    finite = [v for v in range(256) if np.isfinite(narrow_value(v, fmt))]
+    if fmt == "e5m2":
+        finite = [v for v in finite if 8 <= (v >> 2 & 31) <= 22]
+    return rng.choice(np.array(finite, np.uint8), shape)
+
+
+def containers(fmt: str, rng: np.random.Generator, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Random elements of ``fmt``: their containers and values (float64, or int64 for u8/s8)."""
+    if fmt in ("f16", "bf16", "tf32"):
+        v = rng.integers(-24, 25, shape) / 8.0  # exact in each of them
+        if fmt == "f16":
+            return v.astype(np.float16).view(np.uint16), v
+        bits = v.astype(np.float32).view(np.uint32)
+        return (bits >> 16 if fmt == "bf16" else bits), v
+    if fmt in ("u8", "s8"):
+        ints = rng.integers(0, 256, shape) if fmt == "u8" else rng.integers(-128, 128, shape)
+        return (ints & 0xFF).astype(np.uint8), ints.astype(np.int64)
+    c = _narrow_codes(fmt, rng, shape)
+    return c, np.vectorize(lambda x: narrow_value(int(x), fmt), otypes=[np.float64])(c)
+
+
+def operands(n: int, a: str, b: str, seed: int) -> tuple[np.ndarray, ...]:
+    """A's and B's containers (A: 128 x K, B: N rows of K, as K-major stores them), their values
+    (A 128 x K, B K x N) and C (128 x N, f32 or s32)."""
     rng = np.random.default_rng(seed)
-    a = rng.integers(-24, 25, (M, K)) / 8.0
-    b = rng.integers(-24, 25, (K, n)) / 8.0
-    c = rng.integers(-400, 401, (M, n)) / 4.0
-    return a, b, c.astype(np.float32)
+    k = depth(a)
+    a_bits, a_vals = containers(a, rng, (M, k))
+    b_bits, b_vals = containers(b, rng, (n, k))
+    if a in ("u8", "s8"):
+        c = rng.integers(-(2**20), 2**20, (M, n)).astype(np.int32)
+    else:
+        c = (rng.integers(-400, 401, (M, n)) / 4.0).astype(np.float32)
+    return a_bits, b_bits, a_vals, b_vals.T, c
 
 
-def bits16(v: np.ndarray, bf16: bool) -> np.ndarray:
-    if bf16:
-        return (v.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    return v.astype(np.float16).view(np.uint16)
-
-
-def launch(machine: Machine, ptx: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, bf16: bool,
+def launch(machine: Machine, ptx: str, a_bits: np.ndarray, b_bits: np.ndarray, c: np.ndarray, size: int,
            accumulate: bool = True, seed: int | None = None) -> InterpResult:  # fmt: skip
-    args = {
-        "a": layout(bits16(a, bf16).astype(np.int64)),
-        "b": layout(bits16(b.T, bf16).astype(np.int64)),  # B is K-major: its N rows of K
+    args: dict[str, np.ndarray | int] = {
+        "a": layout(a_bits, size),
+        "b": layout(b_bits, size),
         "c": c,
         "out": np.zeros_like(c),
         "acc": int(accumulate),
@@ -178,21 +264,47 @@ def launch(machine: Machine, ptx: str, a: np.ndarray, b: np.ndarray, c: np.ndarr
                      randomize_order=seed is not None, seed=seed or 0)  # fmt: skip
 
 
-def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool = True) -> np.ndarray:
+def reference(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool = True, saturate: bool = False
+) -> np.ndarray:
+    """D from A's and B's values: f32 for float values (float64 holds the sum exactly), s32
+    wrapped (or clamped) for integers."""
+    if a.dtype.kind == "i":
+        total = a @ b + (c.astype(np.int64) if accumulate else 0)
+        if saturate:
+            total = np.clip(total, -(2**31), 2**31 - 1)
+        return (total & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
     return (a @ b + (c.astype(np.float64) if accumulate else 0.0)).astype(np.float32)
+
+
+def run_case(
+    machine: Machine, n: int, a: str, b: str, accumulate: bool, seed: int, order: int | None = None
+) -> list[str]:
+    """Problems of one tile (empty: the model agrees with the reference)."""
+    a_bits, b_bits, a_vals, b_vals, c = operands(n, a, b, seed)
+    ptx = kernel(n, idesc(n, a, b), mma=f"tcgen05.mma.cta_group::1.{kind_of(a)}")
+    res = launch(machine, ptx, a_bits, b_bits, c, width(a), accumulate, order)
+    got, want = res.outputs["out"], reference(a_vals, b_vals, c, accumulate)
+    bad = np.argwhere(got.view(np.uint32) != want.view(np.uint32))
+    if not bad.size:
+        return []
+    i, j = (int(v) for v in bad[0])
+    return [f"128x{n}x{depth(a)} {a} x {b}: D[{i},{j}] = {got[i, j]}, want {want[i, j]}"]
+
+
+# Per kind, the tiles a form is checked on: (N, A format, B format, accumulate).
+CASES = {
+    "kind::f16": ((64, "f16", "f16", True), (32, "bf16", "bf16", True), (16, "f16", "f16", False)),
+    "kind::tf32": ((32, "tf32", "tf32", True), (16, "tf32", "tf32", False)),
+    "kind::f8f6f4": ((32, "e4m3", "e5m2", True), (16, "e2m1", "e2m3", True), (16, "e3m2", "e4m3", False)),
+    "kind::i8": ((32, "s8", "s8", True), (16, "u8", "s8", False)),
+}
 
 
 def _problems(machine: Machine, form: Form) -> list[str]:
     problems = []
-    for k, (n, bf16, accumulate) in enumerate(((64, False, True), (32, True, True), (16, False, False))):
-        a, b, c = operands(n, bf16, k)
-        res = launch(machine, kernel(n, idesc(n, bf16)), a, b, c, bf16, accumulate, seed=k if k else None)
-        got, want = res.outputs["out"], reference(a, b, c, accumulate)
-        bad = np.argwhere(got.view(np.uint32) != want.view(np.uint32))
-        if bad.size:
-            i, j = (int(v) for v in bad[0])
-            kind = "bf16" if bf16 else "f16"
-            problems.append(f"128x{n}x16 {kind}: D[{i},{j}] = {got[i, j]}, want {want[i, j]}")
+    for k, (n, a, b, accumulate) in enumerate(CASES[form.mod("kind") or "kind::f16"]):
+        problems += run_case(machine, n, a, b, accumulate, k, order=k if k else None)
     return problems
 
 

@@ -98,7 +98,7 @@ def test_every_required_instruction_decodes(text: str) -> None:
     ("cvt.s32.f32 %r1, %f1", "need .rni/.rzi/.rmi/.rpi"),
     ("setp.lo.f32 %p1, %f1, %f2", "unsigned integers only"),
     ("mov.u32 %r1, %r2, %r3", "expected 2-2 operands"),
-    ("prmt.b32 %r1, %r2, %r3, %r4", "not in the machine's instruction set"),
+    ("bfind.u32 %r1, %r2", "not in the machine's instruction set"),
     ("vote.sync.ballot.pred %p1, %p2, -1", ".ballot writes .b32"),
 ])  # fmt: skip
 def test_refusals_say_why(text: str, reason: str) -> None:
@@ -138,48 +138,57 @@ def _docstring_example() -> dict[str, object]:
     return namespace
 
 
-def _prmt_ref(a: np.ndarray, b: np.ndarray, c: int) -> np.ndarray:
-    by = np.concatenate([a.view(np.uint8).reshape(-1, 4), b.view(np.uint8).reshape(-1, 4)], axis=1)
-    out = np.zeros((a.size, 4), np.uint8)
-    for i in range(4):
-        sel = (c >> (4 * i)) & 0xF
-        v = by[:, sel & 7]
-        out[:, i] = np.where(v >= 0x80, 0xFF, 0) if sel & 8 else v
-    return out.reshape(-1).view(np.uint32)
+def _bfind_ref(a: int, bits: int, signed: bool, shiftamt: bool) -> int:
+    """``bfind`` from the PTX ISA's prose, on one Python integer: the position of the most
+    significant 1 (of the most significant 0 for a negative signed value), 0xFFFFFFFF if none."""
+    if signed and a >> (bits - 1):
+        a ^= (1 << bits) - 1
+    if a == 0:
+        return 0xFFFFFFFF
+    return bits - a.bit_length() if shiftamt else a.bit_length() - 1
 
 
 def test_the_docstring_example_adds_an_instruction_end_to_end() -> None:
     ns = _docstring_example()
     machine = ns["machine"]
-    assert isinstance(machine, Machine) and "prmt" in machine.opcodes
-    results = check_isa(machine, only=["prmt"])
+    assert isinstance(machine, Machine) and "bfind" in machine.opcodes
+    results = check_isa(machine, only=["bfind"])
     assert results and all(r.status == "pass" for r in results), [r for r in results if r.status != "pass"]
+    assert len({r.form for r in results}) == 8  # .u32 .s32 .u64 .s64, each with and without .shiftamt
     ptx = """.version 8.7
 .target sm_80
 .address_size 64
-.entry k(.param .u64 a, .param .u64 b, .param .u64 d)
+.entry k(.param .u64 a, .param .u64 d, .param .u64 e)
 {
-    .reg .b32 %r<6>; .reg .b64 %rd<8>;
-    ld.param.u64 %rd1, [a]; ld.param.u64 %rd2, [b]; ld.param.u64 %rd3, [d];
+    .reg .b32 %r<4>; .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [a]; ld.param.u64 %rd2, [d]; ld.param.u64 %rd3, [e];
     mov.u32 %r1, %tid.x;
     mul.wide.u32 %rd4, %r1, 4;
-    add.u64 %rd1, %rd1, %rd4; add.u64 %rd2, %rd2, %rd4; add.u64 %rd3, %rd3, %rd4;
-    ld.global.u32 %r2, [%rd1];
-    ld.global.u32 %r3, [%rd2];
-    prmt.b32 %r4, %r2, %r3, 0x9E40;
-    st.global.u32 [%rd3], %r4;
+    mul.wide.u32 %rd5, %r1, 8;
+    add.u64 %rd1, %rd1, %rd5; add.u64 %rd2, %rd2, %rd4; add.u64 %rd3, %rd3, %rd4;
+    ld.global.u64 %rd6, [%rd1];
+    bfind.s64 %r2, %rd6;
+    cvt.u32.u64 %r3, %rd6;
+    bfind.shiftamt.u32 %r3, %r3;
+    st.global.u32 [%rd2], %r2;
+    st.global.u32 [%rd3], %r3;
     ret;
 }
 """
-    mod = parse(ptx, "prmt.ptx")
-    assert [u.text for u in unmodeled(mod, M)] == ["prmt.b32"]
+    mod = parse(ptx, "bfind.ptx")
+    assert [u.text for u in unmodeled(mod, M)] == ["bfind.s64", "bfind.shiftamt.u32"]
     rng = np.random.default_rng(0)
-    a, b = (rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32) for _ in range(2))
-    r = interpret(mod, "k", machine, (1, 64, 0), {"a": a, "b": b, "d": np.zeros(64, np.uint32)})
-    assert np.array_equal(r.outputs["d"], _prmt_ref(a, b, 0x9E40))
+    # Shifted right by random amounts, so the top bit found lands anywhere; then the edge values.
+    a = rng.integers(0, 2**64, 64, dtype=np.uint64) >> rng.integers(0, 64, 64).astype(np.uint64)
+    a[:6] = [0, 1, 2**63, 2**64 - 1, 2**63 - 1, 0xFFFF_FFFF_0000_0000]
+    d, e = np.zeros(64, np.uint32), np.zeros(64, np.uint32)
+    r = interpret(mod, "k", machine, (1, 64, 0), {"a": a, "d": d, "e": e})
+    assert r.outputs["d"].tolist() == [_bfind_ref(int(v), 64, True, False) for v in a]
+    assert r.outputs["e"].tolist() == [_bfind_ref(int(v) & 0xFFFFFFFF, 32, False, True) for v in a]
+    assert r.outputs["d"][:6].tolist() == [0xFFFFFFFF, 0, 62, 0xFFFFFFFF, 62, 31]  # from the ISA by hand
 
 
 def test_docstring_example_is_about_ten_lines() -> None:
     doc = instruction.__doc__ or ""
-    body = re.search(r"def prmt\(x\):.*?\n\n", doc, re.S)
+    body = re.search(r"def bfind\(x\):.*?\n\n", doc, re.S)
     assert body is not None and len(body.group(0).strip().splitlines()) <= 14

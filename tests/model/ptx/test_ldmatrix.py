@@ -96,4 +96,6 @@ def test_forms_decode_as_the_ptx_isa_spells_them() -> None:
     assert reason("ldmatrix.sync.aligned.m8n8.x1.b16 {%r1}, [%rd3];") is None  # generic address
     assert reason("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r3], {%r1, %r2, %r4, %r5};") is None
     assert "needs" in (reason("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r3], {%r1};", "sm_80") or "")
-    assert ".m16n16" in (reason("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r3];") or "")
+    # the byte-container shapes (matrix_b8) exist on sm_100a/sm_120a and their families only
+    b8 = reason("ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r3];")
+    assert b8 is not None and "sm_120a" in b8

@@ -1,7 +1,10 @@
-"""``tcgen05.mma.cta_group::1.kind::f16`` and ``tcgen05.commit`` (sm_100a): a 128 x N x 16 tile
-interpreted against numpy (f16 and bf16, with and without D), the commit completing the mbarrier
-phase the threads wait on, the single rounding of the exact sum, and the descriptors the model
-refuses (invalid ones as the kernel's fault, valid unmodeled ones as the model's limit)."""
+"""``tcgen05.mma.cta_group::1`` (``kind::f16``, ``::tf32``, ``::f8f6f4``, ``::i8``) and
+``tcgen05.commit`` (sm_100a): 128 x N x K tiles interpreted against numpy references built from
+the PTX ISA's statements (tests/model/oracle/tcgen05_mma.py: every format code, container and
+element definition written there, not taken from the model), the commit completing the mbarrier
+phase the threads wait on, the single rounding of the exact sum, integer wrap and saturation,
+and the descriptors and forms the model refuses (invalid ones as the kernel's fault, valid
+unmodeled ones as the model's limit)."""
 
 from __future__ import annotations
 
@@ -10,22 +13,42 @@ import pytest
 
 from karyamorph.harness.tools.ptxas import assemble
 from karyamorph.harness.tools.toolchain import ToolchainError, discover
+from karyamorph.isa.parser import parse
 from karyamorph.model.interp.errors import ModelLimitError
 from karyamorph.model.interp.tensormem import TensorMemoryError
 from karyamorph.model.interp.tensormem_mma import mma_f32
 from karyamorph.model.ptx.ptx_machine import ptx_machine
+from karyamorph.model.ptx.tcgen05_kinds import KINDS
 from karyamorph.model.ptx.tcgen05_mma import InstrDesc
-from tests.model.oracle.tcgen05_mma import idesc, kernel, launch, operands, reference
+from karyamorph.model.semantics.decode import unmodeled
+from tests.model.oracle.tcgen05_mma import (
+    CASES,
+    idesc,
+    kernel,
+    kind_of,
+    launch,
+    operands,
+    reference,
+    run_case,
+    width,
+)
 
 M = ptx_machine("sm_100a")
+FORMS = [f"tcgen05.mma.cta_group::1.{kind}" for kind in CASES]
 
 
-def test_the_kernel_assembles_with_ptxas_for_sm_100a() -> None:
+def _toolchain():  # type: ignore[no-untyped-def]
     try:
-        toolchain = discover()
+        return discover()
     except ToolchainError as exc:
         pytest.skip(f"no ptxas: {exc}")
-    assert assemble(kernel(128, idesc(128)), "sm_100a", toolchain, lineinfo=False).cubin
+
+
+@pytest.mark.parametrize("kind", list(CASES))
+def test_each_kind_assembles_with_ptxas_for_sm_100a(kind: str) -> None:
+    n, a, b, _ = CASES[kind][0]
+    ptx = kernel(n, idesc(n, a, b), mma=f"tcgen05.mma.cta_group::1.{kind}")
+    assert assemble(ptx, "sm_100a", _toolchain(), lineinfo=False).cubin
 
 
 def test_the_instruction_descriptor_fields_decode_as_the_ptx_isa_places_them() -> None:
@@ -34,17 +57,32 @@ def test_the_instruction_descriptor_fields_decode_as_the_ptx_isa_places_them() -
     got = InstrDesc.decode(word)
     assert (got.d_format, got.a_format, got.b_format, got.negate_a, got.negate_b) == (1, 1, 1, False, True)
     assert (got.n, got.m, got.a_major, got.b_major) == (96, 128, 0, 0)
-    assert got.invalid() is None and got.unmodeled() is None
+    f16 = KINDS["kind::f16"]
+    assert got.invalid(f16) is None and got.unmodeled(f16) is None
+    # The same bits are no valid kind::tf32 (A must be TF32 = 2) or kind::i8 descriptor.
+    assert "A format 1 is none of kind::tf32's" in (got.invalid(KINDS["kind::tf32"]) or "")
+    assert "D format 1 is none of kind::i8's" in (got.invalid(KINDS["kind::i8"]) or "")
 
 
-TILES = [(128, False, True, None), (64, True, True, 5), (32, False, False, None)]
+TILES = [(128, "f16", True, None), (64, "bf16", True, 5), (32, "f16", False, None), (64, "tf32", True, 3),
+         (32, "e4m3", True, None), (16, "e5m2", True, 2), (16, "e2m3", False, None), (32, "e3m2", True, None),
+         (32, "e2m1", True, 4), (64, "s8", True, None), (32, "u8", False, 1)]  # fmt: skip
 
 
-@pytest.mark.parametrize(("n", "bf16", "accumulate", "seed"), TILES)
-def test_a_128xNx16_tile_matches_numpy(n: int, bf16: bool, accumulate: bool, seed: int | None) -> None:
-    a, b, c = operands(n, bf16, n)
-    res = launch(M, kernel(n, idesc(n, bf16)), a, b, c, bf16, accumulate, seed)
-    np.testing.assert_array_equal(res.outputs["out"], reference(a, b, c, accumulate))
+@pytest.mark.parametrize(("n", "fmt", "accumulate", "order"), TILES)
+def test_a_tile_matches_numpy(n: int, fmt: str, accumulate: bool, order: int | None) -> None:
+    assert run_case(M, n, fmt, fmt, accumulate, n, order) == []
+
+
+@pytest.mark.parametrize(("a", "b"), [("e2m1", "e4m3"), ("e5m2", "e2m3"), ("e3m2", "e2m1"), ("u8", "s8")])
+def test_mixed_formats_match_numpy(a: str, b: str) -> None:
+    assert run_case(M, 16, a, b, True, 7) == []
+
+
+@pytest.mark.parametrize("kind", list(CASES))
+def test_every_oracle_case_of_a_kind_holds(kind: str) -> None:
+    for k, (n, a, b, accumulate) in enumerate(CASES[kind]):
+        assert run_case(M, n, a, b, accumulate, 100 + k) == []
 
 
 def test_the_exact_sum_is_rounded_once() -> None:
@@ -56,10 +94,26 @@ def test_the_exact_sum_is_rounded_once() -> None:
     assert np.float32(a.sum()) == np.float32(1.0)
 
 
-def _refused(word: int, error: type[Exception], match: str, swizzle: int = 0) -> None:
-    a, b, c = operands(32, False, 0)
+@pytest.mark.parametrize("saturate", [False, True])
+def test_an_s32_sum_past_its_range_wraps_or_saturates(saturate: bool) -> None:
+    a_bits, b_bits, a_vals, b_vals, c = operands(16, "u8", "u8", 9)
+    a_bits[:] = 255
+    b_bits[:] = 255
+    a_vals[:] = 255
+    b_vals[:] = 255
+    c[:] = 2**31 - 1000  # + 32 * 255 * 255 overflows
+    ptx = kernel(16, idesc(16, "u8", saturate=saturate), mma="tcgen05.mma.cta_group::1.kind::i8")
+    got = launch(M, ptx, a_bits, b_bits, c, 1).outputs["out"]
+    want = reference(a_vals, b_vals, c, saturate=saturate)
+    np.testing.assert_array_equal(got, want)
+    assert (got == 2**31 - 1).all() if saturate else (got < 0).all()
+
+
+def _refused(word: int, error: type[Exception], match: str, fmt: str = "f16", swizzle: int = 0) -> None:
+    a_bits, b_bits, _, _, c = operands(32, fmt, fmt, 0)
     with pytest.raises(error, match=match):
-        launch(M, kernel(32, word, swizzle=swizzle), a, b, c, False)
+        launch(M, kernel(32, word, mma=f"tcgen05.mma.cta_group::1.{kind_of(fmt)}", swizzle=swizzle),
+               a_bits, b_bits, c, width(fmt))  # fmt: skip
 
 
 def test_an_n_that_m_128_does_not_allow_is_the_kernels_fault() -> None:
@@ -68,6 +122,59 @@ def test_an_n_that_m_128_does_not_allow_is_the_kernels_fault() -> None:
     )
 
 
+def test_descriptors_a_kind_does_not_allow_are_the_kernels_fault() -> None:
+    _refused(idesc(32, "s8") | (1 << 13), TensorMemoryError, "kind::i8 cannot negate A or B", "s8")
+    _refused(
+        idesc(32, "e4m3") & ~(7 << 7) | (2 << 7),
+        TensorMemoryError,
+        "A format 2 is none of kind::f8f6f4",
+        "e4m3",
+    )
+    _refused(idesc(32, "tf32") | (1 << 3), TensorMemoryError, "saturate is for the integer kind", "tf32")
+    _refused(idesc(32, "e2m1") & ~(3 << 4), TensorMemoryError, "D format 0 is none of kind::f8f6f4", "e2m1")
+
+
 def test_m_64_and_swizzled_operands_are_the_models_limit() -> None:
     _refused(idesc(32, m=64), ModelLimitError, r"not modeled: M = 64")
     _refused(idesc(32), ModelLimitError, "not modeled: swizzled layouts", swizzle=2)
+
+
+def test_tf32_data_with_low_bits_set_is_the_models_limit() -> None:
+    # The PTX ISA leaves tf32's layout implementation-defined: an f32 pattern that holds no
+    # tf32 value exactly is not read as anything.
+    a_bits, b_bits, _, _, c = operands(16, "tf32", "tf32", 1)
+    a_bits[5, 3] |= 1
+    ptx = kernel(16, idesc(16, "tf32"), mma="tcgen05.mma.cta_group::1.kind::tf32")
+    with pytest.raises(ModelLimitError, match="low 13 bits are not zero"):
+        launch(M, ptx, a_bits, b_bits, c, 4)
+
+
+@pytest.mark.parametrize(
+    "opcode",
+    [
+        "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale",
+        "tcgen05.mma.cta_group::2.kind::f16",
+        "tcgen05.mma.sp.cta_group::1.kind::f16",
+    ],
+)
+def test_block_scaled_paired_and_sparse_forms_are_not_declared(opcode: str) -> None:
+    ptx = kernel(32, idesc(32), mma=opcode)
+    assert unmodeled(parse(ptx), M), opcode
+
+
+def test_infinite_and_nan_elements_give_ieee_results() -> None:
+    # An e5m2 infinity (0x7C) in A's row 0 and an e4m3 NaN (0x7F) in row 1; B's column 0 of K
+    # holds a zero in that k: inf * 0 is NaN, inf * x is +-inf by x's sign, NaN spreads.
+    a_bits, b_bits, a_vals, b_vals, c = operands(16, "e5m2", "e4m3", 3)
+    a_bits[0, 4], a_vals[0, 4] = 0x7C, np.inf
+    a_bits[1, 9] = 0x7F  # e5m2 0x7F is a NaN too (exponent all ones, mantissa not zero)
+    a_vals[1, 9] = np.nan
+    b_bits[0, 4], b_vals[4, 0] = 0, 0.0
+    ptx = kernel(16, idesc(16, "e5m2", "e4m3"), mma="tcgen05.mma.cta_group::1.kind::f8f6f4")
+    got = launch(M, ptx, a_bits, b_bits, c, 1).outputs["out"]
+    with np.errstate(invalid="ignore"):  # inf * 0 in the reference too
+        want = reference(a_vals, b_vals, c)
+    assert np.isnan(got[0, 0]) and np.isnan(got[1]).all()
+    np.testing.assert_array_equal(got[0, 1:], want[0, 1:])
+    assert np.isinf(got[0, 1:]).all()
+    np.testing.assert_array_equal(got[2:], want[2:])

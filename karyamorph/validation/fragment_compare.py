@@ -1,0 +1,157 @@
+"""The GPU's ``mma.sync`` tiles against the model's, element by element of D, within a stated bound.
+
+The model (:mod:`karyamorph.model.ptx.mma`, ``mma_kinds``, ``mma_scaled``; docs/model.md) computes
+each element of D as ``C + sum_k A B`` (block-scaled: ``C + sum_k (A SF_A)(B SF_B)``) summed
+exactly and rounded once to the accumulator type; the PTX ISA documents neither the tensor
+cores' summation order nor their internal precision, so a GPU may differ in the last bits. The
+rules, per case (a warp) and element of D:
+
+- integer multiplicands (``.s8``/``.u8``): equal bits;
+- equal bits agree, and two NaNs agree (a payload difference is counted as ``nan-bits``, as
+  for every other form); a NaN on one side only is a disagreement;
+- two finite values agree within :data:`BOUND`:
+  ``|gpu - model| <= ulp(model) + (K + 1) 2**-p S``, with ``S = |C| + sum_k |A B|`` (the size
+  of the terms, from the model on the same operands with every sign bit cleared) and ``p`` the
+  fraction bits of the accumulator type (23 for ``.f32``, 10 for ``.f16``): the error of K + 1
+  additions each truncated or rounded at the accumulator's precision, plus one final rounding
+  (the recursive-summation bound, Higham, "Accuracy and Stability of Numerical Algorithms",
+  section 4.2, with a unit roundoff of ``2**-p`` to allow truncation). The model's modules state
+  no number (the hardware's precision is not documented), so this is the bound the validation
+  states for them. Beyond it is a disagreement of kind ``bound``;
+- where ``S`` is not finite (the terms overflow the accumulator type while the results are
+  finite), or one side is infinite and the other a finite value of the same sign at least half
+  the largest finite (an overflow that rounding or truncation decides), the bound says
+  nothing: counted as ``unbounded``, never failed. Any other infinity must match bit for bit;
+- a lane whose words differ between the two poisoned launches is ``unstable`` (not written).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from karyamorph.validation.compare import Disagreement, FormResult, is_nan, ulp_distance, values
+from karyamorph.validation.fragments import WARP, FragmentForm
+
+BOUND = "|gpu - model| <= ulp(model) + (K + 1) 2^-p (|C| + sum |A B|), p = 23 (.f32), 10 (.f16)"
+_FRACTION_BITS = {"f32": 23, "f16": 10}
+_LARGEST = {"f32": float(np.finfo(np.float32).max), "f16": 65504.0}
+
+
+def elements(words: np.ndarray, dt: str) -> np.ndarray:
+    """D's four elements per lane (``rows x 4`` bit patterns) from its ``d`` register words."""
+    words = np.asarray(words, dtype=np.uint64) & np.uint64(0xFFFF_FFFF)
+    if dt in ("f32", "s32"):
+        return words[:, :4]
+    low, high = words & np.uint64(0xFFFF), words >> np.uint64(16)
+    return np.stack([low[:, 0], high[:, 0], low[:, 1], high[:, 1]], axis=1)
+
+
+def _ulp(v: np.ndarray, ft: str) -> np.ndarray:
+    m = _FRACTION_BITS[ft]
+    emin = -126 if ft == "f32" else -14
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ex = np.floor(np.log2(np.abs(v)))
+    ex = np.maximum(np.nan_to_num(ex, nan=emin, neginf=emin, posinf=emin), emin)
+    return np.ldexp(1.0, (ex - m).astype(np.int64))
+
+
+def classify(
+    form: FragmentForm, gpu: np.ndarray, model: np.ndarray, size: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per element of D (``rows x 4`` bit patterns): its kind (``""`` where they agree,
+    ``value``, ``bound``, ``nan-bits``, ``unbounded``) and the ulp distance.
+
+    Parameters
+    ----------
+    form : FragmentForm
+        The form (its D type and K).
+    gpu, model : ndarray
+        D's elements as the GPU and the model give them.
+    size : ndarray or None
+        D's elements computed by the model from sign-cleared operands (``|C| + sum |A B|``
+        rounded to the D type); None for integer forms.
+    """
+    kind = np.full(gpu.shape, "", dtype=object)
+    diff = gpu != model
+    if form.exact or size is None:
+        kind[diff] = "value"
+        return kind, np.where(diff, np.inf, 0.0)
+    ft = form.types[0]
+    ulp = ulp_distance(gpu, model, ft)
+    gn, mn = is_nan(gpu, ft), is_nan(model, ft)
+    g, m, s = values(gpu, ft), values(model, ft), values(size, ft)
+    with np.errstate(invalid="ignore", over="ignore"):
+        tol = _ulp(m, ft) + (form.depth + 1) * 2.0 ** -_FRACTION_BITS[ft] * np.abs(s)
+        finite = np.isfinite(g) & np.isfinite(m)
+        within = finite & (np.abs(g - m) <= tol)
+        unknown = finite & ~np.isfinite(tol)
+        # one side infinite, the other finite, same sign, at least half the largest finite
+        edge = np.where(np.isfinite(g), np.abs(g), np.abs(m)) >= _LARGEST[ft] / 2
+        overflow = (np.isfinite(g) != np.isfinite(m)) & ~gn & ~mn & (np.sign(g) == np.sign(m)) & edge
+    kind[diff] = "value"
+    kind[diff & finite & ~within] = "bound"
+    kind[diff & (unknown | overflow)] = "unbounded"
+    kind[diff & within] = ""
+    kind[diff & gn & mn] = "nan-bits"
+    return kind, ulp
+
+
+def compare_fragments(
+    form: FragmentForm,
+    inputs: np.ndarray,
+    gpu: np.ndarray,
+    model: np.ndarray,
+    size: np.ndarray | None = None,
+    again: np.ndarray | None = None,
+    shown: int = 64,
+) -> tuple[FormResult, list[Disagreement]]:
+    """Compare one form's GPU ``d`` registers with the model's over all its cases (warps).
+
+    Parameters
+    ----------
+    form : FragmentForm
+        The form.
+    inputs : ndarray
+        The case table (``rows x`` input words, one row a lane).
+    gpu, model, size : ndarray
+        ``d`` register words (``rows x registers``): the GPU's, the model's, and the model's on
+        sign-cleared operands (see :func:`classify`; None for integer forms).
+    again : ndarray, optional
+        The GPU's words from the second, differently poisoned launch: a lane whose words differ
+        was not written (or not deterministic), kind ``unstable``.
+    shown : int
+        At most this many rows of each kind are kept.
+
+    Returns
+    -------
+    FormResult, list of Disagreement
+        The verdict (cases, disagreements and ``unbounded`` counted in warps) and the rows.
+    """
+    dt = form.types[0]
+    g, m = elements(gpu, dt), elements(model, dt)
+    kind, ulp = classify(form, g, m, None if size is None else elements(size, dt))
+    if again is not None:
+        kind[(elements(again, dt) != g)] = "unstable"
+    warps = len(g) // WARP
+    per_warp = kind.reshape(warps, WARP * 4)
+    bad = ((per_warp == "value") | (per_warp == "bound") | (per_warp == "unstable")).any(axis=1)
+    nan_bits = (per_warp == "nan-bits").any(axis=1)
+    unbounded = (per_warp == "unbounded").any(axis=1)
+    finite = ulp[np.isfinite(ulp)]
+    rows: list[Disagreement] = []
+    names = [f"{s}{j}" for s, n in form.registers().items() if s != "d" for j in range(n)]
+    for k in ("value", "bound", "unstable", "nan-bits"):
+        for lane, e in np.argwhere(kind == k)[:shown]:
+            # the warp names the case (its other lanes' registers: fragment_cases(form, seed=...)),
+            # the lane and its registers the element of D
+            where = {"warp": int(lane) // WARP, "lane": int(lane) % WARP}
+            ops = where | {name: int(inputs[lane, j]) for j, name in enumerate(names)}
+            u = float(ulp[lane, e])
+            rows.append(
+                Disagreement(form.key, int(lane), f"d[{e}]", k, ops, int(g[lane, e]), int(m[lane, e]), u)
+            )
+    status = "fail" if bad.any() else "pass"
+    detail = "exact" if form.exact else f"bound: {BOUND}"
+    result = FormResult(form.key, form.instr.name, status, warps, int(bad.sum()), int(nan_bits.sum()),
+                        int(unbounded.sum()), 0, float(finite.max(initial=0.0)), detail)  # fmt: skip
+    return result, rows
