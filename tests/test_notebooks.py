@@ -20,6 +20,7 @@ NOTEBOOK_LIMIT_S = 90  # each runs in well under a minute on two cores
 # What a notebook must print from the datasets shipped under datasets/.
 PRINTS = {
     "02_campaign_analysis.ipynb": ("h200: 54 runs", "54 timed runs recorded", "NVIDIA H200: peak DRAM"),
+    "04_tensor_cores.ipynb": ("model == numpy: True", "OMMA.SF", "model vs torch: pass", "UTCHMMA"),
 }
 
 
@@ -44,9 +45,9 @@ def test_notebook_runs(name: str) -> None:
         assert fragment in text, fragment
 
 
-def test_there_are_three_notebooks() -> None:
+def test_there_are_four_notebooks() -> None:
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == [
-        "01_machine_model", "02_campaign_analysis", "03_search"
+        "01_machine_model", "02_campaign_analysis", "03_search", "04_tensor_cores"
     ]  # fmt: skip
 
 

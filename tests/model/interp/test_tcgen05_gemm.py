@@ -1,4 +1,4 @@
-"""A hand-written Blackwell GEMM (tests/model/data/tcgen05_gemm.sm_100a.{ptx,toml}): C (128 x 64,
+"""A hand-written Blackwell GEMM (datasets/kernels/blackwell/tcgen05_gemm.{ptx,toml}): C (128 x 64,
 f32) = A (128 x 64, f16) @ B (64 x 64, f16) on one CTA with ``tcgen05.mma.kind::f16`` (D in
 tensor memory), assembled by ptxas for sm_100a, interpreted equal to its torch reference with
 zero tolerance (integer operands: every sum is exact in f32, so the model's single rounding
@@ -31,7 +31,7 @@ from karyamorph.model.interp.errors import ExecutionError
 from karyamorph.model.interp.proxyorder import ProxyOrderError
 from karyamorph.model.interp.tensormem import TensorMemoryError
 
-SPEC = Path(__file__).resolve().parents[1] / "data" / "tcgen05_gemm.sm_100a.toml"
+SPEC = Path(__file__).resolve().parents[3] / "datasets" / "kernels" / "blackwell" / "tcgen05_gemm.toml"
 UNENCODED = "tensor memory (tcgen05) is run by the interpreter only"
 
 
