@@ -158,7 +158,7 @@ def _replay(
     want = MemoryAccessError if prop == "bounds" else DivergentBarrierError
     limit = int(4 * MAX_THREAD_INSTRUCTIONS // n)
     try:
-        interpret(module, entry, machine, full, args, max_steps=limit, variables=constants)
+        interpret(module, entry, machine, full, args, max_steps=limit, variables=constants, proxy_order=False)
     except StepLimitError:
         return "not replayable", f"the launch ran past {limit} instruction steps"
     except LaunchError as exc:
@@ -249,7 +249,7 @@ def _race(
         try:
             result = interpret(
                 module, entry, machine, launch, _copy(args), randomize_order=True, interleave=True,
-                seed=seed, max_steps=max_steps, observe=observe, variables=constants,
+                seed=seed, max_steps=max_steps, observe=observe, variables=constants, proxy_order=False,
             )  # fmt: skip
         except StepLimitError:
             return "not replayable", f"a randomized order ran past {max_steps} instruction steps"

@@ -93,6 +93,7 @@ class _Run:
         interleave: bool = False,
         variables: Mapping[str, np.ndarray] | None = None,
         cluster: Dim3 = (1, 1, 1),
+        proxy_order: bool = True,
     ) -> None:
         self.p = program
         self.geo = make_geometry(grid, block, machine.warp_size, cluster)
@@ -143,8 +144,10 @@ class _Run:
         self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.hopper = HopperState(self.mem, n, self.geo.describe, self.stats)
-        self.proxies = ProxyOrder.of(
-            program.decoded, self.mem.shared.size, self.mem.shared_stride, n, self.geo.describe
+        self.proxies = (
+            ProxyOrder.of(program.decoded, self.mem.shared.size, self.mem.shared_stride, n, self.geo.describe)
+            if proxy_order
+            else None
         )
         self.copies.proxies = self.hopper.bulk.proxies = self.hopper.now.proxies = self.proxies
         self.hopper.bulk.async_proxy = self.hopper.now.async_proxy = True
@@ -441,6 +444,7 @@ def interpret(
     budget: ModelBudget | None = None,
     variables: Mapping[str, np.ndarray] | None = None,
     cluster: Dim3 | None = None,
+    proxy_order: bool = True,
 ) -> InterpResult:
     """Run ``entry`` of ``module`` for one launch on the CPU.
 
@@ -485,6 +489,10 @@ def interpret(
         and ``.const`` variables as the host set them; default: their initializers.
     cluster
         The cluster dimensions of an ``.explicitcluster`` launch; ``.reqnctapercluster`` wins.
+    proxy_order
+        Refuse async-proxy reads of shared memory that generic writes left unfenced
+        (:mod:`karyamorph.model.interp.proxyorder`); a witness replay, which confirms one race,
+        turns it off.
 
     Returns
     -------
@@ -512,7 +520,8 @@ def interpret(
     budget.check_bytes(program.footprint(grid, block, shared_bytes, arrays))
     t0 = time.perf_counter()
     order = (randomize_order, seed, max_steps, observe, interleave)
-    run = _Run(program, machine, grid, block, shared_bytes, args, *order, variables=variables, cluster=shape)
+    run = _Run(program, machine, grid, block, shared_bytes, args, *order, variables=variables, cluster=shape,
+               proxy_order=proxy_order)  # fmt: skip
     with np.errstate(all="ignore"):
         run.run()
     seconds = time.perf_counter() - t0
