@@ -110,7 +110,7 @@ def rewrite_search(spec: KernelSpec, arch: Arch) -> RewriteSearch:
         parameters=(*base.parameters, Parameter(AXIS, (NONE, *names))), build=build, footprint=footprint,
         sizes=base.sizes, check_sizes=base.check_sizes, baseline={**base.baseline, AXIS: NONE},
         torch_baseline=base.torch_baseline, constraints=base.constraints, min_sm=base.min_sm,
-        cost_sizes=base.cost_sizes,
+        requires=base.requires, cost_sizes=base.cost_sizes,
     )  # fmt: skip
     return RewriteSearch(template, base, arch)
 

@@ -126,8 +126,8 @@ def check_request(request: SearchRequest, device: DeviceInfo | None) -> DeviceIn
         raise SearchSetupError("a search times variants on a GPU, and this machine has none "
                                "(`karyamorph search replay` runs a strategy on recorded data)")  # fmt: skip
     if not request.template.supports(request.arch):
-        raise SearchSetupError(f"template {request.template.name} needs sm_{request.template.min_sm} "
-                               f"or later, not {request.arch.name}")  # fmt: skip
+        raise SearchSetupError(f"template {request.template.name} needs {request.template.requirement}, "
+                               f"not {request.arch.name}: nothing is built or launched")  # fmt: skip
     if Arch.parse(device.arch).compute_capability != request.arch.compute_capability:
         raise SearchSetupError(f"--arch {request.arch.name} is not this GPU's ({device.name} is "
                                f"{device.arch}): the variants are timed on it")  # fmt: skip

@@ -73,6 +73,11 @@ class Template:
         (``"a + b"``, ``"x.sum()"``), timed in the same process as the winner.
     min_sm : int
         The oldest arch (``80`` for sm_80) the template's instructions exist on; 0 for any.
+    requires : str
+        An architecture-specific or family target whose instructions the template emits
+        (``"sm_120a"``), where ``min_sm`` cannot say it: the template then supports exactly the
+        targets :meth:`Arch.supports` admits for it (``sm_120a``; neither ``sm_120`` nor
+        ``sm_121a``). Empty for none.
     equivalent_to_baseline : bool
         Every variant computes the baseline's outputs bit for bit (the same float operations on
         each element, only moved between threads or instructions): the model can then prove a
@@ -101,6 +106,7 @@ class Template:
     torch_baseline: str
     constraints: tuple[Constraint, ...] = ()
     min_sm: int = 0
+    requires: str = ""
     equivalent_to_baseline: bool = False
     equivalence_sizes: Mapping[str, int] | None = None
     cost_sizes: tuple[Mapping[str, int], ...] = ()
@@ -112,8 +118,16 @@ class Template:
 
     def supports(self, arch: Arch | str) -> bool:
         """Whether ``arch`` has every instruction the template emits."""
-        major, minor = Arch.parse(arch).compute_capability
+        target = Arch.parse(arch)
+        if self.requires:
+            return target.supports(self.requires)
+        major, minor = target.compute_capability
         return 10 * major + minor >= self.min_sm
+
+    @property
+    def requirement(self) -> str:
+        """The targets :meth:`supports` admits, in words: ``sm_120a`` or ``sm_80 or later``."""
+        return self.requires or f"sm_{self.min_sm} or later"
 
     def fits(self, config: Mapping[str, Value], arch: Arch | str) -> bool:
         """The model-derived constraint: at least one block of ``config`` fits on an SM of ``arch``."""

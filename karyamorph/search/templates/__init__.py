@@ -9,6 +9,8 @@ from pathlib import Path
 from karyamorph.errors import KaryaMorphError
 from karyamorph.kernel.loader import load_spec
 from karyamorph.search.template import Template
+from karyamorph.search.templates.fp4_gemm import MXF4_TEMPLATE, NVF4_TEMPLATE
+from karyamorph.search.templates.fp8_gemm import TEMPLATE as FP8_GEMM
 from karyamorph.search.templates.from_file import TemplateFileError, python_template
 from karyamorph.search.templates.from_spec import spec_template
 from karyamorph.search.templates.hgemm import TEMPLATE as HGEMM
@@ -38,6 +40,9 @@ SHIPPED: tuple[Template, ...] = (
     TRANSPOSE,
     SGEMM,
     HGEMM,
+    FP8_GEMM,
+    MXF4_TEMPLATE,
+    NVF4_TEMPLATE,
 )
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in SHIPPED}

@@ -204,3 +204,15 @@ def log2(value: int) -> int:
     if value <= 0 or value & (value - 1):
         raise ValueError(f"{value} is not a power of two")
     return value.bit_length() - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Copier:
+    """One thread's share of a slice of one matrix in a cp.async pipeline (hgemm's and the
+    narrow-float GEMMs'): where it reads and where it writes."""
+
+    ptr: Reg  # u64: its first 16 bytes of the slice in global memory, advanced slice by slice
+    pass_stride: Reg  # u64: bytes between its consecutive copies (rows apart)
+    smem: Reg  # u32: its first shared byte offset within a stage
+    pass_bytes: int  # shared bytes between its consecutive copies
+    copies: int

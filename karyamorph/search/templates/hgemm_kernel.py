@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.builder import KernelBuilder, Reg
-from karyamorph.search.templates.gemm_common import PTX_VERSION, gemm_params, log2, zeros
+from karyamorph.search.templates.gemm_common import PTX_VERSION, Copier, gemm_params, log2, zeros
 
 F16 = 2
 CHUNK = 16  # bytes a cp.async and an ldmatrix row move
@@ -108,17 +108,6 @@ class HgemmShape:
                 f"_{self.layout}")  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class _Copier:
-    """One thread's share of a slice of one matrix: where it reads and where it writes."""
-
-    ptr: Reg  # u64: its first 16 bytes of the slice in global memory, advanced slice by slice
-    pass_stride: Reg  # u64: bytes between its consecutive copies (rows apart)
-    smem: Reg  # u32: its first shared byte offset within a stage
-    pass_bytes: int  # shared bytes between its consecutive copies
-    copies: int
-
-
 def _swizzle(kb: KernelBuilder, s: HgemmShape, row: Reg, chunk: Reg, pitch: int, row_bytes: int) -> Reg:
     """The byte offset of 16-byte ``chunk`` of tile ``row`` in a slice of the layout."""
     if s.layout == "xor":
@@ -130,7 +119,7 @@ def _swizzle(kb: KernelBuilder, s: HgemmShape, row: Reg, chunk: Reg, pitch: int,
 
 
 def _copier(kb: KernelBuilder, s: HgemmShape, tid: Reg, base: Reg, first_row: Reg, first_col: Reg,
-            ld: Reg, width: int, pitch: int, copies: int, smem: Reg) -> _Copier:  # fmt: skip
+            ld: Reg, width: int, pitch: int, copies: int, smem: Reg) -> Copier:  # fmt: skip
     """Thread ``tid`` copies chunk ``tid % (width / 8)`` of rows ``tid / (width / 8) + i * rows``
     (``rows = threads * 8 / width``) of a ``width``-column slice whose first element is at
     (``first_row``, ``first_col``) of a matrix with ``ld`` columns."""
@@ -138,7 +127,7 @@ def _copier(kb: KernelBuilder, s: HgemmShape, tid: Reg, base: Reg, first_row: Re
     row, chunk = kb.shr("u32", tid, log2(chunks)), kb.and_("b32", tid, chunks - 1)
     elem = kb.mad("u32", kb.add("u32", first_row, row), ld, kb.mad("u32", chunk, 8, first_col))
     rows = s.threads // chunks
-    return _Copier(
+    return Copier(
         kb.add("u64", base, kb.mul_wide("u32", elem, F16)),
         kb.mul_wide("u32", ld, F16 * rows),
         kb.add("u32", smem, _swizzle(kb, s, row, chunk, pitch, F16 * width)),
@@ -245,7 +234,7 @@ def _stage_offset(kb: KernelBuilder, s: HgemmShape, slice_index: Reg) -> Reg:
     return kb.mul("u32", stage, s.stage_bytes)
 
 
-def _request(kb: KernelBuilder, s: HgemmShape, a: _Copier, b: _Copier, b_slice: Reg,
+def _request(kb: KernelBuilder, s: HgemmShape, a: Copier, b: Copier, b_slice: Reg,
              stage: int | Reg, guard: Reg | None) -> None:  # fmt: skip
     """Start the thread's copies of the next slice into the buffer at ``stage``, advance the
     pointers, and close the commit group (empty when ``guard`` is false)."""
