@@ -37,6 +37,10 @@ class FormRows:
     def grid(self) -> int:
         return max(1, -(-self.rows // BLOCK_THREADS))
 
+    @property
+    def block(self) -> int:
+        return BLOCK_THREADS
+
     def form_at_line(self, line: int) -> int | None:
         """The index of the form whose code holds PTX line ``line`` (1-based), or None."""
         return next((i for i, (first, last) in enumerate(self.form_lines) if first <= line <= last), None)

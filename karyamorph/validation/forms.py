@@ -52,26 +52,46 @@ WARP_REASON = (
 )
 
 # Matrix-fragment forms with whole-warp tile kernels of their own (karyamorph.validation.fragments),
-# built for targets from FRAGMENT_TARGET on (sm_100a, sm_120a: the tensor-core forms of those
-# targets); on earlier targets they are left out with WARP_REASON.
+# built for targets from FRAGMENT_TARGET on (mma.sync's own: sm_80's f16/bf16/s8 forms, sm_89's
+# fp8 ones, sm_120a's kinds); on earlier targets they are left out with FRAGMENT_REASON.
 FRAGMENT_VALIDATED = ("mma.sync",)
-FRAGMENT_TARGET = "sm_100"
+FRAGMENT_TARGET = "sm_80"
 FRAGMENT_REASON = (
     f"a matrix-fragment collective whose tile kernels are built for {FRAGMENT_TARGET} and later targets "
-    "(karyamorph model validate --arch sm_120a or sm_100a); held to the PTX ISA's fragment tables by "
+    "(karyamorph model validate --arch sm_90, sm_100a or sm_120a); held to the PTX ISA's fragment tables by "
     "tests/model/ptx/test_mma.py"
+)
+# Tensor-memory MMAs with CTA kernels of their own (karyamorph.validation.tcgen05_forms), built
+# where the target (or its arch-specific variant: sm_100 -> sm_100a) has the instruction; on other
+# targets they are left out with INSTRUCTION_REASONS.
+TENSOR_VALIDATED = ("tcgen05.mma",)
+# Tensor-memory collectives (tcgen05.alloc, .ld, .st, the waits): no per-lane result of their own.
+TENSOR_MEMORY_REASON = (
+    "a tensor-memory collective (allocation, loads and stores between registers and tensor memory, "
+    "their waits): every tcgen05.mma validation kernel runs it (sm_100a; C and D pass through "
+    "tcgen05.st and tcgen05.ld); held to the PTX ISA by tests/model/ptx/test_tcgen05.py"
 )
 # Instructions left out for a reason of their own (name -> reason), before their kind's.
 INSTRUCTION_REASONS: dict[str, str] = {
     "tcgen05.mma": "a tensor-memory MMA (operands in shared and tensor memory, issued by one thread "
-    "and completed through tcgen05.commit and an mbarrier): no validation kernel yet; held to an "
-    "exact reference by tests/model/ptx/test_tcgen05_mma.py",
+    "and completed through tcgen05.commit and an mbarrier) whose CTA kernels are built for sm_100a "
+    "(karyamorph model validate --arch sm_100a); held to an exact reference by "
+    "tests/model/ptx/test_tcgen05_mma.py",
 }
 
 
 def fragment_validated(name: str, arch: str) -> bool:
     """Whether instruction ``name`` is validated by fragment kernels on ``arch``."""
     return name in FRAGMENT_VALIDATED and target_supports(arch, FRAGMENT_TARGET)
+
+
+def tensor_target(instr: Instr, arch: str) -> str | None:
+    """The target a tensor-memory MMA's kernels are built for when validating ``arch``: ``arch``
+    itself, or its arch-specific variant (``sm_100`` -> ``sm_100a``, what a cubin for an sm_100
+    GPU may use), where that has the instruction; None where neither has it."""
+    need = Requirement(instr.min_ptx, instr.min_target, instr.name, instr.also)
+    tried = [arch] if arch.endswith(("a", "f")) else [arch, f"{arch}a"]
+    return next((t for t in tried if any(target_supports(t, r) for r, _ in need.options)), None)
 
 
 # Values tried for immediate operands (opcode -> values); an 8-bit lookup table by default:
@@ -173,7 +193,7 @@ class FormSet:
         return out
 
 
-def _mod_choices(instr: Instr) -> Iterator[dict[str, str]]:
+def mod_choices(instr: Instr) -> Iterator[dict[str, str]]:
     groups = list(instr.groups.items())
     choices = [(vals if g in instr.required else (None, *vals)) for g, vals in groups]
     for pick in product(*choices):
@@ -258,7 +278,7 @@ def _forms_of(instr: Instr, machine: Machine, arch: str, ptx: str) -> Iterator[F
     order.update({s.pair: i for i, s in enumerate(instr.slots) if s.pair})
     type_combos = list(product(instr.types, repeat=instr.ntypes)) if instr.ntypes else [()]
     for types in type_combos:
-        for mods in _mod_choices(instr):
+        for mods in mod_choices(instr):
             if instr.type_rule is not None and instr.type_rule(types, mods) is not None:
                 continue
             words = form_text(instr, types, mods)
@@ -321,7 +341,7 @@ def _written(slot: Slot, imms: dict[str, int]) -> str:
     return f"{slot.name}|{slot.pair}" if slot.pair else slot.name
 
 
-def _matches(name: str, only: str | None) -> bool:
+def matches_pattern(name: str, only: str | None) -> bool:
     """Whether an instruction name or dotted form opcode matches the ``--instr`` glob."""
     if only is None:
         return True
@@ -353,10 +373,13 @@ def enumerate_forms(machine: Machine, arch: str = "sm_90", only: str | None = No
     left: list[Unvalidated] = []
     seen: set[str] = set()
     for instr in machine.instructions:
-        if not _matches(instr.name, only):
+        if not matches_pattern(instr.name, only):
             continue
+        if instr.name in TENSOR_VALIDATED and tensor_target(instr, arch) is not None:
+            continue  # see karyamorph.validation.tcgen05_forms
         if instr.name in INSTRUCTION_REASONS:
-            left.append(Unvalidated(instr.name, INSTRUCTION_REASONS[instr.name]))
+            if all(u.name != instr.name for u in left):  # a row for the name, not each declaration
+                left.append(Unvalidated(instr.name, INSTRUCTION_REASONS[instr.name]))
             continue
         if instr.kind == "warp" and fragment_validated(instr.name, arch):
             continue  # see karyamorph.validation.fragments
@@ -367,9 +390,10 @@ def enumerate_forms(machine: Machine, arch: str = "sm_90", only: str | None = No
         if instr.kind == "warp" and instr.name not in WARP_VALIDATED:
             reason = "has no result value to compare" if instr.name == "bar.warp.sync" else WARP_REASON
             reason = FRAGMENT_REASON if instr.name in FRAGMENT_VALIDATED else reason
+            reason = TENSOR_MEMORY_REASON if instr.name.startswith("tcgen05.") else reason
             left.append(Unvalidated(instr.name, reason))
             continue
-        ptx = max(base, instr.min_ptx, key=_version)
+        ptx = max(base, instr.min_ptx, key=version_tuple)
         need = Requirement(instr.min_ptx, instr.min_target, instr.name)
         if not need.satisfied_by(ptx, arch):
             reason = f"needs {need.describe()}; validating for {arch}"
@@ -384,7 +408,7 @@ def enumerate_forms(machine: Machine, arch: str = "sm_90", only: str | None = No
     return FormSet(arch, tuple(forms), tuple(left))
 
 
-def _version(v: str) -> tuple[int, int]:
+def version_tuple(v: str) -> tuple[int, int]:
     major, _, minor = v.partition(".")
     return int(major), int(minor or 0)
 
@@ -397,4 +421,4 @@ def kernel_ptx_version(arch: str, forms: tuple[Form, ...] | list[Form]) -> str:
         req = requirement(instruction(f.opcode, f.instr.slots[: len(f.operands)], dict(f.imms)))
         if req is not None:
             need.append(req.min_ptx)
-    return max(need, key=_version)
+    return max(need, key=version_tuple)

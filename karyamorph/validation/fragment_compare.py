@@ -71,17 +71,25 @@ def classify(
         D's elements computed by the model from sign-cleared operands (``|C| + sum |A B|``
         rounded to the D type); None for integer forms.
     """
+    return classify_elements(gpu, model, size, form.types[0], form.depth, form.exact)
+
+
+def classify_elements(
+    gpu: np.ndarray, model: np.ndarray, size: np.ndarray | None, ft: str, depth: int, exact: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`classify` for any tile of D whose elements are ``ft`` (``f32``, ``f16``, or an
+    integer type with ``exact``), each the sum of ``depth`` products and C (the same rule serves
+    ``tcgen05.mma``, :mod:`karyamorph.validation.tcgen05_compare`)."""
     kind = np.full(gpu.shape, "", dtype=object)
     diff = gpu != model
-    if form.exact or size is None:
+    if exact or size is None:
         kind[diff] = "value"
         return kind, np.where(diff, np.inf, 0.0)
-    ft = form.types[0]
     ulp = ulp_distance(gpu, model, ft)
     gn, mn = is_nan(gpu, ft), is_nan(model, ft)
     g, m, s = values(gpu, ft), values(model, ft), values(size, ft)
     with np.errstate(invalid="ignore", over="ignore"):
-        tol = _ulp(m, ft) + (form.depth + 1) * 2.0 ** -_FRACTION_BITS[ft] * np.abs(s)
+        tol = _ulp(m, ft) + (depth + 1) * 2.0 ** -_FRACTION_BITS[ft] * np.abs(s)
         finite = np.isfinite(g) & np.isfinite(m)
         within = finite & (np.abs(g - m) <= tol)
         unknown = finite & ~np.isfinite(tol)
@@ -132,15 +140,9 @@ def compare_fragments(
     kind, ulp = classify(form, g, m, None if size is None else elements(size, dt))
     if again is not None:
         kind[(elements(again, dt) != g)] = "unstable"
-    warps = len(g) // WARP
-    per_warp = kind.reshape(warps, WARP * 4)
-    bad = ((per_warp == "value") | (per_warp == "bound") | (per_warp == "unstable")).any(axis=1)
-    nan_bits = (per_warp == "nan-bits").any(axis=1)
-    unbounded = (per_warp == "unbounded").any(axis=1)
-    finite = ulp[np.isfinite(ulp)]
     rows: list[Disagreement] = []
     names = [f"{s}{j}" for s, n in form.registers().items() if s != "d" for j in range(n)]
-    for k in ("value", "bound", "unstable", "nan-bits"):
+    for k in (*FAILED_KINDS, "nan-bits"):
         for lane, e in np.argwhere(kind == k)[:shown]:
             # the warp names the case (its other lanes' registers: fragment_cases(form, seed=...)),
             # the lane and its registers the element of D
@@ -150,8 +152,25 @@ def compare_fragments(
             rows.append(
                 Disagreement(form.key, int(lane), f"d[{e}]", k, ops, int(g[lane, e]), int(m[lane, e]), u)
             )
+    return verdict(form.key, form.instr.name, form.exact, kind, ulp, len(g) // WARP), rows
+
+
+# Element kinds that fail a case (``nan-bits`` and ``unbounded`` are counted, not failed).
+FAILED_KINDS = ("value", "bound", "unstable")
+
+
+def verdict(
+    key: str, name: str, exact: bool, kind: np.ndarray, ulp: np.ndarray, cases: int, bound: str = BOUND
+) -> FormResult:
+    """A form's result from its elements' kinds and ulp distances, its rows split into ``cases``
+    equal cases (warps, CTAs): a case fails where one of its elements does; ``bound`` is the
+    rule its float elements were held to."""
+    per_case = kind.reshape(cases, -1)
+    bad = np.isin(per_case, FAILED_KINDS).any(axis=1)
+    nan_bits = (per_case == "nan-bits").any(axis=1)
+    unbounded = (per_case == "unbounded").any(axis=1)
+    finite = ulp[np.isfinite(ulp)]
     status = "fail" if bad.any() else "pass"
-    detail = "exact" if form.exact else f"bound: {BOUND}"
-    result = FormResult(form.key, form.instr.name, status, warps, int(bad.sum()), int(nan_bits.sum()),
-                        int(unbounded.sum()), 0, float(finite.max(initial=0.0)), detail)  # fmt: skip
-    return result, rows
+    detail = "exact" if exact else f"bound: {bound}"
+    return FormResult(key, name, status, cases, int(bad.sum()), int(nan_bits.sum()), int(unbounded.sum()), 0,
+                      float(finite.max(initial=0.0)), detail)  # fmt: skip

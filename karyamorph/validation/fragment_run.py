@@ -11,20 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from karyamorph.harness.gpu.validate import KernelJob
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.semantics.simt_machine import Machine
-from karyamorph.validation.assembly import BLOCK_THREADS, Assembled
+from karyamorph.validation.assembly import Assembled
 from karyamorph.validation.compare import Disagreement, FormResult
 from karyamorph.validation.forms import (
     FRAGMENT_REASON,
     INSTRUCTION_REASONS,
+    TENSOR_MEMORY_REASON,
     WARP_REASON,
-    Unvalidated,
     enumerate_forms,
 )
 from karyamorph.validation.fragment_compare import compare_fragments
@@ -43,6 +41,8 @@ from karyamorph.validation.fragments import (
     kernel_name,
     magnitudes,
 )
+from karyamorph.validation.plans import KernelPlan
+from karyamorph.validation.tcgen05_forms import enumerate_tcgen05
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,36 +54,10 @@ class TileRun:
     gpu: np.ndarray
 
 
-@dataclass(frozen=True, slots=True)
-class FragmentPlan:
-    """The assembled fragment kernels of a target, their inputs, and what was left out or refused."""
+class FragmentPlan(KernelPlan[FragmentKernel]):
+    """The fragment kernels of a target."""
 
-    assembled: tuple[tuple[str, Assembled[FragmentKernel]], ...]
-    inputs: tuple[np.ndarray, ...]  # one per assembled kernel
-    rejected: tuple[FormResult, ...]
-    unvalidated: tuple[Unvalidated, ...]
-
-    @property
-    def kernels(self) -> list[FragmentKernel]:
-        return [a.kernel for _, a in self.assembled if a.kernel is not None]
-
-    def jobs(self) -> list[KernelJob]:
-        """One GPU job per kernel, as the microkernels' (``inp``, ``out``, ``rows``)."""
-        return [KernelJob(k.entry, a.cubin, k.grid, BLOCK_THREADS, x, k.out_slots, k.ptx)
-                for (_, a), k, x in zip(self._ran(), self.kernels, self.inputs, strict=True)]  # fmt: skip
-
-    def _ran(self) -> list[tuple[str, Assembled[FragmentKernel]]]:
-        return [(n, a) for n, a in self.assembled if a.kernel is not None]
-
-    def summary(self) -> list[tuple[Any, ...]]:
-        """Rows as ``compile_summary`` gives them: kernel, forms, rejected, rows, PTX lines, registers."""
-        rows = []
-        for name, a in self.assembled:
-            k = a.kernel
-            forms = (len(k.forms) if k else 0) + len(a.rejected)
-            rows.append((name, forms, len(a.rejected), k.rows if k else 0,
-                         len(k.ptx.splitlines()) if k else 0, a.registers))  # fmt: skip
-        return rows
+    __slots__ = ()
 
 
 def plan_fragments(
@@ -148,11 +122,13 @@ def model_tiles(
 
 
 def left_out_note(machine: Machine, arch: str, only: str | None = None, shown: int = 3) -> str:
-    """What the matrix collectives leave out on ``arch`` and why, a line per reason (for
-    ``--compile-only``, whose table lists only the kernels built)."""
+    """What the matrix collectives and tensor-memory MMAs leave out on ``arch`` and why, a line per
+    reason (for ``--compile-only``, whose table lists only the kernels built)."""
     left = [*enumerate_fragments(machine, arch, only).unvalidated,
+            *enumerate_tcgen05(machine, arch, only).unvalidated,
             *(u for u in enumerate_forms(machine, arch, only).unvalidated
-              if u.reason in (WARP_REASON, FRAGMENT_REASON) or u.name in INSTRUCTION_REASONS)]  # fmt: skip
+              if u.reason in (WARP_REASON, FRAGMENT_REASON, TENSOR_MEMORY_REASON)
+              or u.name in INSTRUCTION_REASONS)]  # fmt: skip
     by_reason: dict[str, list[str]] = {}
     for u in left:
         names = by_reason.setdefault(u.reason, [])

@@ -35,10 +35,10 @@ from karyamorph.model.semantics.types import FLOAT_FORMAT
 from karyamorph.validation.cases import float_edges, int_edges
 from karyamorph.validation.forms import (
     Unvalidated,
-    _matches,
-    _mod_choices,
-    _version,
     fragment_validated,
+    matches_pattern,
+    mod_choices,
+    version_tuple,
 )
 
 WARP = 32
@@ -76,7 +76,7 @@ class Element:
         return sum(one << (self.container * e) for e in range(self.per_register)) & 0xFFFF_FFFF
 
 
-def _element(t: str, container: int | None = None) -> Element:
+def element_of(t: str, container: int | None = None) -> Element:
     if t in FORMATS:
         shift, width = CONTAINER.get(t, (0, FORMATS[t].bits)) if container == 8 else (0, FORMATS[t].bits)
         return Element(t, width, container or width, shift)
@@ -151,7 +151,7 @@ class FragmentForm:
         dt, at, bt, ct = self.types[:4]
         kind = self.kind
         box = None if kind is None else 4 if kind in ("kind::mxf4", "kind::mxf4nvf4") else 8
-        out = {"d": _element(dt), "a": _element(at, box), "b": _element(bt, box), "c": _element(ct)}
+        out = {"d": element_of(dt), "a": element_of(at, box), "b": element_of(bt, box), "c": element_of(ct)}
         if self.scale is not None:
             out["sfa"] = out["sfb"] = Element(self.scale, 8, 8)
         return out
@@ -218,11 +218,11 @@ def enumerate_fragments(machine: Machine, arch: str, only: str | None = None) ->
     left: list[Unvalidated] = []
     for instr in machine.instructions:
         if not fragment_validated(instr.name, arch) or not (
-            _matches(instr.name, only) or _matches(instr.opcode, only)
+            matches_pattern(instr.name, only) or matches_pattern(instr.opcode, only)
         ):
             continue  # on earlier targets, enumerate_forms lists them with the reason
         for form in _forms_of(instr):
-            if "." in (only or "") and not _matches(form.opcode, only):
+            if "." in (only or "") and not matches_pattern(form.opcode, only):
                 continue
             need = form.requirement()
             if not any(target_supports(arch, t) for t, _ in need.options):
@@ -236,7 +236,7 @@ def enumerate_fragments(machine: Machine, arch: str, only: str | None = None) ->
 def _forms_of(instr: Instr) -> list[FragmentForm]:
     out = []
     for types in product(instr.types, repeat=instr.ntypes):
-        for mods in _mod_choices(instr):
+        for mods in mod_choices(instr):
             if instr.type_rule is not None and instr.type_rule(types, mods) is not None:
                 continue
             ordered = tuple((g, mods[g]) for g in instr.groups if g in mods)
@@ -252,8 +252,9 @@ def kernel_ptx_version(arch: str, forms: list[FragmentForm]) -> str:
     """The lowest ``.version`` that has ``arch`` and every form on it."""
     need = [min_ptx_for_target(arch)]
     for f in forms:
-        need.append(min((p for t, p in f.requirement().options if target_supports(arch, t)), key=_version))
-    return max(need, key=_version)
+        options = (p for t, p in f.requirement().options if target_supports(arch, t))
+        need.append(min(options, key=version_tuple))
+    return max(need, key=version_tuple)
 
 
 # --- cases --------------------------------------------------------------------------------------

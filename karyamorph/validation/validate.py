@@ -5,7 +5,8 @@ operand rows, build one microkernel per instruction, assemble it with ptxas (a f
 refuses is dropped with ptxas's message and the kernel rebuilt without it), run every kernel
 in one GPU process, and compare each form's result bits with the numpy domain's. Matrix-fragment
 forms (``mma.sync``, a warp per case) get kernels of their own, run in the same process and
-compared with the interpreter's tiles (:mod:`karyamorph.validation.fragment_run`).
+compared with the interpreter's tiles (:mod:`karyamorph.validation.fragment_run`); so do
+``tcgen05.mma`` forms (a CTA per case, :mod:`karyamorph.validation.tcgen05_run`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from karyamorph.validation.microkernel import (
     pack_inputs,
     unpack_outputs,
 )
+from karyamorph.validation.tcgen05_run import judge_tcgen05, plan_tcgen05
 
 
 def assemble_forms(
@@ -87,7 +89,8 @@ def compile_summary(
 ) -> list[tuple[Any, ...]]:  # fmt: skip
     """Build and assemble every kernel (no GPU): instruction, forms, rejected, rows, PTX lines, registers.
 
-    Matrix-fragment kernels (:mod:`karyamorph.validation.fragment_run`) follow, a row each."""
+    Matrix-fragment kernels (:mod:`karyamorph.validation.fragment_run`) and ``tcgen05.mma``
+    kernels (:mod:`karyamorph.validation.tcgen05_run`) follow, a row each."""
     formset = enumerate_forms(machine, arch, only)
     tables = case_tables(formset.forms, samples=samples, cross_limit=cross_limit, seed=seed)
     toolchain = discover()
@@ -98,7 +101,8 @@ def compile_summary(
         ran = len(k.forms) if k else 0
         rows.append((name, ran + len(a.rejected), len(a.rejected), k.rows if k else 0,
                      len(k.ptx.splitlines()) if k else 0, a.registers))  # fmt: skip
-    return rows + plan_fragments(machine, arch, toolchain, only, seed).summary()
+    tensor = plan_tcgen05(machine, arch, toolchain, only, seed).summary()
+    return rows + plan_fragments(machine, arch, toolchain, only, seed).summary() + tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +199,8 @@ def validate(
     ]  # fmt: skip
     plan = plan_fragments(machine, arch, toolchain, only, seed)  # whole-warp tiles: mma.sync
     jobs += plan.jobs()
+    tensor = plan_tcgen05(machine, arch, toolchain, only, seed)  # a CTA per case: tcgen05.mma
+    jobs += tensor.jobs()
     seconds["assemble"] = time.perf_counter() - clock - seconds["generate"]
     t_gpu = time.perf_counter()
     out = runner(jobs) if jobs else GpuOutput((), ())
@@ -202,16 +208,21 @@ def validate(
     t_cmp = time.perf_counter()
     n = len(kernels)
     runs, rows = _compare(machine, kernels, GpuOutput(out.first[:n], out.second[:n]), tables, results)
-    tiles, tile_rows, tile_runs = judge_fragments(plan, machine, out.first[n:], out.second[n:])
+    m = n + len(plan.kernels)
+    tiles, tile_rows, tile_runs = judge_fragments(plan, machine, out.first[n:m], out.second[n:m])
     results += tiles
     rows += tile_rows
+    tensor_results, tensor_rows = judge_tcgen05(tensor, machine, out.first[m:], out.second[m:])
+    results += tensor_results
+    rows += tensor_rows
     seconds["compare"] = time.perf_counter() - t_cmp
     seconds["total"] = time.perf_counter() - clock
     params = {"instr": only, "samples": samples, "cross_limit": cross_limit, "seed": seed,
               "date": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
     environment = {**out.environment, "arch": arch, "ptxas": toolchain.versions.get("ptxas", ""),
                    "cuda_release": toolchain.cuda_release, "toolchain_source": toolchain.source}  # fmt: skip
-    return ValidationReport(arch, tuple(results), tuple(rows), formset.unvalidated + plan.unvalidated,
+    left = formset.unvalidated + plan.unvalidated + tensor.unvalidated
+    return ValidationReport(arch, tuple(results), tuple(rows), left,
                             environment, params, seconds, tuple(runs), tables, tuple(tile_runs))  # fmt: skip
 
 

@@ -22,7 +22,7 @@ from karyamorph.harness.tools.toolchain import Toolchain, ToolchainError, discov
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.instruction import Exec
 from karyamorph.model.semantics.types import PtxType
-from karyamorph.validation.forms import FRAGMENT_REASON, INSTRUCTION_REASONS, enumerate_forms
+from karyamorph.validation.forms import INSTRUCTION_REASONS, enumerate_forms
 from karyamorph.validation.fragment_compare import compare_fragments, elements
 from karyamorph.validation.fragment_run import model_tiles, plan_fragments
 from karyamorph.validation.fragments import (
@@ -79,16 +79,22 @@ def test_sm_100a_leaves_out_the_sm_120a_kinds_with_the_reason() -> None:
     left = {u.name: u.reason for u in plan.unvalidated}
     assert len(left) == 104 and all("kind::" in name for name in left)
     assert all("sm_120a" in reason and "validating for sm_100a" in reason for reason in left.values())
+    # tcgen05.mma has CTA kernels of its own on sm_100a (tests/validation/test_validation_tcgen05.py)
     tcgen05 = {u.name: u.reason for u in enumerate_forms(M, "sm_100a", "tcgen05*").unvalidated}
-    assert tcgen05["tcgen05.mma"] == INSTRUCTION_REASONS["tcgen05.mma"]
+    assert "tcgen05.mma" not in tcgen05
+    [sm_90] = enumerate_forms(M, "sm_90", "tcgen05.mma").unvalidated
+    assert sm_90.reason == INSTRUCTION_REASONS["tcgen05.mma"]
 
 
-def test_on_sm_90_no_fragment_form_runs() -> None:
-    # the H200's target: mma.sync stays with the per-lane forms' reasons, and no job is planned
-    assert enumerate_fragments(M, "sm_90").forms == ()
-    left = {u.name: u.reason for u in enumerate_forms(M, "sm_90", "mma").unvalidated}
-    assert left == {"mma.sync": FRAGMENT_REASON}
-    assert plan_fragments(M, "sm_90", toolchain()).jobs() == []
+def test_on_sm_90_the_mma_sync_forms_the_h200_has_are_planned_and_assemble() -> None:
+    # the H200's target: f16, bf16, s8/u8 and (from sm_89) e4m3/e5m2 mma.sync, one kernel
+    plan = plan_fragments(M, "sm_90", toolchain(), "mma")
+    rows = {r[0]: r for r in plan.summary()}
+    assert set(rows) == {"mma.sync"} and rows["mma.sync"][1:3] == (38, 0)
+    assert plan.rejected == () and len(plan.jobs()) == 1
+    assert all(a.cubin[:4] == b"\x7fELF" for _, a in plan.assembled if a.kernel is not None)
+    # the sm_120a kinds are not sm_90 forms at all: nothing is left out with a reason
+    assert enumerate_forms(M, "sm_90", "mma").unvalidated == ()
 
 
 def test_cases_mix_the_format_edges_into_random_bits() -> None:

@@ -13,7 +13,8 @@ from karyamorph.validation.validate import run_on_device
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("pattern", ["[bpx]*", "[sv]*.sync*"])  # bfe bfi brev popc xor; shfl vote
+# bfe bfi brev popc xor; shfl vote; the tensor cores' mma.sync fragment forms (within their bound)
+@pytest.mark.parametrize("pattern", ["[bpx]*", "[sv]*.sync*", "mma.sync"])
 def test_forms_agree_bit_for_bit_on_the_gpu(pattern: str, tmp_path: Path) -> None:
     device = current_device()
     if device is None:

@@ -5,8 +5,9 @@ units reach memory through the *async proxy*; ordinary loads, stores, atomics an
 copies go through the *generic proxy*. Accesses of one location through two proxies are ordered
 only by a proxy fence: data a thread writes to shared memory with ``st.shared`` (or lands there
 with ``cp.async``) becomes visible to a later ``wgmma.mma_async`` operand read, a
-``cp.async.bulk`` whose source is that shared memory, or a ``tcgen05.mma`` operand read only
-after a ``fence.proxy.async`` between the two (Triton puts one after the barrier that follows its
+``cp.async.bulk`` whose source is that shared memory, a ``tcgen05.mma`` operand read or a
+``tcgen05.cp`` source only after a ``fence.proxy.async`` between the two (Triton puts one after
+the barrier that follows its
 ``cp.async`` waits, in every thread; CUTLASS's epilogue has the writing threads fence before the
 barrier). Without it the async proxy may read stale bytes: the kernel is wrong even where a
 barrier orders the threads.
@@ -35,7 +36,7 @@ from karyamorph.model.semantics.decode import Decoded
 
 # Instructions whose reads of shared memory go through the async proxy (``cp.async.bulk`` only
 # where its source is shared memory: see :meth:`ProxyOrder.reads_async`).
-ASYNC_READERS = ("wgmma.mma_async", "tcgen05.mma", "cp.async.bulk")
+ASYNC_READERS = ("wgmma.mma_async", "tcgen05.mma", "tcgen05.cp", "cp.async.bulk")
 
 
 class ProxyOrderError(ExecutionError):
@@ -45,7 +46,7 @@ class ProxyOrderError(ExecutionError):
 def reads_async(dec: Decoded) -> bool:
     """Whether ``dec`` reads shared memory through the async proxy."""
     name = dec.instr.name
-    if name.startswith(("wgmma.mma_async", "tcgen05.mma")):
+    if name.startswith(("wgmma.mma_async", "tcgen05.mma", "tcgen05.cp")):
         return True
     return name.startswith("cp.async.bulk") and str(dec.mods.get("src_space", "")).startswith("shared")
 

@@ -23,7 +23,8 @@ from karyamorph.model.interp.errors import MemoryAccessError, ModelLimitError, T
 from karyamorph.model.interp.geometry import Geometry
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
 from karyamorph.model.interp.proxyorder import ProxyOrder, reads_async
-from karyamorph.model.interp.tensormem import TensorMemHooks, TensorMemory
+from karyamorph.model.interp.tensormem import TensorMemory
+from karyamorph.model.interp.tensormem_scaled import TensorMemScaledHooks
 from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
 from karyamorph.model.interp.warp import WarpHooks
 from karyamorph.model.interp.warpgroup import WarpgroupHooks
@@ -83,7 +84,7 @@ class Stats:
 
 
 class GroupExec(
-    WarpHooks, WarpgroupHooks, AsyncHooks, HopperHooks, ClusterHooks, TensorMemHooks, DecodedOperands
+    WarpHooks, WarpgroupHooks, AsyncHooks, HopperHooks, ClusterHooks, TensorMemScaledHooks, DecodedOperands
 ):
     """The :class:`~karyamorph.model.semantics.instruction.Exec` of the threads ``[lo, hi)``; the
     interpreter sets ``dec`` and the mask."""

@@ -22,6 +22,8 @@ address (:class:`TensorMemoryError`):
 
 An MMA's operand reads go through the async proxy: shared bytes written through the generic
 proxy with no ``fence.proxy.async`` since are refused by :mod:`karyamorph.model.interp.proxyorder`.
+``tcgen05.cp`` and the block-scaled MMA build on these hooks in
+:mod:`karyamorph.model.interp.tensormem_scaled`.
 
 Where the allocation lands is the model's choice (the PTX ISA leaves it open): the lowest free
 run of columns aligned to its own size. An ``alloc`` that finds no such run would wait on the
@@ -285,40 +287,20 @@ class TensorMemHooks:
     def tmem_mma(self, taddr: UIntArray, adesc: UIntArray, bdesc: UIntArray, idesc: UIntArray,
                  enable: BoolArray, kind: Kind) -> None:  # fmt: skip
         tmem = self._tmem()
-        act = np.flatnonzero(np.ones(self.n, bool) if self.full else self.mask)
-        for i in (int(k) for k in act):  # each issuing thread runs one whole MMA
+        for i in self._issuers():  # each issuing thread runs one whole MMA
             word = self._at(idesc, i)
             shape = InstrDesc.decode(word)
             problem = shape.invalid(kind)
             if problem:
                 raise self._fail(f"instruction descriptor {word:#010x}: {problem}", i)
-            limit = shape.unmodeled(kind)
             descs = [SmemDesc.decode(self._at(v, i)) for v in (adesc, bdesc)]
-            limit = limit or descs[0].unmodeled() or descs[1].unmodeled()
-            if limit:  # valid PTX the model does not run: its limit, not the kernel's fault
-                raise self._error(f"not modeled: {limit}", i + self.lo)
-            a = self._at(taddr, i)
-            col0, block = a & 0xFFFF, self._block(i)
-            owned = tmem.owner[block, col0 : col0 + shape.n] if col0 < TMEM_COLUMNS else np.zeros(0)
-            if a >> LANE_SHIFT or owned.size < shape.n or (owned < 0).any() or (owned != owned[0]).any():
-                raise self._fail(f"D at {a:#010x} ({shape.n} columns from lane 0) is not allocated", i)
-            self._settle()
-            flight = tmem.order.conflict(block, col0, shape.n, thread=i + self.lo)
-            if flight is not None:
-                raise self._fail(flight.describe(), i)
-            tmem.order.issue(Flight(block, col0, shape.n, i + self.lo, self.dec.line))
-            ops, size = [], kind.element_bytes
+            self._limit(shape.unmodeled(kind) or descs[0].unmodeled() or descs[1].unmodeled(), i)
+            block, col0 = self._mma_target(taddr, shape.n, i)
+            ops = []
             for desc, rows, fmt in ((descs[0], shape.m, shape.a_format), (descs[1], shape.n, shape.b_format)):
-                addrs = arith.operand_addresses(desc, rows, kind).reshape(-1)
-                t = np.full(addrs.size, i + self.lo)
-                try:
-                    bufs, elems = self.memory.resolve("shared", addrs, size, self.geo.block_index[t], t)
-                except MemoryFault as f:
-                    raise self._fail(f"an operand at shared {f.address:#x}: {f.detail}", i) from None
-                if self.proxies is not None:  # the tensor core reads through the async proxy
-                    shared = bufs == len(self.memory.globals)
-                    self.proxies.async_read(elems[shared], size, t[:1], self.dec)
-                containers = self.memory.gather(bufs, elems, size).reshape(rows, -1)
+                containers = self._smem_bytes(
+                    arith.operand_addresses(desc, rows, kind), kind.element_bytes, i
+                )
                 try:
                     ops.append(arith.values(containers, kind.ab_formats[fmt]))
                 except ModelLimitError as exc:
@@ -331,6 +313,50 @@ class TensorMemHooks:
                 cells[...] = arith.mma_s32(a_vals, b_vals, d, bool(shape.saturate))
             else:
                 cells[...] = arith.mma_f32(a_vals, b_vals, d)
+
+    def _issuers(self) -> list[int]:
+        """The executing threads (group-local) of a single-thread tcgen05 instruction."""
+        return [int(k) for k in np.flatnonzero(np.ones(self.n, bool) if self.full else self.mask)]
+
+    def _limit(self, reason: str | None, i: int) -> None:
+        if reason:  # valid PTX the model does not run: its limit, not the kernel's fault
+            raise self._error(f"not modeled: {reason}", i + self.lo)
+
+    def _owned(self, block: int, col0: int, ncols: int) -> bool:
+        """Whether columns ``col0 .. col0 + ncols - 1`` are all in one allocation."""
+        tmem = self._tmem()
+        owned = tmem.owner[block, col0 : col0 + ncols] if col0 < TMEM_COLUMNS else np.zeros(0)
+        return bool(owned.size == ncols and (owned >= 0).all() and (owned == owned[0]).all())
+
+    def _mma_target(self, taddr: UIntArray, ncols: int, i: int, op: str = "tcgen05.mma") -> tuple[int, int]:
+        """Thread ``i``'s D (or copy destination): its CTA and first column, checked to be
+        allocated and free of other threads' operations in flight, and now in flight itself."""
+        tmem = self._tmem()
+        a = self._at(taddr, i)
+        col0, block = a & 0xFFFF, self._block(i)
+        if a >> LANE_SHIFT or not self._owned(block, col0, ncols):
+            raise self._fail(f"D at {a:#010x} ({ncols} columns from lane 0) is not allocated", i)
+        self._settle()
+        flight = tmem.order.conflict(block, col0, ncols, thread=i + self.lo)
+        if flight is not None:
+            raise self._fail(flight.describe(), i)
+        tmem.order.issue(Flight(block, col0, ncols, i + self.lo, self.dec.line, op=op))
+        return block, col0
+
+    def _smem_bytes(self, addrs: np.ndarray, size: int, i: int) -> np.ndarray:
+        """The ``size``-byte containers at shared ``addrs`` (any shape), read by thread ``i``
+        through the async proxy."""
+        flat = addrs.reshape(-1)
+        t = np.full(flat.size, i + self.lo)
+        try:
+            bufs, elems = self.memory.resolve("shared", flat, size, self.geo.block_index[t], t)
+        except MemoryFault as f:
+            raise self._fail(f"an operand at shared {f.address:#x}: {f.detail}", i) from None
+        if self.proxies is not None:  # the tensor core reads through the async proxy
+            shared = bufs == len(self.memory.globals)
+            self.proxies.async_read(elems[shared], size, t[:1], self.dec)
+        out: np.ndarray = self.memory.gather(bufs, elems, size).reshape(addrs.shape)
+        return out
 
     def tmem_sync(self, op: str) -> None:
         # Loads and stores complete at issue, so waits and fences change no value; they are

@@ -30,12 +30,18 @@ _F32_EXP = 0x7F800000
 _D = ConcreteDomain()
 
 
-def operand_addresses(desc: SmemDesc, rows: int, kind: Kind) -> np.ndarray:
-    """The shared-memory byte address of each element ``(row, k)`` of a K-major operand."""
+def byte_addresses(desc: SmemDesc, rows: int, nbytes: int, step: int = 1) -> np.ndarray:
+    """The shared-memory address of every ``step``-th byte of the first ``nbytes`` of each row of
+    an unswizzled K-major matrix (core matrices of 8 rows of 16 bytes), as (rows, nbytes / step)."""
     r = np.arange(rows)[:, None]
-    b = np.arange(kind.k)[None, :] * kind.element_bytes  # the element's byte within its row
+    b = np.arange(0, nbytes, step)[None, :]
     out: np.ndarray = desc.start + r // 8 * desc.sbo + b // 16 * desc.lbo + r % 8 * 16 + b % 16
     return out.astype(np.uint64)
+
+
+def operand_addresses(desc: SmemDesc, rows: int, kind: Kind) -> np.ndarray:
+    """The shared-memory byte address of each element ``(row, k)`` of a K-major operand."""
+    return byte_addresses(desc, rows, kind.k * kind.element_bytes, kind.element_bytes)
 
 
 def as_float64(bits16: np.ndarray, fmt: int) -> np.ndarray:
@@ -108,7 +114,12 @@ def mma_f32(a: np.ndarray, b: np.ndarray, d: np.ndarray | None) -> np.ndarray:
     ``a`` is (M, K) and ``b`` (N, K), float64 values of the operands; ``d`` (M, N) f32 bits
     or None (``enable_input_d`` false).
     """
-    products = a[:, None, :] * b[None, :, :]  # exact: 22 significand bits at most
+    return accumulate_f32(a[:, None, :] * b[None, :, :], d)  # exact: 22 significand bits at most
+
+
+def accumulate_f32(products: np.ndarray, d: np.ndarray | None) -> np.ndarray:
+    """``sum_k products[i, j, k] (+ d[i, j])`` as f32 bit patterns, each the exact sum of its
+    (float64, exact) products rounded once; ``d`` f32 bits or None."""
     m, n, _ = products.shape
     acc = (
         np.zeros((m, n), np.float64) if d is None else d.astype(np.uint32).view(np.float32).astype(np.float64)

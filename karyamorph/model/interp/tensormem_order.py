@@ -43,6 +43,7 @@ class Flight:
     line: int
     barrier: BarrierKey | None = None  # set by the thread's commit
     parity: int = 0  # the parity of the barrier's phase when the commit arrived
+    op: str = "tcgen05.mma"  # or tcgen05.cp: both complete through the thread's commit
 
     def overlaps(self, block: int, col0: int, ncols: int) -> bool:
         return block == self.block and col0 < self.col0 + self.ncols and self.col0 < col0 + ncols
@@ -50,7 +51,7 @@ class Flight:
     def describe(self) -> str:
         state = "not committed" if self.barrier is None else "its commit's mbarrier phase not complete"
         return (
-            f"columns {self.col0} .. {self.col0 + self.ncols - 1} are written by the tcgen05.mma of "
+            f"columns {self.col0} .. {self.col0 + self.ncols - 1} are written by the {self.op} of "
             f"line {self.line} (thread {self.thread}), still in flight ({state})"
         )
 

@@ -13,7 +13,8 @@ block-scaled kinds ``mxf8f6f4``, ``mxf4``, ``mxf4nvf4``) and ``matrix_b8`` (the
 machinery in ``mbarrier``, ``bulk_copy`` (non-tensor ``cp.async.bulk``, ``fence.proxy.async``)
 and ``cluster`` (clusters of CTAs: their special registers, ``barrier.cluster`` and ``mapa``), and
 Blackwell's tensor memory in ``tcgen05`` (alloc, dealloc, ``32x32b`` loads and stores, waits,
-fences) and ``tcgen05_mma`` (``tcgen05.mma...kind::f16`` for M = 128, ``tcgen05.commit``);
+fences) and ``tcgen05_mma`` (``tcgen05.mma...kind::f16`` for M = 128, ``tcgen05.commit``), with
+the block-scaled kinds in ``tcgen05_scaled`` and ``tcgen05.cp`` in ``tcgen05_copy``;
 this module attaches the laws of :mod:`~karyamorph.model.ptx.laws` and the stated error
 bounds, and assembles :func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a: ``.f16``/``.bf16`` into
 ``.f32``, K-major shared memory layouts) is in ``wgmma``; the warp reduction ``redux.sync`` (what
@@ -52,7 +53,9 @@ from karyamorph.model.ptx.packed import PACKED_F32
 from karyamorph.model.ptx.permute import PERMUTE
 from karyamorph.model.ptx.redux import REDUX
 from karyamorph.model.ptx.tcgen05 import TCGEN05
+from karyamorph.model.ptx.tcgen05_copy import TCGEN05_COPY
 from karyamorph.model.ptx.tcgen05_mma import TCGEN05_MMA
+from karyamorph.model.ptx.tcgen05_scaled import TCGEN05_SCALED
 from karyamorph.model.ptx.wgmma import WGMMA
 from karyamorph.model.ptx.wmma import WMMA
 from karyamorph.model.semantics.instruction import ErrorBound, Instr
@@ -74,6 +77,8 @@ EXTENDED: tuple[Instr, ...] = (
     *CLUSTER,
     *TCGEN05,
     *TCGEN05_MMA,
+    *TCGEN05_SCALED,
+    *TCGEN05_COPY,
     *WGMMA,
     *REDUX,
     *BITMASK,

@@ -27,8 +27,10 @@ PTX ISA, "tcgen05.mma", "Instruction descriptor" and "Shared memory descriptor":
   address is not modeled).
 
 What the model runs (the rest refused with ModelLimitError, never approximated): M = 128, D in
-f32 (s32 for ``kind::i8``), K-major, dense, no swizzling; the block-scaled kinds, ``cta_group::2``
-and the sparse and ``.ws`` forms are not declared. The interpreter performs the MMA when it is
+f32 (s32 for ``kind::i8``), K-major, dense, no swizzling; N as the ISA's shape table gives it for
+cta_group::1 (8 .. 256 in steps of 8; ``kind::i8``: steps of 16 after 32). The block-scaled kinds
+are :mod:`~karyamorph.model.ptx.tcgen05_scaled`; ``cta_group::2`` and the sparse and ``.ws`` forms
+are not declared. The interpreter performs the MMA when it is
 issued (so the ``commit`` arrives at once), through the optional hook ``tmem_mma``
 (:mod:`karyamorph.model.interp.tensormem_mma` holds the arithmetic). The PTX ISA states neither
 the order nor the precision of the floating-point accumulation; the model gives the exact value
@@ -95,10 +97,13 @@ class InstrDesc:
             return f"{kind.name} cannot negate A or B"
         if self.saturate and not kind.integer:
             return f"saturate is for the integer kind, not {kind.name}"
-        if self.m == 128 and (self.n % 16 or not 16 <= self.n <= 256):
-            return f"N = {self.n}: M = 128 needs N a multiple of 16 in 16 .. 256"
         if self.m not in (64, 128):
             return f"M = {self.m}: cta_group::1 has M = 64 or 128"
+        # The ISA's shape table, cta_group::1 dense: N = 8 .. 256 in steps of 8, for kind::i8
+        # in steps of 16 after 32 (N >> 3 leaves only multiples of 8 to check).
+        if not 8 <= self.n <= 256 or (kind.integer and self.n > 32 and self.n % 16):
+            rule = "8, 16, 24, 32, 48 .. 256 (steps of 16 after 32)" if kind.integer else "8 .. 256"
+            return f"N = {self.n}: {kind.name} with M = {self.m} needs N in {rule}"
         return None
 
     def unmodeled(self, kind: Kind) -> str | None:

@@ -7,6 +7,7 @@ from tests.model.oracle.mutants import Slip
 
 TC, TMEM = "ptx.tcgen05", "interp.tensormem"
 MMA, MMA_MATH = "ptx.tcgen05_mma", "interp.tensormem_mma"
+SCALED, COPY, SCALED_HOOKS = "ptx.tcgen05_scaled", "ptx.tcgen05_copy", "interp.tensormem_scaled"
 SYNCS = ("tcgen05.wait::ld.sync", "tcgen05.wait::st.sync", "tcgen05.fence::before_thread_sync",
          "tcgen05.fence::after_thread_sync")  # fmt: skip
 
@@ -87,7 +88,7 @@ TCGEN05_SLIPS: tuple[Slip, ...] = (
     Slip(
         "the descriptor's leading and stride byte offsets swap roles",
         MMA_MATH,
-        "operand_addresses",
+        "byte_addresses",
         ("tcgen05.mma",),
         "r // 8 * desc.sbo + b // 16 * desc.lbo",
         "r // 8 * desc.lbo + b // 16 * desc.sbo",
@@ -109,5 +110,66 @@ TCGEN05_SLIPS: tuple[Slip, ...] = (
         ("tcgen05.commit",),
         "change(x, addr, bits, d.const(1, 64), d.const(0, 64))",
         "change(x, addr, bits, d.const(2, 64), d.const(0, 64))",
+    ),
+    Slip(
+        "the block-scaled descriptor's scale factor A ID is read from bit 28",
+        SCALED,
+        "ScaledDesc.decode",
+        ("tcgen05.mma",),
+        "_bits(word, 29, 2)",
+        "_bits(word, 28, 2)",
+    ),
+    Slip(
+        "block-scaled tcgen05.mma always accumulates into D",
+        SCALED,
+        "_mma_scaled",
+        ("tcgen05.mma",),
+        'x.read_pred("enable")',
+        "x.D.bconst(True)",
+    ),
+    Slip(
+        "row r of A takes its scale factors from column r % 4",
+        SCALED_HOOKS,
+        "TensorMemScaledHooks._scales",
+        ("tcgen05.mma",),
+        "words[:, r % WARP_LANES, r // WARP_LANES]",
+        "words[:, r % WARP_LANES, r % ncols]",
+        decls=SCALED,
+    ),
+    Slip(
+        "the higher byte of a scale-factor word scales the lower block",
+        SCALED_HOOKS,
+        "TensorMemScaledHooks._scales",
+        ("tcgen05.mma",),
+        "8 * (sf_id + q)",
+        "8 * (sf_id + blocks - 1 - q)",
+        decls=SCALED,
+    ),
+    Slip(
+        "packed e2m1 codes land in bits 4-1 of their containers",
+        SCALED_HOOKS,
+        "unpack_e2m1",
+        ("tcgen05.mma",),
+        "(codes << 2).astype(np.uint8)",
+        "(codes << 1).astype(np.uint8)",
+        decls=SCALED,
+    ),
+    Slip(
+        "tcgen05.cp of 128 rows writes them in reverse lane order",
+        SCALED_HOOKS,
+        "copy_lanes",
+        ("tcgen05.cp",),
+        "return [[r] for r in range(rows)]",
+        "return [[rows - 1 - r] for r in range(rows)]",
+        decls=COPY,
+    ),
+    Slip(
+        "tcgen05.cp puts the first byte of four in the top of the cell",
+        SCALED_HOOKS,
+        "TensorMemScaledHooks.tmem_copy",
+        ("tcgen05.cp",),
+        "np.array([0, 8, 16, 24], np.uint32)",
+        "np.array([24, 16, 8, 0], np.uint32)",
+        decls=COPY,
     ),
 )

@@ -37,8 +37,8 @@ from tests.model.oracle.packing import PACKED
 from tests.model.oracle.runner import Form, all_forms, check_concrete
 from tests.model.oracle.tcgen05 import NAMES as TCGEN05
 from tests.model.oracle.tcgen05 import check_tcgen05, knows_tcgen05
-from tests.model.oracle.tcgen05_mma import NAMES as TCGEN05_MMA
-from tests.model.oracle.tcgen05_mma import check_tcgen05_mma, knows_tcgen05_mma
+from tests.model.oracle.tcgen05_scaled import NAMES as TCGEN05_MMA
+from tests.model.oracle.tcgen05_scaled import check_tcgen05_family, knows_tcgen05_family
 from tests.model.oracle.wgmma import NAMES as WGMMA
 from tests.model.oracle.wgmma import check_wgmma, knows_wgmma
 from tests.model.oracle.wmma import check_wmma, knows_wmma
@@ -156,7 +156,7 @@ FORM_CHECKS: dict[str, FormCheck] = {
     **{name: FormCheck(check_hopper, knows_hopper) for name in HOPPER},
     **{name: FormCheck(check_mapa, knows_mapa) for name in CLUSTERS},
     **{name: FormCheck(check_tcgen05, knows_tcgen05) for name in TCGEN05},
-    **{name: FormCheck(check_tcgen05_mma, knows_tcgen05_mma) for name in TCGEN05_MMA},
+    **{name: FormCheck(check_tcgen05_family, knows_tcgen05_family) for name in TCGEN05_MMA},
     **{name: FormCheck(check_wgmma, knows_wgmma) for name in WGMMA},
 }  # fmt: skip
 

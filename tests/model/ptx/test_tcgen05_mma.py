@@ -116,10 +116,18 @@ def _refused(word: int, error: type[Exception], match: str, fmt: str = "f16", sw
                a_bits, b_bits, c, width(fmt))  # fmt: skip
 
 
-def test_an_n_that_m_128_does_not_allow_is_the_kernels_fault() -> None:
+def test_an_n_the_shape_table_does_not_allow_is_the_kernels_fault() -> None:
+    # PTX ISA, "Matrix Shape": kind::i8 takes N in steps of 16 after 32 (the other kinds steps of 8).
+    n40 = idesc(32, "s8") & ~(0x3F << 17) | (5 << 17)
+    _refused(n40, TensorMemoryError, r"N = 40: kind::i8 with M = 128 needs N in 8, 16, 24, 32, 48", "s8")
     _refused(
-        idesc(32) & ~(0x3F << 17) | (3 << 17), TensorMemoryError, "N = 24: M = 128 needs N a multiple of 16"
+        idesc(32) & ~(0x3F << 17), TensorMemoryError, r"N = 0: kind::f16 with M = 128 needs N in 8 \.\. 256"
     )
+
+
+def test_n_24_is_a_valid_m_128_shape() -> None:
+    # The shape table lists N = 8 .. 256 in steps of 8 for M = 128 (kind::f16, cta_group::1).
+    assert InstrDesc.decode(idesc(24)).invalid(KINDS["kind::f16"]) is None
 
 
 def test_descriptors_a_kind_does_not_allow_are_the_kernels_fault() -> None:
@@ -152,12 +160,11 @@ def test_tf32_data_with_low_bits_set_is_the_models_limit() -> None:
 @pytest.mark.parametrize(
     "opcode",
     [
-        "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale",
         "tcgen05.mma.cta_group::2.kind::f16",
         "tcgen05.mma.sp.cta_group::1.kind::f16",
     ],
 )
-def test_block_scaled_paired_and_sparse_forms_are_not_declared(opcode: str) -> None:
+def test_paired_and_sparse_forms_are_not_declared(opcode: str) -> None:
     ptx = kernel(32, idesc(32), mma=opcode)
     assert unmodeled(parse(ptx), M), opcode
 

@@ -1,0 +1,207 @@
+"""CTA validation kernels for ``tcgen05.mma`` forms, assembled by ptxas and run by the model.
+
+The kernel keeps the validation kernels' arguments ``(inp, out, rows)`` with one row of 8-byte
+words a thread (each 32-bit value in the low half of its word), but runs one case a CTA of
+:data:`~karyamorph.validation.tcgen05_forms.THREADS` threads: thread ``t`` copies its row of A and
+(``t < N``) of B into shared memory in the K-major, unswizzled core-matrix layout the model runs
+(byte ``b`` of row ``r`` at ``(r / 8) SBO + (b / 16) LBO + (r % 8) 16 + b % 16``, with :data:`LBO`
+and :data:`SBO`), fences the generic-proxy stores for the async proxy, and stores its row of C into
+its TMEM lane (block scaling: and, each warp into its 32 lanes, the scale words of A's rows ``l +
+32 c`` in the 4 columns after D and of B's columns after those, so that every lane partition holds
+them, as the PTX ISA requires). Thread 0 issues the form's MMA (the form's instruction descriptor,
+the case's ``enable_input_d``) and commits it to an mbarrier; every thread waits on it, loads its
+lane of D (each warp its lane quarter) and stores it as the output row. Form ``i``'s cases are CTAs
+``starts[i] / 128 ..``; the dispatch on the CTA index picks the MMA.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from karyamorph.harness.tools.toolchain import Toolchain
+from karyamorph.isa.parser import parse
+from karyamorph.isa.versions import min_ptx_for_target
+from karyamorph.model.interp.interpreter import KernelArg, interpret
+from karyamorph.model.semantics.simt_machine import Machine
+from karyamorph.validation.assembly import Assembled, FormRows, assemble_dropping
+from karyamorph.validation.forms import version_tuple
+from karyamorph.validation.microkernel import WORD_BYTES
+from karyamorph.validation.tcgen05_forms import ROW_WORDS, THREADS, Tcgen05Form
+
+LBO, SBO = 128, 256  # a row's two 16-byte halves side by side; groups of 8 rows 256 bytes apart
+DESC_FIELDS = (LBO >> 4) << 16 | (SBO >> 4) << 32 | 1 << 46  # all but the start address
+COMMIT = "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"
+_LABEL = re.compile(r"^\$L__f(\d+):")
+
+
+@dataclass(frozen=True, slots=True)
+class Tcgen05Kernel(FormRows):
+    """One kind's kernel: PTX, its forms, and the rows (128 a case) of each form's cases."""
+
+    entry: str
+    ptx: str
+    arch: str
+    forms: tuple[Tcgen05Form, ...]
+    starts: tuple[int, ...]
+    counts: tuple[int, ...]
+    in_slots: int
+    out_slots: int
+    form_lines: tuple[tuple[int, int], ...]
+
+    @property
+    def grid(self) -> int:
+        return self.rows // THREADS
+
+    @property
+    def block(self) -> int:
+        return THREADS
+
+    def inputs(self, tables: Sequence[np.ndarray]) -> np.ndarray:
+        """The ``rows x in_slots`` input words from each form's case table."""
+        words = np.zeros((self.rows, self.in_slots), dtype=np.uint64)
+        for start, count, table in zip(self.starts, self.counts, tables, strict=True):
+            words[start : start + count] = table
+        return words
+
+    def outputs(self, words: np.ndarray) -> list[np.ndarray]:
+        """Each form's D (``cases * 128 x N`` words, row ``t`` of a case its row ``t``, low 32 bits)."""
+        words = np.asarray(words, dtype=np.uint64).reshape(self.rows, self.out_slots) & np.uint64(0xFFFF_FFFF)
+        return [words[s : s + c].copy() for s, c in zip(self.starts, self.counts, strict=True)]
+
+
+def _vector(name: str, n: int, first: int = 0) -> str:
+    return "{" + ", ".join(f"%{name}{i}" for i in range(first, first + n)) + "}"
+
+
+def _columns(n: int) -> int:
+    """TMEM columns to allocate for N: a power of 2, at least 32."""
+    return max(32, 1 << (n - 1).bit_length())
+
+
+def build_tcgen05_kernel(
+    name: str, forms: Sequence[Tcgen05Form], cases: Sequence[int], arch: str
+) -> Tcgen05Kernel:
+    """The kernel of ``forms`` (one kind's, all of one N), with ``cases[i]`` CTAs for form ``i``."""
+    if len(forms) != len(cases) or not forms or len({(f.n, f.scale_words) for f in forms}) != 1:
+        raise ValueError("build_tcgen05_kernel needs a case count per form, a form, one N and scaling")
+    n, in_slots = forms[0].n, forms[0].in_slots
+    entry = "validate_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+    counts = [THREADS * c for c in cases]
+    starts = [int(s) for s in np.concatenate([[0], np.cumsum(counts)[:-1]])]
+    sw = forms[0].scale_words  # block scaling: A's 4 words, then B's, after D's N columns
+    cols, c_base = _columns(n + sw), 2 * ROW_WORDS
+    body = [
+        "mov.u32 %t0, %ctaid.x;", "mov.u32 %t1, %tid.x;", f"mad.lo.u32 %t2, %t0, {THREADS}, %t1;",
+        # rows is a multiple of 128: a CTA is wholly in or out, as the collectives below need
+        "ld.param.u32 %t3, [rows];", "setp.ge.u32 %p0, %t2, %t3;", "@%p0 bra $L__done;",
+        "ld.param.u64 %rd0, [inp];", "cvta.to.global.u64 %rd0, %rd0;",
+        f"mul.wide.u32 %rd1, %t2, {in_slots * WORD_BYTES};", "add.s64 %rd2, %rd0, %rd1;",
+        "ld.param.u64 %rd3, [out];", "cvta.to.global.u64 %rd3, %rd3;",
+        f"mul.wide.u32 %rd4, %t2, {n * WORD_BYTES};", "add.s64 %rd5, %rd3, %rd4;",
+        *(f"ld.global.b32 %a{j}, [%rd2+{WORD_BYTES * j}];" for j in range(ROW_WORDS)),
+        # row t of a K-major operand: (t / 8) SBO + (t % 8) 16, its second 16 bytes LBO further
+        "shr.u32 %t4, %t1, 3;", f"mul.lo.u32 %t4, %t4, {SBO};", "and.b32 %t5, %t1, 7;",
+        "shl.b32 %t5, %t5, 4;", "add.u32 %t4, %t4, %t5;", "mov.u32 %t6, sa;", "add.u32 %t7, %t6, %t4;",
+        f"st.shared.v4.b32 [%t7], {_vector('a', 4)};", f"st.shared.v4.b32 [%t7+{LBO}], {_vector('a', 4, 4)};",
+        f"setp.lt.u32 %p1, %t1, {n};", "mov.u32 %t8, sb;", "@!%p1 bra $L__copied;",
+        *(f"ld.global.b32 %b{j}, [%rd2+{WORD_BYTES * (ROW_WORDS + j)}];" for j in range(ROW_WORDS)),
+        "add.u32 %t9, %t8, %t4;",
+        f"st.shared.v4.b32 [%t9], {_vector('b', 4)};", f"st.shared.v4.b32 [%t9+{LBO}], {_vector('b', 4, 4)};",
+        "$L__copied:",
+        *(f"ld.global.b32 %c{j}, [%rd2+{WORD_BYTES * (c_base + j)}];" for j in range(n)),
+        *(f"ld.global.b32 %s{j}, [%rd2+{WORD_BYTES * (c_base + n + j)}];" for j in range(sw)),
+        f"ld.global.b32 %t10, [%rd2+{WORD_BYTES * (c_base + n + sw)}];", "setp.ne.u32 %p2, %t10, 0;",
+        "shr.u32 %t11, %t1, 5;", "setp.eq.u32 %p3, %t11, 0;", "setp.eq.u32 %p4, %t1, 0;",
+        "mov.u32 %t12, slot;", "mov.u32 %t13, bar;",
+        f"@%p3 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%t12], {cols};",
+        "@%p3 tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
+        "@%p4 mbarrier.init.shared::cta.b64 [%t13], 1;",
+        # the tensor core reads A and B through the async proxy: make the generic stores visible
+        "fence.proxy.async.shared::cta;",
+        "tcgen05.fence::before_thread_sync;", "bar.sync 0;", "tcgen05.fence::after_thread_sync;",
+        "ld.shared.u32 %t14, [%t12];",
+        # warp w reaches TMEM lanes 32 w .. 32 w + 31: lane in bits 31-16 of the address
+        "shl.b32 %t15, %t11, 21;", "add.u32 %t15, %t14, %t15;",
+        f"tcgen05.st.sync.aligned.32x32b.x{n}.b32 [%t15], {_vector('c', n)};",
+        *_scale_stores(n, sw),
+        "tcgen05.wait::st.sync.aligned;",
+        "tcgen05.fence::before_thread_sync;", "bar.sync 0;", "tcgen05.fence::after_thread_sync;",
+        "@!%p4 bra $L__issued;",
+        # the scale factors' TMEM addresses (lane 0): A's 4 columns after D, then B's
+        f"add.u32 %t16, %t14, {n};", f"add.u32 %t17, %t14, {n + 4};",
+        "cvt.u64.u32 %rd6, %t6;", "shr.u64 %rd6, %rd6, 4;", f"or.b64 %rd6, %rd6, {DESC_FIELDS};",
+        "cvt.u64.u32 %rd7, %t8;", "shr.u64 %rd7, %rd7, 4;", f"or.b64 %rd7, %rd7, {DESC_FIELDS};",
+    ]  # fmt: skip
+    cta = np.cumsum(cases)
+    for i, end in enumerate(cta):
+        body += [f"setp.lt.u32 %p5, %t0, {int(end)};", f"@%p5 bra $L__f{i};"]
+    body.append("bra $L__commit;")
+    for i, form in enumerate(forms):
+        scales = "" if form.scaling is None else " [%t16], [%t17],"
+        body += [f"$L__f{i}:", f"mov.u32 %t10, {form.idesc};",
+                 f"{form.opcode} [%t14], %rd6, %rd7, %t10,{scales} %p2;", "bra $L__commit;"]  # fmt: skip
+    body += [
+        "$L__commit:", f"{COMMIT} [%t13];", "$L__issued:",
+        "$L__wait:", "mbarrier.try_wait.parity.shared::cta.b64 %p6, [%t13], 0;", "@!%p6 bra $L__wait;",
+        "tcgen05.fence::after_thread_sync;",
+        f"tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {_vector('c', n)}, [%t15];",
+        "tcgen05.wait::ld.sync.aligned;",
+        *(f"st.global.b32 [%rd5+{WORD_BYTES * j}], %c{j};" for j in range(n)),
+        # every warp's loads are done before warp 0 frees the columns
+        "tcgen05.fence::before_thread_sync;", "bar.sync 0;", "tcgen05.fence::after_thread_sync;",
+        f"@%p3 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %t14, {cols};",
+        "$L__done:", "ret;",
+    ]  # fmt: skip
+    version = max(min_ptx_for_target(arch), *(f.instr.min_ptx for f in forms), key=version_tuple)
+    head = (f".version {version}\n.target {arch}\n.address_size 64\n\n"
+            f".visible .entry {entry}(.param .u64 inp, .param .u64 out, .param .u32 rows)\n"
+            f".reqntid {THREADS}, 1, 1\n{{\n"
+            f"    .reg .pred %p<7>;\n    .reg .b32 %t<18>;\n    .reg .b64 %rd<8>;\n"
+            f"    .reg .b32 %s<{max(sw, 1)}>;\n"
+            f"    .reg .b32 %a<{ROW_WORDS}>;\n    .reg .b32 %b<{ROW_WORDS}>;\n    .reg .b32 %c<{n}>;\n"
+            f"    .shared .align 128 .b8 sa[{THREADS // 8 * SBO}];\n"
+            f"    .shared .align 128 .b8 sb[{-(-n // 8) * SBO}];\n"
+            f"    .shared .align 8 .b64 bar;\n    .shared .align 4 .b32 slot;\n")  # fmt: skip
+    lines = [*head.splitlines(), *(b if b.startswith("$") else f"    {b}" for b in body), "}"]
+    ptx = "\n".join(lines) + "\n"
+    firsts = {int(m.group(1)): k for k, t in enumerate(lines, 1) if (m := _LABEL.match(t))}
+    commit = lines.index("$L__commit:") + 1
+    order = [firsts[i] for i in range(len(forms))] + [commit]
+    spans = tuple((order[i], order[i + 1] - 1) for i in range(len(forms)))
+    return Tcgen05Kernel(entry, ptx, arch, tuple(forms), tuple(starts), tuple(counts), in_slots, n, spans)
+
+
+def _scale_stores(n: int, words: int) -> list[str]:
+    """Each warp stores the scale words into its lanes: A's 4 columns from column N, B's after."""
+    if not words:
+        return []
+    st = "tcgen05.st.sync.aligned.32x32b"
+    return [f"add.u32 %t16, %t15, {n};", f"{st}.x4.b32 [%t16], {_vector('s', 4)};",
+            f"add.u32 %t17, %t15, {n + 4};",
+            f"{st}.x{words - 4}.b32 [%t17], {_vector('s', words - 4, 4)};"]  # fmt: skip
+
+
+def assemble_tcgen05(
+    name: str, forms: Sequence[Tcgen05Form], cases: Sequence[int], arch: str, toolchain: Toolchain
+) -> Assembled[Tcgen05Kernel]:
+    """Build and assemble the kernel of ``forms``, dropping each form ptxas refuses
+    (:func:`~karyamorph.validation.assembly.assemble_dropping`)."""
+
+    def build(keep: list[int]) -> Tcgen05Kernel:
+        return build_tcgen05_kernel(name, [forms[i] for i in keep], [cases[i] for i in keep], arch)
+
+    return assemble_dropping(name, len(forms), build, arch, toolchain)
+
+
+def interpret_kernel(kernel: Tcgen05Kernel, machine: Machine, inputs: np.ndarray) -> np.ndarray:
+    """The model's output words for ``inputs``: the interpreter running the kernel's own PTX."""
+    out = np.zeros((kernel.rows, kernel.out_slots), dtype=np.uint64)
+    args: dict[str, KernelArg] = {"inp": np.asarray(inputs, dtype=np.uint64), "out": out,
+                                  "rows": np.uint32(kernel.rows)}  # fmt: skip
+    result = interpret(parse(kernel.ptx), kernel.entry, machine, (kernel.grid, kernel.block, 0), args,
+                       max_steps=10**8)  # fmt: skip
+    return np.asarray(result.outputs["out"], dtype=np.uint64).reshape(kernel.rows, kernel.out_slots)
