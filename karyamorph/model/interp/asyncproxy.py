@@ -54,6 +54,28 @@ class DeadlockError(ExecutionError):
     """A run in which every warp took its turn and none could proceed: the kernel hangs."""
 
 
+def deadlock(
+    waiting: list[tuple[int, str, int]], at_barrier: int, seed: int, describe: Callable[[int], str]
+) -> DeadlockError:
+    """The error of a randomized-order round in which no warp could proceed: ``waiting`` holds
+    each waiting group's (line, instruction, first thread), ``at_barrier`` counts the groups held
+    at a ``bar.sync``."""
+    waits: dict[tuple[int, str], list[int]] = {}
+    for line, op, lo in waiting:
+        waits.setdefault((line, op), []).append(lo)
+    said = "; ".join(
+        f"{len(los)} warp(s) (the first: {describe(los[0])}) wait at line {line} ({op})"
+        for (line, op), los in sorted(waits.items())
+    )
+    if at_barrier:
+        said += f"; {at_barrier} warp(s) wait at a bar.sync that the waiting warps never reach"
+    line, op = min(waits)
+    return DeadlockError(
+        f"line {line}: {op}: deadlock: in a run where every warp takes its turn "
+        f"(order seed {seed}), no warp can proceed: {said}"
+    )
+
+
 class MbarrierError(ExecutionError):
     """An mbarrier used outside its life: before ``init``, after ``inval``, or initialised twice."""
 

@@ -24,7 +24,7 @@ from karyamorph.kernel.structs import StructArg
 from karyamorph.model.interp.arguments import KernelArg as KernelArg
 from karyamorph.model.interp.arguments import bind_arguments
 from karyamorph.model.interp.asynccopy import AsyncCopies
-from karyamorph.model.interp.asyncproxy import DeadlockError, HopperState, WaitWatch
+from karyamorph.model.interp.asyncproxy import HopperState, WaitWatch, deadlock
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.clusters import ClusterState, launch_cluster
 from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, StepLimitError
@@ -232,22 +232,13 @@ class _Run:
             # Every group had its turn in the round and none moved: a schedule the hardware may
             # follow hangs, which is the kernel's fault (the lockstep order's WaitWatch, which
             # does not give every thread a turn, stays the model's limit).
-            waits: dict[tuple[int, str], list[int]] = {}
-            for s in groups:
-                if s.state == "waiting":
-                    waits.setdefault((s.exec.dec.line, s.exec.dec.source.full_opcode), []).append(s.exec.lo)
+            waiting = [
+                (s.exec.dec.line, s.exec.dec.source.full_opcode, s.exec.lo)
+                for s in groups
+                if s.state == "waiting"
+            ]
             at_barrier = sum(1 for s in groups if s.state == "barrier")
-            said = "; ".join(
-                f"{len(los)} warp(s) (the first: {self.geo.describe(los[0])}) wait at line {line} ({op})"
-                for (line, op), los in sorted(waits.items())
-            )
-            if at_barrier:
-                said += f"; {at_barrier} warp(s) wait at a bar.sync that the waiting warps never reach"
-            (line, op), _ = min(waits.items())
-            raise DeadlockError(
-                f"line {line}: {op}: deadlock: in a run where every warp takes its turn "
-                f"(order seed {self.seed}), no warp can proceed: {said}"
-            )
+            raise deadlock(waiting, at_barrier, self.seed, self.geo.describe)
         return {r: v.copy() for r, v in self.regs.items()}
 
     def _group(self, lo: int, hi: int, rng: np.random.Generator | None) -> GroupExec:
