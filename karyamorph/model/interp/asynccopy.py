@@ -161,8 +161,7 @@ class AsyncCopies:
             bufs, elems = self._resolve(c, pos, c.dst_space, c.dst[pos] + np.uint64(4 * w), 4, observe)
             mem.scatter(bufs, elems, word, 4)
             if self.proxies is not None and not self.async_proxy:
-                shared = bufs == len(mem.globals)
-                self.proxies.generic_write(elems[shared], 4, c.threads[pos][shared], c.dec.line)
+                self.proxies.generic_write(bufs, elems, 4, c.threads[pos], c.dec.line)
             self._count("bytes_stored", c.dst_space, 4 * pos.size)
         c.done[pos] = True
 
@@ -170,11 +169,8 @@ class AsyncCopies:
         self, c: AsyncCopy, pos: np.ndarray, bufs: np.ndarray, elems: np.ndarray, nbytes: int
     ) -> None:
         """A bulk copy's read of shared memory goes through the async proxy: fenced writes only."""
-        if self.proxies is None or not self.async_proxy:
-            return
-        shared = bufs == len(self.memory.globals)
-        if shared.any():
-            self.proxies.async_read(elems[shared], nbytes, c.threads[pos][shared], c.dec)
+        if self.proxies is not None and self.async_proxy:
+            self.proxies.async_read(bufs, elems, nbytes, c.threads[pos], c.dec)
 
     def _count(self, table: str, space: str, n: int) -> None:
         counts = getattr(self.stats, table)

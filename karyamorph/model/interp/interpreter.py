@@ -144,11 +144,7 @@ class _Run:
         self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.hopper = HopperState(self.mem, n, self.geo.describe, self.stats)
-        self.proxies = (
-            ProxyOrder.of(program.decoded, self.mem.shared.size, self.mem.shared_stride, n, self.geo.describe)
-            if proxy_order
-            else None
-        )
+        self.proxies = ProxyOrder.of(program.decoded, self.mem, n, self.geo.describe) if proxy_order else None
         self.copies.proxies = self.hopper.bulk.proxies = self.hopper.now.proxies = self.proxies
         self.hopper.bulk.async_proxy = self.hopper.now.async_proxy = True
         self.cluster = ClusterState.of(program.decoded, self.geo, self.alive)

@@ -32,11 +32,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from karyamorph.model.interp.errors import ExecutionError
+from karyamorph.model.interp.memory import Memory
 from karyamorph.model.semantics.decode import Decoded
 
-# Instructions whose reads of shared memory go through the async proxy (``cp.async.bulk`` only
-# where its source is shared memory: see :meth:`ProxyOrder.reads_async`).
-ASYNC_READERS = ("wgmma.mma_async", "tcgen05.mma", "tcgen05.cp", "cp.async.bulk")
+# Instructions whose reads of shared memory go through the async proxy, and the bulk copy, which
+# reads it so where its source is shared memory (:func:`reads_async`).
+ASYNC_READERS = ("wgmma.mma_async", "tcgen05.mma", "tcgen05.cp")
+BULK_COPY = "cp.async.bulk"
 
 
 class ProxyOrderError(ExecutionError):
@@ -46,9 +48,9 @@ class ProxyOrderError(ExecutionError):
 def reads_async(dec: Decoded) -> bool:
     """Whether ``dec`` reads shared memory through the async proxy."""
     name = dec.instr.name
-    if name.startswith(("wgmma.mma_async", "tcgen05.mma", "tcgen05.cp")):
+    if name.startswith(ASYNC_READERS):
         return True
-    return name.startswith("cp.async.bulk") and str(dec.mods.get("src_space", "")).startswith("shared")
+    return name.startswith(BULK_COPY) and str(dec.mods.get("src_space", "")).startswith("shared")
 
 
 class ProxyOrder:
@@ -56,54 +58,51 @@ class ProxyOrder:
 
     Parameters
     ----------
-    shared_bytes : int
-        Bytes of the launch's shared memory (every block's window).
-    stride : int
-        Bytes of one block's window.
+    memory : Memory
+        The launch's memory: its shared memory (every block's window) is what is tracked, and
+        accesses name it by buffer id.
     n_threads : int
         Threads of the launch.
     describe : callable
         ``describe(thread)``: the thread as block and thread indices, for messages.
     """
 
-    def __init__(
-        self, shared_bytes: int, stride: int, n_threads: int, describe: Callable[[int], str]
-    ) -> None:
-        self.stride = stride
-        self.written = np.full(shared_bytes, -1, np.int64)  # time of the last generic write
-        self.writer = np.zeros(shared_bytes, np.int64)
-        self.line = np.zeros(shared_bytes, np.int32)
+    def __init__(self, memory: Memory, n_threads: int, describe: Callable[[int], str]) -> None:
+        self.memory = memory
+        size = memory.shared.size
+        self.written = np.full(size, -1, np.int64)  # time of the last generic write
+        self.writer = np.zeros(size, np.int64)
+        self.line = np.zeros(size, np.int32)
         self.fenced = np.full(n_threads, -1, np.int64)  # time of each thread's last proxy fence
         self.clock = 0
         self.describe = describe
 
     @classmethod
     def of(
-        cls,
-        decoded: Sequence[Decoded],
-        shared_bytes: int,
-        stride: int,
-        n_threads: int,
-        describe: Callable[[int], str],
+        cls, decoded: Sequence[Decoded], memory: Memory, n_threads: int, describe: Callable[[int], str]
     ) -> ProxyOrder | None:
         """A tracker for a program that reads shared memory through the async proxy, else None."""
-        if shared_bytes == 0 or not any(reads_async(d) for d in decoded):
+        if memory.shared.size == 0 or not any(reads_async(d) for d in decoded):
             return None
-        return cls(shared_bytes, stride, n_threads, describe)
+        return cls(memory, n_threads, describe)
 
-    @staticmethod
-    def _bytes(elems: np.ndarray, nbytes: int) -> np.ndarray:
-        offsets: np.ndarray = (np.asarray(elems, np.int64)[:, None] * nbytes + np.arange(nbytes)).ravel()
-        return offsets
+    def _shared(self, bufs: np.ndarray, elems: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Which resolved accesses (buffer ids, elements) are of shared memory, and their bytes."""
+        sel: np.ndarray = np.asarray(bufs) == len(self.memory.globals)
+        offsets = np.asarray(elems, np.int64)[sel][:, None] * nbytes + np.arange(nbytes)
+        return sel, offsets.ravel()
 
-    def generic_write(self, elems: np.ndarray, nbytes: int, threads: np.ndarray, line: int) -> None:
-        """Record a generic-proxy write of ``nbytes``-byte elements ``elems`` of shared memory."""
-        if not elems.size:
+    def generic_write(
+        self, bufs: np.ndarray, elems: np.ndarray, nbytes: int, threads: np.ndarray, line: int
+    ) -> None:
+        """Record a generic-proxy write of resolved ``nbytes``-byte accesses by ``threads`` (one a
+        access); those outside shared memory are not tracked."""
+        sel, at = self._shared(bufs, elems, nbytes)
+        if not at.size:
             return
         self.clock += 1
-        at = self._bytes(elems, nbytes)
         self.written[at] = self.clock
-        self.writer[at] = np.repeat(np.broadcast_to(threads, elems.shape), nbytes)
+        self.writer[at] = np.repeat(np.broadcast_to(threads, sel.shape)[sel], nbytes)
         self.line[at] = line
 
     def fence(self, threads: np.ndarray) -> None:
@@ -111,17 +110,20 @@ class ProxyOrder:
         self.clock += 1
         self.fenced[threads] = self.clock
 
-    def async_read(self, elems: np.ndarray, nbytes: int, readers: np.ndarray, dec: Decoded) -> None:
-        """Check an async-proxy read of shared elements ``elems`` issued by ``readers``.
+    def async_read(
+        self, bufs: np.ndarray, elems: np.ndarray, nbytes: int, readers: np.ndarray, dec: Decoded
+    ) -> None:
+        """Check an async-proxy read of resolved accesses issued by ``readers`` (those outside
+        shared memory are not tracked).
 
         Raises
         ------
         ProxyOrderError
             A byte's last generic write is fenced neither by its writer nor by a reader.
         """
-        if not elems.size:
+        _, at = self._shared(bufs, elems, nbytes)
+        if not at.size:
             return
-        at = self._bytes(elems, nbytes)
         when = self.written[at]
         if (when < 0).all():
             return
@@ -134,8 +136,8 @@ class ProxyOrder:
         reader = int(np.asarray(readers).reshape(-1)[0])
         raise ProxyOrderError(
             f"line {dec.line}: {dec.source.full_opcode} ({self.describe(reader)}) reads byte "
-            f"{byte % self.stride:#x} of its block's shared memory through the async proxy, written at "
-            f"line {line} through the generic proxy "
+            f"{byte % self.memory.shared_stride:#x} of its block's shared memory through the async "
+            f"proxy, written at line {line} through the generic proxy "
             f"({self.describe(writer)}) with no fence.proxy.async by the writer or the reader in "
             f"between: the async proxy may read the bytes from before the write"
         )

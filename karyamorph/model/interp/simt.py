@@ -342,9 +342,7 @@ class GroupExec(
         idx, nb = self._selected(when), ty.bytes
         bufs, elems = self._resolve(space, addr, idx, nb)
         if self.proxies is not None and reads_async(self.dec):
-            shared = bufs == len(self.memory.globals)
-            if shared.any():
-                self.proxies.async_read(elems[shared], nb, idx + self.lo, self.dec)
+            self.proxies.async_read(bufs, elems, nb, idx + self.lo, self.dec)
         vals = self.memory.gather(bufs, elems, nb)
         self._count(self.stats.bytes_loaded, space, idx.size * nb)
         self._note(space, "ld", addr, idx, nb)
@@ -371,9 +369,7 @@ class GroupExec(
         vals = self._pick(np.asarray(value, UINT[ty.bits]), idx)
         self.memory.scatter(bufs, elems, vals, nb)
         if self.proxies is not None:
-            shared = bufs == len(self.memory.globals)
-            if shared.any():
-                self.proxies.generic_write(elems[shared], nb, (idx + self.lo)[shared], self.dec.line)
+            self.proxies.generic_write(bufs, elems, nb, idx + self.lo, self.dec.line)
         self._count(self.stats.bytes_stored, space, idx.size * nb)
         self._note(space, "st", addr, idx, nb)
 
@@ -398,9 +394,7 @@ class GroupExec(
         additive = op == "add" and not ty.is_float
         seen = apply_atomics(self.memory, bufs, elems, nb, update, bv, cv, additive)
         if self.proxies is not None:
-            shared = bufs == len(self.memory.globals)
-            if shared.any():
-                self.proxies.generic_write(elems[shared], nb, (idx + self.lo)[shared], self.dec.line)
+            self.proxies.generic_write(bufs, elems, nb, idx + self.lo, self.dec.line)
         if idx is self._all:
             old = seen
         else:

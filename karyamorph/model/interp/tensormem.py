@@ -353,8 +353,7 @@ class TensorMemHooks:
         except MemoryFault as f:
             raise self._fail(f"an operand at shared {f.address:#x}: {f.detail}", i) from None
         if self.proxies is not None:  # the tensor core reads through the async proxy
-            shared = bufs == len(self.memory.globals)
-            self.proxies.async_read(elems[shared], size, t[:1], self.dec)
+            self.proxies.async_read(bufs, elems, size, t[:1], self.dec)
         out: np.ndarray = self.memory.gather(bufs, elems, size).reshape(addrs.shape)
         return out
 

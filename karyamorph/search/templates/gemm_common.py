@@ -216,3 +216,14 @@ class Copier:
     smem: Reg  # u32: its first shared byte offset within a stage
     pass_bytes: int  # shared bytes between its consecutive copies
     copies: int
+
+
+def stage_offset(kb: KernelBuilder, stages: int, stage_bytes: int, slice_index: Reg) -> Reg:
+    """Byte offset of the ring buffer of ``stages`` buffers that holds slice ``slice_index``: a
+    function of the slice (not a register rotated each iteration), so the checker relates a
+    slice's buffers to it."""
+    if stages & (stages - 1) == 0:
+        stage = kb.and_("b32", slice_index, stages - 1)
+    else:
+        stage = kb.rem("u32", slice_index, stages)
+    return kb.mul("u32", stage, stage_bytes)

@@ -37,7 +37,14 @@ from dataclasses import dataclass
 
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.builder import KernelBuilder, Reg
-from karyamorph.search.templates.gemm_common import PTX_VERSION, Copier, gemm_params, log2, zeros
+from karyamorph.search.templates.gemm_common import (
+    PTX_VERSION,
+    Copier,
+    gemm_params,
+    log2,
+    stage_offset,
+    zeros,
+)
 
 F16 = 2
 CHUNK = 16  # bytes a cp.async and an ldmatrix row move
@@ -166,7 +173,7 @@ def hgemm_ptx(shape: HgemmShape, arch: Arch) -> str:
     frags[0].load(kb, s, smem, a_lane, b_lane, 0)
     steps = s.bk // 16
     with kb.for_range(0, slices) as kt:
-        this_offset = _stage_offset(kb, s, kt)
+        this_offset = stage_offset(kb, s.stages, s.stage_bytes, kt)
         this = kb.add("u32", smem, this_offset)
         for step in range(steps):
             if step + 1 < steps:
@@ -181,8 +188,8 @@ def hgemm_ptx(shape: HgemmShape, arch: Arch) -> str:
                 following = kb.add("u32", kt, s.stages)
                 kb.setp("lt", "u32", following, slices, out=ahead)
                 _request(kb, s, a_copy, b_copy, b_slice, this_offset, ahead)
-                after = kb.add("u32", kt, 1)
-                frags[0].load(kb, s, kb.add("u32", smem, _stage_offset(kb, s, after)), a_lane, b_lane, 0)
+                after = stage_offset(kb, s.stages, s.stage_bytes, kb.add("u32", kt, 1))
+                frags[0].load(kb, s, kb.add("u32", smem, after), a_lane, b_lane, 0)
             frags[step % 2].multiply(kb, s, acc)
     kb.instr("cp.async.wait_all")
     _store_c(kb, s, p.c, p.n, bx, by, warp_m, warp_n, lane, acc)
@@ -222,16 +229,6 @@ class _Fragments:
             for j in order:
                 d = acc[i * n_tiles + j]
                 kb.instr(MMA, d, a, self.b[j], d)
-
-
-def _stage_offset(kb: KernelBuilder, s: HgemmShape, slice_index: Reg) -> Reg:
-    """Byte offset of the ring buffer that holds slice ``slice_index``. A function of the slice
-    (not a register rotated each iteration), so the checker relates a slice's buffers to it."""
-    if s.stages & (s.stages - 1) == 0:
-        stage = kb.and_("b32", slice_index, s.stages - 1)
-    else:
-        stage = kb.rem("u32", slice_index, s.stages)
-    return kb.mul("u32", stage, s.stage_bytes)
 
 
 def _request(kb: KernelBuilder, s: HgemmShape, a: Copier, b: Copier, b_slice: Reg,

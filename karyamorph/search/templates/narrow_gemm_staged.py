@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.builder import KernelBuilder, Reg
-from karyamorph.search.templates.gemm_common import Copier, log2
+from karyamorph.search.templates.gemm_common import Copier, log2, stage_offset
 from karyamorph.search.templates.narrow_gemm_kernel import (
     STEP_BYTES,
     NarrowShape,
@@ -82,16 +82,6 @@ def _request(kb: KernelBuilder, s: NarrowShape, copiers: tuple[Copier, Copier], 
     kb.instr("cp.async.commit_group")
 
 
-def _stage_offset(kb: KernelBuilder, s: NarrowShape, slice_index: Reg) -> Reg:
-    """Byte offset of the ring buffer that holds slice ``slice_index``: a function of the slice
-    (not a register rotated each iteration), so the checker relates a slice's buffers to it."""
-    if s.stages & (s.stages - 1) == 0:
-        stage = kb.and_("b32", slice_index, s.stages - 1)
-    else:
-        stage = kb.rem("u32", slice_index, s.stages)
-    return kb.mul("u32", stage, s.stage_bytes)
-
-
 def staged_ptx(s: NarrowShape, arch: Arch) -> str:
     """The PTX of ``s`` (``stages >= 2``) for ``arch``."""
     x = setup(s, arch)
@@ -121,7 +111,7 @@ def staged_ptx(s: NarrowShape, arch: Arch) -> str:
     kb.instr("cp.async.wait_group", s.stages - 2)
     kb.bar_sync(0)
     with kb.for_range(0, slices) as kt:
-        this_offset = _stage_offset(kb, s, kt)
+        this_offset = stage_offset(kb, s.stages, s.stage_bytes, kt)
         this = kb.add("u32", smem, this_offset)
         a_at, b_at = kb.add("u32", this, a_lane), kb.add("u32", this, b_lane)
         for step in range(s.steps):
