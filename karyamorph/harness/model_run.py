@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.spec import flat_args, struct_layout
 from karyamorph.kernel.structs import StructArg
+from karyamorph.kernel.tensormap import TensorMapArg
 from karyamorph.model.interp.budget import Footprint, ModelBudget
 from karyamorph.model.interp.errors import StepLimitError
 from karyamorph.model.interp.interpreter import interpret
@@ -104,13 +106,7 @@ def run_model(
     by_param = dict(zip((a.name for a in kernel.args), params, strict=True))
     tensors = make_inputs(kernel, seed)
     own = {name: _to_numpy(t) for name, t in tensors.items()}  # by argument (and field) name
-    arrays: dict[str, Any] = {}
-    for arg in kernel.args:
-        if arg.is_struct:  # its fields' buffers and scalars, by field name
-            values = {f.name: own[f.name] if f.is_pointer else kernel.scalars[f.name] for f in arg.fields}
-            arrays[by_param[arg.name]] = StructArg(struct_layout(arg), values)
-        else:
-            arrays[by_param[arg.name]] = own[arg.name] if arg.is_pointer else kernel.scalars[arg.name]
+    arrays = model_arguments(kernel, params, own)
     try:
         result = interpret(
             module, kernel.entry, machine, kernel.launch, arrays,
@@ -129,6 +125,28 @@ def run_model(
         for name in tensors
     }
     return ModelRun(tensors, outputs, result.stats.as_dict(), result.seconds)
+
+
+def model_arguments(kernel: BoundKernel, params: Sequence[str], own: Mapping[str, Any]) -> dict[str, Any]:
+    """What the model's interpreter takes for each ``.entry`` parameter, by parameter name.
+
+    Spec arguments bind to ``params`` (the entry's parameter names) by position: a buffer gives
+    its array from ``own`` (numpy arrays by argument and field name), a scalar its value, a
+    struct a :class:`~karyamorph.kernel.structs.StructArg` of its fields, and a buffer with a
+    ``tensormap`` a :class:`~karyamorph.kernel.tensormap.TensorMapArg` of its array and its map
+    (the model gives the array a buffer named as the parameter, whose outputs come back under
+    that name as a pointer argument's do).
+    """
+    arrays: dict[str, Any] = {}
+    for arg, param in zip(kernel.args, params, strict=True):
+        if arg.is_struct:  # its fields' buffers and scalars, by field name
+            values = {f.name: own[f.name] if f.is_pointer else kernel.scalars[f.name] for f in arg.fields}
+            arrays[param] = StructArg(struct_layout(arg), values)
+        elif arg.is_tensormap:
+            arrays[param] = TensorMapArg(own[arg.name], kernel.tensormaps[arg.name])
+        else:
+            arrays[param] = own[arg.name] if arg.is_pointer else kernel.scalars[arg.name]
+    return arrays
 
 
 def _to_numpy(t: Any) -> Any:

@@ -156,13 +156,17 @@ def default_stages(timeout_s: float | None = None, check_budget_s: float | None 
 
 
 def default_arch(module: ast.Module | None, device: DeviceInfo | None) -> Arch:
-    """The GPU's arch when there is one, else the PTX's ``.target``, else sm_120."""
-    if device is not None:
-        return Arch.parse(device.arch)
+    """The GPU's arch when there is one (the PTX's ``.target`` where that is the GPU's own with
+    an ``a``/``f`` suffix: sm_90a PTX on an sm_90 GPU), else the PTX's ``.target``, else sm_120."""
     try:
-        return Arch.parse(module.arch, strict=True) if module is not None else FALLBACK_ARCH
+        target = Arch.parse(module.arch, strict=True) if module is not None else None
     except ArchError:
-        return FALLBACK_ARCH
+        target = None
+    if device is not None:
+        own = Arch.parse(device.arch)
+        same = target is not None and (target.major, target.minor) == (own.major, own.minor)
+        return target if same and target is not None else own
+    return target or FALLBACK_ARCH
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """An instruction's operand list, as text, into ``ast`` operands: the parser's fast path for the
 operand forms compilers write (atoms, ``a|b``, ``!p``, ``sym+4``, flat ``{..}`` and ``(..)``
-lists, ``[base+offset]``); anything else raises ``Unsure``."""
+lists, ``[base+offset]``, a tensor copy's ``[map, {c0, c1}]``); anything else raises ``Unsure``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from karyamorph.isa.terminals import (
     OPERAND_PARTS,
     OPERAND_TOKEN,
     PARENS,
+    TENSOR_ADDRESS,
     VECTOR,
     Unsure,
 )
@@ -78,6 +79,9 @@ def _operand(text: str) -> ast.Operand:
         return ast.Vector(tuple(_atom(a) for a in m.group("atoms").split(",")))
     if m := PARENS.fullmatch(text):
         return ast.ParenList(tuple(_atom(a) for a in m.group("atoms").split(",")))
+    if m := TENSOR_ADDRESS.fullmatch(text):
+        coords = ast.Vector(tuple(_atom(a) for a in m.group("atoms").split(",")))
+        return ast.Address(_atom(m.group("base")), 0, (coords,))
     toks = _tokens(text)
     node, k = _compound(toks)
     if k != len(toks) - 1:

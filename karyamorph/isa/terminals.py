@@ -70,6 +70,8 @@ that lark's builder checks."""
 ADDRESS = re.compile(rf"[ \t]*\[(?P<base>{_ATOM})(?:\+?[ \t]*(?P<offset>{_OFFSET}))?[ \t]*\][ \t]*")
 """``[base]``, ``[base+offset]``, ``[base-offset]``."""
 VECTOR = re.compile(rf"[ \t]*\{{(?P<atoms>{_ATOMS})\}}[ \t]*")
+TENSOR_ADDRESS = re.compile(rf"[ \t]*\[(?P<base>{_ATOM}),[ \t]*\{{(?P<atoms>{_ATOMS})\}}[ \t]*\][ \t]*")
+"""A tensor copy's ``[map, {c0, c1, ...}]``."""
 PARENS = re.compile(rf"[ \t]*\((?P<atoms>{_ATOMS})\)[ \t]*")
 _WORD = rf"{_T['DOTWORD']}|{_T['NUMBER']}"
 WORD = re.compile(_WORD)
@@ -82,10 +84,12 @@ OPERAND_TOKEN = re.compile(
     rf"[ \t]*(?:(?P<REGISTER>{_T['REGISTER']})|(?P<NUMBER>{_T['NUMBER']})|(?P<IDENT>{_T['IDENT']})"
     rf"|(?P<PUNCT>[{{}}\[\](),|!+]))[ \t]*"
 )
-_PART = r"(?:[^,{}\[\]()]|\{[^{}\[\]()]*\}|\[[^{}\[\]()]*\]|\([^{}\[\]()]*\))++"
+_FLAT = r"[^{}\[\]()]*"
+_PART = rf"(?:[^,{{}}\[\]()]|\{{{_FLAT}\}}|\[{_FLAT}(?:\{{{_FLAT}\}}{_FLAT})?\]|\({_FLAT}\))++"
 OPERAND_PART = re.compile(_PART)
-"""One operand of a list, brackets included, up to the next comma outside them (no nesting);
-possessive, since giving back characters could never let a comma follow."""
+"""One operand of a list, brackets included, up to the next comma outside them (no nesting, but
+for a tensor copy's ``[map, {c0, c1}]``); possessive, since giving back characters could never
+let a comma follow."""
 OPERAND_PARTS = re.compile(rf"{_PART}(?:,{_PART})*")
 """An operand list whose brackets pair up, unnested: ``OPERAND_PART`` finds its operands."""
 

@@ -15,6 +15,7 @@ from karyamorph.isa.arch import Arch
 from karyamorph.kernel.expressions import ExpressionError, evaluate
 from karyamorph.kernel.limits import launch_limits
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError
+from karyamorph.kernel.tensormap import TensorMap, TensorMapError
 
 Dim3 = tuple[int, int, int]
 
@@ -46,6 +47,9 @@ class BoundKernel:
         The ``[cost]`` figures, when the spec gives them.
     arch : Arch or None
         The target the launch limits were checked for (None: the loosest limits of any arch).
+    tensormaps : dict
+        The tensor map of every buffer the kernel takes as one (``tensormap`` in the spec), by
+        argument name.
     """
 
     spec: KernelSpec
@@ -58,6 +62,7 @@ class BoundKernel:
     cost_bytes: float | None = None
     cost_flops: float | None = None
     arch: Arch | None = None
+    tensormaps: dict[str, TensorMap] = field(default_factory=dict)
 
     @property
     def entry(self) -> str:
@@ -143,6 +148,7 @@ def bind(
         )
     shapes: dict[str, tuple[int, ...]] = {}
     scalars: dict[str, int | float] = {}
+    tensormaps: dict[str, TensorMap] = {}
     # A struct's fields are bound like arguments, by their names.
     keyed = [(f"args[{i}].fields[{j}]" if a.is_struct else f"args[{i}]", f)
              for i, a in enumerate(spec.args) for j, f in enumerate(a.fields or (a,))]  # fmt: skip
@@ -158,6 +164,8 @@ def bind(
                     f"GPU has (limit {MAX_BUFFER_BYTES})",
                 )
             shapes[arg.name] = shape
+            if arg.tensormap is not None:
+                tensormaps[arg.name] = tensor_map(arg, shape, merged, f"{where}: {key}.tensormap")
         else:
             assert arg.value is not None
             scalar = ev(arg.value, f"{key}.value", integer=arg.dtype.kind != "f")
@@ -165,7 +173,39 @@ def bind(
             scalars[arg.name] = scalar
     cost_b = _cost(spec.cost_bytes, "cost.bytes", ev, where)
     cost_f = _cost(spec.cost_flops, "cost.flops", ev, where)
-    return BoundKernel(spec, merged, grid, block, shared, shapes, scalars, cost_b, cost_f, target)
+    return BoundKernel(spec, merged, grid, block, shared, shapes, scalars, cost_b, cost_f, target, tensormaps)
+
+
+def tensor_map(
+    arg: ArgSpec, shape: tuple[int, ...], sizes: Mapping[str, int], where: str = "<spec>: tensormap"
+) -> TensorMap:
+    """The tensor map of buffer ``arg`` (which has a ``tensormap`` table) of ``shape``, its box
+    evaluated over ``sizes``.
+
+    Raises
+    ------
+    SpecError
+        At ``where`` (``mm.toml: args[0].tensormap``): a box expression that does not evaluate,
+        or fields ``cuTensorMapEncodeTiled`` would refuse
+        (:meth:`karyamorph.kernel.tensormap.TensorMap.problem`), naming the argument.
+    """
+    tm = arg.tensormap
+    if tm is None:
+        raise ValueError(f"{arg.name} has no tensormap table")
+    box: list[int] = []
+    for k, expr in enumerate(tm.box):
+        try:
+            box.append(int(evaluate(expr, sizes, integer=True)))
+        except ExpressionError as exc:
+            raise SpecError(f"{where}.box[{k}]", str(exc)) from None
+    try:
+        return TensorMap.of_array(
+            shape, arg.dtype.bytes, tuple(box), swizzle=tm.swizzle, oob=tm.oob,
+            is_float=arg.dtype.kind == "f", element_strides=tm.element_strides,
+        )  # fmt: skip
+    except TensorMapError as exc:
+        fields = f"{arg.name} (shape {list(shape)}, box {box})"
+        raise SpecError(where, f"{fields}: {exc} (indices count from the innermost dimension)") from None
 
 
 def _dim3(

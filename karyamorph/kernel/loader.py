@@ -26,9 +26,11 @@ from karyamorph.kernel.spec import (
     LaunchRanges,
     Reference,
     SpecError,
+    TensorMapSpec,
     struct_layout,
 )
 from karyamorph.kernel.structs import StructLayoutError
+from karyamorph.kernel.tensormap import MAX_ELEMENT_STRIDE, MAX_RANK, OOB_FILLS, SWIZZLES
 
 MAX_SPEC_BYTES = 1 << 20
 """Largest spec file read, in characters."""
@@ -38,13 +40,15 @@ KEYS: dict[str, tuple[str, ...]] = {
     "kernel": ("ptx", "source", "cu", "cuda", "options", "entry"),
     "sizes": (),
     "launch": ("grid", "block", "shared_bytes", "cluster"),
-    "args": ("name", "role", "dtype", "shape", "init", "value", "fields"),
+    "args": ("name", "role", "dtype", "shape", "init", "value", "fields", "tensormap"),
+    "args.tensormap": ("box", "swizzle", "oob", "element_strides"),
     "reference": ("torch", "python"),
     "check": ("atol", "rtol", "sizes", "launch", "block", "block_multiple", "grid"),
     "cost": ("bytes", "flops"),
     "search": SEARCH_KEYS,
 }
-"""Every key the loader reads, by table (``""``: the top level; ``args``: each ``[[args]]``).
+"""Every key the loader reads, by table (``""``: the top level; ``args``: each ``[[args]]``;
+``args.tensormap``: an argument's ``tensormap`` table).
 ``[sizes]`` takes any names: each key is a size."""
 
 # The PTX grammar's identifier (isa/ptx.lark): an entry name outside it cannot be in the PTX.
@@ -291,6 +295,9 @@ def _arg(raw: Any, where: str, field: bool = False) -> ArgSpec:
         raise SpecError(f"{where}.role", f"unknown role {role!r} (expected one of: {roles})")
     if "fields" in raw:
         raise SpecError(f"{where}.fields", f"only a struct argument has fields, {name!r} is {role!r}")
+    if "tensormap" in raw and (role == "scalar" or field):
+        what = "a struct's field" if field else "a scalar"
+        raise SpecError(f"{where}.tensormap", f"only a buffer has a tensor map, {name!r} is {what}")
     dtype_name = raw.get("dtype")
     if not isinstance(dtype_name, str) or dtype_name not in DTYPES:
         raise SpecError(
@@ -315,7 +322,46 @@ def _arg(raw: Any, where: str, field: bool = False) -> ArgSpec:
     problem = init.problem(dtype)
     if problem:
         raise SpecError(f"{where}.init", problem)
-    return ArgSpec(name, role, dtype, shape, init)
+    tensormap = None
+    if "tensormap" in raw:
+        tensormap = _tensormap(raw["tensormap"], len(shape), dtype.kind, f"{where}.tensormap")
+    return ArgSpec(name, role, dtype, shape, init, tensormap=tensormap)
+
+
+def _tensormap(raw: Any, rank: int, kind: str, where: str) -> TensorMapSpec:
+    """A buffer's ``tensormap`` table: the box (one entry a shape dimension), swizzle, fill and
+    element strides. What needs the sizes (the box's values, the byte strides) is checked when
+    the spec is bound (:func:`karyamorph.kernel.bound.tensor_map`)."""
+    if not isinstance(raw, dict):
+        raise SpecError(where, f"expected a table such as {{ box = [64, 32], swizzle = 128 }}, got {raw!r}")
+    _unknown_keys(raw, "args.tensormap", where)
+    if not 1 <= rank <= MAX_RANK:
+        raise SpecError(where, f"a tensor map has 1 to {MAX_RANK} dimensions, the shape has {rank}")
+    swizzle = raw.get("swizzle", 0)
+    if type(swizzle) is not int or swizzle not in SWIZZLES:
+        spans = ", ".join(map(str, SWIZZLES))
+        raise SpecError(f"{where}.swizzle", f"expected one of {spans} (bytes; 0: none), got {swizzle!r}")
+    oob = raw.get("oob", "zero")
+    if oob not in OOB_FILLS:
+        raise SpecError(f"{where}.oob", f"expected one of {', '.join(map(repr, OOB_FILLS))}, got {oob!r}")
+    if oob == "nan" and kind != "f":
+        raise SpecError(f"{where}.oob", "a NaN fill needs a floating-point dtype")
+    strides = raw.get("element_strides")
+    if strides is not None:
+        ok = isinstance(strides, list) and all(type(e) is int for e in strides)
+        if not ok or not all(1 <= e <= MAX_ELEMENT_STRIDE for e in strides):
+            raise SpecError(
+                f"{where}.element_strides", f"expected integers 1 to {MAX_ELEMENT_STRIDE}, got {strides!r}"
+            )
+        if len(strides) != rank:
+            raise SpecError(f"{where}.element_strides", f"{len(strides)} entries, the shape has {rank}")
+        strides = tuple(strides)
+    if "box" not in raw:
+        raise SpecError(f"{where}.box", "missing: the elements one copy moves along each dimension")
+    box = _dims(raw["box"], f"{where}.box", 1, MAX_RANK)
+    if len(box) != rank:
+        raise SpecError(f"{where}.box", f"box has {len(box)} dimensions, the shape {rank}")
+    return TensorMapSpec(box, swizzle, oob, strides)
 
 
 def _struct(raw: dict[str, Any], name: str, where: str) -> ArgSpec:
@@ -325,6 +371,8 @@ def _struct(raw: dict[str, Any], name: str, where: str) -> ArgSpec:
         raise SpecError(f"{where}.fields", f"struct argument {name!r} needs a list of field tables")
     fields = tuple(_arg(f, f"{where}.fields[{j}]", field=True) for j, f in enumerate(raw_fields))
     extra = sorted(set(raw) - {"name", "role", "fields"})
+    if "tensormap" in extra:
+        raise SpecError(f"{where}.tensormap", f"only a buffer has a tensor map, {name!r} is a struct")
     if extra:
         raise SpecError(where, f"struct argument {name!r} takes fields, not {', '.join(extra)}")
     arg = ArgSpec(name, STRUCT, DTYPES["u8"], fields=fields)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, SpecError, struct_layout
+from karyamorph.kernel.tensormap import TENSORMAP_ALIGN, TENSORMAP_BYTES
 
 # Which spec dtype kinds a scalar .param type accepts: bit types take any kind of their width;
 # nvcc declares C `int` as .u32 and `long` as .u64, so signed and unsigned integers mix.
@@ -32,18 +33,47 @@ def check_signature(spec: KernelSpec, entry: ast.Function) -> None:
 
 
 def param_kind(param: ast.Param) -> str:
-    """What a ``.param`` of an entry passes: ``pointer`` (``.ptr``), ``struct`` (a byte array,
-    as nvcc passes a struct by value: :mod:`karyamorph.kernel.structs` lays out its fields) or
-    ``scalar``."""
+    """What a ``.param`` of an entry passes: ``pointer`` (``.ptr``), ``tensormap`` (``.align 64
+    .b8 name[128]``, a ``CUtensorMap`` by value), ``struct`` (another byte array, as nvcc passes
+    a struct by value: :mod:`karyamorph.kernel.structs` lays out its fields) or ``scalar``."""
     if param.is_ptr:
         return "pointer"
+    if is_tensormap_param(param):
+        return "tensormap"
     return "struct" if param.dims else "scalar"
 
 
+def is_tensormap_param(param: ast.Param) -> bool:
+    """Whether ``param`` is declared as a ``CUtensorMap`` passed by value (``const
+    __grid_constant__ CUtensorMap`` in CUDA C): ``.param .align 64 .b8 name[128]``."""
+    return (
+        param.type == "b8"
+        and param.align == TENSORMAP_ALIGN
+        and param.dims == (TENSORMAP_BYTES,)
+        and not param.is_ptr
+    )
+
+
 def _mismatch(arg: ArgSpec, param: ast.Param) -> str | None:
+    kind = param_kind(param)
+    if arg.is_tensormap:
+        if kind != "tensormap":
+            return (
+                f"{arg.name!r} has a tensormap, which passes a {TENSORMAP_BYTES}-byte CUtensorMap by "
+                f"value: it needs a '.param .align {TENSORMAP_ALIGN} .b8 NAME[{TENSORMAP_BYTES}]' parameter"
+            )
+        return None
+    if kind == "tensormap" and not arg.is_struct:
+        what = f"a scalar ({arg.dtype.name})"
+        if arg.is_pointer:
+            what = f"role {arg.role!r} passes a 64-bit pointer"
+        return (
+            f"{what}, but the parameter is a CUtensorMap passed by value; give {arg.name!r} a "
+            "tensormap table (box, swizzle) to pass a tensor map of the buffer"
+        )
     if arg.is_struct:
         return struct_layout(arg).mismatch(param)
-    if param_kind(param) == "struct":
+    if kind == "struct":
         return (
             f"the parameter is a struct of {param.size_bytes} bytes passed by value; state it as "
             'role = "struct" with its fields'

@@ -114,11 +114,40 @@ class Init:
 
 
 @dataclass(frozen=True, slots=True)
+class TensorMapSpec:
+    """A buffer argument's ``tensormap`` table: the TMA tensor map the kernel takes in its place.
+
+    The kernel's parameter is then a ``CUtensorMap`` passed by value (``.param .align 64 .b8
+    name[128]``) describing the buffer; :func:`karyamorph.kernel.bound.tensor_map` resolves it
+    for one set of sizes (a :class:`karyamorph.kernel.tensormap.TensorMap`).
+
+    Attributes
+    ----------
+    box : tuple of (str or int)
+        Elements one copy moves along each dimension, outermost first like ``shape``: integers
+        or size expressions.
+    swizzle : int
+        Shared-memory swizzle span in bytes: 0 (none), 32, 64 or 128.
+    oob : str
+        What a box reads beyond the tensor's edge: ``zero`` or ``nan`` (float dtypes only).
+    element_strides : tuple of int, or None
+        Take every k-th element along each dimension (outermost first); None: all ones.
+    """
+
+    box: tuple[str | int, ...]
+    swizzle: int = 0
+    oob: str = "zero"
+    element_strides: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ArgSpec:
     """One kernel argument, in ``.entry`` parameter order.
 
     A ``struct`` argument (a struct passed by value) has ``fields``: buffers and scalars like
     the other arguments, laid out by C rules (:func:`struct_layout`); its ``dtype`` is ``u8``.
+    A buffer with a ``tensormap`` is passed to the kernel as a TMA tensor map describing it
+    instead of its address; it is allocated, filled and compared like any other buffer.
     """
 
     name: str
@@ -128,6 +157,7 @@ class ArgSpec:
     init: Init = Init("zeros")
     value: str | int | float | None = None
     fields: tuple[ArgSpec, ...] = ()
+    tensormap: TensorMapSpec | None = None
 
     @property
     def is_pointer(self) -> bool:
@@ -136,6 +166,11 @@ class ArgSpec:
     @property
     def is_struct(self) -> bool:
         return self.role == STRUCT
+
+    @property
+    def is_tensormap(self) -> bool:
+        """Whether the kernel takes a tensor map of this buffer instead of its address."""
+        return self.tensormap is not None
 
 
 def flat_args(args: tuple[ArgSpec, ...]) -> tuple[ArgSpec, ...]:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from karyamorph.kernel.spec import ArgSpec, Init, KernelSpec, LaunchRanges
+from karyamorph.kernel.spec import ArgSpec, Init, KernelSpec, LaunchRanges, TensorMapSpec
 
 Scalar = str | int | float | bool
 Value = Scalar | Sequence["Value"] | Mapping[str, "Value"]
@@ -57,7 +57,21 @@ def _arg(arg: ArgSpec) -> dict[str, Value | None]:
     if not arg.is_pointer:
         return {"name": arg.name, "role": arg.role, "dtype": arg.dtype.name, "value": arg.value}
     return {"name": arg.name, "role": arg.role, "dtype": arg.dtype.name, "shape": list(arg.shape),
-            "init": _init(arg.init)}  # fmt: skip
+            "init": _init(arg.init), "tensormap": _tensormap(arg.tensormap)}  # fmt: skip
+
+
+def _tensormap(tm: TensorMapSpec | None) -> dict[str, Value] | None:
+    """A buffer's ``tensormap`` inline table, its defaults left out."""
+    if tm is None:
+        return None
+    table: dict[str, Value] = {"box": list(tm.box)}
+    if tm.swizzle:
+        table["swizzle"] = tm.swizzle
+    if tm.oob != "zero":
+        table["oob"] = tm.oob
+    if tm.element_strides is not None:
+        table["element_strides"] = list(tm.element_strides)
+    return table
 
 
 def _kernel(spec: KernelSpec, source_file: str) -> dict[str, Value | None]:

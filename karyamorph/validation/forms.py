@@ -77,6 +77,9 @@ INSTRUCTION_REASONS: dict[str, str] = {
     "and completed through tcgen05.commit and an mbarrier) whose CTA kernels are built for sm_100a "
     "(karyamorph model validate --arch sm_100a); held to an exact reference by "
     "tests/model/ptx/test_tcgen05_mma.py",
+    "wgmma.mma_async.sync.aligned": "a warpgroup MMA (128 threads, A and B from shared memory through "
+    "descriptors, sm_90a) with no GPU validation kernel yet; every kind is held to the PTX ISA's "
+    "fragment tables and shared-memory layouts, and assembled by ptxas, by tests/model/ptx/test_wgmma.py",
 }
 
 

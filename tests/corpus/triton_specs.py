@@ -412,4 +412,20 @@ SPECS = (
         aligned=("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "c_ptr", "M", "N", "K"),
         options={"num_warps": 4, "num_stages": 2},
     ),
+    TritonSpec(
+        "matmul_tma",
+        {
+            "a_desc": "tensordesc<fp16[64, 32]>",
+            "b_desc": "tensordesc<fp16[32, 64]>",
+            "c_desc": "tensordesc<fp16[64, 64]>",
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            "BLOCK_M": "constexpr",
+            "BLOCK_N": "constexpr",
+            "BLOCK_K": "constexpr",
+        },
+        {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
+        options={"num_warps": 4, "num_stages": 3},
+    ),
 )

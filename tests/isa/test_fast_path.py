@@ -227,6 +227,9 @@ def test_generated_modules(items: list[str]) -> None:
         "ld.param.u32 %r1, [%rd1 4];",
         "ld.u32 %r1, [%rd1+4+4];",
         "mov.u32 %r\u00e9, 1; // a name with a letter outside ASCII, as lark's \\w reads it",
+        "tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tex, {%f5, %f6}];",
+        "@%p5 cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes"
+        " [%r8], [%rd10, {%r9, %r5}], [%r5];",
     ],
 )
 def test_compiler_forms_take_the_fast_path(text: str) -> None:
@@ -242,7 +245,8 @@ def test_compiler_forms_take_the_fast_path(text: str) -> None:
         "ld.u32 %r1, [%rd1+99999999999999999999];",  # an offset outside 64 bits
         "mov.b32 {%r1, {%r2}}, %r3;",  # nested braces
         "@%p1\nbra $L1;",  # a guard alone on its line
-        "tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tex, {%f5, %f6}];",
+        "tex.2d.v4.f32.f32 {%f1}, [tex, {%f5, {%f6}}];",  # braces nested in brackets
+        "ld.u32 %r1, [%rd1+4, {%r2}];",  # an offset beside coordinates
     ],
 )
 def test_the_rest_goes_to_lark(text: str) -> None:

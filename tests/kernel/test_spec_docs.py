@@ -26,6 +26,9 @@ and scalars rather than a struct, which has an example of its own)."""
 CLUSTER = {"launch.cluster"}
 """Left out of the complete example, which is no cluster kernel: only a kernel declared for
 thread-block clusters (``.explicitcluster``) needs it."""
+TENSORMAP = {"args.tensormap", *(f"args.tensormap.{key}" for key in KEYS["args.tensormap"])}
+"""Left out of the complete example, which copies no tiles with TMA: only a kernel taking a
+``CUtensorMap`` needs them."""
 SEARCH = {"search", *(f"search.{key}" for key in KEYS["search"])}
 """Keys the complete example leaves out because a search is another use of a spec: docs/search.md
 has its complete example (its blocks load as the docs tests load every page's)."""
@@ -41,7 +44,9 @@ def documented_as(table: str, key: str) -> str:
         if key in KEYS:
             return f"`[[{key}]]`" if key == "args" else f"`[{key}]`"
         return f"`{key}`"
-    return f"`args[i].{key}`" if table == "args" else f"`{table}.{key}`"
+    if table.startswith("args"):  # an argument's table, or a table inside one
+        return f"`args[i]{table.removeprefix('args')}.{key}`"
+    return f"`{table}.{key}`"
 
 
 def used_keys(doc: dict[str, object]) -> set[str]:
@@ -69,7 +74,7 @@ def test_every_field_the_loader_reads_is_on_the_page() -> None:
 def test_the_first_example_is_complete() -> None:
     doc = tomllib.loads(toml_blocks()[0])
     every = {f"{t}.{k}" if t else k for t, keys in KEYS.items() for k in keys if t != "sizes"}
-    assert every - ALTERNATIVES - SEARCH - CLUSTER <= used_keys(doc)
+    assert every - ALTERNATIVES - SEARCH - CLUSTER - TENSORMAP <= used_keys(doc)
     assert doc["sizes"]
 
 

@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from karyamorph.errors import KaryaMorphError
+from karyamorph.harness.gpu.by_value import ParameterBlock, encode_tensor_map, launch_block, needs_block
+from karyamorph.harness.gpu.cuda_errors import CudaError as CudaError
+from karyamorph.harness.gpu.cuda_errors import as_cuda_error as as_cuda_error
+from karyamorph.harness.gpu.cuda_errors import check as check
+from karyamorph.harness.gpu.cuda_errors import cuda_core_errors as cuda_core_errors
 from karyamorph.harness.gpu.inputs import poison_
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
@@ -26,43 +30,6 @@ GUARD_BYTE = 0xCD
 # Dynamic shared memory above this needs the kernel's opt-in attribute (CUDA C++ Programming
 # Guide, "Shared Memory": 48 KB is the default limit per block).
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
-
-
-class CudaError(KaryaMorphError, RuntimeError):
-    """A failing CUDA call; the message starts with the driver's error name (``CUDA_ERROR_...``)."""
-
-    def __init__(self, name: str, description: str, where: str) -> None:
-        self.name = name
-        self.description = description
-        self.where = where
-        super().__init__(f"{name}: {description} (during {where})")
-
-
-def check(result: tuple[Any, ...], where: str) -> Any:
-    """Unpack a ``cuda.bindings.driver`` call's (error, value...) tuple or raise :class:`CudaError`."""
-    from cuda.bindings import driver
-
-    err, *rest = result
-    if err != driver.CUresult.CUDA_SUCCESS:
-        _, name = driver.cuGetErrorName(err)
-        _, text = driver.cuGetErrorString(err)
-        raise CudaError(
-            name.decode() if isinstance(name, bytes) else str(err),
-            text.decode() if isinstance(text, bytes) else "",
-            where,
-        )
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else tuple(rest)
-
-
-def cuda_core_errors() -> tuple[type[BaseException], ...]:
-    """The exception types cuda.core raises for driver errors (its CUDAError is not public)."""
-    try:
-        from cuda.core._utils.cuda_utils import CUDAError
-    except ImportError:
-        return (CudaError,)
-    return (CudaError, CUDAError)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -107,10 +74,25 @@ def scalar_param(value: int | float, dtype: DType, param: ast.Param) -> np.gener
 
 
 def kernel_args(kernel: BoundKernel, params: tuple[ast.Param, ...], pointers: Mapping[str, int]) -> list[Any]:
-    """Every kernel argument in ``.entry`` order: buffer addresses as u64, scalars by param type."""
+    """Every kernel argument in ``.entry`` order: buffer addresses as u64, scalars by param type,
+    and for a buffer with a ``tensormap`` the map the driver encodes of its address
+    (:class:`~karyamorph.harness.gpu.by_value.ByValue`: the current context must be the
+    kernel's).
+
+    Raises
+    ------
+    SpecError
+        A value that does not fit its parameter, a struct argument, or a tensor map's fields.
+    CudaError
+        The driver refused to encode a tensor map (naming the argument and the fields).
+    """
     where = kernel.spec.source_path.name if kernel.spec.source_path else "<spec>"
     values: list[Any] = []
     for i, (arg, param) in enumerate(zip(kernel.args, params, strict=True)):
+        if arg.is_tensormap:
+            tm = kernel.tensormaps[arg.name]
+            values.append(encode_tensor_map(arg, tm, pointers[arg.name], f"{where}: args[{i}].tensormap"))
+            continue
         if arg.is_pointer:
             values.append(np.uint64(pointers[arg.name]))
             continue
@@ -288,6 +270,14 @@ class KernelLaunch:
     block_threads: int
     shared_bytes: int
     args: list[Any] = field(default_factory=list)
+    grid_blocks: tuple[int, int, int] = (1, 1, 1)
+    block: tuple[int, int, int] = (1, 1, 1)
+    cluster: tuple[int, int, int] | None = None
+    block_params: ParameterBlock | None = None
+    """Where a parameter is passed by value as bytes (a tensor map): the launch's parameter
+    block, which goes to the driver directly (:func:`~karyamorph.harness.gpu.by_value.launch_block`)."""
+    cu_handle: Any = None
+    """The kernel's ``CUfunction`` once a launch went to the driver directly (looked up once)."""
 
     @staticmethod
     def load(cubin: bytes, entry: str, kernel: BoundKernel, ordinal: int = 0) -> KernelLaunch:
@@ -315,7 +305,10 @@ class KernelLaunch:
             config = LaunchConfig(grid=grid, block=(bx, by, bz), shmem_size=shared)
         else:
             config = LaunchConfig(grid=grid, cluster=cluster, block=(bx, by, bz), shmem_size=shared)
-        return KernelLaunch(device, stream, code, function, config, bx * by * bz, shared)
+        return KernelLaunch(
+            device, stream, code, function, config, bx * by * bz, shared,
+            grid_blocks=kernel.grid, block=kernel.block, cluster=cluster,
+        )  # fmt: skip
 
     @property
     def stream_handle(self) -> int:
@@ -323,11 +316,20 @@ class KernelLaunch:
 
     def set_args(self, values: list[Any]) -> None:
         self.args = values
+        self.block_params = ParameterBlock(values) if needs_block(values) else None
 
     def enqueue(self) -> None:
         """Launch once on :attr:`stream` with the current arguments (asynchronous)."""
         from cuda.core import launch
 
+        if self.block_params is not None:
+            if self.cu_handle is None:
+                self.cu_handle = cu_function(self.kernel)
+            launch_block(
+                self.cu_handle, self.grid_blocks, self.block, self.shared_bytes, self.stream_handle,
+                self.cluster, self.block_params,
+            )  # fmt: skip
+            return
         try:
             launch(self.stream, self.config, self.kernel, *self.args)
         except cuda_core_errors() as exc:
@@ -357,17 +359,6 @@ class KernelLaunch:
                 "cuOccupancyMaxActiveBlocksPerMultiprocessor",
             )
         )
-
-
-def as_cuda_error(exc: BaseException, where: str) -> CudaError:
-    """A cuda.core driver error as :class:`CudaError`, its ``CUDA_ERROR_...`` name kept."""
-    if isinstance(exc, CudaError):
-        return exc
-    text = str(exc)
-    name, _, rest = text.partition(":")
-    if not name.startswith("CUDA_ERROR"):
-        return CudaError("CUDA_ERROR", text, where)
-    return CudaError(name.strip(), rest.strip(), where)
 
 
 def cu_function(kernel: Any) -> Any:

@@ -189,6 +189,12 @@ def _arg_toml(arg: ArgSpec) -> list[str]:
     if arg.is_pointer:
         init = f"randint({arg.init.low}, {arg.init.high})" if arg.init.kind == "randint" else arg.init.kind
         lines += [f"shape = {_toml_value(list(arg.shape))}", f"init = {_toml_value(init)}"]
+        if arg.tensormap is not None:  # an inline table: it stays one line, as a struct's field
+            tm = arg.tensormap
+            strides = list(tm.element_strides) if tm.element_strides is not None else None
+            keys = {"box": list(tm.box), "swizzle": tm.swizzle, "oob": tm.oob, "element_strides": strides}
+            table = ", ".join(f"{k} = {_toml_value(v)}" for k, v in keys.items() if v is not None)
+            lines.append(f"tensormap = {{ {table} }}")
     else:
         lines.append(f"value = {_toml_value(arg.value)}")
     return lines

@@ -111,6 +111,12 @@ def check_spec(
     inputs the spec describes, its integer inputs' values within their inits' ranges
     (:func:`input_ranges`); False: for every input. (A launch of mode ``any`` assumes none.)"""
 
+    mapped = [a.name for a in kernel.args if a.is_tensormap]
+    if mapped:
+        # The checks do not follow a copy through a tensor map: what it writes to shared
+        # memory, and when, would be missing from the race and bounds proofs.
+        reason = f"the checks do not model tensor-map arguments ({', '.join(mapped)})"
+        return [Verdict(p, "unknown", reason=reason) for p in properties]
     entry = module.entry(kernel.entry)
     buffers, scalars = check_inputs(kernel, entry)
     launch = kernel.launch
@@ -189,6 +195,10 @@ def proved_blocks(
     Each candidate is checked for every grid of the spec's ``[check] grid`` (``"launch"``: the
     spec's grid); one Verdict per property, all ``proved`` when the block is safe (see
     :func:`karyamorph.model.check.anylaunch.proved_blocks`)."""
+    mapped = [a.name for a in kernel.args if a.is_tensormap]
+    if mapped:  # as in check_spec: no proof covers a copy through a tensor map
+        reason = f"the checks do not model tensor-map arguments ({', '.join(mapped)})"
+        return {n: [Verdict(p, "unknown", reason=reason) for p in PROPERTIES] for n in candidates}
     entry = module.entry(kernel.entry)
     buffers, scalars = check_inputs(kernel, entry)
     return any_launch_blocks(

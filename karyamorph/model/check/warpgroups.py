@@ -40,7 +40,7 @@ from karyamorph.model.check.symexec import Layout as MemoryLayout
 from karyamorph.model.check.symexec import SymExec, Unsupported, as_const
 from karyamorph.model.check.terms import constant_names
 from karyamorph.model.interp.program import Program
-from karyamorph.model.ptx.wgmma import K, Layout, address, layout, readable, width
+from karyamorph.model.ptx.wgmma import K, Layout, address, layout, operands, readable
 from karyamorph.model.semantics.concrete import BoolArray, ConcreteDomain, UIntArray
 from karyamorph.model.semantics.decode import Decoded
 from karyamorph.model.semantics.symbolic import BitVec, Bool, SymbolicDomain
@@ -166,25 +166,18 @@ class Warpgroups(Generic[A]):
 
     def _issue(self, dec: Decoded) -> None:
         x, d = self.x, self.x.D
-        n = width(x.mod("shape") or "")
-        from_registers = x.count("a") > 1
-        if from_registers == x.has("tb"):
-            raise x.operand_error(
-                "A from registers takes imm-trans-b alone, A from a descriptor both imm-trans"
-            )
-        trans_b = _transposed(x, "ta" if from_registers else "tb")
+        ops = operands(x)  # every kind's rows hold 32 bytes of K: the same pieces below
+        n, from_registers, trans_a, trans_b = ops.n, ops.from_registers, ops.trans_a, ops.trans_b
         b = layout(d, x.read("b", _B64))
-        valid = readable(d, b, trans_b, n)
+        valid = readable(d, b, trans_b)
         a: Layout[BitVec, Bool] | None = None
-        trans_a = False
         if not from_registers:
-            trans_a = _transposed(x, "ta")
             a = layout(d, x.read("a", _B64))
-            valid = z3.And(valid, readable(d, a, trans_a, 64))
+            valid = z3.And(valid, readable(d, a, trans_a))
         if not z3.is_true(z3.simplify(z3.Implies(x.cond, valid))):
             raise Unsupported(
                 f"{x.where()}: a descriptor the model may not read (a base offset, or an MN-major "
-                "matrix other than one swizzle atom wide), for some thread"
+                "matrix without swizzling), for some thread"
             )
         lane = z3.ZeroExt(32, x.lane())
         warp = z3.ZeroExt(32, z3.URem(x.specials["%warpid"], WARPGROUP_WARPS))
@@ -324,7 +317,7 @@ def _shared_columns(
     interpreter; one per thread keeps the trace small, and every piece is one a replay sees that
     thread read)."""
     chunks = n // 8
-    if chunks > 16:  # (the model reads an MN-major B one swizzle atom wide: N <= 64)
+    if chunks > 16:  # (32 threads share the chunks: N <= 128 gives each chunk two readers)
         raise Unsupported(f"an MN-major B of {n} columns: fewer than two threads would read a chunk")
     q64 = z3.ZeroExt(32, q) if q.size() < 64 else q
     js = [z3.URem(q64, chunks)]  # chunk q mod C: each read by 32 / C >= 2 threads
@@ -351,10 +344,3 @@ def _hull(m: Layout[BitVec, Bool], mn_major: bool, extent: int) -> tuple[int, in
     ks = range(K) if mn_major else (0, 8)  # the first element of each 16-byte piece
     starts = np.concatenate([address(cd, c, rows, k, mn_major).astype(np.int64) for k in ks])
     return int(starts.min()), int(starts.max()) + 16
-
-
-def _transposed(x: SymExec, slot: str) -> bool:
-    value = x.imm(slot)
-    if value not in (0, 1):
-        raise x.operand_error(f"operand {slot} must be 0 or 1, got {value}")
-    return value == 1

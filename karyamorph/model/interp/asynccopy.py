@@ -138,31 +138,33 @@ class AsyncCopies:
                     f"{name} address {int(addr[i]):#x} is not aligned to the copy size {c.nbytes}"
                 )
         have_all = c.src_nbytes[pos]
-        for w in range(c.nbytes // 4):
-            have = have_all - 4 * w  # bytes of this word that come from the source
+        unit = min(4, c.nbytes)  # words of 4 bytes; a tensor copy's 1- or 2-byte elements whole
+        for w in range(c.nbytes // unit):
+            have = have_all - unit * w  # bytes of this word that come from the source
             word = np.zeros(pos.size, np.uint32)
-            full = np.flatnonzero(have >= 4)
+            full = np.flatnonzero(have >= unit)
             if full.size:
                 bufs, elems = self._resolve(
-                    c, pos[full], c.src_space, c.src[pos[full]] + np.uint64(4 * w), 4, observe
+                    c, pos[full], c.src_space, c.src[pos[full]] + np.uint64(unit * w), unit, observe
                 )
-                self._proxy_read(c, pos[full], bufs, elems, 4)
-                word[full] = mem.gather(bufs, elems, 4)
-                self._count("bytes_loaded", c.src_space, 4 * full.size)
-            for b in range(3):  # a source size that ends inside the word: its bytes one by one
-                part = np.flatnonzero((have > b) & (have < 4))
+                self._proxy_read(c, pos[full], bufs, elems, unit)
+                word[full] = mem.gather(bufs, elems, unit)
+                self._count("bytes_loaded", c.src_space, unit * full.size)
+            for b in range(unit - 1):  # a source size that ends inside the word: its bytes one by one
+                part = np.flatnonzero((have > b) & (have < unit))
                 if part.size:
-                    at = c.src[pos[part]] + np.uint64(4 * w + b)
+                    at = c.src[pos[part]] + np.uint64(unit * w + b)
                     bufs, elems = self._resolve(c, pos[part], c.src_space, at, 1, observe)
                     self._proxy_read(c, pos[part], bufs, elems, 1)
                     byte = mem.gather(bufs, elems, 1).astype(np.uint32)
                     word[part] |= byte << np.uint32(8 * b)
                     self._count("bytes_loaded", c.src_space, part.size)
-            bufs, elems = self._resolve(c, pos, c.dst_space, c.dst[pos] + np.uint64(4 * w), 4, observe)
-            mem.scatter(bufs, elems, word, 4)
+            at = c.dst[pos] + np.uint64(unit * w)
+            bufs, elems = self._resolve(c, pos, c.dst_space, at, unit, observe)
+            mem.scatter(bufs, elems, word, unit)
             if self.proxies is not None and not self.async_proxy:
-                self.proxies.generic_write(bufs, elems, 4, c.threads[pos], c.dec.line)
-            self._count("bytes_stored", c.dst_space, 4 * pos.size)
+                self.proxies.generic_write(bufs, elems, unit, c.threads[pos], c.dec.line)
+            self._count("bytes_stored", c.dst_space, unit * pos.size)
         c.done[pos] = True
 
     def _proxy_read(

@@ -34,8 +34,10 @@ from karyamorph.model.interp.errors import (
     MemoryAccessError,
     ModelLimitError,
 )
+from karyamorph.model.interp.landing import Landings
 from karyamorph.model.interp.memory import Memory, MemoryFault
 from karyamorph.model.interp.proxyorder import ProxyOrder
+from karyamorph.model.interp.tensormaps import TensorMaps
 from karyamorph.model.ptx.bulk_copy import ALIGN_BYTES
 from karyamorph.model.ptx.cluster import RANK_STRIDE
 from karyamorph.model.semantics.concrete import BoolArray, UIntArray
@@ -89,6 +91,8 @@ class HopperState:
         self.bulk = AsyncCopies(memory, n_threads, describe, stats)  # bulk async-groups
         self.now = AsyncCopies(memory, n_threads, describe, stats)  # copies performed at issue
         self.live: set[int] = set()  # mbarrier objects, as buffer << 40 | element
+        self.maps = TensorMaps()  # the launch's tensor maps (cp.async.bulk.tensor)
+        self.landings: Landings | None = None  # set by a launch with copies onto an mbarrier
 
     def finish(self, observe: Callable[..., None] | None) -> None:
         """Perform the bulk copies still in flight (the launch has ended)."""
@@ -170,6 +174,7 @@ class HopperHooks:
         src_bits: int,
         size: UIntArray,
         grouped: bool,
+        mbar: tuple[UIntArray, int] | None = None,
     ) -> None:
         state = self._state()
         idx = self._active()
@@ -202,6 +207,57 @@ class HopperHooks:
             )  # fmt: skip
         if not grouped:
             queue.finish(self.copy_observer())
+        if mbar is not None:
+            granules = int(sizes.max(initial=0)) // ALIGN_BYTES
+            at = dsts[:, None] + np.arange(granules, dtype=np.uint64)[None, :] * np.uint64(ALIGN_BYTES)
+            inside = np.arange(granules)[None, :] * ALIGN_BYTES < sizes[:, None]
+            self.land(at[inside], np.broadcast_to(t[:, None], at.shape)[inside], ALIGN_BYTES, *mbar)
+
+    def land(
+        self, addrs: np.ndarray, threads: np.ndarray, nbytes: int, mbar: UIntArray, mbar_bits: int
+    ) -> None:
+        """Record copies of ``nbytes`` landing at shared ``addrs`` (one entry per piece, issued by
+        ``threads``) that complete on each issuing thread's mbarrier ``mbar``, in its current
+        phase (:class:`~karyamorph.model.interp.landing.Landings`)."""
+        state = self._state()
+        if state.landings is None or not addrs.size:
+            return
+        idx = self._active()
+        t = idx + self.lo
+        bars = as_threads(mbar, self.n, idx, np.uint64)
+        try:
+            bb, be = self.memory.resolve("shared", bars, 8, self.geo.block_index[t], t)
+            for k in np.unique(threads):
+                i = int(np.flatnonzero(t == k)[0])
+                key = int(bb[i]) * (1 << 40) + int(be[i])
+                parity = int(self.memory.gather(bb[i : i + 1], be[i : i + 1], 8)[0]) >> 63
+                mine = threads == k
+                blocks = self.geo.block_index[threads[mine]]
+                bufs, elems = self.memory.resolve("shared", addrs[mine], nbytes, blocks, threads[mine])
+                state.landings.landed(bufs, elems, nbytes, key, parity, self.dec.line)
+        except MemoryFault:
+            return  # the copy itself reports it
+
+    def mbarrier_waited(self, addr: UIntArray, bits: int, waited: UIntArray, done: BoolArray) -> None:
+        """Threads whose wait passed have seen the phase of the parity they waited for complete."""
+        state = self._state()
+        if state.landings is None:
+            return
+        idx = self._active()
+        ok = np.broadcast_to(np.asarray(done, bool), (self.n,))[idx]
+        if not ok.any():
+            return
+        t = (idx + self.lo)[ok]
+        a = as_threads(addr, self.n, idx, np.uint64)[ok]
+        parity = (as_threads(waited, self.n, idx, np.uint64)[ok] & np.uint64(1)).astype(np.int8)
+        try:
+            bufs, elems = self.memory.resolve("shared", a, 8, self.geo.block_index[t], t)
+        except MemoryFault:
+            return  # the wait's own load reports it
+        keys = np.asarray(bufs, np.int64) * (1 << 40) + elems
+        for k in np.unique(keys):
+            sel = keys == k
+            state.landings.waited(int(k), t[sel], parity[sel])
 
     def bulk_group(self, op: str, n: int) -> None:
         state = self._state()

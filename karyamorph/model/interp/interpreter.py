@@ -29,6 +29,7 @@ from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.clusters import ClusterState, launch_cluster
 from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, StepLimitError
 from karyamorph.model.interp.geometry import as_dim3, make_geometry
+from karyamorph.model.interp.landing import Landings
 from karyamorph.model.interp.memory import Allocation, Memory
 from karyamorph.model.interp.program import Program, align_up, prepare
 from karyamorph.model.interp.proxyorder import ProxyOrder
@@ -144,6 +145,7 @@ class _Run:
         self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.hopper = HopperState(self.mem, n, self.geo.describe, self.stats)
+        self.hopper.landings = Landings.of(program.decoded, self.mem, n, self.geo.describe)
         self.proxies = ProxyOrder.of(program.decoded, self.mem, n, self.geo.describe) if proxy_order else None
         self.copies.proxies = self.hopper.bulk.proxies = self.hopper.now.proxies = self.proxies
         self.hopper.bulk.async_proxy = self.hopper.now.async_proxy = True
@@ -153,7 +155,7 @@ class _Run:
         self.waits = WaitWatch()
         self.swapped: dict[int, int] = {}  # group -> progress when a wait last let its sibling run
         self.arrays: dict[str, np.ndarray] = {}
-        bind_arguments(program, self.mem, self.arrays, args)
+        bind_arguments(program, self.mem, self.arrays, args, self.hopper.maps)
         kept = variables or {}
         for var in program.variables:  # after the arguments, which keep their own numbering
             data = np.frombuffer(var.data, np.uint8)
@@ -208,6 +210,7 @@ class _Run:
                 members = [s for s in groups if s.block == b]
                 if all(s.state in ("barrier", "done") for s in members):
                     self.stats.barriers += 1
+                    self._synced(b)
                     moved = True
                     for s in members:
                         if s.state == "barrier":
@@ -391,6 +394,8 @@ class _Run:
             present = arr.any(axis=1)
             bad = present & (arr != alv).any(axis=1)
             self.stats.barriers += int(np.count_nonzero(present))
+            for row in np.flatnonzero(present & ~bad):
+                self._synced((g.lo + int(row) * bt) // bt)
         else:
             arr, alv = arriving[None, :], alive[None, :]
             bad = (arr != alv).any(axis=1)
@@ -406,6 +411,12 @@ class _Run:
                 f"(first arriving: {self.geo.describe(base + first_in)}; first missing: "
                 f"{self.geo.describe(base + int(missing[0]))})"
             )
+
+    def _synced(self, block: int) -> None:
+        """A barrier of ``block`` opened: its threads share what their mbarrier waits saw."""
+        if self.hopper.landings is not None:
+            bt = self.geo.block_threads
+            self.hopper.landings.synced(np.arange(block * bt, (block + 1) * bt))
 
     def outputs(self) -> dict[str, np.ndarray]:
         # The launch's memory is dropped after the run, so its buffers become the outputs.

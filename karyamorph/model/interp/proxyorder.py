@@ -41,6 +41,16 @@ ASYNC_READERS = ("wgmma.mma_async", "tcgen05.mma", "tcgen05.cp")
 BULK_COPY = "cp.async.bulk"
 
 
+def shared_bytes(
+    memory: Memory, bufs: np.ndarray, elems: np.ndarray, nbytes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which resolved accesses (buffer ids, elements) of ``nbytes`` are of shared memory, and the
+    bytes they touch there (offsets into every block's shared window)."""
+    sel: np.ndarray = np.asarray(bufs) == len(memory.globals)
+    offsets = np.asarray(elems, np.int64)[sel][:, None] * nbytes + np.arange(nbytes)
+    return sel, offsets.ravel()
+
+
 class ProxyOrderError(ExecutionError):
     """An async-proxy read of shared bytes a generic-proxy write left unfenced."""
 
@@ -87,10 +97,7 @@ class ProxyOrder:
         return cls(memory, n_threads, describe)
 
     def _shared(self, bufs: np.ndarray, elems: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
-        """Which resolved accesses (buffer ids, elements) are of shared memory, and their bytes."""
-        sel: np.ndarray = np.asarray(bufs) == len(self.memory.globals)
-        offsets = np.asarray(elems, np.int64)[sel][:, None] * nbytes + np.arange(nbytes)
-        return sel, offsets.ravel()
+        return shared_bytes(self.memory, bufs, elems, nbytes)
 
     def generic_write(
         self, bufs: np.ndarray, elems: np.ndarray, nbytes: int, threads: np.ndarray, line: int

@@ -23,6 +23,7 @@ from karyamorph.model.interp.errors import MemoryAccessError, ModelLimitError, T
 from karyamorph.model.interp.geometry import Geometry
 from karyamorph.model.interp.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Memory, MemoryFault
 from karyamorph.model.interp.proxyorder import ProxyOrder, reads_async
+from karyamorph.model.interp.tensorcopy import TensorCopyHooks
 from karyamorph.model.interp.tensormem import TensorMemory
 from karyamorph.model.interp.tensormem_scaled import TensorMemScaledHooks
 from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
@@ -84,7 +85,14 @@ class Stats:
 
 
 class GroupExec(
-    WarpHooks, WarpgroupHooks, AsyncHooks, HopperHooks, ClusterHooks, TensorMemScaledHooks, DecodedOperands
+    WarpHooks,
+    WarpgroupHooks,
+    AsyncHooks,
+    HopperHooks,
+    TensorCopyHooks,
+    ClusterHooks,
+    TensorMemScaledHooks,
+    DecodedOperands,
 ):
     """The :class:`~karyamorph.model.semantics.instruction.Exec` of the threads ``[lo, hi)``; the
     interpreter sets ``dec`` and the mask."""
@@ -343,6 +351,9 @@ class GroupExec(
         bufs, elems = self._resolve(space, addr, idx, nb)
         if self.proxies is not None and reads_async(self.dec):
             self.proxies.async_read(bufs, elems, nb, idx + self.lo, self.dec)
+        landings = self.hopper.landings if self.hopper is not None else None
+        if landings is not None:
+            landings.read(bufs, elems, nb, idx + self.lo, self.dec)
         vals = self.memory.gather(bufs, elems, nb)
         self._count(self.stats.bytes_loaded, space, idx.size * nb)
         self._note(space, "ld", addr, idx, nb)
@@ -370,6 +381,8 @@ class GroupExec(
         self.memory.scatter(bufs, elems, vals, nb)
         if self.proxies is not None:
             self.proxies.generic_write(bufs, elems, nb, idx + self.lo, self.dec.line)
+        if self.hopper is not None and self.hopper.landings is not None:
+            self.hopper.landings.written(bufs, elems, nb)
         self._count(self.stats.bytes_stored, space, idx.size * nb)
         self._note(space, "st", addr, idx, nb)
 
@@ -395,6 +408,8 @@ class GroupExec(
         seen = apply_atomics(self.memory, bufs, elems, nb, update, bv, cv, additive)
         if self.proxies is not None:
             self.proxies.generic_write(bufs, elems, nb, idx + self.lo, self.dec.line)
+        if self.hopper is not None and self.hopper.landings is not None:
+            self.hopper.landings.written(bufs, elems, nb)
         if idx is self._all:
             old = seen
         else:

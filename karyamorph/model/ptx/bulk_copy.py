@@ -42,17 +42,18 @@ def _hook(x: Exec[V, B], name: str):  # type: ignore[no-untyped-def]  # a driver
     return hook
 
 
-def _copy(x: Exec[V, B], dst_space: str, src_space: str) -> V:
+def _copy(x: Exec[V, B], dst_space: str, src_space: str, mbar: tuple[V, int] | None = None) -> V:
     dst, dst_bits = x.address("dst")
     src, src_bits = x.address("src")
     size = x.read("size", U32)
-    _hook(x, "bulk_copy")(dst_space, dst, dst_bits, src_space, src, src_bits, size, dst_space == "global")
+    grouped = dst_space == "global"
+    _hook(x, "bulk_copy")(dst_space, dst, dst_bits, src_space, src, src_bits, size, grouped, mbar)
     return size
 
 
 def _load(x: Exec[V, B]) -> None:
-    size = _copy(x, "shared", "global")
     mbar, bits = x.address("mbar")
+    size = _copy(x, "shared", "global", (mbar, bits))
     track(x, "complete_tx", mbar, bits)
     complete_tx(x, mbar, bits, size)
 

@@ -42,6 +42,19 @@ def _vote(x: Exec[V, B]) -> None:
         x.write_pred("d", r)
 
 
+def _elect(x: Exec[V, B]) -> None:
+    # PTX ISA, elect.sync: one leader among the active threads of the mask, "deterministically,
+    # the same leader for the same membermask"; which one is not stated. The model elects the
+    # lowest such lane (d = its lane id, p true in it alone): the leader is a function of the
+    # ballot of the members, so every driver that runs vote.ballot runs it.
+    d = x.D
+    members = x.vote("ballot", d.bconst(True), x.read("mask", U32))
+    lowest = d.and_(members, d.neg(members, 32), 32)
+    leader = d.sub(d.const(31, 32), d.clz(lowest, 32), 32)
+    x.write("d", leader, U32)
+    x.write_pred("p", d.eq(leader, x.lane(), 32))
+
+
 def _approx(op: str) -> Semantics:
     def sem(x: Exec[V, B]) -> None:
         d, t = x.D, x.ty
@@ -95,6 +108,9 @@ CONTROL: tuple[Instr, ...] = (
           min_ptx="6.0", min_target="sm_30",
           type_rule=lambda ts, m: None if (m.get("mode") == "ballot") == (ts[0] == "b32")
           else ".ballot writes .b32, .all/.any/.uni write .pred", doc="warp vote"),
+    Instr("elect", (), (Slot("d", dest=True, pair="p"), _SYNC_MASK), _elect, fixed=("sync",), ntypes=0,
+          kind="warp", min_ptx="8.0", min_target="sm_90",
+          doc="elect one leader lane among the active threads of a mask (the model: the lowest)"),
     Instr("rcp", ("f32", "f64"), D_A, _approx("rcp"), _APPROX_GROUPS,
           type_rule=_approx_rule(True), doc="reciprocal (.rn etc. IEEE, .approx hardware-defined)"),
     Instr("sqrt", ("f32", "f64"), D_A, _approx("sqrt"), _APPROX_GROUPS,

@@ -145,13 +145,18 @@ def _complete_tx(x: Exec[V, B]) -> None:
 
 def _completed(x: Exec[V, B], parity: bool) -> B:
     """Whether the phase the ``state`` (or with ``.parity`` the ``phaseParity``) operand names
-    has completed: the current phase's parity is no longer its parity."""
+    has completed: the current phase's parity is no longer its parity. A driver that tracks
+    what waits order (hook ``mbarrier_waited(addr, bits, parity, done)``) is told."""
     d = x.D
     addr, bits = _track(x, "wait")
     current = field(d, x.load("shared", addr, bits, U64), PHASE)
     token = None if parity else x.read("state", U64)
     waited = d.and_(_u64(x, "state"), d.const(1, 64), 64) if token is None else field(d, token, PHASE)
-    return d.bnot(d.eq(current, waited, 64))
+    done = d.bnot(d.eq(current, waited, 64))
+    hook = getattr(x, "mbarrier_waited", None)  # optional: drivers that order reads after waits
+    if hook is not None:
+        hook(addr, bits, waited, done)
+    return done
 
 
 def _wait_semantics(parity: bool) -> Semantics:

@@ -10,16 +10,18 @@ with sm_120's narrow float formats in ``narrow_convert`` (``cvt`` to and from th
 ue8m0 pairs), ``mma_kinds`` (``mma.sync...kind::f8f6f4``) and ``mma_scaled`` (its
 block-scaled kinds ``mxf8f6f4``, ``mxf4``, ``mxf4nvf4``) and ``matrix_b8`` (the
 ``ldmatrix``/``stmatrix`` forms of 8-, 6- and 4-bit elements that feed them), and Hopper's asynchronous
-machinery in ``mbarrier``, ``bulk_copy`` (non-tensor ``cp.async.bulk``, ``fence.proxy.async``)
+machinery in ``mbarrier``, ``bulk_copy`` (non-tensor ``cp.async.bulk``, ``fence.proxy.async``),
+``tensor_copy`` (``cp.async.bulk.tensor`` through a tensor map)
 and ``cluster`` (clusters of CTAs: their special registers, ``barrier.cluster`` and ``mapa``), and
 Blackwell's tensor memory in ``tcgen05`` (alloc, dealloc, ``32x32b`` loads and stores, waits,
 fences) and ``tcgen05_mma`` (``tcgen05.mma...kind::f16`` for M = 128, ``tcgen05.commit``), with
 the block-scaled kinds in ``tcgen05_scaled`` and ``tcgen05.cp`` in ``tcgen05_copy``;
 this module attaches the laws of :mod:`~karyamorph.model.ptx.laws` and the stated error
-bounds, and assembles :func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a: ``.f16``/``.bf16`` into
-``.f32``, K-major shared memory layouts) is in ``wgmma``; the warp reduction ``redux.sync`` (what
+bounds, and assembles :func:`ptx_machine`. ``wgmma`` (warpgroup MMA, sm_90a: ``.f16``/``.bf16``
+into ``.f32``/``.f16``, descriptors, fragments) is in ``wgmma``, its tf32 and fp8 kinds in
+``wgmma_kinds`` and its 8-bit integer kind in ``wgmma_int``; the warp reduction ``redux.sync`` (what
 CUB and cooperative groups emit for integer reductions) in ``redux``, ``bmsk`` in ``bitmask`` and
-``prmt`` (byte permute) in ``permute``.
+``prmt`` (byte permute) in ``permute``; ``elect.sync`` is in ``control``.
 """
 
 from __future__ import annotations
@@ -56,7 +58,10 @@ from karyamorph.model.ptx.tcgen05 import TCGEN05
 from karyamorph.model.ptx.tcgen05_copy import TCGEN05_COPY
 from karyamorph.model.ptx.tcgen05_mma import TCGEN05_MMA
 from karyamorph.model.ptx.tcgen05_scaled import TCGEN05_SCALED
+from karyamorph.model.ptx.tensor_copy import TENSOR_COPY
 from karyamorph.model.ptx.wgmma import WGMMA
+from karyamorph.model.ptx.wgmma_int import WGMMA_INT
+from karyamorph.model.ptx.wgmma_kinds import WGMMA_KINDS
 from karyamorph.model.ptx.wmma import WMMA
 from karyamorph.model.semantics.instruction import ErrorBound, Instr
 from karyamorph.model.semantics.simt_machine import Machine
@@ -74,12 +79,15 @@ EXTENDED: tuple[Instr, ...] = (
     *MATRIX_B8,
     *MBARRIER,
     *BULK_COPY,
+    *TENSOR_COPY,
     *CLUSTER,
     *TCGEN05,
     *TCGEN05_MMA,
     *TCGEN05_SCALED,
     *TCGEN05_COPY,
     *WGMMA,
+    *WGMMA_KINDS,
+    *WGMMA_INT,
     *REDUX,
     *BITMASK,
     *PERMUTE,

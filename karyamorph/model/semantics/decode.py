@@ -144,6 +144,13 @@ def _match(ins: ast.Instruction, d: Instr) -> Decoded | _Refusal:
             operands[slot.name] = op.first
             operands[slot.pair] = op.second
             continue
+        if slot.kind == "tensor":  # [tensor-map, {c0, c1, ...}]: the map's address, its coordinates
+            coords = op.extra[0] if isinstance(op, ast.Address) and len(op.extra) == 1 else None
+            if not isinstance(op, ast.Address) or not isinstance(coords, ast.Vector) or slot.pair is None:
+                return _Refusal(4, f"operand {slot.name} must be [tensor-map, {{coordinates}}]")
+            operands[slot.name] = ast.Address(op.base, op.offset)
+            operands[slot.pair] = coords
+            continue
         if slot.kind == "addr" and not isinstance(op, ast.Address):
             return _Refusal(4, f"operand {slot.name} must be an address [..]")
         if slot.kind != "addr" and isinstance(op, ast.Address):

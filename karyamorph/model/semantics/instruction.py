@@ -55,10 +55,11 @@ class Slot:
     ----------
     name : str
         How the semantics refer to it (``"d"``, ``"a"``).
-    kind : {"value", "pred", "addr", "label", "imm"}
+    kind : {"value", "pred", "addr", "tensor", "label", "imm"}
         ``value`` takes a register, immediate, symbol or vector; ``pred`` a predicate register
-        (``!%p`` allowed for sources); ``addr`` a ``[...]`` address; ``label`` a branch target;
-        ``imm`` an immediate.
+        (``!%p`` allowed for sources); ``addr`` a ``[...]`` address; ``tensor`` a tensor copy's
+        ``[map, {c0, ...}]``, the map's address under the slot's name and the coordinate vector
+        under ``pair``; ``label`` a branch target; ``imm`` an immediate.
     dest : bool
         Written by the instruction (the frame condition checks nothing else is written).
     optional : bool

@@ -1,7 +1,8 @@
 """Producer/consumer pipelines on an mbarrier through the interpreter: hand-written sm_90a PTX
 (assembled by ptxas where it is installed) in which warp 0 issues a bulk copy and every warp
 waits on the mbarrier's phase, against numpy; waits that never complete end as a deadlock
-report; and nvcc's build of the corpus kernel ``bulk_copy_scale``."""
+report, and a wait that passes before the copy lands as a read of the stage too early; and nvcc's
+build of the corpus kernel ``bulk_copy_scale``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from karyamorph.isa.parser import parse
 from karyamorph.model.interp.asyncproxy import DeadlockError
 from karyamorph.model.interp.errors import ModelLimitError
 from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.interp.landing import LandingError
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 
 M = ptx_machine("sm_90a")
@@ -122,10 +124,23 @@ def test_a_wait_for_the_wrong_parity_stalls_the_lockstep_order_early() -> None:
         _run(1, False, max_steps=20_000)
 
 
-def test_a_wait_for_the_wrong_parity_hangs_a_run_where_every_warp_takes_turns() -> None:
-    # Every warp had its turn and none moved: the kernel's own deadlock, with its witness.
-    with pytest.raises(DeadlockError, match=r"line \d+: mbarrier.try_wait.parity.*every warp takes its turn"):
+def test_a_wait_for_the_wrong_parity_reads_the_stage_before_it_lands() -> None:
+    # In the randomized order a consumer warp reaches its wait before warp 0 issued the copies:
+    # parity 1 then names the phase before the current one, which counts as complete, so the
+    # wait passes at once and the warp reads the stage the copy has yet to land in.
+    with pytest.raises(LandingError, match=r"line \d+: ld\.shared\.f32 .* lands in, before the reader"):
         _run(1, True, max_steps=20_000)
+
+
+def test_a_phase_armed_for_more_bytes_than_come_hangs_a_run_where_every_warp_takes_turns() -> None:
+    # Every warp had its turn and none moved: the kernel's own deadlock, with its witness.
+    src = np.zeros(BLOCKS * 256, np.float32)
+    args = {"src": src, "out": np.zeros_like(src), "parity": 0}
+    ptx = PIPELINE.replace("[%r2], 512;", "[%r2], 1024;")
+    with pytest.raises(DeadlockError, match=r"line \d+: mbarrier.try_wait.parity.*every warp takes its turn"):
+        interpret(
+            parse(ptx), "pipeline", M, (BLOCKS, THREADS, 0), args, randomize_order=True, max_steps=20_000
+        )
 
 
 SPECIALISED = r"""

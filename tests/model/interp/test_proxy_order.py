@@ -112,14 +112,15 @@ def test_tritons_wgmma_matmul_without_its_fence_is_refused_with_the_lines() -> N
 
 
 def test_the_model_stage_fails_a_deadlock_with_the_warps_that_wait(tmp_path: Path) -> None:
-    # Parity 1 names a phase no one completes. The lockstep order stalls (its limit); the stage
-    # runs again with every warp taking turns and reports the hang as the kernel's.
-    (tmp_path / "pipeline.ptx").write_text(PIPELINE)
+    # The first stage's phase is armed for more bytes than its copy brings: no one completes it.
+    # The lockstep order stalls (its limit); the stage runs again with every warp taking turns
+    # and reports the hang as the kernel's.
+    (tmp_path / "pipeline.ptx").write_text(PIPELINE.replace("[%r2], 512;", "[%r2], 1024;"))
     (tmp_path / "pipeline.toml").write_text(
         '[kernel]\nptx = "pipeline.ptx"\nentry = "pipeline"\n\n[launch]\ngrid = [2]\nblock = [128]\n\n'
         '[[args]]\nname = "src"\nrole = "in"\ndtype = "f32"\nshape = [512]\ninit = "randn"\n\n'
         '[[args]]\nname = "out"\nrole = "out"\ndtype = "f32"\nshape = [512]\ninit = "zeros"\n\n'
-        '[[args]]\nname = "parity"\nrole = "scalar"\ndtype = "u32"\nvalue = "1"\n\n'
+        '[[args]]\nname = "parity"\nrole = "scalar"\ndtype = "u32"\nvalue = "0"\n\n'
         '[reference]\ntorch = "(2 * src.reshape(2, 2, 128) + torch.tensor([0.0, 1.0])[:, None]).flatten()"\n'
     )
     kernel = bind(load_spec(tmp_path / "pipeline.toml"))

@@ -33,8 +33,10 @@ ld.global.u32 %r2, [%rd4]; ld.global.u32 %r3, [%rd4+256];
 """
 
 
-def _run(machine: Machine, body: str, inp: np.ndarray, cval: int = 0, **kw: object) -> np.ndarray:
-    mod = parse(_HEAD + body + "\nret;\n}\n", "oracle.ptx")
+def _run(
+    machine: Machine, body: str, inp: np.ndarray, cval: int = 0, target: str = "sm_80", **kw: object
+) -> np.ndarray:
+    mod = parse(_HEAD.replace("sm_80", target) + body + "\nret;\n}\n", "oracle.ptx")
     args = {"inp": inp.astype(np.uint32), "out": np.zeros(2 * N, np.uint32), "cval": np.uint32(cval)}
     return interpret(mod, "k", machine, (1, N, 0), args, **kw).outputs["out"]  # type: ignore[arg-type]
 
@@ -102,6 +104,42 @@ st.global.u32 [%rd5], %r4;""",
                          "ballot": sum(v << k for k, v in enumerate(w))}[mode])  # fmt: skip
         if out[:N].tolist() != want:
             problems.append(f"{form.text} density {density}: {out[:4].tolist()} != {want[:4]}")
+    return problems
+
+
+def _elect(machine: Machine) -> list[str]:
+    # Each warp's member mask from memory; the lanes outside it skip the instruction. The model
+    # elects the lowest member (the PTX ISA says only that the choice is deterministic).
+    problems = []
+    for masks in ((0xFFFFFFFF, 0xFFFFFFFF), (0x80000000, 0x0000F0F0), (0x00010000, 0xFFFF0000)):
+        inp = np.array([masks[t // 32] for t in range(N)] + [0] * N)
+        out = _run(
+            machine,
+            """
+mov.u32 %r7, %laneid;
+shr.u32 %r8, %r2, %r7;
+and.b32 %r8, %r8, 1;
+setp.eq.u32 %p3, %r8, 0;
+mov.u32 %r4, 99;
+mov.u32 %r5, 7;
+@%p3 bra $L_skip;
+elect.sync %r4|%p1, %r2;
+selp.u32 %r5, 1, 0, %p1;
+$L_skip:
+st.global.u32 [%rd5], %r4; st.global.u32 [%rd5+256], %r5;""",
+            inp,
+            target="sm_90",
+        )
+        for t in range(N):
+            m, lane = masks[t // 32], t % 32
+            member = m >> lane & 1
+            leader = (m & -m).bit_length() - 1
+            want = (leader, int(lane == leader)) if member else (99, 7)
+            if (int(out[t]), int(out[N + t])) != want:
+                problems.append(
+                    f"elect.sync mask {m:#x} lane {lane}: {(int(out[t]), int(out[N + t]))} != {want}"
+                )
+                break
     return problems
 
 
@@ -210,6 +248,8 @@ def check_kernel_form(machine: Machine, form: Form) -> list[str]:
         return _vote(machine, form)
     if name == "redux.sync":
         return _redux(machine, form)
+    if name == "elect.sync":
+        return _elect(machine)
     if name in ("bra", "ret", "exit"):
         return _control(machine, form)
     if name in ("bar.sync", "barrier.sync"):

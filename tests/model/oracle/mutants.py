@@ -42,8 +42,9 @@ PTX_MODULES = {
     "narrow_convert": "NARROW_CONVERT", "mma_kinds": "MMA_KINDS", "mma_scaled": "MMA_SCALED",
     "mbarrier": "MBARRIER", "bulk_copy": "BULK_COPY", "cluster": "CLUSTER", "tcgen05": "TCGEN05",
     "tcgen05_mma": "TCGEN05_MMA", "tcgen05_scaled": "TCGEN05_SCALED", "tcgen05_copy": "TCGEN05_COPY",
-    "wgmma": "WGMMA", "bitmask": "BITMASK", "redux": "REDUX",
-    "permute": "PERMUTE",
+    "wgmma": "WGMMA", "wgmma_kinds": "WGMMA_KINDS",
+    "wgmma_int": "WGMMA_INT", "bitmask": "BITMASK", "redux": "REDUX",
+    "permute": "PERMUTE", "tensor_copy": "TENSOR_COPY",
     "matrix_b8": "MATRIX_B8",
 }  # fmt: skip
 

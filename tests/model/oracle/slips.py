@@ -503,6 +503,14 @@ SLIPS: tuple[Slip, ...] = (
     Slip(
         "bar.sync does not wait", C, "_bar", ("bar.sync", "barrier.sync"), "x.barrier(", "(lambda *a: None)("
     ),
+    Slip(
+        "elect.sync elects every member",
+        C,
+        "_elect",
+        ("elect.sync",),
+        'x.write_pred("p", d.eq(leader, x.lane(), 32))',
+        'x.write_pred("p", d.bconst(True))',
+    ),
     Slip("bra does not branch", C, "_bra", ("bra",), 'x.branch("target", bool(x.mod("uni")))', "None"),
     Slip("exit does not end the thread", C, "_exit", ("exit", "ret"), "x.exit()", "None"),
     Slip(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.model.oracle.mutants import Slip
 
-MBAR, BULK, CLUSTER = "ptx.mbarrier", "ptx.bulk_copy", "ptx.cluster"
+MBAR, BULK, CLUSTER, TENSOR = "ptx.mbarrier", "ptx.bulk_copy", "ptx.cluster", "ptx.tensor_copy"
 WAITS = ("mbarrier.test_wait", "mbarrier.test_wait.parity", "mbarrier.try_wait", "mbarrier.try_wait.parity")
 TX = ("mbarrier.arrive.expect_tx", "mbarrier.expect_tx", "mbarrier.complete_tx")
 
@@ -48,8 +48,8 @@ HOPPER_SLIPS: tuple[Slip, ...] = (
         MBAR,
         "_completed",
         WAITS,
-        "return d.bnot(d.eq(current, waited, 64))",
-        "return d.eq(current, waited, 64)",
+        "done = d.bnot(d.eq(current, waited, 64))",
+        "done = d.eq(current, waited, 64)",
     ),
     Slip(
         "mbarrier.pending_count reads the expected count",
@@ -154,5 +154,29 @@ HOPPER_SLIPS: tuple[Slip, ...] = (
         ("mapa",),
         "d.or_(field, offset, t.bits)",
         "offset",
+    ),
+    Slip(
+        "a tensor copy completes no transactions",
+        TENSOR,
+        "_load",
+        ("cp.async.bulk.tensor",),
+        "complete_tx(x, mbar, bits, nbytes)",
+        "None",
+    ),
+    Slip(
+        "a tensor load reads the coordinates innermost last",
+        TENSOR,
+        "_coords",
+        ("cp.async.bulk.tensor",),
+        'return [x.read("coords", S32, i) for i in range(rank)]',
+        'return [x.read("coords", S32, rank - 1 - i) for i in range(rank)]',
+    ),
+    Slip(
+        "a tensor store writes nothing",
+        TENSOR,
+        "_store",
+        ("cp.async.bulk.tensor",),
+        '_hook(x)("store", src, src_bits, tmap, tmap_bits, _coords(x))',
+        "None",
     ),
 )

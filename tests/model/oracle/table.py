@@ -39,6 +39,9 @@ from tests.model.oracle.tcgen05 import NAMES as TCGEN05
 from tests.model.oracle.tcgen05 import check_tcgen05, knows_tcgen05
 from tests.model.oracle.tcgen05_scaled import NAMES as TCGEN05_MMA
 from tests.model.oracle.tcgen05_scaled import check_tcgen05_family, knows_tcgen05_family
+from tests.model.oracle.tensor_copy import NAMES as TENSOR_COPY
+from tests.model.oracle.tensor_copy import check as check_tensor_copy
+from tests.model.oracle.tensor_copy import knows as knows_tensor_copy
 from tests.model.oracle.wgmma import NAMES as WGMMA
 from tests.model.oracle.wgmma import check_wgmma, knows_wgmma
 from tests.model.oracle.wmma import check_wmma, knows_wmma
@@ -146,7 +149,7 @@ class FormCheck:
 FORM_CHECKS: dict[str, FormCheck] = {
     **{name: FormCheck(check_memory) for name in ("ld", "st", "cvta", "atom", "red")},
     **{name: FormCheck(check_kernel_form) for name in ("bra", "ret", "exit", "bar.sync", "barrier.sync")},
-    **{name: FormCheck(check_kernel_form) for name in ("shfl.sync", "vote.sync", "redux.sync")},
+    **{name: FormCheck(check_kernel_form) for name in ("shfl.sync", "vote.sync", "redux.sync", "elect.sync")},
     **{name: FormCheck(check_matrix, knows_matrix) for name in ("ldmatrix.sync", "stmatrix.sync")},
     "mma.sync": FormCheck(_check_mma, _knows_mma),
     **{f"wmma.{op}.sync": FormCheck(check_wmma, knows_wmma) for op in ("load", "store", "mma")},
@@ -154,6 +157,7 @@ FORM_CHECKS: dict[str, FormCheck] = {
        for name in ("cp.async", "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all")},
     **{name: FormCheck(check_calls, knows_calls) for name in ("call", "trap", "bar.warp.sync")},
     **{name: FormCheck(check_hopper, knows_hopper) for name in HOPPER},
+    **{name: FormCheck(check_tensor_copy, knows_tensor_copy) for name in TENSOR_COPY},
     **{name: FormCheck(check_mapa, knows_mapa) for name in CLUSTERS},
     **{name: FormCheck(check_tcgen05, knows_tcgen05) for name in TCGEN05},
     **{name: FormCheck(check_tcgen05_family, knows_tcgen05_family) for name in TCGEN05_MMA},
