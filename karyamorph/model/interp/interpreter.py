@@ -27,11 +27,11 @@ from karyamorph.model.interp.asynccopy import AsyncCopies
 from karyamorph.model.interp.asyncproxy import HopperState, WaitWatch, deadlock
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.clusters import ClusterState, launch_cluster
-from karyamorph.model.interp.errors import DivergentBarrierError, LaunchError, StepLimitError
+from karyamorph.model.interp.errors import DivergentBarrierError, StepLimitError
 from karyamorph.model.interp.geometry import as_dim3, make_geometry
 from karyamorph.model.interp.landing import Landings
-from karyamorph.model.interp.memory import Allocation, Memory
-from karyamorph.model.interp.program import Program, align_up, prepare
+from karyamorph.model.interp.launch_memory import bind_variables, launch_memory
+from karyamorph.model.interp.program import Program, prepare
 from karyamorph.model.interp.proxyorder import ProxyOrder
 from karyamorph.model.interp.simt import GroupExec, Stats
 from karyamorph.model.interp.spin import SpinWatch, refuse_grid_sync
@@ -125,24 +125,7 @@ class _Run:
             and machine.scheduling == "its"
             and not any(d.instr.kind == "warp" for d in program.decoded)
         )
-        shared_total = program.static_shared
-        for offset in program.shared_symbols.values():
-            if offset >= program.static_shared:
-                shared_total = max(shared_total, offset + shared_bytes)
-        limit = machine.resources().max_shared_memory_per_block_bytes
-        if shared_total > limit:
-            raise LaunchError(
-                f"{program.fn.name}: {shared_total} bytes of shared memory per block exceed "
-                f"{limit} on {machine.arch}"
-            )
-        param = Allocation(
-            "params",
-            "param",
-            0,
-            program.param_size,
-            np.zeros(max(16, align_up(program.param_size, 16)), np.uint8),
-        )
-        self.mem = Memory([], shared_total, nb, self.geo.block_threads, program.local_size, n, param)
+        self.mem = launch_memory(program, machine, self.geo, shared_bytes)
         self.copies = AsyncCopies(self.mem, n, self.geo.describe, self.stats)
         self.hopper = HopperState(self.mem, n, self.geo.describe, self.stats)
         self.hopper.landings = Landings.of(program.decoded, self.mem, n, self.geo.describe)
@@ -156,16 +139,7 @@ class _Run:
         self.swapped: dict[int, int] = {}  # group -> progress when a wait last let its sibling run
         self.arrays: dict[str, np.ndarray] = {}
         bind_arguments(program, self.mem, self.arrays, args, self.hopper.maps)
-        kept = variables or {}
-        for var in program.variables:  # after the arguments, which keep their own numbering
-            data = np.frombuffer(var.data, np.uint8)
-            if var.name in kept:  # .const too: the host may set it (cudaMemcpyToSymbol)
-                data = np.asarray(kept[var.name], np.uint8).reshape(-1)
-                if data.size != var.size:
-                    given = f"{data.size} bytes given, it has {var.size}"
-                    raise LaunchError(f"module variable {var.name}: {given}")
-            alloc = self.mem.add_global(var.name, data, var.space)
-            program.globals[var.name] = alloc.base
+        bind_variables(program, self.mem, variables or {})  # after the arguments: their numbering
         self.regs: dict[str, np.ndarray] = {
             name: np.zeros(n, UINT[t.bits] if t.kind != "pred" else np.bool_)
             for name, t in program.registers.items()
@@ -415,8 +389,7 @@ class _Run:
     def _synced(self, block: int) -> None:
         """A barrier of ``block`` opened: its threads share what their mbarrier waits saw."""
         if self.hopper.landings is not None:
-            bt = self.geo.block_threads
-            self.hopper.landings.synced(np.arange(block * bt, (block + 1) * bt))
+            self.hopper.landings.synced(block * self.geo.block_threads + np.arange(self.geo.block_threads))
 
     def outputs(self) -> dict[str, np.ndarray]:
         # The launch's memory is dropped after the run, so its buffers become the outputs.
