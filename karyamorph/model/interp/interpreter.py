@@ -443,8 +443,8 @@ def interpret(
     observe
         Called after each memory access resolves, as ``observe(group, threads, buffers,
         elements, nbytes)``: the executing :class:`~karyamorph.model.interp.simt.GroupExec` (its
-        ``dec.line``, and in the randomized order its ``phase``: barriers passed), the linear
-        thread indices, and buffer ids and element indices as :meth:`Memory.resolve` gives them.
+        ``dec.line``, in the randomized order its ``phase``: barriers passed), the linear thread
+        indices, buffer ids and elements as :meth:`~karyamorph.model.interp.memory.Memory.resolve`.
     interleave
         With ``randomize_order``: switch between groups at random instructions (not only at
         barriers), and under the machine's ``its`` scheduling make every thread its own group
