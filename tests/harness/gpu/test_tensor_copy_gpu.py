@@ -18,10 +18,10 @@ from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
-from karyamorph.kernel.tensormap import TensorMap, TensorMapArg
+from karyamorph.kernel.tensormap import TensorMap
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.ptx.ptx_machine import ptx_machine
-from tests.model.oracle.tma import CASES, box_bytes, case, dump_ptx
+from tests.model.oracle.tma import CASES, box_bytes, case, dump_args, dump_ptx
 
 DEVICE = current_device()
 pytestmark = [
@@ -99,15 +99,8 @@ def _on_gpu(spec_path: Path, src: np.ndarray) -> np.ndarray:
 
 
 def _on_model(src: np.ndarray, tm: TensorMap, coords: tuple[int, ...], offset: int) -> np.ndarray:
-    args = {
-        "tmap": TensorMapArg(src, tm),
-        "out": np.zeros(tm.box_bytes // 4, np.uint32),
-        "nbytes": tm.box_bytes,
-    }
-    args.update({f"c{d}": c & 0xFFFFFFFF for d, c in enumerate(coords)})
-    got = interpret(
-        parse(dump_ptx(tm.rank, offset=offset)), "tma_dump", ptx_machine("sm_90a"), (1, 128, 0), args
-    )
+    mod = parse(dump_ptx(tm.rank, offset=offset))
+    got = interpret(mod, "tma_dump", ptx_machine("sm_90a"), (1, 128, 0), dump_args(src, tm, coords))
     return got.outputs["out"].view(np.uint8)
 
 

@@ -18,7 +18,7 @@ from karyamorph.model.interp.proxyorder import ProxyOrderError
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.decode import UnmodeledError
 from tests.model.oracle.tensor_copy import store_ptx
-from tests.model.oracle.tma import CASES, box_bytes, case, dump_ptx
+from tests.model.oracle.tma import CASES, box_bytes, case, dump_args, dump_ptx
 
 M = ptx_machine("sm_90a")
 
@@ -35,10 +35,7 @@ def _launch(
 ):  # type: ignore[no-untyped-def]
     """The dump kernel of ``tm.rank`` (or ``ptx``) on one CTA: the box at ``coords``, the mbarrier
     armed for ``nbytes`` (default: the box's), ``span`` bytes dumped (default: the box's span)."""
-    span = tm.shared_bytes if span is None else span
-    args = {"tmap": TensorMapArg(src, tm), "out": np.zeros(max(span // 4, 1), np.uint32),
-            "nbytes": tm.box_bytes if nbytes is None else nbytes, "span": span}  # fmt: skip
-    args.update({f"c{d}": c & 0xFFFFFFFF for d, c in enumerate(coords)})
+    args = dump_args(src, tm, coords, nbytes=nbytes, span=span)
     return interpret(
         parse(ptx or dump_ptx(tm.rank)), "tma_dump", M, (1, 128, 0), args, randomize_order=randomize
     )

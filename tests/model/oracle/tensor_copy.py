@@ -15,7 +15,7 @@ from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.semantics.simt_machine import Machine
 from tests.model.oracle.expect import NotCovered
 from tests.model.oracle.runner import Form
-from tests.model.oracle.tma import box_bytes, dump_ptx
+from tests.model.oracle.tma import box_bytes, dump_args, dump_ptx
 
 NAMES = ("cp.async.bulk.tensor",)
 SHAPES = {1: (40,), 2: (6, 40), 3: (3, 5, 40), 4: (2, 3, 2, 40), 5: (2, 2, 2, 3, 40)}
@@ -49,10 +49,8 @@ def _load_problems(machine: Machine, text: str, rank: int) -> list[str]:
         tm = TensorMap.of_array(shape, 4, box, swizzle=swizzle)
         for x, y in CORNERS:
             coords = (x, *(y for _ in shape[:-1]))
-            args = {"tmap": TensorMapArg(src, tm), "out": np.zeros(tm.shared_bytes // 4, np.uint32),
-                    "nbytes": tm.box_bytes, "span": tm.shared_bytes}  # fmt: skip
-            args.update({f"c{d}": c & 0xFFFFFFFF for d, c in enumerate(coords)})
             mod = parse(dump_ptx(rank, copy=text))
+            args = dump_args(src, tm, coords)
             got = interpret(mod, "tma_dump", machine, (1, 128, 0), args).outputs["out"].view(np.uint8)
             if not np.array_equal(got, box_bytes(src, tm, coords)):
                 problems.append(f"{text}: box at {coords} (swizzle {swizzle}) differs from the oracle")

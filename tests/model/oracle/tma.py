@@ -8,7 +8,8 @@ import itertools
 
 import numpy as np
 
-from karyamorph.kernel.tensormap import TensorMap
+from karyamorph.kernel.tensormap import TensorMap, TensorMapArg
+from karyamorph.model.interp.arguments import KernelArg
 
 SHARED_BYTES = 16384
 """The dump kernel's shared buffer (1024-byte aligned): the largest box it takes."""
@@ -43,6 +44,28 @@ def box_bytes(src: np.ndarray, tm: TensorMap, coords: tuple[int, ...]) -> np.nda
         moved = a ^ (((a >> 7) & ((1 << bits) - 1)) << 4)
         out[moved : moved + 16] = linear[a : a + 16]
     return np.frombuffer(bytes(out), np.uint8)
+
+
+def dump_args(
+    src: np.ndarray,
+    tm: TensorMap,
+    coords: tuple[int, ...],
+    *,
+    nbytes: int | None = None,
+    span: int | None = None,
+) -> dict[str, KernelArg]:
+    """The arguments of :func:`dump_ptx`'s kernel: the map of ``src``, the box at ``coords``
+    (innermost first), the mbarrier armed for ``nbytes`` (default: the box's bytes) and ``span``
+    bytes dumped (default: the shared bytes the box spans)."""
+    span = tm.shared_bytes if span is None else span
+    args: dict[str, KernelArg] = {
+        "tmap": TensorMapArg(src, tm),
+        "out": np.zeros(max(span // 4, 1), np.uint32),
+        "nbytes": tm.box_bytes if nbytes is None else nbytes,
+        "span": span,
+    }
+    args.update({f"c{d}": c & 0xFFFFFFFF for d, c in enumerate(coords)})
+    return args
 
 
 def dump_ptx(
