@@ -33,7 +33,8 @@ def rewrites_command(
     from karyamorph.isa.arch import Arch
     from karyamorph.kernel.bound import bind
     from karyamorph.kernel.spec import SpecError
-    from karyamorph.model.rewrite import REWRITES, block_fixed, candidates, prove, rewrite_named
+    from karyamorph.model.rewrite import REWRITES, block_fixed, candidates, rewrite_named
+    from karyamorph.search.kept_proofs import prove_kept
     from karyamorph.search.templates.from_spec import model_sizes
     from karyamorph.table import table
 
@@ -50,7 +51,8 @@ def rewrites_command(
             known = ", ".join((*REWRITES, "ld.nc:BUFFER"))
             raise SpecError("--only", f"no rewrite named {exc.args[0]} (known: {known})") from None
     machine_arch = Arch.parse(arch).canonical.base.name if arch else None  # else the PTX's .target
-    verdicts = [prove(spec, r, at, arch=machine_arch, timeout_ms=int(timeout_s * 1000)) for r in proposed]
+    limit = int(timeout_s * 1000)
+    verdicts = [prove_kept(spec, r, at, arch=machine_arch, timeout_ms=limit) for r in proposed]
     if fmt == "json":
         rows = [{**v.as_dict(), "changes": r.changes, "condition": r.condition}
                 for r, v in zip(proposed, verdicts, strict=True)]  # fmt: skip

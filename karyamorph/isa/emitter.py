@@ -76,6 +76,16 @@ class Emitter:
         self._params.append(ast.Param(name, "u64", ptr_space=space, ptr_align=align, is_ptr=True))
         return sym
 
+    def param_bytes(self, name: str, count: int, *, align: int) -> ast.Symbol:
+        """Declare ``.param .align A .b8 name[count]``: bytes passed by value (a TMA tensor map,
+        a struct); its address is ``mov.b32 r, name`` then ``cvta.param``."""
+        sym = self._claim(name, "parameter")
+        if count < 1 or align < 1 or align & (align - 1):
+            problem = f"{count} bytes aligned to {align}: need at least one byte and a power of two"
+            raise self._error(f".param {name}", problem)
+        self._params.append(ast.Param(name, "b8", align=align, dims=(count,)))
+        return sym
+
     def shared(self, name: str, type_: str, count: int, *, align: int | None = None) -> ast.Symbol:
         """Declare a static ``.shared`` array of ``count`` elements in the kernel."""
         return self._array("shared", name, type_, count, align)

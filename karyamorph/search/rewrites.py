@@ -32,10 +32,10 @@ from karyamorph.model.rewrite import (
     RewriteVerdict,
     block_fixed,
     candidates,
-    prove,
     rewrite_named,
     rewritten_spec,
 )
+from karyamorph.search.kept_proofs import prove_kept
 from karyamorph.search.outcome import Failure, Outcome
 from karyamorph.search.session import GatedEvaluator, SearchSetupError
 from karyamorph.search.space import Parameter, Value
@@ -189,7 +189,7 @@ class RewriteGate:
             search = self.search
             name = str(config[AXIS])
             original = search.base.spec(_without(config), search.arch, search.base.check_sizes)
-            self.proofs[key] = prove(original, rewrite_named(name), arch=search.arch.canonical.base.name)
+            self.proofs[key] = prove_kept(original, rewrite_named(name), arch=search.arch.canonical.base.name)
         return self.proofs[key]
 
 

@@ -82,7 +82,7 @@ def search_setup(
     make_strategy(strategy)
     found = None if rewrites else resolve_source(source)
     device = current_device()
-    target = search_arch(arch, device)
+    target = search_arch(arch, device, found.template if found is not None else None)
     return device, target, found or resolve_source(source, rewrites_for=target)
 
 

@@ -102,8 +102,10 @@ class GatedEvaluator(Evaluator, Protocol):
     last: dict[str, Any]
 
 
-def search_arch(arch: str | None, device: DeviceInfo | None) -> Arch:
-    """The arch a search builds its variants for: ``arch`` as given, else the GPU's.
+def search_arch(arch: str | None, device: DeviceInfo | None, template: Template | None = None) -> Arch:
+    """The arch a search builds its variants for: ``arch`` as given, else the GPU's, or the
+    architecture-specific target of the GPU's compute capability that ``template`` requires
+    (``hopper_gemm``'s sm_90a on an H100 or H200).
 
     Raises
     ------
@@ -117,7 +119,12 @@ def search_arch(arch: str | None, device: DeviceInfo | None) -> Arch:
     if device is None:
         raise SearchSetupError("no GPU was found to take the arch from: pass --arch (sm_90 for an H100 or "
                                "an H200); a search times its variants on a GPU of that arch")  # fmt: skip
-    return Arch.parse(device.arch)
+    gpu = Arch.parse(device.arch)
+    if template is not None and template.requires:
+        required = Arch.parse(template.requires)
+        if required.compute_capability == gpu.compute_capability and required.suffix == "a":
+            return required
+    return gpu
 
 
 def check_request(request: SearchRequest, device: DeviceInfo | None) -> DeviceInfo:

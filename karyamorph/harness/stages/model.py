@@ -16,7 +16,8 @@ from karyamorph.kernel.expressions import names as expression_names
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, LaunchRanges, SpecError, struct_layout
 from karyamorph.model.check.anylaunch import check_any_launch
 from karyamorph.model.check.anylaunch import proved_blocks as any_launch_blocks
-from karyamorph.model.check.checker import InputRange, check
+from karyamorph.model.check.checker import FiniteFloats, InputRange, ValueRange, check
+from karyamorph.model.check.inputranges import EXPONENTS  # the float types with NaN
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.check.witnesses import UserTerms
 from karyamorph.model.interp.asyncproxy import DEADLOCK
@@ -51,16 +52,22 @@ def check_inputs(kernel: BoundKernel, entry: ast.Function) -> tuple[dict[str, in
     return buffers, scalars
 
 
-def input_ranges(kernel: BoundKernel, entry: ast.Function) -> dict[str, InputRange]:
-    """The values the spec's integer input buffers hold at launch, by .param name: what
-    ``randint(lo, hi)`` draws, ``zeros`` and ``ones``, and ``arange``'s indices (which wrap at
-    the dtype's largest value + 1). A float dtype, an integer ``randn`` or ``rand`` (any bits) and
-    an output (poisoned before the launch) give none."""
-    out: dict[str, InputRange] = {}
+def input_ranges(kernel: BoundKernel, entry: ast.Function) -> dict[str, ValueRange]:
+    """The values the spec's input buffers hold at launch, by .param name: for an integer dtype,
+    what ``randint(lo, hi)`` draws, ``zeros`` and ``ones``, and ``arange``'s indices (which wrap
+    at the dtype's largest value + 1); for a float dtype, finite values (every init: ``arange``
+    only short of the dtype's largest finite value). An integer ``randn`` or ``rand`` (any bits)
+    and an output (poisoned before the launch) give none."""
+    out: dict[str, ValueRange] = {}
     for arg, name in _named(kernel, entry):
-        if not arg.is_pointer or arg.role == "out" or arg.dtype.kind == "f":
+        if not arg.is_pointer or arg.role == "out":
             continue
         init = arg.init
+        if arg.dtype.kind == "f":
+            overflows = init.kind == "arange" and kernel.elements(arg) - 1 > arg.dtype.float_max
+            if arg.dtype.name in EXPONENTS and not overflows:
+                out[name] = FiniteFloats(arg.dtype.name)
+            continue
         if init.kind == "randint":
             low, high = init.low, init.high
         elif init.kind in ("zeros", "ones"):

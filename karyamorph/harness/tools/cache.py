@@ -39,15 +39,30 @@ def cached_text(kind: str, parts: Sequence[bytes | str], compute: Callable[[], s
     takes for a small kernel; the same cubin (same PTX, arch, options, ptxas) always gives the
     same SASS, so its text is kept by content hash. A cache that cannot be written is skipped.
     """
+    text = read_cached(kind, parts)
+    if text is None:
+        text = compute()
+        write_cached(kind, parts, text)
+    return text
+
+
+def read_cached(kind: str, parts: Sequence[bytes | str]) -> str | None:
+    """The text kept for ``parts`` under ``kind``, or None (none kept, or caching is off)."""
     folder = cache_dir()
     if folder is None:
-        return compute()
-    path = folder / kind / f"{cache_key(parts)}.txt"
+        return None
     try:
-        return path.read_text()
+        return (folder / kind / f"{cache_key(parts)}.txt").read_text()
     except (OSError, UnicodeDecodeError):
-        pass
-    text = compute()
+        return None
+
+
+def write_cached(kind: str, parts: Sequence[bytes | str], text: str) -> None:
+    """Keep ``text`` for ``parts`` under ``kind``; a cache that cannot be written is skipped."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    path = folder / kind / f"{cache_key(parts)}.txt"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Write then rename: a reader never sees half a file, even with concurrent writers.
@@ -57,4 +72,3 @@ def cached_text(kind: str, parts: Sequence[bytes | str], compute: Callable[[], s
         os.replace(tmp, path)
     except OSError:
         pass
-    return text

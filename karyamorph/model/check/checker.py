@@ -25,7 +25,7 @@ from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
 from karyamorph.model.check.clusters import cluster_reason
 from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
-from karyamorph.model.check.inputranges import InputRange
+from karyamorph.model.check.inputranges import FiniteFloats, InputRange, ValueRange
 from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.memvalues import bind, settle
 from karyamorph.model.check.pairs import check_race, plan_race
@@ -51,7 +51,10 @@ CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
 PLANS = {"bounds": plan_bounds, "race": plan_race, "barrier": plan_barrier}
 Dim = int | tuple[int, ...]
 
-__all__ = ["CHECKS", "EquivInstance", "InputRange", "Side", "UserTerms", "check", "check_equivalence"]
+__all__ = [
+    "CHECKS", "EquivInstance", "FiniteFloats", "InputRange", "Side", "UserTerms", "ValueRange", "check",
+    "check_equivalence",
+]  # fmt: skip
 
 
 def check(
@@ -73,7 +76,7 @@ def check(
     zeroed: Sequence[str] = (),
     structs: Mapping[str, StructLayout] | None = None,
     host_constants: bool = False,
-    input_ranges: Mapping[str, InputRange] | None = None,
+    input_ranges: Mapping[str, ValueRange] | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -135,7 +138,8 @@ def check(
         witness names, instead of their initializers.
     input_ranges
         The values the elements of input buffers hold, by parameter name (a spec's
-        ``randint(lo, hi)``: :class:`~karyamorph.model.check.inputranges.InputRange`). A buffer no
+        ``randint(lo, hi)``: :class:`~karyamorph.model.check.inputranges.InputRange`; its
+        ``randn`` of floats: :class:`~karyamorph.model.check.inputranges.FiniteFloats`). A buffer no
         thread writes is read as an input, and each load of one of its elements is assumed to
         read a value in the range: the verdicts hold for such inputs only, and a witness names
         values within them. None (the default): every value.
@@ -209,8 +213,9 @@ def check(
     serve(enc, tickets)
     bind(enc, settled)
     enc.strict = strict
+    finite = frozenset(b for b, r in (input_ranges or {}).items() if isinstance(r, FiniteFloats))
     enc.stores = WarpStores(
-        program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline
+        program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline, finite
     )
     replayed = [0.0]  # seconds spent replaying: not part of a check's time
     # Witness inputs name elements in units of the loads that read them.
@@ -245,10 +250,7 @@ def check(
     if trace.inputs:
         notes.append(f"for every value of {', '.join(sorted(trace.inputs))}")
     words = (names or UserTerms()).names
-    notes += [
-        f"assuming the elements of {words.get(b, b)} are {r.low} to {r.high - 1}"
-        for b, r in sorted(enc.ranged.items())
-    ]
+    notes += [f"assuming the elements of {words.get(b, b)} are {r}" for b, r in sorted(enc.ranged.items())]
     out = []
     for p in properties:
         t1 = time.perf_counter()

@@ -20,7 +20,7 @@ import z3
 from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 
 from karyamorph.model.check.accesses import Access, BarrierEvent, Trace, coord_constraints
-from karyamorph.model.check.inputranges import InputRange, range_facts
+from karyamorph.model.check.inputranges import ValueRange, range_facts
 from karyamorph.model.check.intquery import NotLinear, Outcome, QuerySolver
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.symexec import Term, provenance
@@ -111,7 +111,7 @@ class Encoding:
     stores: WarpStores | None = None  # proves such stores (None: none are benign)
     readonly: dict[int, str] = field(default_factory=dict)  # global window -> buffer no thread writes
     sweep: Sweep | None = None  # every thread's values of coordinate-only terms
-    ranged: dict[str, InputRange] = field(default_factory=dict)  # input ranges some load assumes
+    ranged: dict[str, ValueRange] = field(default_factory=dict)  # input ranges some load assumes
     _cache: dict[int, tuple[Bool, Outcome]] = field(default_factory=dict)
 
     @staticmethod
@@ -120,7 +120,7 @@ class Encoding:
         scheduling: str,
         timeout_ms: int,
         deadline: float | None = None,
-        ranges: Mapping[str, InputRange] | None = None,
+        ranges: Mapping[str, ValueRange] | None = None,
     ) -> Encoding:
         """The encoding of ``trace``; ``ranges``: the values of read-only input buffers (by
         buffer name) the verdicts may assume (None: every value)."""

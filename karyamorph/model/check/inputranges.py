@@ -2,10 +2,11 @@
 
 A kernel that indexes with a value it loads (a gather ``table[idx[i]]``, a label picking a logit)
 is in bounds only for some inputs. A spec says which inputs it is run with: ``randint(lo, hi)``
-fills a buffer with ``lo`` to ``hi - 1``. Those ranges become facts about the terms that stand for
-the read-only loads of such a buffer (``idx.u32(addr)``), so a verdict holds for the inputs the
-spec describes, and a witness names input values within them. Without ranges nothing is assumed:
-the verdict holds for every input.
+fills a buffer with ``lo`` to ``hi - 1``; ``randn`` fills a float buffer with finite values (no
+NaN, no infinity). Those ranges become facts about the terms that stand for the read-only loads
+of such a buffer (``idx.u32(addr)``), so a verdict holds for the inputs the spec describes, and a
+witness names input values within them. Without ranges nothing is assumed: the verdict holds for
+every input.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class InputRange:
                 f"range {self.low}..{self.high - 1} is empty or does not fit a {bits}-bit {kind} element"
             )
 
+    def __str__(self) -> str:
+        return f"{self.low} to {self.high - 1}"
+
     def holds(self, value: BitVec) -> Bool:
         """``low <= value < high`` for a term of the element's width."""
         w = value.size()
@@ -58,9 +62,51 @@ class InputRange:
         return z3.And(z3.ULE(lo, value), z3.ULE(value, top))
 
 
+EXPONENTS = {"f16": (14, 10), "bf16": (14, 7), "f32": (30, 23), "f64": (62, 52)}
+"""The exponent field (high bit, low bit) of each IEEE float element type with NaN and infinity."""
+
+
+@dataclass(frozen=True, slots=True)
+class FiniteFloats:
+    """Every element of one float input buffer is finite at launch: its exponent field is not all
+    ones (neither NaN nor an infinity). What ``randn``, ``rand``, ``zeros``, ``ones`` and
+    ``arange`` fill a float buffer with.
+
+    Parameters
+    ----------
+    dtype
+        The element type, one of :data:`EXPONENTS`.
+    """
+
+    dtype: str
+
+    def __post_init__(self) -> None:
+        if self.dtype not in EXPONENTS:
+            raise ValueError(
+                f"{self.dtype} has no NaN or infinity to rule out (known: {', '.join(EXPONENTS)})"
+            )
+
+    @property
+    def element_bytes(self) -> int:
+        return (EXPONENTS[self.dtype][0] + 2) // 8
+
+    def __str__(self) -> str:
+        return f"finite {self.dtype} values (no NaN, no infinity)"
+
+    def holds(self, value: BitVec) -> Bool:
+        """The exponent field of ``value`` (a term of the element's width) is not all ones."""
+        high, low = EXPONENTS[self.dtype]
+        field_ = z3.Extract(high, low, value)
+        return field_ != z3.BitVecVal((1 << (high - low + 1)) - 1, high - low + 1)
+
+
+ValueRange = InputRange | FiniteFloats
+"""What a spec's init says of the values of an input buffer."""
+
+
 def range_facts(
     loads: Sequence[tuple[Access, str, int]],
-    ranges: Mapping[str, InputRange],
+    ranges: Mapping[str, ValueRange],
     layout: Layout,
     other: Callable[[BitVec], BitVec],
 ) -> list[tuple[str, Bool]]:

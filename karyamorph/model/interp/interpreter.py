@@ -27,6 +27,7 @@ from karyamorph.model.interp.asynccopy import AsyncCopies
 from karyamorph.model.interp.asyncproxy import HopperState, WaitWatch, deadlock
 from karyamorph.model.interp.budget import ModelBudget
 from karyamorph.model.interp.clusters import ClusterState, launch_cluster
+from karyamorph.model.interp.divergence import pending_side
 from karyamorph.model.interp.errors import DivergentBarrierError, StepLimitError
 from karyamorph.model.interp.geometry import as_dim3, make_geometry
 from karyamorph.model.interp.landing import Landings
@@ -306,16 +307,15 @@ class _Run:
                 return "waiting"
             elif ctl[0] == "suspend":  # a failed try_wait: the other groups run first
                 e.pc += 1
-                other = stack[-2] if len(stack) > 1 else None
-                sibling = other is not None and other.rpc == e.rpc and other.pc != other.rpc
-                if sibling and self.swapped.get(g.lo) != self._progress():
-                    # The other side of a divergent branch (warp specialisation: producers
+                side = pending_side(stack)
+                if side is not None and self.swapped.get(g.lo) != self._progress():
+                    # Another side of a divergent branch (warp specialisation: producers
                     # and consumers) runs first; the waiting side resumes after it. Running
                     # alone, WaitWatch ends waits that take turns without progress; else the
                     # group hands over once the turns make none.
                     if not whole:
                         self.swapped[g.lo] = self._progress()
-                    stack[-1], stack[-2] = stack[-2], stack[-1]
+                    stack.append(stack.pop(side))
                 elif not whole:
                     return "waiting"
             else:

@@ -54,6 +54,7 @@ from karyamorph.model.ptx.narrow_convert import NARROW_CONVERT
 from karyamorph.model.ptx.packed import PACKED_F32
 from karyamorph.model.ptx.permute import PERMUTE
 from karyamorph.model.ptx.redux import REDUX
+from karyamorph.model.ptx.setmaxnreg import SETMAXNREG
 from karyamorph.model.ptx.tcgen05 import TCGEN05
 from karyamorph.model.ptx.tcgen05_copy import TCGEN05_COPY
 from karyamorph.model.ptx.tcgen05_mma import TCGEN05_MMA
@@ -86,6 +87,7 @@ EXTENDED: tuple[Instr, ...] = (
     *TCGEN05_SCALED,
     *TCGEN05_COPY,
     *WGMMA,
+    *SETMAXNREG,
     *WGMMA_KINDS,
     *WGMMA_INT,
     *REDUX,

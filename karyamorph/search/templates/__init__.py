@@ -14,6 +14,8 @@ from karyamorph.search.templates.fp8_gemm import TEMPLATE as FP8_GEMM
 from karyamorph.search.templates.from_file import TemplateFileError, python_template
 from karyamorph.search.templates.from_spec import spec_template
 from karyamorph.search.templates.hgemm import TEMPLATE as HGEMM
+from karyamorph.search.templates.hopper_gemm import FP8_TEMPLATE as HOPPER_FP8_GEMM
+from karyamorph.search.templates.hopper_gemm import TEMPLATE as HOPPER_GEMM
 from karyamorph.search.templates.reduction import TEMPLATE as REDUCTION
 from karyamorph.search.templates.sgemm import TEMPLATE as SGEMM
 from karyamorph.search.templates.transpose import TEMPLATE as TRANSPOSE
@@ -40,6 +42,8 @@ SHIPPED: tuple[Template, ...] = (
     TRANSPOSE,
     SGEMM,
     HGEMM,
+    HOPPER_GEMM,
+    HOPPER_FP8_GEMM,
     FP8_GEMM,
     MXF4_TEMPLATE,
     NVF4_TEMPLATE,

@@ -14,7 +14,7 @@ from karyamorph.harness.stages.model import check_inputs, check_spec, input_rang
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import BoundKernel, bind
 from karyamorph.kernel.loader import spec_from_dict
-from karyamorph.model.check.checker import InputRange, check
+from karyamorph.model.check.checker import FiniteFloats, InputRange, check
 from karyamorph.model.check.symexec import provenance
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.ptx.ptx_machine import ptx_machine
@@ -66,13 +66,15 @@ DONE:
 """
 
 
-def _gather(init: str, dtype: str = "s32") -> BoundKernel:
+def _gather(
+    init: str, dtype: str = "s32", table: str = "f32", table_init: str = "randn", t: int = TABLE
+) -> BoundKernel:
     doc: dict[str, Any] = {
         "kernel": {"source": GATHER, "entry": "gather"},
-        "sizes": {"t": TABLE, "n": N},
+        "sizes": {"t": t, "n": N},
         "launch": {"grid": ["ceildiv(n, 128)"], "block": [128]},
         "args": [
-            {"name": "table", "role": "in", "dtype": "f32", "shape": ["t"]},
+            {"name": "table", "role": "in", "dtype": table, "shape": ["t"], "init": table_init},
             {"name": "idx", "role": "in", "dtype": dtype, "shape": ["n"], "init": init},
             {"name": "out", "role": "out", "dtype": "f32", "shape": ["n"]},
             {"name": "n", "role": "scalar", "dtype": "u32", "value": "n"},
@@ -130,20 +132,51 @@ def test_without_ranges_any_index_is_possible() -> None:
     assert bare[0].verdict == "refuted"
 
 
-def test_inits_give_ranges_only_for_integer_inputs() -> None:
-    """randint, zeros, ones and arange give ranges; a float buffer, an integer randn and an
-    output (poisoned before the launch) give none."""
+def test_inits_give_ranges_and_finite_floats() -> None:
+    """randint, zeros, ones and arange give ranges of integers; every init of a float buffer
+    gives finite values; an integer randn and an output (poisoned before the launch) give none."""
     kernel = _gather("arange", dtype="u8")
     entry = parse(kernel.spec.ptx).entry("gather")
+    table = {"gather_param_0": FiniteFloats("f32")}  # the f32 table, filled with randn
     # 256 indices of u8: arange wraps at 256, so every byte value.
-    assert input_ranges(kernel, entry) == {"gather_param_1": InputRange(0, 256, 1, signed=False)}
-    assert input_ranges(_gather("ones"), entry) == {"gather_param_1": InputRange(1, 2, 4, signed=True)}
-    assert input_ranges(_gather("randn"), entry) == {}
+    assert input_ranges(kernel, entry) == {**table, "gather_param_1": InputRange(0, 256, 1, signed=False)}
+    assert input_ranges(_gather("ones"), entry) == {
+        **table,
+        "gather_param_1": InputRange(1, 2, 4, signed=True),
+    }
+    assert input_ranges(_gather("randn"), entry) == table
     assert input_ranges(_gather("randint(-5, 7)", dtype="s16"), entry) == {
-        "gather_param_1": InputRange(-5, 7, 2, signed=True)
+        **table,
+        "gather_param_1": InputRange(-5, 7, 2, signed=True),
     }
     with pytest.raises(ValueError, match="does not fit"):
         InputRange(0, 257, 1, signed=False)
+
+
+def test_finite_floats_rule_out_nan_and_infinity_only() -> None:
+    """The exponent field of each float type: all ones (NaN, infinity) refused, every other
+    pattern (zero, subnormal, largest finite) allowed; f16 and bf16 differ in where it lies."""
+    cases = {
+        "f32": ([0x7FC00000, 0xFF800000], [0, 0x00000001, 0x7F7FFFFF, 0xBF800000]),
+        "f16": ([0x7E00, 0xFC00], [0x7BFF, 0x0001, 0x3C00]),
+        "bf16": ([0x7FC0, 0xFF80], [0x7F7F, 0x3F80]),
+        "f64": ([0x7FF8000000000000], [0x7FEFFFFFFFFFFFFF]),
+    }
+    for dtype, (bad, good) in cases.items():
+        r = FiniteFloats(dtype)
+        for bits, want in [(b, False) for b in bad] + [(g, True) for g in good]:
+            got = z3.simplify(r.holds(z3.BitVecVal(bits, 8 * r.element_bytes)))
+            assert z3.is_true(got) == want, (dtype, hex(bits))
+    with pytest.raises(ValueError, match="no NaN or infinity"):
+        FiniteFloats("e4m3")
+
+
+def test_a_float_arange_past_the_largest_finite_value_is_not_assumed_finite() -> None:
+    small = _gather("randint(0, 4)", table="f16", table_init="arange", t=1000)
+    entry = parse(small.spec.ptx).entry("gather")
+    assert input_ranges(small, entry)["gather_param_0"] == FiniteFloats("f16")
+    large = _gather("randint(0, 4)", table="f16", table_init="arange", t=70_000)
+    assert "gather_param_0" not in input_ranges(large, entry)  # 65,520 and on round to infinity
 
 
 def test_provenance_of_a_store_by_block_uses_the_grid() -> None:

@@ -51,18 +51,26 @@ NOT_PROVED = {
     ("sort_pairs_tiles.sm_90", "bounds"): "depending on the value loaded",
     ("sort_pairs_tiles.sm_90", "race"): ("depending on the value loaded", "time budget of 60 s ran out"),
 }
-# Refuted, by (spec, property): the pair of instructions the witness names. Both are real races
-# on an input with a NaN: Triton's (value, index) combine (`a > b`, or `a < b` for argmin, then
-# the lower index on a tie) has no NaN case, so both lanes of a butterfly pair take the other's
-# value; after the butterflies the lanes (argmax: one warp's; argmin: two warps split along the
-# columns) hold different pairs and all store them to one shared slot, so which lands is up to
-# the schedule. The reason names the input (a NaN at one address, ones elsewhere) and the two
-# stored words. For rows without a NaN the lanes agree: the kernels are right on such inputs,
-# which the checker cannot assume.
-REFUTED = {
+# Races on an input with a NaN, by (spec, property): the pair of instructions the witness names
+# when any input is allowed. Triton's (value, index) combine (`a > b`, or `a < b` for argmin,
+# then the lower index on a tie) has no NaN case, so both lanes of a butterfly pair take the
+# other's value; after the butterflies the lanes (argmax: one warp's; argmin: two warps split
+# along the columns) hold different pairs and all store them to one shared slot, so which lands
+# is up to the schedule. The reason names the input (a NaN at one address, ones elsewhere) and
+# the two stored words. The specs fill x with randn, which holds no NaN: under the spec's inputs
+# the NaN is not tried and the race is unknown (the lanes' terms are past what the proof of
+# equal values tries), never refuted.
+NAN_RACES = {
     ("argmax_rows.sm_90a", "race"): ("st.shared.b32", "st.shared.b32"),
     ("argmin_rows.sm_90a", "race"): ("st.shared.v2.b32", "st.shared.v2.b32"),
 }
+# Refuted on the spec's finite inputs, by (spec, property): the instructions of the witness, two
+# threads of different warps storing the (value, index) pair of their half of the row to one
+# shared slot with no barrier between. z3's witness holds a negative zero and subnormals; the
+# interpreter confirms the unordered stores (the outputs did not change in the orders replayed).
+# Not yet explained: whether the two warps' pairs can differ on inputs that torch's argmin
+# agrees with is open, so the build is counted as a fail, not as a correct kernel.
+FINITE_RACES = {("argmin_rows.sm_90a", "race"): ("st.shared.v2.b32", "st.shared.v2.b32")}
 UP_TO_K = {("pairwise_gcd.sm_90", "*"), ("histogram_shared.sm_90", "histogram_atomic.sm_120.ptx")}
 # The builds whose every verdict is unknown, by (spec, build): what the reason says. (Triton's
 # sm_90a matmul, wgmma, is proved: tests/model/check/test_wgmma_check.py has its planted bugs.)
@@ -178,10 +186,18 @@ def test_corpus_build_has_no_refuted_verdict(case: Case) -> None:
     verdicts = check_spec(kernel, prepare(kernel.spec), deadline_s=SLOW.get(case[0].stem, DEADLINE_S))
     for v in verdicts:
         key = (case[0].stem, v.property)
-        if key in REFUTED:
+        if key in FINITE_RACES:
             assert v.verdict == "refuted" and v.witness is not None, (key, v.verdict, v.reason)
-            assert v.witness.instructions == REFUTED[key], (key, v.witness)
-            assert "holding a NaN" in v.reason, (key, v.reason)
+            assert v.witness.instructions == FINITE_RACES[key], (key, v.witness)
+            warps = {t.thread[0] // 32 for t in v.witness.threads}
+            assert len(warps) == 2 and v.replay is not None and v.replay.status == "confirmed", (
+                key,
+                v.replay,
+            )
+            continue
+        if key in NAN_RACES:
+            finite = "whose values the spec keeps finite"
+            assert v.verdict == "unknown" and finite in v.reason, (key, v.reason)
             continue
         assert v.verdict != "refuted", (key, v.witness, v.replay)
         unencoded = NOT_ENCODED.get((case[0].stem, case[1][0].name))
@@ -199,3 +215,18 @@ def test_corpus_build_has_no_refuted_verdict(case: Case) -> None:
             assert v.verdict == "proved-up-to-k", (key, v.verdict, v.reason)
         else:
             assert v.verdict == "proved", (key, v.verdict, v.reason)
+
+
+NAN_CASES = [c for c in CASES if (c[0].stem, "race") in NAN_RACES]
+
+
+@pytest.mark.parametrize("case", NAN_CASES, ids=_id)
+def test_argmax_and_argmin_race_on_a_nan_when_any_input_is_allowed(case: Case) -> None:
+    """Without the spec's inits (any float, NaN included) the race is refuted with the NaN."""
+    kernel = _bound(case)
+    (v,) = check_spec(
+        kernel, prepare(kernel.spec), properties=("race",), deadline_s=DEADLINE_S, assume_inits=False
+    )
+    assert v.verdict == "refuted" and v.witness is not None, (v.verdict, v.reason)
+    assert v.witness.instructions == NAN_RACES[(case[0].stem, "race")], v.witness
+    assert "holding a NaN" in v.reason, v.reason

@@ -35,6 +35,8 @@ from tests.model.oracle.mma_kinds import kind_problems, knows_kind
 from tests.model.oracle.mma_scaled import knows_scaled, scaled_problems
 from tests.model.oracle.packing import PACKED
 from tests.model.oracle.runner import Form, all_forms, check_concrete
+from tests.model.oracle.setmaxnreg import NAMES as SETMAXNREG
+from tests.model.oracle.setmaxnreg import check_setmaxnreg, knows_setmaxnreg
 from tests.model.oracle.tcgen05 import NAMES as TCGEN05
 from tests.model.oracle.tcgen05 import check_tcgen05, knows_tcgen05
 from tests.model.oracle.tcgen05_scaled import NAMES as TCGEN05_MMA
@@ -162,6 +164,7 @@ FORM_CHECKS: dict[str, FormCheck] = {
     **{name: FormCheck(check_tcgen05, knows_tcgen05) for name in TCGEN05},
     **{name: FormCheck(check_tcgen05_family, knows_tcgen05_family) for name in TCGEN05_MMA},
     **{name: FormCheck(check_wgmma, knows_wgmma) for name in WGMMA},
+    **{name: FormCheck(check_setmaxnreg, knows_setmaxnreg) for name in SETMAXNREG},
 }  # fmt: skip
 
 

@@ -1,0 +1,305 @@
+"""The Hopper GEMM kernel of one configuration: TMA copies into a ring of shared-memory stages,
+``wgmma`` from swizzled descriptors, warp-specialised producer and consumers, emitted with the
+isa builder.
+
+``c = a @ b.T`` with a (M, K) and b (N, K) row-major (both K-major, the "TN" layout wgmma reads
+without a transpose), accumulated in f32. Two kinds: f16 a and b (``wgmma ...k16.f32.f16.f16``),
+c rounded to f16 once; e4m3 a and b (``...k32.f32.e4m3.e4m3``), c in f32 times the per-tensor
+scales ``scale_a * scale_b`` (what ``torch._scaled_mm`` computes). Either way a slice is 64 (f16)
+or 128 (e4m3) elements of K: one 128-byte row of each box. A block computes a ``bm x bn`` tile
+with ``1 + consumers`` warpgroups:
+
+- warpgroup 0 is the producer: its first thread, for each 64-deep slice ``kt`` of K, waits until
+  the consumers have released stage ``kt % stages`` (mbarrier ``empty``, the phase of the
+  slice's previous use), arms mbarrier ``full`` with the stage's bytes (``arrive.expect_tx``)
+  and issues two TMA copies (``cp.async.bulk.tensor.2d``): a's ``bm x 128``-byte box and b's
+  ``bn x 128``-byte box, 128-byte swizzled, that complete on ``full``;
+- each consumer warpgroup owns ``slabs`` slabs of 64 rows of the tile: it waits on ``full`` for
+  the slice's phase, issues ``4 * slabs`` ``wgmma.mma_async`` (one per 32 bytes of K a slab)
+  from K-major descriptors (128-byte swizzle, 1024 bytes between groups of eight rows, 32 bytes
+  further for each step of K), commits them, and waits until at most one group is pending,
+  which completes the previous slice's group: lane 0 of each consumer warp then arrives on the
+  previous stage's ``empty``. So one slice's products run while the next slice's wait and issue
+  happen, and the producer keeps up to ``stages`` slices in flight.
+
+Promotion (e4m3): the tensor core sums e4m3 products in an accumulator narrower than f32. On an
+H100 with one accumulator over all of K = 4096, every element of c came out about 8% smaller in
+magnitude than the exact sum (measured; the PTX ISA does not document the precision). So each
+slice's products go to accumulators of their own (scale-d false on the slice's first step),
+added into c's f32 accumulators once ``wgmma.wait_group 0`` says the slice is done, and the
+slice's stage is released right then: twice the accumulator registers, and no overlap of one
+slice's products with the next slice's issue.
+
+With ``setmaxnreg``, the producer lowers its registers to 40 and the consumers raise theirs to
+232 (what the 64K registers of an SM allow beside it), so ``slabs * bn / 2`` accumulators fit.
+The epilogue stores each accumulator pair (rounded to f16x2, or scaled f32): thread
+``(w, g, t)`` of a consumer holds rows ``16 w + g`` and ``+ 8`` of each slab, columns ``8 j + 2 t``
+and ``+ 1``.
+
+The shared memory is dynamic, aligned to 1024 bytes (the 128-byte swizzle's period): the stages
+(a's box, then b's) and after them the ``full`` and ``empty`` mbarriers. M, N and K must be
+multiples of ``bm``, ``bn`` and the slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from karyamorph.isa import ast
+from karyamorph.isa.arch import Arch
+from karyamorph.isa.builder import KernelBuilder, Reg
+from karyamorph.search.templates.gemm_common import log2
+
+ROW = 128  # bytes of K a row of a box holds: one 128-byte swizzle row
+STEP = 32  # bytes of K one wgmma takes (k16 of f16, k32 of e4m3)
+KINDS = {"f16": (2, "k16.f32.f16.f16"), "e4m3": (1, "k32.f32.e4m3.e4m3")}
+"""Element bytes and the wgmma shape's tail of each kind."""
+SWIZZLE_PERIOD = 1024  # the 128-byte swizzle repeats every 8 rows of 128 bytes
+WARPGROUP = 128
+PRODUCER_REGS, CONSUMER_REGS = 40, 232
+# A K-major descriptor with a 128-byte swizzle: swizzle mode 1 in bits 62-63, and the stride
+# byte offset (1024 bytes between groups of eight rows, >> 4) in bits 32-45; the start address
+# (>> 4, 14 bits) is or-ed in per stage; the leading byte offset is unused for swizzled K-major.
+DESC_BASE = (1 << 62) | ((SWIZZLE_PERIOD >> 4) << 32)
+# imm-scale-a, imm-scale-b (1: A and B as they are), imm-trans-a, imm-trans-b (0: K-major; the
+# 8-bit kinds are K-major only and take no transpose immediates)
+IMMEDIATES = {"f16": tuple(ast.Immediate(v) for v in ("1", "1", "0", "0")),
+              "e4m3": tuple(ast.Immediate(v) for v in ("1", "1"))}  # fmt: skip
+TMA = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+
+
+@dataclass(frozen=True, slots=True)
+class HopperShape:
+    """One configuration of the Hopper GEMM and the figures derived from it."""
+
+    bm: int
+    bn: int
+    stages: int
+    consumers: int
+    setmaxnreg: bool
+    kind: str = "f16"
+
+    @property
+    def element_bytes(self) -> int:
+        return KINDS[self.kind][0]
+
+    @property
+    def promotes(self) -> bool:
+        """Whether each slice's products are summed apart and added in f32 (e4m3: the tensor
+        core's FP8 accumulator keeps fewer bits than f32)."""
+        return self.kind == "e4m3"
+
+    @property
+    def accumulators(self) -> int:
+        """f32 registers a consumer thread holds for c (twice as many when it promotes)."""
+        return self.slabs * self.bn // 2 * (2 if self.promotes else 1)
+
+    @property
+    def bk(self) -> int:
+        """Elements of K a slice holds: one 128-byte row."""
+        return ROW // self.element_bytes
+
+    @property
+    def slabs(self) -> int:
+        """64-row slabs of the tile each consumer warpgroup owns."""
+        return self.bm // (64 * self.consumers)
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * (1 + self.consumers)
+
+    @property
+    def a_bytes(self) -> int:
+        return self.bm * ROW
+
+    @property
+    def stage_bytes(self) -> int:
+        return (self.bm + self.bn) * ROW
+
+    @property
+    def shared_bytes(self) -> int:
+        """The stages and two mbarriers a stage (8 bytes each)."""
+        return self.stages * self.stage_bytes + 16 * self.stages
+
+    @property
+    def entry(self) -> str:
+        regs = "_setmaxnreg" if self.setmaxnreg else ""
+        return f"hopper_{self.kind}_gemm_{self.bm}x{self.bn}_s{self.stages}_c{self.consumers}{regs}"
+
+
+def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
+    """The PTX of configuration ``s`` for ``arch`` (sm_90a: wgmma, TMA and setmaxnreg)."""
+    kb = KernelBuilder(s.entry, target=arch.name, version="8.0")
+    a_map = kb.param_bytes("a_map", 128, align=64)
+    b_map = kb.param_bytes("b_map", 128, align=64)
+    c_param = kb.param_ptr("c")
+    n_param, k_param = kb.param("N", "u32"), kb.param("K", "u32")
+    scales = [kb.param(name, "f32") for name in ("scale_a", "scale_b")] if s.kind == "e4m3" else []
+    kb.maxntid(s.threads)
+    c = kb.to_global(kb.ld_param(c_param))
+    n, k = kb.ld_param(n_param), kb.ld_param(k_param)
+    maps = [kb.cvta("param", kb.cvt("u64", "u32", kb.mov("b32", m)), to=False) for m in (a_map, b_map)]
+    smem = kb.mov("u32", kb.extern_shared("smem", align=SWIZZLE_PERIOD))
+    tid = kb.sreg("tid.x")
+    warpgroup = kb.shr("u32", tid, log2(WARPGROUP))
+    full0 = kb.add("u32", smem, s.stages * s.stage_bytes)
+    empty0 = kb.add("u32", full0, 8 * s.stages)
+    slices = kb.shr("u32", k, log2(s.bk))
+    first = kb.setp("eq", "u32", tid, 0)
+    with kb.if_(first):
+        for stage in range(s.stages):
+            kb.instr("mbarrier.init.shared::cta.b64", kb.addr(full0, 8 * stage), 1)
+            kb.instr("mbarrier.init.shared::cta.b64", kb.addr(empty0, 8 * stage), 4 * s.consumers)
+    kb.bar_sync(0)
+    consumer = kb.label("consumer")
+    kb.bra(consumer, guard=kb.setp("ne", "u32", warpgroup, 0))
+    _produce(kb, s, first, maps, smem, full0, empty0, slices)
+    kb.ret()
+    kb.place(consumer)
+    scale = kb.mul("f32", *(kb.ld_param(p) for p in scales)) if scales else None
+    _consume(kb, s, tid, warpgroup, smem, full0, empty0, slices, c, n, scale)
+    kb.ret()
+    return kb.ptx()
+
+
+def _stage(kb: KernelBuilder, s: HopperShape, kt: Reg) -> tuple[Reg, Reg]:
+    """Slice ``kt``'s stage index and the parity of its use of that stage (``kt / stages`` mod 2)."""
+    if s.stages & (s.stages - 1) == 0:
+        index = kb.and_("b32", kt, s.stages - 1)
+        use = kb.shr("u32", kt, log2(s.stages))
+    else:
+        index = kb.rem("u32", kt, s.stages)
+        use = kb.div("u32", kt, s.stages)
+    return index, kb.and_("b32", use, 1)
+
+
+def _wait(kb: KernelBuilder, barrier: ast.Address, parity: Reg) -> None:
+    """Spin on ``mbarrier.try_wait.parity`` until the phase of parity ``parity`` completes."""
+    again = kb.label("wait")
+    done = kb.reg("pred")
+    kb.place(again)
+    kb.instr("mbarrier.try_wait.parity.shared::cta.b64", done, barrier, parity)
+    kb.bra(again, guard=~done)
+
+
+def _produce(
+    kb: KernelBuilder, s: HopperShape, first: Reg, maps: list[Reg], smem: Reg, full0: Reg, empty0: Reg,
+    slices: Reg,
+) -> None:  # fmt: skip
+    """The producer warpgroup: its first thread keeps the stages filled."""
+    if s.setmaxnreg:
+        kb.instr("setmaxnreg.dec.sync.aligned.u32", PRODUCER_REGS)
+    m0 = kb.mul("u32", kb.sreg("ctaid.y"), s.bm)
+    n0 = kb.mul("u32", kb.sreg("ctaid.x"), s.bn)
+    with kb.if_(first), kb.for_range(0, slices) as kt:
+        index, parity = _stage(kb, s, kt)
+        bar = kb.shl("b32", index, 3)
+        full, empty = kb.add("u32", full0, bar), kb.add("u32", empty0, bar)
+        reused = kb.setp("ge", "u32", kt, s.stages)
+        with kb.if_(reused):  # the consumers released the slice that used this stage before
+            _wait(kb, kb.addr(empty), kb.xor("b32", parity, 1))
+        kb.instr("mbarrier.arrive.expect_tx.shared::cta.b64", ast.Symbol("_"), kb.addr(full), s.stage_bytes)
+        a_box = kb.mad("u32", index, s.stage_bytes, smem)
+        b_box = kb.add("u32", a_box, s.a_bytes)
+        depth = kb.shl("b32", kt, log2(s.bk))
+        for box, tensor, row in ((a_box, maps[0], m0), (b_box, maps[1], n0)):
+            kb.instr(TMA, kb.addr(box), ast.Address(ast.Register(tensor.name), 0, (kb_vector(depth, row),)),
+                     kb.addr(full))  # fmt: skip
+
+
+def kb_vector(*regs: Reg) -> ast.Vector:
+    """A brace list of registers, as a tensor copy's coordinates are written."""
+    return ast.Vector(tuple(ast.Register(r.name) for r in regs))
+
+
+def _consume(
+    kb: KernelBuilder, s: HopperShape, tid: Reg, warpgroup: Reg, smem: Reg, full0: Reg, empty0: Reg,
+    slices: Reg, c: Reg, n: Reg, scale: Reg | None,
+) -> None:  # fmt: skip
+    """A consumer warpgroup: wgmma over the slices, then its slabs of c (times ``scale``)."""
+    if s.setmaxnreg:
+        kb.instr("setmaxnreg.inc.sync.aligned.u32", CONSUMER_REGS)
+    rank = kb.sub("u32", warpgroup, 1)  # the consumer's index
+    lane = kb.and_("b32", tid, 31)
+    signals = kb.setp("eq", "u32", lane, 0)  # lane 0 of each warp releases a stage
+    acc = [[kb.mov("f32", 0.0) for _ in range(s.bn // 2)] for _ in range(s.slabs)]
+    accumulate = kb.setp("eq", "u32", tid, tid)  # scale-d: add to the accumulators (all zero at first)
+    # e4m3: each slice's products go to accumulators of their own (scale-d false on its first
+    # step), added into ``acc`` in f32 once the slice is done (module docstring: promotion).
+    promoted = [[kb.reg("f32") for _ in range(s.bn // 2)] for _ in range(s.slabs)] if s.promotes else []
+    fresh = kb.setp("ne", "u32", tid, tid) if s.promotes else accumulate
+    slab0 = kb.mul("u32", rank, s.slabs * 64 * ROW)  # the consumer's first slab within a's box
+    shape = f"wgmma.mma_async.sync.aligned.m64n{s.bn}{KINDS[s.kind][1]}"
+    with kb.for_range(0, slices) as kt:
+        index, parity = _stage(kb, s, kt)
+        full = kb.mad("u32", index, 8, full0)
+        _wait(kb, kb.addr(full), parity)
+        a_box = kb.mad("u32", index, s.stage_bytes, smem)
+        a_desc = _descriptor(kb, kb.add("u32", a_box, slab0))
+        b_desc = _descriptor(kb, kb.add("u32", a_box, s.a_bytes))
+        kb.instr("wgmma.fence.sync.aligned")
+        for slab in range(s.slabs):
+            target = promoted[slab] if s.promotes else acc[slab]
+            for step in range(ROW // STEP):
+                # 32 bytes of K a step (>> 4: 2), 64 rows of 128 bytes a slab (>> 4: 512)
+                a = kb.add("u64", a_desc, 512 * slab + 2 * step)
+                b = kb.add("u64", b_desc, 2 * step)
+                scale_d = fresh if step == 0 else accumulate
+                kb.instr(shape, target, a, b, scale_d, *IMMEDIATES[s.kind])
+        kb.instr("wgmma.commit_group.sync.aligned")
+        if s.promotes:
+            # This slice's products are complete: into acc, and its stage is free.
+            kb.instr("wgmma.wait_group.sync.aligned", 0)
+            for slab in range(s.slabs):
+                for total, part in zip(acc[slab], promoted[slab], strict=True):
+                    kb.add("f32", total, total, part)
+            with kb.if_(signals):
+                kb.instr(
+                    "mbarrier.arrive.shared::cta.b64",
+                    ast.Symbol("_"),
+                    kb.addr(kb.mad("u32", index, 8, empty0)),
+                )
+        else:
+            kb.instr("wgmma.wait_group.sync.aligned", 1)
+            # At most this slice's group is pending: the previous slice's stage is free.
+            previous = kb.setp("ne", "u32", kt, 0, bool_op="and", c=signals)
+            with kb.if_(previous):
+                before, _ = _stage(kb, s, kb.sub("u32", kt, 1))
+                released = kb.addr(kb.mad("u32", before, 8, empty0))
+                kb.instr("mbarrier.arrive.shared::cta.b64", ast.Symbol("_"), released)
+    kb.instr("wgmma.wait_group.sync.aligned", 0)
+    _store(kb, s, tid, rank, c, n, acc, scale)
+
+
+def _descriptor(kb: KernelBuilder, address: Reg) -> Reg:
+    """The K-major, 128-byte-swizzled wgmma descriptor of the box at shared ``address``."""
+    start = kb.and_("b64", kb.shr("u64", kb.cvt("u64", "u32", address), 4), 0x3FFF)
+    return kb.or_("b64", start, DESC_BASE)
+
+
+def _store(
+    kb: KernelBuilder, s: HopperShape, tid: Reg, rank: Reg, c: Reg, n: Reg, acc: list[list[Reg]],
+    scale: Reg | None,
+) -> None:  # fmt: skip
+    """Store each accumulator pair (element ``i`` of a slab: row ``16 w + g + 8 ((i / 2) % 2)``,
+    column ``8 (i / 4) + 2 t + i % 2``): rounded to f16x2, or as two f32 times ``scale``."""
+    local = kb.and_("b32", tid, WARPGROUP - 1)
+    warp, lane = kb.shr("u32", local, 5), kb.and_("b32", local, 31)
+    group, pair = kb.shr("u32", lane, 2), kb.and_("b32", lane, 3)
+    m0 = kb.mad("u32", kb.sreg("ctaid.y"), s.bm, kb.mul("u32", rank, s.slabs * 64))
+    row0 = kb.add("u32", m0, kb.mad("u32", warp, 16, group))
+    col0 = kb.mad("u32", kb.sreg("ctaid.x"), s.bn, kb.shl("b32", pair, 1))
+    out_bytes = 4 if scale is not None else 2
+    for slab in range(s.slabs):
+        for half in range(2):
+            row = kb.add("u32", row0, 64 * slab + 8 * half)
+            ptr = kb.add("u64", c, kb.mul_wide("u32", kb.mad("u32", row, n, col0), out_bytes))
+            for j in range(s.bn // 8):
+                lo, hi = acc[slab][4 * j + 2 * half], acc[slab][4 * j + 2 * half + 1]
+                if scale is not None:
+                    pair_out = [kb.mul("f32", v, scale) for v in (lo, hi)]
+                    kb.instr("st.global.v2.f32", kb.addr(ptr, 8 * 4 * j), pair_out)
+                    continue
+                # cvt.rn.f16x2.f32 d, hi, lo puts its first source in the upper half.
+                packed = kb.emit("cvt.rn.f16x2.f32", "b32", hi, lo)
+                kb.st("global", "b32", kb.addr(ptr, 8 * 2 * j), packed)

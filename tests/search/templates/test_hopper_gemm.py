@@ -1,0 +1,130 @@
+"""The Hopper GEMM templates (TMA, mbarrier ring, wgmma, producer and consumer warpgroups; f16
+and e4m3) on the CPU: they exist for sm_90a alone and a search on an H100 or H200 builds for
+it; every configuration assembles without spills; a sample computes on the model interpreter
+what torch does at sizes whose slices wrap the ring of stages; and the model refuses a consumer
+that waits on the wrong phase of a stage's mbarrier and a producer that refills a stage before
+the consumers release it."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Mapping
+
+import pytest
+
+from karyamorph.harness.gpu.compare import compare, tolerance_for
+from karyamorph.harness.gpu.reference import evaluate_reference, output_args
+from karyamorph.harness.model_run import run_model
+from karyamorph.harness.tools.ptxas import assemble
+from karyamorph.harness.tools.toolchain import Toolchain, ToolchainError, discover
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.spec import KernelSpec
+from karyamorph.model.interp.errors import ExecutionError
+from karyamorph.model.ptx.ptx_machine import ptx_machine
+from karyamorph.search.session import search_arch
+from karyamorph.search.space import Value
+from karyamorph.search.template import Template
+from karyamorph.search.templates import TEMPLATES
+from karyamorph.search.templates.hopper_gemm import FP8_TEMPLATE, TEMPLATE, build
+from tests.search.standin import DEVICE
+
+ARCH = Arch.parse("sm_90a")
+SAMPLE = 4  # configurations interpreted besides the baseline (5-20 s each)
+
+
+def toolchain() -> Toolchain:
+    try:
+        return discover()
+    except ToolchainError as exc:
+        pytest.skip(f"no ptxas: {exc}")
+
+
+BOTH = [TEMPLATE, FP8_TEMPLATE]
+SLICE = {"hopper_gemm": 64, "hopper_fp8_gemm": 128}  # elements of K a slice: 128 bytes
+
+
+def configs(t: Template = TEMPLATE) -> list[dict[str, Value]]:
+    space = t.space(ARCH)
+    return [space.config(i) for i in range(len(space))]
+
+
+def wrapping(config: Mapping[str, Value], slice_k: int = 64) -> dict[str, int]:
+    """Two blocks along N and a K whose slices go round the ring of stages and a bit more."""
+    return {"M": int(config["bm"]), "N": 2 * int(config["bn"]), "K": slice_k * (int(config["stages"]) + 2)}
+
+
+def agrees(spec: KernelSpec) -> None:
+    kernel = bind(spec, ARCH)
+    run = run_model(kernel, seed=3, machine=ptx_machine(ARCH.name))
+    expected = evaluate_reference(kernel, {k: v.clone() for k, v in run.inputs.items()})
+    for arg, want in zip(output_args(kernel), expected, strict=True):
+        verdict = compare(
+            arg.name, run.outputs[arg.name], want, tolerance_for(arg.dtype, spec.atol, spec.rtol)
+        )
+        assert verdict.passed, (spec.entry, verdict)
+
+
+def test_it_is_shipped_for_sm_90a_and_a_search_on_an_h100_builds_for_it() -> None:
+    assert TEMPLATES["hopper_gemm"] is TEMPLATE and TEMPLATES["hopper_fp8_gemm"] is FP8_TEMPLATE
+    for t in BOTH:
+        assert len(t.space("sm_90")) == 0 and len(t.space("sm_120a")) == 0
+        assert t.space(ARCH).find(t.baseline) is not None
+    assert search_arch(None, DEVICE, TEMPLATE) == ARCH  # the stand-in is an sm_90 card
+    assert search_arch(None, DEVICE, TEMPLATES["hgemm"]) == Arch.parse("sm_90")
+    assert search_arch("sm_90", DEVICE, TEMPLATE) == Arch.parse("sm_90")  # as given
+
+
+@pytest.mark.parametrize("t", BOTH, ids=lambda t: t.name)
+def test_every_configuration_assembles_without_spills(t: Template) -> None:
+    chain = toolchain()
+    for config in configs(t):
+        spec = t.spec(config, ARCH)
+        report = assemble(spec.ptx, ARCH.name, chain).functions[spec.entry]
+        assert report.spill_stores_bytes == 0 and report.spill_loads_bytes == 0, (config, report)
+        assert report.registers <= t.footprint(config).registers, (config, report)
+
+
+@pytest.mark.parametrize("t", BOTH, ids=lambda t: t.name)
+def test_a_sample_computes_what_torch_does_round_the_ring(t: Template) -> None:
+    rest = [c for c in configs(t) if c != dict(t.baseline)]
+    for config in [dict(t.baseline), *random.Random(7).sample(rest, SAMPLE)]:
+        agrees(t.build(config, ARCH, wrapping(config, SLICE[t.name])))
+
+
+SMALL = {"bm": 64, "bn": 64, "stages": 2, "consumers": 1, "regs": "default"}
+
+
+def _planted(old: str, new: str) -> KernelSpec:
+    """The smallest configuration with ``old`` (one line of its PTX) replaced by ``new``."""
+    spec = build(SMALL, ARCH, wrapping(SMALL))
+    assert spec.ptx.count(old) == 1, old
+    return dataclasses.replace(spec, ptx=spec.ptx.replace(old, new))
+
+
+def _refused(spec: KernelSpec) -> str:
+    """What the model says of a planted kernel: its error, else the output's difference."""
+    kernel = bind(spec, ARCH)
+    try:
+        run = run_model(kernel, seed=3, machine=ptx_machine(ARCH.name))
+    except ExecutionError as exc:
+        return str(exc)
+    (want,) = evaluate_reference(kernel, {k: v.clone() for k, v in run.inputs.items()})
+    verdict = compare("c", run.outputs["c"], want, tolerance_for(spec.args[2].dtype, spec.atol, spec.rtol))
+    assert not verdict.passed, "the planted kernel computed the right c"
+    return verdict.message
+
+
+def test_a_consumer_waiting_on_the_wrong_phase_is_refused() -> None:
+    """The consumers wait for the other parity: a stage's wait passes before its copy lands, and
+    the wgmma reads what is not there yet (zeros, or the slice before)."""
+    wait = "mbarrier.try_wait.parity.shared::cta.b64 %p8, [%r32], %r31;"
+    why = _refused(_planted(wait, f"xor.b32 %r31, %r31, 1;\n\t{wait}"))
+    assert "elements differ" in why or "before" in why, why
+
+
+def test_a_producer_that_does_not_wait_for_the_release_is_refused() -> None:
+    """Without the wait on ``empty``, the producer refills stages the consumers still read."""
+    why = _refused(_planted("@!%p3 bra $L__endif_2;", "bra.uni $L__endif_2;"))
+    assert "elements differ" in why or "before" in why, why

@@ -1,0 +1,36 @@
+"""The Hopper GEMM templates (f16 and e4m3) on a real GPU: on an H100 or H200 a short search (TMA tensor maps
+encoded by the worker, wgmma, the mbarrier ring) finds a winner that passes the GPU's
+correctness trials against the torch reference; on any other GPU the search is refused before
+anything is built or launched. Skipped only without a CUDA device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from karyamorph.harness.gpu.device import current_device
+from karyamorph.search.session import SearchRequest, SearchSetupError, run_template_search, search_arch
+from karyamorph.search.templates import template
+
+DEVICE = current_device()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(DEVICE is None, reason="no CUDA device")]
+
+
+@pytest.mark.parametrize("name", ["hopper_gemm", "hopper_fp8_gemm"])
+def test_a_short_search_passes_on_hopper_and_is_refused_elsewhere(name: str, tmp_path: Path) -> None:
+    assert DEVICE is not None
+    t = template(name)
+    arch = search_arch(None, DEVICE, t)
+    db = tmp_path / "s.duckdb"
+    if DEVICE.compute_capability != (9, 0):
+        with pytest.raises(SearchSetupError, match="needs sm_90a"):
+            run_template_search(SearchRequest(t, arch, "random", 4), device=DEVICE, db=db)
+        assert not db.exists()
+        return
+    assert arch.name == "sm_90a"
+    sizes = {"M": 1024, "N": 1024, "K": 1024}
+    request = SearchRequest(t, arch, "random", budget=4, seed=1, sizes=sizes)
+    summary = run_template_search(request, device=DEVICE, db=db)
+    winner = summary["winner"]
+    assert winner["correctness"] == "pass" and winner["median_ns"] > 0, summary
