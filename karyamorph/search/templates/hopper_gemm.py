@@ -26,7 +26,10 @@ from karyamorph.isa.arch import Arch
 from karyamorph.kernel.spec import DTYPES, ArgSpec, Init, KernelSpec, Launch, Reference, TensorMapSpec
 from karyamorph.search.space import Constraint, Parameter, Value
 from karyamorph.search.template import Footprint, Template
-from karyamorph.search.templates import fp8_gemm
+from karyamorph.search.templates.fp8_gemm import REFERENCE as FP8_REFERENCE
+from karyamorph.search.templates.fp8_gemm import TEMPLATE as SM120_FP8
+from karyamorph.search.templates.fp8_gemm import VARIANT as FP8_VARIANT
+from karyamorph.search.templates.fp8_gemm import tolerance as fp8_tolerance
 from karyamorph.search.templates.gemm_common import SIZES, dot_atol, require_multiples
 from karyamorph.search.templates.hopper_gemm_kernel import HopperShape, hopper_gemm_ptx
 
@@ -99,10 +102,10 @@ def _spec(s: HopperShape, arch: Arch, sizes: Mapping[str, int]) -> KernelSpec:
                   ArgSpec("b", "in", _F16, ("N", "K"), Init("randn"), tensormap=maps[1]))  # fmt: skip
         out, reference, tolerance = _F16, REFERENCE, (dot_atol(sizes["K"]), RTOL)
     else:
-        a_in, b_in = fp8_gemm.VARIANT.inputs
+        a_in, b_in = FP8_VARIANT.inputs
         inputs = (dataclasses.replace(a_in, tensormap=maps[0]), dataclasses.replace(b_in, tensormap=maps[1]))
-        scalars = (*scalars, *fp8_gemm.VARIANT.scalars)
-        out, reference, tolerance = DTYPES["f32"], fp8_gemm.REFERENCE, fp8_gemm.tolerance(sizes["K"])
+        scalars = (*scalars, *FP8_VARIANT.scalars)
+        out, reference, tolerance = DTYPES["f32"], FP8_REFERENCE, fp8_tolerance(sizes["K"])
     args = (*inputs, ArgSpec("c", "out", out, ("M", "N"), Init("zeros")), *scalars)
     launch = Launch((f"N / {s.bn}", f"M / {s.bm}"), (s.threads,), s.shared_bytes)
     ab = s.element_bytes
@@ -159,7 +162,7 @@ FP8_TEMPLATE = Template(
     sizes=SIZES,
     check_sizes={"M": 256, "N": 256, "K": 896},  # 7 slices: round every ring of 2 to 6 stages
     baseline=BASELINE,
-    torch_baseline=fp8_gemm.TEMPLATE.torch_baseline,
+    torch_baseline=SM120_FP8.torch_baseline,
     min_sm=90,
     requires=TARGET,
     notes=(NOTE, "a and b are e4m3 byte codes (uint8 storage), b given as N x K."),

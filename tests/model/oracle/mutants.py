@@ -45,7 +45,7 @@ PTX_MODULES = {
     "wgmma": "WGMMA", "wgmma_kinds": "WGMMA_KINDS",
     "wgmma_int": "WGMMA_INT", "bitmask": "BITMASK", "redux": "REDUX",
     "permute": "PERMUTE", "tensor_copy": "TENSOR_COPY",
-    "matrix_b8": "MATRIX_B8",
+    "matrix_b8": "MATRIX_B8", "setmaxnreg": "SETMAXNREG",
 }  # fmt: skip
 
 

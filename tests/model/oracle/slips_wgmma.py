@@ -10,6 +10,7 @@ KINDS = "ptx.wgmma_kinds"
 INT = "ptx.wgmma_int"
 MMA_ASYNC = ("wgmma.mma_async.sync.aligned",)
 SYNC = ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned")
+SETMAXNREG = ("setmaxnreg.inc.sync.aligned", "setmaxnreg.dec.sync.aligned")
 
 WGMMA_SLIPS: tuple[Slip, ...] = (
     Slip(
@@ -149,5 +150,32 @@ WGMMA_SLIPS: tuple[Slip, ...] = (
         MMA_ASYNC,
         "widen_a, widen_b = (d.sext if at.signed else d.zext), (d.sext if bt.signed else d.zext)",
         "widen_a, widen_b = d.sext, d.sext",
+    ),
+    Slip(
+        "setmaxnreg takes a count that is not a multiple of 8",
+        "ptx.setmaxnreg",
+        "_setmaxnreg",
+        SETMAXNREG,
+        "count % STEP == 0",
+        "count % 4 == 0",
+        "ptx.setmaxnreg",
+    ),
+    Slip(
+        "setmaxnreg takes a count above 256",
+        "ptx.setmaxnreg",
+        "_setmaxnreg",
+        SETMAXNREG,
+        "LOWEST <= count <= HIGHEST",
+        "LOWEST <= count",
+        "ptx.setmaxnreg",
+    ),
+    Slip(
+        "setmaxnreg runs in part of a warpgroup",
+        "ptx.setmaxnreg",
+        "_setmaxnreg",
+        SETMAXNREG,
+        'in_warpgroup(x, x.D.bconst(True), "")',
+        "x.D.bconst(True)",
+        "ptx.setmaxnreg",
     ),
 )
