@@ -26,8 +26,8 @@ def knows_setmaxnreg(form: Form) -> None:
         raise NotCovered(f"{form.instr.name} is not a setmaxnreg form")
 
 
-def _kernel(form: Form, count: int, threads_below: int = THREADS) -> str:
-    """Each thread holds ``tid * 2654435761`` and ``~tid`` across the form (only threads below
+def kernel(instruction: str, threads_below: int = THREADS) -> str:
+    """Each thread holds :func:`held`'s two values across ``instruction`` (only threads below
     ``threads_below`` execute it) and stores both."""
     return f"""
 .version 8.0
@@ -43,7 +43,7 @@ def _kernel(form: Form, count: int, threads_below: int = THREADS) -> str:
     not.b32 %r3, %r1;
     setp.ge.u32 %p1, %r1, {threads_below};
     @%p1 bra skip;
-    {form.text} {count};
+    {instruction};
 skip:
     ld.param.u64 %rd1, [out];
     mul.wide.u32 %rd2, %r1, 8;
@@ -54,23 +54,26 @@ skip:
 """
 
 
+def held(threads: int = THREADS) -> np.ndarray:
+    """What each of ``threads`` threads of :func:`kernel` holds and stores: ``tid * 2654435761``
+    and ``~tid``."""
+    tid = np.arange(threads, dtype=np.uint32)
+    return np.stack([tid * np.uint32(2654435761), ~tid], axis=1)
+
+
 def _run(machine: Machine, form: Form, count: int, threads_below: int = THREADS) -> np.ndarray:
     out = np.zeros((THREADS, 2), np.uint32)
-    ptx = parse(_kernel(form, count, threads_below))
+    ptx = parse(kernel(f"{form.text} {count}", threads_below))
     return interpret(ptx, "k", machine, (1, THREADS, 0), {"out": out}).outputs["out"]
 
 
 def check_setmaxnreg(machine: Machine, form: Form) -> list[str]:
     knows_setmaxnreg(form)
     problems = []
-    tid = np.arange(THREADS, dtype=np.uint32)
-    want = np.stack([tid * np.uint32(2654435761), ~tid], axis=1)
+    want = held()
     for count in ALLOWED:
-        out = np.zeros((THREADS, 2), np.uint32)
         try:
-            got = interpret(parse(_kernel(form, count)), "k", machine, (1, THREADS, 0), {"out": out}).outputs[
-                "out"
-            ]
+            got = _run(machine, form, count)
         except ExecutionError as exc:
             problems.append(f"{form.text} {count}: refused a count the ISA allows ({exc})")
             continue
@@ -78,13 +81,7 @@ def check_setmaxnreg(machine: Machine, form: Form) -> list[str]:
             problems.append(f"{form.text} {count}: a register's value changed across it")
     for count in REFUSED:
         try:
-            interpret(
-                parse(_kernel(form, count)),
-                "k",
-                machine,
-                (1, THREADS, 0),
-                {"out": np.zeros((THREADS, 2), np.uint32)},
-            )
+            _run(machine, form, count)
         except ModelLimitError:
             continue
         problems.append(f"{form.text} {count}: ran a count the ISA refuses")
