@@ -144,6 +144,9 @@ def main() -> int:
         # One process a proof: a spec's rewrites are proved side by side, not one after another.
         pairs = list(zip(*tasks, strict=True)) if tasks else [(), ()]
         done = list(pool.map(prove_one, *pairs, [args.arch] * len(tasks)))
+    for (spec, _), r in zip(tasks, done, strict=True):
+        print(f"{spec.stem}: {r['rewrite']}: {'proved' if r['proved'] else 'rejected'} in {r['seconds']} s",
+              file=sys.stderr, flush=True)  # fmt: skip
     by_spec = [[r for (sp, _), r in zip(tasks, done, strict=True) if sp == spec] for spec in specs]
     proved = [{"spec": spec.stem, "rewrites": rows} for spec, rows in zip(specs, by_spec, strict=True)]
     rows = []

@@ -1,7 +1,10 @@
-"""The proof of a rewrite: the rewritten kernel is checked equivalent to the original with the
-model's bounded equivalence (:func:`karyamorph.model.check.equiv.check_equivalence`) at the
-sizes given (a spec's check sizes), after the rewrite's side condition. Only "proved" admits a
-rewrite; a refutation carries the equivalence's witness or the side condition's.
+"""The proof of a rewrite: after the rewrite's side condition, the rewritten kernel is checked
+equivalent to the original. Where the model runs the same program before and after the edit
+(:mod:`karyamorph.model.rewrite.same_run`: a cache operator, a directive), that is the proof, for
+every launch and size; otherwise (a block size, an unroll the model sees) the model's bounded
+equivalence (:func:`karyamorph.model.check.equiv.check_equivalence`) decides at the sizes given
+(a spec's check sizes). Only "proved" admits a rewrite; a refutation carries the equivalence's
+witness or the side condition's.
 """
 
 from __future__ import annotations
@@ -27,8 +30,14 @@ from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.rewrite.catalogue import admitted
 from karyamorph.model.rewrite.readonly import check_read_only
 from karyamorph.model.rewrite.rewrite import Condition, Rewrite, Target
+from karyamorph.model.rewrite.same_run import run_difference
 from karyamorph.model.semantics.decode import UnmodeledError
 from karyamorph.model.semantics.simt_machine import Machine
+
+EQUIV_THREADS = 8192
+"""The most threads a launch of a rewrite's bounded equivalence runs: each is run symbolically
+(about 3 ms a thread of vadd), so a size of a hundred thousand elements would take minutes."""
+SAME_RUN = "equivalent at every launch and size: the model runs the same instructions before and after"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +155,15 @@ def prove(
         refused = _side_condition(rewrite, target, edited, original, machine, timeout_ms)
         if refused is not None:
             return verdict(False, refused[0], refused[1])
+        if rewrite.block is None:
+            before, after = prepare(module, spec.entry, machine), prepare(edited, spec.entry, machine)
+            if run_difference(before, after, original.block) is None:
+                return verdict(True, SAME_RUN)
+        threads = max(original.threads, rewritten.threads)
+        if threads > EQUIV_THREADS:
+            return verdict(False, f"not proved: the bounded equivalence would run {threads} threads at "
+                           f"{_sizes_text(at)}, more than the {EQUIV_THREADS} a rewrite's proof runs "
+                           "(give [check] sizes a smaller size)")  # fmt: skip
         outputs = tuple(i for i, a in enumerate(original.args) if a.role in ("out", "inout"))
         sides = equivalence_side(original, module), equivalence_side(rewritten, edited)
         instance = EquivInstance(at, *sides, outputs)
@@ -213,6 +231,10 @@ def equivalence_side(kernel: BoundKernel, module: ast.Module) -> Side:
         else:
             scalars[param.name] = kernel.scalars[arg.name]
     return Side(kernel.launch, buffers, scalars)
+
+
+def _sizes_text(sizes: tuple[tuple[str, int], ...]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sizes) or "the spec's sizes"
 
 
 def _target(module: ast.Module) -> str:

@@ -5,10 +5,22 @@ buffer the kernel writes, a block size a kernel hard-codes) are rejected with a 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
+from karyamorph.isa import ast
 from karyamorph.kernel.loader import load_spec
-from karyamorph.model.rewrite import REWRITES, prove, rewrite_named, rewritten_spec
+from karyamorph.model.rewrite import (
+    REWRITES,
+    Condition,
+    Rewrite,
+    Target,
+    prove,
+    rewrite_named,
+    rewritten_spec,
+)
+from karyamorph.model.rewrite.edits import map_instructions
+from karyamorph.model.rewrite.proof import SAME_RUN
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
@@ -37,7 +49,8 @@ def test_nc_on_a_buffer_the_kernel_writes_is_rejected_with_the_writing_thread() 
 def test_the_same_loads_of_a_read_only_buffer_are_proved() -> None:
     verdict = prove(load_spec(VADD), REWRITES["ld.nc"], {"n": 64})
     assert verdict.proved and verdict.witness is None, verdict
-    assert "for all inputs" in verdict.reason and verdict.sizes == (("n", 64),)
+    # The model decodes ld.global.nc as it decodes ld.global: the same run, at every size.
+    assert verdict.reason == SAME_RUN and verdict.sizes == (("n", 64),)
 
 
 def test_a_kernel_reading_one_buffer_it_writes_refuses_nc_on_all_its_loads() -> None:
@@ -74,6 +87,35 @@ def test_a_loop_kept_rolled_is_proved_on_the_block_sum() -> None:
 def test_a_block_size_the_kernel_reads_from_ntid_is_proved() -> None:
     verdict = prove(load_spec(VADD), REWRITES["block=128"], {"n": 300})
     assert verdict.proved, verdict
+    assert verdict.reason != SAME_RUN and "for all inputs" in verdict.reason  # threads were run
+
+
+def _planted(name: str, change: Callable[[ast.Instruction], ast.Instruction]) -> Rewrite:
+    """A rewrite with no side condition that edits every instruction by ``change``."""
+
+    def edit(t: Target) -> ast.Module:
+        return map_instructions(t.module, t.entry, change)
+
+    return Rewrite(name, "planted", "none", Condition.NONE, edit)
+
+
+def _cache_all(i: ast.Instruction) -> ast.Instruction:
+    plain = i.opcode in ("ld", "st") and "global" in i.modifiers
+    return dataclasses.replace(i, modifiers=(*i.modifiers[:1], "ca", *i.modifiers[1:])) if plain else i
+
+
+def _shift_right(i: ast.Instruction) -> ast.Instruction:
+    return dataclasses.replace(i, opcode="shr") if i.opcode == "shl" else i
+
+
+def test_an_edit_the_model_runs_differently_is_not_the_same_run_and_is_refuted() -> None:
+    """A cache hint on every load and store (``.ca`` is a word the decoder drops) is the same run;
+    halving where the kernel doubles is not, and the bounded equivalence then refutes it."""
+    hinted = prove(load_spec(VADD), _planted("hint", _cache_all), {"n": 64})
+    assert hinted.proved and hinted.reason == SAME_RUN, hinted
+    wrong = prove(load_spec(DATA / "double_inplace.toml"), _planted("shr", _shift_right), {"n": 40})
+    assert not wrong.proved and wrong.reason.startswith("equivalence refuted"), wrong
+    assert wrong.witness is not None and wrong.witness.buffer == "x"
 
 
 def test_a_directive_the_entry_declares_already_is_refused() -> None:
