@@ -79,7 +79,7 @@ def search_run(
     is a spec (.toml, a [search] table or none) and the model's proved rewrites of its PTX are
     one more parameter. Ctrl-C stops it with every finished evaluation stored, and prints the
     command that goes on."""
-    from karyamorph.search.run import search_setup
+    from karyamorph.search.run import device_sizes, search_setup
     from karyamorph.search.session import (
         SearchInterrupted,
         SearchRequest,
@@ -97,8 +97,8 @@ def search_run(
             click.echo(f"rewrites, each proved by the model before any GPU time: "
                        f"{', '.join(found.rewrites) or 'none'}", err=True)  # fmt: skip
         request = SearchRequest(found.template, target, strategy, budget, seed, label,
-                                check_model=not no_model, equivalence=equivalence,
-                                cost_prior_s=cost_prior_s)  # fmt: skip
+                                sizes=device_sizes(found.template, device), check_model=not no_model,
+                                equivalence=equivalence, cost_prior_s=cost_prior_s)  # fmt: skip
         progress = _ProgressLine(budget) if fmt == "table" else None
         summary = run_template_search(request, device=device, db=db_path(db), out_dir=Path(out_dir),
                                       resume=resume, progress=progress, gate=found.gate,

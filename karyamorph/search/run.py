@@ -86,6 +86,18 @@ def search_setup(
     return device, target, found or resolve_source(source, rewrites_for=target)
 
 
+SMS = "sms"
+"""A template size that is the GPU's SM count (a persistent grid's blocks)."""
+
+
+def device_sizes(template: Template, device: DeviceInfo | None) -> dict[str, int] | None:
+    """The template's sizes with ``sms`` set to the GPU's SM count, where the template has that
+    size and there is a GPU; None (the template's own sizes) otherwise."""
+    if device is None or SMS not in template.sizes or device.sm_count <= 0:
+        return None
+    return {**template.sizes, SMS: device.sm_count}
+
+
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     """A finished search, as stored.
@@ -220,7 +232,8 @@ def search(
     """
     device, target, found = search_setup(source, arch=arch, strategy=strategy, rewrites=rewrites)
     request = SearchRequest(
-        found.template, target, strategy, budget, seed, label, sizes=sizes, check_model=check_model,
+        found.template, target, strategy, budget, seed, label, check_model=check_model,
+        sizes=sizes if sizes is not None else device_sizes(found.template, device),
         equivalence=equivalence, cost_prior_s=cost_prior_s,
     )  # fmt: skip
     file = store_path(db)

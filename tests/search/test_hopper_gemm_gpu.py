@@ -5,15 +5,21 @@ anything is built or launched. Skipped only without a CUDA device."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from karyamorph.harness.gpu.device import current_device
+from karyamorph.isa.arch import Arch
+from karyamorph.kernel.writer import write_spec
 from karyamorph.search.session import SearchRequest, SearchSetupError, run_template_search, search_arch
 from karyamorph.search.templates import template
 
 DEVICE = current_device()
+ARCH = Arch.parse("sm_90a")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(DEVICE is None, reason="no CUDA device")]
 
 
@@ -29,8 +35,23 @@ def test_a_short_search_passes_on_hopper_and_is_refused_elsewhere(name: str, tmp
         assert not db.exists()
         return
     assert arch.name == "sm_90a"
-    sizes = {"M": 1024, "N": 1024, "K": 1024}
+    sizes = {"M": 1024, "N": 1024, "K": 1024, "sms": DEVICE.sm_count}
     request = SearchRequest(t, arch, "random", budget=4, seed=1, sizes=sizes)
     summary = run_template_search(request, device=DEVICE, db=db)
     winner = summary["winner"]
     assert winner["correctness"] == "pass" and winner["median_ns"] > 0, summary
+
+
+@pytest.mark.skipif(DEVICE is None or DEVICE.compute_capability != (9, 0), reason="needs an sm_90 GPU")
+@pytest.mark.parametrize("name", ["hopper_gemm", "hopper_fp8_gemm"])
+def test_a_persistent_grid_of_fewer_blocks_than_tiles_computes_every_tile(name: str, tmp_path: Path) -> None:
+    """Five blocks over 64 tiles: each takes twelve or thirteen, its ring going on across them."""
+    t = template(name)
+    config = t.space(ARCH).config(t.space(ARCH).find({**t.baseline, "grid": "persistent"}))
+    spec = t.spec(config, ARCH, {"M": 1024, "N": 1024, "K": 1024, "sms": 5})
+    written, _ = write_spec(spec, tmp_path / "persistent.toml")
+    cmd = [sys.executable, "-m", "karyamorph.cli", "run", str(written), "--arch", "sm_90a", "--stages",
+           "compile,correctness", "--db", str(tmp_path / "r.duckdb"), "--format", "json"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert json.loads(done.stdout)["status"] == "pass"

@@ -43,6 +43,8 @@ multiples of ``bm``, ``bn`` and the slice.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from karyamorph.isa import ast
@@ -78,6 +80,7 @@ class HopperShape:
     consumers: int
     setmaxnreg: bool
     kind: str = "f16"
+    persistent: bool = False
 
     @property
     def element_bytes(self) -> int:
@@ -124,7 +127,8 @@ class HopperShape:
     @property
     def entry(self) -> str:
         regs = "_setmaxnreg" if self.setmaxnreg else ""
-        return f"hopper_{self.kind}_gemm_{self.bm}x{self.bn}_s{self.stages}_c{self.consumers}{regs}"
+        grid = "_persistent" if self.persistent else ""
+        return f"hopper_{self.kind}_gemm_{self.bm}x{self.bn}_s{self.stages}_c{self.consumers}{regs}{grid}"
 
 
 def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
@@ -133,10 +137,12 @@ def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
     a_map = kb.param_bytes("a_map", 128, align=64)
     b_map = kb.param_bytes("b_map", 128, align=64)
     c_param = kb.param_ptr("c")
+    m_param = kb.param("M", "u32") if s.persistent else None
     n_param, k_param = kb.param("N", "u32"), kb.param("K", "u32")
     scales = [kb.param(name, "f32") for name in ("scale_a", "scale_b")] if s.kind == "e4m3" else []
     kb.maxntid(s.threads)
     c = kb.to_global(kb.ld_param(c_param))
+    m = kb.ld_param(m_param) if m_param is not None else None
     n, k = kb.ld_param(n_param), kb.ld_param(k_param)
     maps = [kb.cvta("param", kb.cvt("u64", "u32", kb.mov("b32", m)), to=False) for m in (a_map, b_map)]
     smem = kb.mov("u32", kb.extern_shared("smem", align=SWIZZLE_PERIOD))
@@ -151,15 +157,39 @@ def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
             kb.instr("mbarrier.init.shared::cta.b64", kb.addr(full0, 8 * stage), 1)
             kb.instr("mbarrier.init.shared::cta.b64", kb.addr(empty0, 8 * stage), 4 * s.consumers)
     kb.bar_sync(0)
+    tiles = _Tiles(kb, s, m, n)
     consumer = kb.label("consumer")
     kb.bra(consumer, guard=kb.setp("ne", "u32", warpgroup, 0))
-    _produce(kb, s, first, maps, smem, full0, empty0, slices)
+    _produce(kb, s, first, maps, smem, full0, empty0, slices, tiles)
     kb.ret()
     kb.place(consumer)
     scale = kb.mul("f32", *(kb.ld_param(p) for p in scales)) if scales else None
-    _consume(kb, s, tid, warpgroup, smem, full0, empty0, slices, c, n, scale)
+    _consume(kb, s, tid, warpgroup, smem, full0, empty0, slices, c, n, scale, tiles)
     kb.ret()
     return kb.ptx()
+
+
+class _Tiles:
+    """The tiles of c a block computes: its own (``ctaid``) or, persistent, tiles ``ctaid.x``,
+    ``ctaid.x + nctaid.x``, ... of the row-major order of tiles (``tiles_n`` tiles a row)."""
+
+    def __init__(self, kb: KernelBuilder, s: HopperShape, m: Reg | None, n: Reg) -> None:
+        self.kb, self.s = kb, s
+        if m is not None:
+            self.across = kb.shr("u32", n, log2(s.bn))
+            self.count = kb.mul("u32", kb.shr("u32", m, log2(s.bm)), self.across)
+
+    @contextmanager
+    def each(self) -> Iterator[tuple[Reg, Reg]]:
+        """A loop over the block's tiles (one pass when not persistent), yielding the tile's
+        first row and first column."""
+        kb, s = self.kb, self.s
+        if not s.persistent:
+            yield kb.mul("u32", kb.sreg("ctaid.y"), s.bm), kb.mul("u32", kb.sreg("ctaid.x"), s.bn)
+            return
+        with kb.for_range(kb.sreg("ctaid.x"), self.count, kb.sreg("nctaid.x")) as tile:
+            row = kb.mul("u32", kb.div("u32", tile, self.across), s.bm)
+            yield row, kb.mul("u32", kb.rem("u32", tile, self.across), s.bn)
 
 
 def _stage(kb: KernelBuilder, s: HopperShape, kt: Reg) -> tuple[Reg, Reg]:
@@ -184,27 +214,30 @@ def _wait(kb: KernelBuilder, barrier: ast.Address, parity: Reg) -> None:
 
 def _produce(
     kb: KernelBuilder, s: HopperShape, first: Reg, maps: list[Reg], smem: Reg, full0: Reg, empty0: Reg,
-    slices: Reg,
+    slices: Reg, tiles: _Tiles,
 ) -> None:  # fmt: skip
-    """The producer warpgroup: its first thread keeps the stages filled."""
+    """The producer warpgroup: its first thread keeps the stages filled, slice after slice of
+    each of the block's tiles (``it`` counts the slices across tiles: the ring's position)."""
     if s.setmaxnreg:
         kb.instr("setmaxnreg.dec.sync.aligned.u32", PRODUCER_REGS)
-    m0 = kb.mul("u32", kb.sreg("ctaid.y"), s.bm)
-    n0 = kb.mul("u32", kb.sreg("ctaid.x"), s.bn)
-    with kb.if_(first), kb.for_range(0, slices) as kt:
-        index, parity = _stage(kb, s, kt)
-        bar = kb.shl("b32", index, 3)
-        full, empty = kb.add("u32", full0, bar), kb.add("u32", empty0, bar)
-        reused = kb.setp("ge", "u32", kt, s.stages)
-        with kb.if_(reused):  # the consumers released the slice that used this stage before
-            _wait(kb, kb.addr(empty), kb.xor("b32", parity, 1))
-        kb.instr("mbarrier.arrive.expect_tx.shared::cta.b64", ast.Symbol("_"), kb.addr(full), s.stage_bytes)
-        a_box = kb.mad("u32", index, s.stage_bytes, smem)
-        b_box = kb.add("u32", a_box, s.a_bytes)
-        depth = kb.shl("b32", kt, log2(s.bk))
-        for box, tensor, row in ((a_box, maps[0], m0), (b_box, maps[1], n0)):
-            kb.instr(TMA, kb.addr(box), ast.Address(ast.Register(tensor.name), 0, (kb_vector(depth, row),)),
-                     kb.addr(full))  # fmt: skip
+    with kb.if_(first):
+        it = kb.mov("u32", 0)
+        with tiles.each() as (m0, n0), kb.for_range(0, slices) as kt:
+            index, parity = _stage(kb, s, it)
+            bar = kb.shl("b32", index, 3)
+            full, empty = kb.add("u32", full0, bar), kb.add("u32", empty0, bar)
+            reused = kb.setp("ge", "u32", it, s.stages)
+            with kb.if_(reused):  # the consumers released the slice that used this stage before
+                _wait(kb, kb.addr(empty), kb.xor("b32", parity, 1))
+            expect = "mbarrier.arrive.expect_tx.shared::cta.b64"
+            kb.instr(expect, ast.Symbol("_"), kb.addr(full), s.stage_bytes)
+            a_box = kb.mad("u32", index, s.stage_bytes, smem)
+            b_box = kb.add("u32", a_box, s.a_bytes)
+            depth = kb.shl("b32", kt, log2(s.bk))
+            for box, tensor, row in ((a_box, maps[0], m0), (b_box, maps[1], n0)):
+                source = ast.Address(ast.Register(tensor.name), 0, (kb_vector(depth, row),))
+                kb.instr(TMA, kb.addr(box), source, kb.addr(full))
+            kb.add("u32", it, 1, out=it)
 
 
 def kb_vector(*regs: Reg) -> ast.Vector:
@@ -214,15 +247,16 @@ def kb_vector(*regs: Reg) -> ast.Vector:
 
 def _consume(
     kb: KernelBuilder, s: HopperShape, tid: Reg, warpgroup: Reg, smem: Reg, full0: Reg, empty0: Reg,
-    slices: Reg, c: Reg, n: Reg, scale: Reg | None,
+    slices: Reg, c: Reg, n: Reg, scale: Reg | None, tiles: _Tiles,
 ) -> None:  # fmt: skip
-    """A consumer warpgroup: wgmma over the slices, then its slabs of c (times ``scale``)."""
+    """A consumer warpgroup: for each of the block's tiles, wgmma over the slices, then its slabs
+    of c (times ``scale``). ``it`` counts the slices across tiles, as the producer's does."""
     if s.setmaxnreg:
         kb.instr("setmaxnreg.inc.sync.aligned.u32", CONSUMER_REGS)
     rank = kb.sub("u32", warpgroup, 1)  # the consumer's index
     lane = kb.and_("b32", tid, 31)
     signals = kb.setp("eq", "u32", lane, 0)  # lane 0 of each warp releases a stage
-    acc = [[kb.mov("f32", 0.0) for _ in range(s.bn // 2)] for _ in range(s.slabs)]
+    acc = [[kb.reg("f32") for _ in range(s.bn // 2)] for _ in range(s.slabs)]
     accumulate = kb.setp("eq", "u32", tid, tid)  # scale-d: add to the accumulators (all zero at first)
     # e4m3: each slice's products go to accumulators of their own (scale-d false on its first
     # step), added into ``acc`` in f32 once the slice is done (module docstring: promotion).
@@ -230,45 +264,56 @@ def _consume(
     fresh = kb.setp("ne", "u32", tid, tid) if s.promotes else accumulate
     slab0 = kb.mul("u32", rank, s.slabs * 64 * ROW)  # the consumer's first slab within a's box
     shape = f"wgmma.mma_async.sync.aligned.m64n{s.bn}{KINDS[s.kind][1]}"
-    with kb.for_range(0, slices) as kt:
-        index, parity = _stage(kb, s, kt)
-        full = kb.mad("u32", index, 8, full0)
-        _wait(kb, kb.addr(full), parity)
-        a_box = kb.mad("u32", index, s.stage_bytes, smem)
-        a_desc = _descriptor(kb, kb.add("u32", a_box, slab0))
-        b_desc = _descriptor(kb, kb.add("u32", a_box, s.a_bytes))
-        kb.instr("wgmma.fence.sync.aligned")
-        for slab in range(s.slabs):
-            target = promoted[slab] if s.promotes else acc[slab]
-            for step in range(ROW // STEP):
-                # 32 bytes of K a step (>> 4: 2), 64 rows of 128 bytes a slab (>> 4: 512)
-                a = kb.add("u64", a_desc, 512 * slab + 2 * step)
-                b = kb.add("u64", b_desc, 2 * step)
-                scale_d = fresh if step == 0 else accumulate
-                kb.instr(shape, target, a, b, scale_d, *IMMEDIATES[s.kind])
-        kb.instr("wgmma.commit_group.sync.aligned")
-        if s.promotes:
-            # This slice's products are complete: into acc, and its stage is free.
-            kb.instr("wgmma.wait_group.sync.aligned", 0)
+    it = kb.mov("u32", 0)
+    with tiles.each() as (m0, n0):
+        for row in acc:
+            for v in row:
+                kb.mov("f32", 0.0, out=v)
+        with kb.for_range(0, slices) as kt:
+            index, parity = _stage(kb, s, it)
+            full = kb.mad("u32", index, 8, full0)
+            _wait(kb, kb.addr(full), parity)
+            a_box = kb.mad("u32", index, s.stage_bytes, smem)
+            a_desc = _descriptor(kb, kb.add("u32", a_box, slab0))
+            b_desc = _descriptor(kb, kb.add("u32", a_box, s.a_bytes))
+            kb.instr("wgmma.fence.sync.aligned")
             for slab in range(s.slabs):
-                for total, part in zip(acc[slab], promoted[slab], strict=True):
-                    kb.add("f32", total, total, part)
-            with kb.if_(signals):
-                kb.instr(
-                    "mbarrier.arrive.shared::cta.b64",
-                    ast.Symbol("_"),
-                    kb.addr(kb.mad("u32", index, 8, empty0)),
-                )
-        else:
-            kb.instr("wgmma.wait_group.sync.aligned", 1)
-            # At most this slice's group is pending: the previous slice's stage is free.
-            previous = kb.setp("ne", "u32", kt, 0, bool_op="and", c=signals)
-            with kb.if_(previous):
-                before, _ = _stage(kb, s, kb.sub("u32", kt, 1))
-                released = kb.addr(kb.mad("u32", before, 8, empty0))
-                kb.instr("mbarrier.arrive.shared::cta.b64", ast.Symbol("_"), released)
-    kb.instr("wgmma.wait_group.sync.aligned", 0)
-    _store(kb, s, tid, rank, c, n, acc, scale)
+                target = promoted[slab] if s.promotes else acc[slab]
+                for step in range(ROW // STEP):
+                    # 32 bytes of K a step (>> 4: 2), 64 rows of 128 bytes a slab (>> 4: 512)
+                    a = kb.add("u64", a_desc, 512 * slab + 2 * step)
+                    b = kb.add("u64", b_desc, 2 * step)
+                    scale_d = fresh if step == 0 else accumulate
+                    kb.instr(shape, target, a, b, scale_d, *IMMEDIATES[s.kind])
+            kb.instr("wgmma.commit_group.sync.aligned")
+            if s.promotes:
+                # This slice's products are complete: into acc, and its stage is free.
+                kb.instr("wgmma.wait_group.sync.aligned", 0)
+                for slab in range(s.slabs):
+                    for total, part in zip(acc[slab], promoted[slab], strict=True):
+                        kb.add("f32", total, part, out=total)
+                _release(kb, signals, empty0, index)
+            else:
+                kb.instr("wgmma.wait_group.sync.aligned", 1)
+                # At most this slice's group is pending: the previous slice's stage is free.
+                previous = kb.setp("ne", "u32", kt, 0, bool_op="and", c=signals)
+                with kb.if_(previous):
+                    before, _ = _stage(kb, s, kb.sub("u32", it, 1))
+                    _release(kb, None, empty0, before)
+            kb.add("u32", it, 1, out=it)
+        kb.instr("wgmma.wait_group.sync.aligned", 0)
+        if s.persistent and not s.promotes:  # the tile's last slice is done: its stage is free
+            last, _ = _stage(kb, s, kb.sub("u32", it, 1))
+            _release(kb, signals, empty0, last)
+        _store(kb, s, tid, rank, c, n, acc, scale, m0, n0)
+
+
+def _release(kb: KernelBuilder, signals: Reg | None, empty0: Reg, index: Reg) -> None:
+    """Arrive on stage ``index``'s ``empty`` mbarrier (only from the threads of ``signals``, when
+    given)."""
+    with kb.if_(signals) if signals is not None else nullcontext():
+        empty = kb.addr(kb.mad("u32", index, 8, empty0))
+        kb.instr("mbarrier.arrive.shared::cta.b64", ast.Symbol("_"), empty)
 
 
 def _descriptor(kb: KernelBuilder, address: Reg) -> Reg:
@@ -279,16 +324,16 @@ def _descriptor(kb: KernelBuilder, address: Reg) -> Reg:
 
 def _store(
     kb: KernelBuilder, s: HopperShape, tid: Reg, rank: Reg, c: Reg, n: Reg, acc: list[list[Reg]],
-    scale: Reg | None,
+    scale: Reg | None, tile_m0: Reg, tile_n0: Reg,
 ) -> None:  # fmt: skip
     """Store each accumulator pair (element ``i`` of a slab: row ``16 w + g + 8 ((i / 2) % 2)``,
     column ``8 (i / 4) + 2 t + i % 2``): rounded to f16x2, or as two f32 times ``scale``."""
     local = kb.and_("b32", tid, WARPGROUP - 1)
     warp, lane = kb.shr("u32", local, 5), kb.and_("b32", local, 31)
     group, pair = kb.shr("u32", lane, 2), kb.and_("b32", lane, 3)
-    m0 = kb.mad("u32", kb.sreg("ctaid.y"), s.bm, kb.mul("u32", rank, s.slabs * 64))
+    m0 = kb.mad("u32", rank, s.slabs * 64, tile_m0)
     row0 = kb.add("u32", m0, kb.mad("u32", warp, 16, group))
-    col0 = kb.mad("u32", kb.sreg("ctaid.x"), s.bn, kb.shl("b32", pair, 1))
+    col0 = kb.mad("u32", pair, 2, tile_n0)
     out_bytes = 4 if scale is not None else 2
     for slab in range(s.slabs):
         for half in range(2):

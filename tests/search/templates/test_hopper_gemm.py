@@ -23,6 +23,7 @@ from karyamorph.kernel.bound import bind
 from karyamorph.kernel.spec import KernelSpec
 from karyamorph.model.interp.errors import ExecutionError
 from karyamorph.model.ptx.ptx_machine import ptx_machine
+from karyamorph.search.run import device_sizes
 from karyamorph.search.session import search_arch
 from karyamorph.search.space import Value
 from karyamorph.search.template import Template
@@ -31,7 +32,7 @@ from karyamorph.search.templates.hopper_gemm import FP8_TEMPLATE, TEMPLATE, buil
 from tests.search.standin import DEVICE
 
 ARCH = Arch.parse("sm_90a")
-SAMPLE = 4  # configurations interpreted besides the baseline (5-20 s each)
+SAMPLE = 3  # configurations interpreted besides the baseline and its persistent twin (5-20 s each)
 
 
 def toolchain() -> Toolchain:
@@ -51,8 +52,11 @@ def configs(t: Template = TEMPLATE) -> list[dict[str, Value]]:
 
 
 def wrapping(config: Mapping[str, Value], slice_k: int = 64) -> dict[str, int]:
-    """Two blocks along N and a K whose slices go round the ring of stages and a bit more."""
-    return {"M": int(config["bm"]), "N": 2 * int(config["bn"]), "K": slice_k * (int(config["stages"]) + 2)}
+    """Two tiles along N and a K whose slices go round the ring of stages and a bit more; a
+    persistent grid has one block, which takes both tiles (its ring going on from one to the
+    next)."""
+    k = slice_k * (int(config["stages"]) + 2)
+    return {"M": int(config["bm"]), "N": 2 * int(config["bn"]), "K": k, "sms": 1}
 
 
 def on_model(spec: KernelSpec) -> Comparison:
@@ -87,7 +91,8 @@ def test_every_configuration_assembles_without_spills(t: Template) -> None:
 @pytest.mark.parametrize("t", BOTH, ids=lambda t: t.name)
 def test_a_sample_computes_what_torch_does_round_the_ring(t: Template) -> None:
     rest = [c for c in configs(t) if c != dict(t.baseline)]
-    for config in [dict(t.baseline), *random.Random(7).sample(rest, SAMPLE)]:
+    persistent = {**t.baseline, "grid": "persistent"}  # one block takes both tiles, the ring going on
+    for config in [dict(t.baseline), persistent, *random.Random(7).sample(rest, SAMPLE)]:
         verdict = on_model(t.build(config, ARCH, wrapping(config, SLICE[t.name])))
         assert verdict.passed, (config, verdict)
 
@@ -112,15 +117,34 @@ def _refused(spec: KernelSpec) -> str:
     return verdict.message
 
 
+def _waits(ptx: str) -> list[str]:
+    """The ``mbarrier.try_wait.parity`` lines of ``ptx``: the producer's, then the consumer's."""
+    return [line.strip() for line in ptx.splitlines() if "mbarrier.try_wait.parity" in line]
+
+
 def test_a_consumer_waiting_on_the_wrong_phase_is_refused() -> None:
     """The consumers wait for the other parity: a stage's wait passes before its copy lands, and
     the wgmma reads what is not there yet (zeros, or the slice before)."""
-    wait = "mbarrier.try_wait.parity.shared::cta.b64 %p8, [%r32], %r31;"
-    why = _refused(_planted(wait, f"xor.b32 %r31, %r31, 1;\n\t{wait}"))
+    wait = _waits(build(SMALL, ARCH, wrapping(SMALL)).ptx)[1]
+    parity = wait.rstrip(";").split()[-1]
+    why = _refused(_planted(wait, f"xor.b32 {parity}, {parity}, 1;\n\t{wait}"))
     assert "elements differ" in why or "before" in why, why
 
 
 def test_a_producer_that_does_not_wait_for_the_release_is_refused() -> None:
     """Without the wait on ``empty``, the producer refills stages the consumers still read."""
-    why = _refused(_planted("@!%p3 bra $L__endif_2;", "bra.uni $L__endif_2;"))
+    lines = [line.strip() for line in build(SMALL, ARCH, wrapping(SMALL)).ptx.splitlines()]
+    skip = lines[lines.index(_waits("\n".join(lines))[0]) - 3]  # @!%p bra past the wait
+    assert skip.startswith("@!%p") and "bra $L__endif_" in skip, skip
+    why = _refused(_planted(skip, f"bra.uni {skip.split()[-1]}"))
     assert "elements differ" in why or "before" in why, why
+
+
+def test_a_search_on_a_gpu_gives_the_persistent_grid_its_sm_count() -> None:
+    assert device_sizes(TEMPLATE, DEVICE) == {**TEMPLATE.sizes, "sms": DEVICE.sm_count}
+    other = dataclasses.replace(DEVICE, attributes={"multiprocessor_count": 114})  # an H100 PCIe
+    assert device_sizes(FP8_TEMPLATE, other) == {**FP8_TEMPLATE.sizes, "sms": 114}
+    assert device_sizes(TEMPLATE, None) is None  # no GPU: the template's 132
+    assert device_sizes(TEMPLATES["hgemm"], DEVICE) is None  # no sms size: its own sizes
+    spec = TEMPLATE.spec({**TEMPLATE.baseline, "grid": "persistent"}, ARCH, {**TEMPLATE.sizes, "sms": 114})
+    assert bind(spec, ARCH).grid == (114, 1, 1)
