@@ -17,7 +17,9 @@ warpgroups, whether the warpgroups trade registers with ``setmaxnreg`` (the prod
 40, the consumers up to 232), which lets a consumer hold up to 192 accumulators instead of 128,
 and the grid: a block a tile, or ``persistent``, a block on each of ``sms`` SMs that takes tile
 after tile, its ring going on from one tile to the next, so that the producer loads the next
-tile's slices while the consumers store the last one's c.
+tile's slices while the consumers store the last one's c; ``grouped`` is persistent with the
+tiles taken in groups of 8 tile rows, column after column within a group (the SMs then work at
+once on tiles that share rows of a and of b in L2).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ PARAMETERS = (
     Parameter("stages", (2, 3, 4, 5, 6)),
     Parameter("consumers", (1, 2)),
     Parameter("regs", ("default", "setmaxnreg")),
-    Parameter("grid", ("tiles", "persistent")),
+    Parameter("grid", ("tiles", "persistent", "grouped")),
 )
 
 
@@ -80,12 +82,17 @@ inputs of :mod:`~karyamorph.search.templates.fp8_gemm` (every product of one sig
 K = 4096 (2.4e-4 of c) but does see a slice dropped; at the check sizes (K = 896) one product
 is 1.1e-3 of c, which the model's interpreter (exact there) shows."""
 
+GROUP_ROWS = 8
+"""Tile rows a group of the ``grouped`` persistent order holds (column after column within it)."""
+
 
 def shape(config: Mapping[str, Value], kind: str = "f16") -> HopperShape:
     """The kernel shape of a configuration."""
     bm, bn, stages, consumers = (int(config[k]) for k in ("bm", "bn", "stages", "consumers"))
-    setmaxnreg, persistent = config["regs"] == "setmaxnreg", config.get("grid", "tiles") == "persistent"
-    return HopperShape(bm, bn, stages, consumers, setmaxnreg, kind, persistent)
+    grid = config.get("grid", "tiles")
+    group = GROUP_ROWS if grid == "grouped" else 0
+    setmaxnreg = config["regs"] == "setmaxnreg"
+    return HopperShape(bm, bn, stages, consumers, setmaxnreg, kind, grid != "tiles", group)
 
 
 def registers(s: HopperShape) -> int:

@@ -81,6 +81,9 @@ class HopperShape:
     setmaxnreg: bool
     kind: str = "f16"
     persistent: bool = False
+    group_rows: int = 0
+    """Persistent: the tiles go in groups of this many tile rows, column after column within a
+    group (0: row after row)."""
 
     @property
     def element_bytes(self) -> int:
@@ -128,6 +131,7 @@ class HopperShape:
     def entry(self) -> str:
         regs = "_setmaxnreg" if self.setmaxnreg else ""
         grid = "_persistent" if self.persistent else ""
+        grid += f"_g{self.group_rows}" if self.persistent and self.group_rows else ""
         return f"hopper_{self.kind}_gemm_{self.bm}x{self.bn}_s{self.stages}_c{self.consumers}{regs}{grid}"
 
 
@@ -171,13 +175,16 @@ def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
 
 class _Tiles:
     """The tiles of c a block computes: its own (``ctaid``) or, persistent, tiles ``ctaid.x``,
-    ``ctaid.x + nctaid.x``, ... of the row-major order of tiles (``tiles_n`` tiles a row)."""
+    ``ctaid.x + nctaid.x``, ... of the tiles' order: row after row (``across`` tiles a row), or
+    in groups of ``group_rows`` tile rows, column after column within a group, so that the
+    tiles the SMs work on at once share fewer rows of b (and of L2) than a whole row of tiles."""
 
     def __init__(self, kb: KernelBuilder, s: HopperShape, m: Reg | None, n: Reg) -> None:
         self.kb, self.s = kb, s
         if m is not None:
             self.across = kb.shr("u32", n, log2(s.bn))
-            self.count = kb.mul("u32", kb.shr("u32", m, log2(s.bm)), self.across)
+            self.down = kb.shr("u32", m, log2(s.bm))
+            self.count = kb.mul("u32", self.down, self.across)
 
     @contextmanager
     def each(self) -> Iterator[tuple[Reg, Reg]]:
@@ -188,8 +195,16 @@ class _Tiles:
             yield kb.mul("u32", kb.sreg("ctaid.y"), s.bm), kb.mul("u32", kb.sreg("ctaid.x"), s.bn)
             return
         with kb.for_range(kb.sreg("ctaid.x"), self.count, kb.sreg("nctaid.x")) as tile:
-            row = kb.mul("u32", kb.div("u32", tile, self.across), s.bm)
-            yield row, kb.mul("u32", kb.rem("u32", tile, self.across), s.bn)
+            if s.group_rows:
+                per_group = kb.mul("u32", self.across, s.group_rows)
+                top = kb.mul("u32", kb.div("u32", tile, per_group), s.group_rows)
+                # The last group may have fewer rows.
+                rows = kb.min("u32", kb.sub("u32", self.down, top), s.group_rows)
+                within = kb.rem("u32", tile, per_group)
+                tile_m, tile_n = kb.add("u32", top, kb.rem("u32", within, rows)), kb.div("u32", within, rows)
+            else:
+                tile_m, tile_n = kb.div("u32", tile, self.across), kb.rem("u32", tile, self.across)
+            yield kb.mul("u32", tile_m, s.bm), kb.mul("u32", tile_n, s.bn)
 
 
 def _stage(kb: KernelBuilder, s: HopperShape, kt: Reg) -> tuple[Reg, Reg]:

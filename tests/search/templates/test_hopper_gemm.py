@@ -148,3 +148,10 @@ def test_a_search_on_a_gpu_gives_the_persistent_grid_its_sm_count() -> None:
     assert device_sizes(TEMPLATES["hgemm"], DEVICE) is None  # no sms size: its own sizes
     spec = TEMPLATE.spec({**TEMPLATE.baseline, "grid": "persistent"}, ARCH, {**TEMPLATE.sizes, "sms": 114})
     assert bind(spec, ARCH).grid == (114, 1, 1)
+
+
+def test_grouped_tiles_cover_c_once_with_a_last_group_of_fewer_rows() -> None:
+    """Ten tile rows: a group of eight and one of two, taken by three blocks column after column."""
+    config = {**SMALL, "grid": "grouped"}
+    verdict = on_model(build(config, ARCH, {"M": 640, "N": 128, "K": 128, "sms": 3}))
+    assert verdict.passed, verdict
