@@ -43,12 +43,16 @@ def test_a_short_search_passes_on_hopper_and_is_refused_elsewhere(name: str, tmp
 
 
 @pytest.mark.skipif(DEVICE is None or DEVICE.compute_capability != (9, 0), reason="needs an sm_90 GPU")
+@pytest.mark.parametrize("grid", ["persistent", "grouped"])
 @pytest.mark.parametrize("name", ["hopper_gemm", "hopper_fp8_gemm"])
-def test_a_persistent_grid_of_fewer_blocks_than_tiles_computes_every_tile(name: str, tmp_path: Path) -> None:
-    """Five blocks over 64 tiles: each takes twelve or thirteen, its ring going on across them."""
+def test_a_persistent_grid_of_fewer_blocks_than_tiles_computes_every_tile(
+    name: str, grid: str, tmp_path: Path
+) -> None:
+    """Five blocks over 80 tiles: each takes sixteen, its ring going on across them; grouped, the
+    ten tile rows are a group of eight and one of two."""
     t = template(name)
-    config = t.space(ARCH).config(t.space(ARCH).find({**t.baseline, "grid": "persistent"}))
-    spec = t.spec(config, ARCH, {"M": 1024, "N": 1024, "K": 1024, "sms": 5})
+    config = t.space(ARCH).config(t.space(ARCH).find({**t.baseline, "grid": grid}))
+    spec = t.spec(config, ARCH, {"M": 1280, "N": 1024, "K": 1024, "sms": 5})
     written, _ = write_spec(spec, tmp_path / "persistent.toml")
     cmd = [sys.executable, "-m", "karyamorph.cli", "run", str(written), "--arch", "sm_90a", "--stages",
            "compile,correctness", "--db", str(tmp_path / "r.duckdb"), "--format", "json"]  # fmt: skip
