@@ -103,3 +103,17 @@ def test_the_winner_races_the_baseline_measured_once(tmp_path: Path) -> None:
     line = (f"  baseline {{'BLOCK': 256}}: {some['baseline']['time_ms']:.4g} ms (measured after the search); "
             f"the winner is {ratio:.3f}x faster")  # fmt: skip
     assert shown.exit_code == 0 and line in shown.output.splitlines(), shown.output
+
+
+def test_the_histogram_searches_its_launch_with_the_model_gate_passing_every_variant(tmp_path: Path) -> None:
+    """The hand-written PTX histogram: every block size and keys-a-thread passes the model's
+    checks at the check size (the bins in bounds, the shared counts race-free by their atomics)
+    and reaches the GPU's part; the winner's spec keeps the grid expression's ITEMS."""
+    CountingEvaluator.on_gpu = 0
+    out = tmp_path / "out"
+    summary = search(tmp_path / "h.duckdb", "histogram_shared.toml", "exhaustive", 25, out_dir=out)
+    assert summary["evaluations"] == 25 and CountingEvaluator.on_gpu == 25 and not summary["failures"]
+    assert summary["baseline"]["config"] == {"block_size_x": 256, "ITEMS": 1}
+    config = summary["winner"]["config"]
+    winner = load_spec(out / summary["search_id"][:8] / "histogram_shared.toml")
+    assert winner.search is None and winner.launch.block == (config["block_size_x"],)
