@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES, SEARCHES = ROOT / "datasets/kernels", ROOT / "datasets/searches/examples"
 SPECS = [
     *(EXAMPLES / f"{k}.toml" for k in ("vadd", "scale", "reduce_sum", "transpose", "sgemm")),
-    *(SEARCHES / f"{k}.toml" for k in ("softmax_rows", "sgemm_tiled", "saxpy_stride")),
+    *(SEARCHES / f"{k}.toml" for k in ("softmax_rows", "sgemm_tiled", "saxpy_stride", "histogram_shared")),
 ]
 PINS = {  # the searches' winners on an H100 (benchmarks/RESULTS.md, 2026-12-05 and 2026-12-06)
     "softmax_rows": {"BLOCK": 256, "ITEMS": 16, "REGS": 128},
@@ -45,6 +45,7 @@ PINS = {  # the searches' winners on an H100 (benchmarks/RESULTS.md, 2026-12-05 
         "REGS": 0,
     },
     "saxpy_stride": {"block_size_x": 512, "BLOCKS_PER_SM": 4, "REGS": 32},
+    "histogram_shared": {"block_size_x": 1024, "ITEMS": 64},
 }
 
 
