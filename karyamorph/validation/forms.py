@@ -61,15 +61,20 @@ FRAGMENT_REASON = (
     "(karyamorph model validate --arch sm_90, sm_100a or sm_120a); held to the PTX ISA's fragment tables by "
     "tests/model/ptx/test_mma.py"
 )
-# Tensor-memory MMAs with CTA kernels of their own (karyamorph.validation.tcgen05_forms), built
-# where the target (or its arch-specific variant: sm_100 -> sm_100a) has the instruction; on other
-# targets they are left out with INSTRUCTION_REASONS.
-TENSOR_VALIDATED = ("tcgen05.mma",)
+# Tensor-core MMAs with CTA kernels of their own (karyamorph.validation.tcgen05_forms and
+# wgmma_forms), built where the target (or its arch-specific variant: sm_100 -> sm_100a, sm_90 ->
+# sm_90a) has the instruction; on other targets they are left out with INSTRUCTION_REASONS.
+TENSOR_VALIDATED = ("tcgen05.mma", "wgmma.mma_async.sync.aligned")
 # Tensor-memory collectives (tcgen05.alloc, .ld, .st, the waits): no per-lane result of their own.
 TENSOR_MEMORY_REASON = (
     "a tensor-memory collective (allocation, loads and stores between registers and tensor memory, "
     "their waits): every tcgen05.mma validation kernel runs it (sm_100a; C and D pass through "
     "tcgen05.st and tcgen05.ld); held to the PTX ISA by tests/model/ptx/test_tcgen05.py"
+)
+# wgmma's fence, commit_group and wait_group: no result of their own.
+WGMMA_ORDER_REASON = (
+    "orders a warpgroup's wgmma.mma_async (no result of its own): every wgmma validation kernel runs "
+    "it (sm_90a); held to the PTX ISA by tests/model/ptx/test_wgmma.py"
 )
 # Instructions left out for a reason of their own (name -> reason), before their kind's.
 INSTRUCTION_REASONS: dict[str, str] = {
@@ -78,8 +83,9 @@ INSTRUCTION_REASONS: dict[str, str] = {
     "(karyamorph model validate --arch sm_100a); held to an exact reference by "
     "tests/model/ptx/test_tcgen05_mma.py",
     "wgmma.mma_async.sync.aligned": "a warpgroup MMA (128 threads, A and B from shared memory through "
-    "descriptors, sm_90a) with no GPU validation kernel yet; every kind is held to the PTX ISA's "
-    "fragment tables and shared-memory layouts, and assembled by ptxas, by tests/model/ptx/test_wgmma.py",
+    "descriptors) whose CTA kernels are built for sm_90a (karyamorph model validate --arch sm_90); "
+    "every kind is held to the PTX ISA's fragment tables and shared-memory layouts by "
+    "tests/model/ptx/test_wgmma.py",
 }
 
 
@@ -394,6 +400,7 @@ def enumerate_forms(machine: Machine, arch: str = "sm_90", only: str | None = No
             reason = "has no result value to compare" if instr.name == "bar.warp.sync" else WARP_REASON
             reason = FRAGMENT_REASON if instr.name in FRAGMENT_VALIDATED else reason
             reason = TENSOR_MEMORY_REASON if instr.name.startswith("tcgen05.") else reason
+            reason = WGMMA_ORDER_REASON if instr.name.startswith("wgmma.") else reason
             left.append(Unvalidated(instr.name, reason))
             continue
         ptx = max(base, instr.min_ptx, key=version_tuple)

@@ -6,7 +6,9 @@ its operand tables and the GPU's result bits of every form, each array at its ty
 (predicates as booleans). Matrix-fragment forms (``mma.sync``) take one ``<kernel>.tiles.npz``
 per kernel, listed under ``tile_files``: each form's input and ``d`` register words (``uint32``, a
 row a lane), replayed through the interpreter (:mod:`karyamorph.validation.fragment_run`).
-Replaying runs the current model on the recorded operands and
+``wgmma.mma_async`` forms take one ``wgmma.warpgroups.npz`` (``wgmma_files``): each form's input
+and D words (a row a thread of the warpgroup), replayed through the interpreter
+(:mod:`karyamorph.validation.wgmma_run`). Replaying runs the current model on the recorded operands and
 compares its bits with the recorded GPU bits under the rules of
 :mod:`karyamorph.validation.compare`, so a semantic regression fails on a CPU.
 """
@@ -30,6 +32,10 @@ from karyamorph.validation.fragment_compare import compare_fragments
 from karyamorph.validation.fragment_run import TileRun, model_tiles
 from karyamorph.validation.fragments import enumerate_fragments, kernel_name
 from karyamorph.validation.validate import ValidationReport
+from karyamorph.validation.wgmma_forms import NAME as WGMMA
+from karyamorph.validation.wgmma_forms import enumerate_wgmma
+from karyamorph.validation.wgmma_run import WgmmaRun, compare_wgmma
+from karyamorph.validation.wgmma_run import model_tiles as wgmma_tiles
 
 FORMAT = 1
 HEADER = "header.json"
@@ -80,15 +86,17 @@ def write_recording(report: ValidationReport, folder: Path) -> list[Path]:
         np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
         written.append(path)
     tiles = _write_tiles(report.tiles, folder)
+    warpgroups = _write_warpgroups(report.warpgroups, folder)
     header = {
         "format": FORMAT, "arch": report.arch, "date": report.params.get("date", ""),
         "environment": report.environment, "params": report.params,
         "files": sorted(p.name for p in written), "tile_files": sorted(p.name for p in tiles),
+        "wgmma_files": [p.name for p in warpgroups],
         "forms": {r.form: [r.status, r.cases, r.disagreements, r.max_ulp] for r in report.results},
         "unvalidated": {u.name: u.reason for u in report.unvalidated},
     }  # fmt: skip
     (folder / HEADER).write_text(json.dumps(header, indent=1, sort_keys=True) + "\n")
-    return [folder / HEADER, *written, *tiles]
+    return [folder / HEADER, *written, *tiles, *warpgroups]
 
 
 def _write_tiles(runs: Sequence[TileRun], folder: Path) -> list[Path]:
@@ -108,6 +116,20 @@ def _write_tiles(runs: Sequence[TileRun], folder: Path) -> list[Path]:
     return written
 
 
+def _write_warpgroups(runs: Sequence[WgmmaRun], folder: Path) -> list[Path]:
+    """The wgmma forms that ran, in one file: each form's input words and D words (a row a thread)."""
+    if not runs:
+        return []
+    arrays: dict[str, Any] = {}
+    for i, run in enumerate(runs):
+        arrays[f"f{i}_in"] = run.inputs.astype(np.uint32)
+        arrays[f"f{i}_d"] = run.gpu.astype(np.uint32)
+    meta = {"instruction": WGMMA, "forms": [r.form.key for r in runs]}
+    path = folder / "wgmma.warpgroups.npz"
+    np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
+    return [path]
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedForm:
     """One recorded form: its key, its sources' bits and the GPU's result bits (``uint64``, by slot)."""
@@ -120,7 +142,8 @@ class RecordedForm:
 
 @dataclass(frozen=True, slots=True)
 class RecordedTiles:
-    """One recorded fragment form: its key, input words and the GPU's ``d`` words (a row a lane)."""
+    """One recorded fragment or wgmma form: its key, input words and the GPU's ``d`` words (a row a
+    lane, or a thread of the warpgroup)."""
 
     instruction: str
     key: str
@@ -136,6 +159,7 @@ class Recording:
     header: dict[str, Any]
     forms: tuple[RecordedForm, ...]
     tiles: tuple[RecordedTiles, ...] = ()
+    warpgroups: tuple[RecordedTiles, ...] = ()
 
     @property
     def arch(self) -> str:
@@ -156,14 +180,21 @@ def read_recording(folder: Path) -> Recording:
             for i, f in enumerate(meta["forms"]):
                 gpu = {s: z[f"f{i}_{s}"].astype(np.uint64) for s, _, _ in f["writes"]}
                 forms.append(RecordedForm(meta["instruction"], f["key"], tables[f["table"]], gpu))
+    # absent from recordings made before fragment forms, and before wgmma forms
+    tiles = _read_tiles(folder, header.get("tile_files", []))
+    warpgroups = _read_tiles(folder, header.get("wgmma_files", []))
+    return Recording(folder, header, tuple(forms), tiles, warpgroups)
+
+
+def _read_tiles(folder: Path, names: Sequence[str]) -> tuple[RecordedTiles, ...]:
     tiles: list[RecordedTiles] = []
-    for name in header.get("tile_files", []):  # absent from recordings made before fragment forms
+    for name in names:
         with np.load(folder / name) as z:
             meta = json.loads(str(z["meta"]))
             for i, key in enumerate(meta["forms"]):
                 words = z[f"f{i}_in"].astype(np.uint64), z[f"f{i}_d"].astype(np.uint64)
                 tiles.append(RecordedTiles(meta["instruction"], key, *words))
-    return Recording(folder, header, tuple(forms), tuple(tiles))
+    return tuple(tiles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +235,17 @@ def replay(recording: Recording, machine: Machine) -> Replay:
             continue
         model, size = model_tiles(fragment, machine, tile.inputs, recording.arch)
         result, found = compare_fragments(fragment, tile.inputs, tile.gpu, model, size)
+        results.append(result)
+        rows += found
+    found_wgmma = enumerate_wgmma(machine, recording.arch)
+    warpgroup = {f.key: f for f in found_wgmma.forms}
+    for run in recording.warpgroups:
+        wgmma = warpgroup.get(run.key)
+        if wgmma is None or found_wgmma.target is None:
+            missing.append(run.key)
+            continue
+        model, size = wgmma_tiles(wgmma, machine, run.inputs, found_wgmma.target)
+        result, found = compare_wgmma(wgmma, run.inputs, run.gpu, model, size)
         results.append(result)
         rows += found
     return Replay(tuple(results), tuple(rows), tuple(missing))

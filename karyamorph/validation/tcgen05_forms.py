@@ -32,7 +32,6 @@ from karyamorph.model.semantics.instruction import Instr
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.cases import int_edges
 from karyamorph.validation.forms import (
-    TENSOR_VALIDATED,
     Unvalidated,
     matches_pattern,
     tensor_target,
@@ -248,7 +247,7 @@ def enumerate_tcgen05(machine: Machine, arch: str, only: str | None = None) -> T
     left: list[Unvalidated] = []
     target = None
     for instr in machine.instructions:
-        if instr.name not in TENSOR_VALIDATED:
+        if instr.name != "tcgen05.mma":
             continue
         opcodes = [f"{instr.name}.cta_group::1.{k}" for k in instr.groups.get("kind", ())]
         if not (matches_pattern(instr.name, only) or any(matches_pattern(o, only) for o in opcodes)):
@@ -273,7 +272,7 @@ def enumerate_tcgen05(machine: Machine, arch: str, only: str | None = None) -> T
 
 
 # --- cases --------------------------------------------------------------------------------------
-def _tf32(codes: np.ndarray) -> np.ndarray:
+def tf32_codes(codes: np.ndarray) -> np.ndarray:
     """f32 patterns made tf32 (low 13 bits zero); a NaN whose payload was all there stays a NaN."""
     nan = ((codes >> np.uint64(23)) & np.uint64(0xFF)) == 0xFF
     nan &= (codes & np.uint64(0x7FFFFF)) != 0
@@ -281,7 +280,7 @@ def _tf32(codes: np.ndarray) -> np.ndarray:
     return np.where(nan & ((out & np.uint64(0x7FFFFF)) == 0), out | np.uint64(1 << 22), out)
 
 
-def _words(e: Element, codes: np.ndarray, rows: int, words: int) -> np.ndarray:
+def pack_words(e: Element, codes: np.ndarray, rows: int, words: int) -> np.ndarray:
     """Element codes (``rows x words * per_register``) packed into 32-bit words, little-endian."""
     c = codes.reshape(rows, words, e.per_register)
     out = np.zeros((rows, words), dtype=np.uint64)
@@ -309,8 +308,8 @@ def _operand(form: Tcgen05Form, slot: str, rows: int, words: int, pattern: int,
         edges = np.array(int_edges(32), dtype=np.uint64)
         codes = np.where(rng.random(n) < 0.25, edges[rng.integers(0, len(edges), n)], codes)
     if {"a": form.a, "b": form.b}.get(slot) == "tf32":
-        codes = _tf32(codes)
-    out = _words(e, codes, rows, words)
+        codes = tf32_codes(codes)
+    out = pack_words(e, codes, rows, words)
     return out | _padding(e, rows, words, rng) if pattern == 0 else out
 
 

@@ -30,6 +30,7 @@ from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.assembly import Assembled, FormRows, assemble_dropping
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.microkernel import WORD_BYTES
+from karyamorph.validation.plans import PlannedKernel
 from karyamorph.validation.tcgen05_forms import ROW_WORDS, THREADS, Tcgen05Form
 
 LBO, SBO = 128, 256  # a row's two 16-byte halves side by side; groups of 8 rows 256 bytes apart
@@ -197,8 +198,9 @@ def assemble_tcgen05(
     return assemble_dropping(name, len(forms), build, arch, toolchain)
 
 
-def interpret_kernel(kernel: Tcgen05Kernel, machine: Machine, inputs: np.ndarray) -> np.ndarray:
-    """The model's output words for ``inputs``: the interpreter running the kernel's own PTX."""
+def interpret_kernel(kernel: PlannedKernel, machine: Machine, inputs: np.ndarray) -> np.ndarray:
+    """The model's output words for ``inputs``: the interpreter running the kernel's own PTX (a
+    ``tcgen05.mma`` or a ``wgmma`` validation kernel: a CTA a case, arguments ``inp, out, rows``)."""
     out = np.zeros((kernel.rows, kernel.out_slots), dtype=np.uint64)
     args: dict[str, KernelArg] = {"inp": np.asarray(inputs, dtype=np.uint64), "out": out,
                                   "rows": np.uint32(kernel.rows)}  # fmt: skip

@@ -6,7 +6,8 @@ refuses is dropped with ptxas's message and the kernel rebuilt without it), run 
 in one GPU process, and compare each form's result bits with the numpy domain's. Matrix-fragment
 forms (``mma.sync``, a warp per case) get kernels of their own, run in the same process and
 compared with the interpreter's tiles (:mod:`karyamorph.validation.fragment_run`); so do
-``tcgen05.mma`` forms (a CTA per case, :mod:`karyamorph.validation.tcgen05_run`).
+``tcgen05.mma`` forms (a CTA per case, :mod:`karyamorph.validation.tcgen05_run`) and
+``wgmma.mma_async`` forms (a warpgroup CTA per case, :mod:`karyamorph.validation.wgmma_run`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from karyamorph.validation.microkernel import (
     unpack_outputs,
 )
 from karyamorph.validation.tcgen05_run import judge_tcgen05, plan_tcgen05
+from karyamorph.validation.wgmma_run import WgmmaRun, judge_wgmma, plan_wgmma
 
 
 def assemble_forms(
@@ -89,8 +91,9 @@ def compile_summary(
 ) -> list[tuple[Any, ...]]:  # fmt: skip
     """Build and assemble every kernel (no GPU): instruction, forms, rejected, rows, PTX lines, registers.
 
-    Matrix-fragment kernels (:mod:`karyamorph.validation.fragment_run`) and ``tcgen05.mma``
-    kernels (:mod:`karyamorph.validation.tcgen05_run`) follow, a row each."""
+    Matrix-fragment kernels (:mod:`karyamorph.validation.fragment_run`), ``tcgen05.mma``
+    kernels (:mod:`karyamorph.validation.tcgen05_run`) and ``wgmma`` kernels
+    (:mod:`karyamorph.validation.wgmma_run`) follow, a row each."""
     formset = enumerate_forms(machine, arch, only)
     tables = case_tables(formset.forms, samples=samples, cross_limit=cross_limit, seed=seed)
     toolchain = discover()
@@ -102,7 +105,8 @@ def compile_summary(
         rows.append((name, ran + len(a.rejected), len(a.rejected), k.rows if k else 0,
                      len(k.ptx.splitlines()) if k else 0, a.registers))  # fmt: skip
     tensor = plan_tcgen05(machine, arch, toolchain, only, seed).summary()
-    return rows + plan_fragments(machine, arch, toolchain, only, seed).summary() + tensor
+    warpgroup = plan_wgmma(machine, arch, toolchain, only, seed).summary()
+    return rows + plan_fragments(machine, arch, toolchain, only, seed).summary() + tensor + warpgroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,7 @@ class ValidationReport:
     runs: tuple[FormRun, ...] = ()
     tables: dict[str, CaseTable] = field(default_factory=dict)
     tiles: tuple[TileRun, ...] = ()  # matrix-fragment forms that ran
+    warpgroups: tuple[WgmmaRun, ...] = ()  # wgmma forms that ran
 
     @property
     def failed(self) -> list[FormResult]:
@@ -201,6 +206,8 @@ def validate(
     jobs += plan.jobs()
     tensor = plan_tcgen05(machine, arch, toolchain, only, seed)  # a CTA per case: tcgen05.mma
     jobs += tensor.jobs()
+    warpgroup = plan_wgmma(machine, arch, toolchain, only, seed)  # a warpgroup CTA per case: wgmma
+    jobs += warpgroup.jobs()
     seconds["assemble"] = time.perf_counter() - clock - seconds["generate"]
     t_gpu = time.perf_counter()
     out = runner(jobs) if jobs else GpuOutput((), ())
@@ -212,18 +219,22 @@ def validate(
     tiles, tile_rows, tile_runs = judge_fragments(plan, machine, out.first[n:m], out.second[n:m])
     results += tiles
     rows += tile_rows
-    tensor_results, tensor_rows = judge_tcgen05(tensor, machine, out.first[m:], out.second[m:])
+    w = m + len(tensor.kernels)
+    tensor_results, tensor_rows = judge_tcgen05(tensor, machine, out.first[m:w], out.second[m:w])
     results += tensor_results
     rows += tensor_rows
+    wgmma_results, wgmma_rows, wgmma_runs = judge_wgmma(warpgroup, machine, out.first[w:], out.second[w:])
+    results += wgmma_results
+    rows += wgmma_rows
     seconds["compare"] = time.perf_counter() - t_cmp
     seconds["total"] = time.perf_counter() - clock
     params = {"instr": only, "samples": samples, "cross_limit": cross_limit, "seed": seed,
               "date": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
     environment = {**out.environment, "arch": arch, "ptxas": toolchain.versions.get("ptxas", ""),
                    "cuda_release": toolchain.cuda_release, "toolchain_source": toolchain.source}  # fmt: skip
-    left = formset.unvalidated + plan.unvalidated + tensor.unvalidated
-    return ValidationReport(arch, tuple(results), tuple(rows), left,
-                            environment, params, seconds, tuple(runs), tables, tuple(tile_runs))  # fmt: skip
+    left = formset.unvalidated + plan.unvalidated + tensor.unvalidated + warpgroup.unvalidated
+    return ValidationReport(arch, tuple(results), tuple(rows), left, environment, params, seconds,
+                            tuple(runs), tables, tuple(tile_runs), tuple(wgmma_runs))  # fmt: skip
 
 
 def _compare(
