@@ -46,7 +46,7 @@ class FormRows:
         return next((i for i, (first, last) in enumerate(self.form_lines) if first <= line <= last), None)
 
 
-class _Keyed(Protocol):
+class Keyed(Protocol):
     @property
     def key(self) -> str: ...
 
@@ -61,7 +61,7 @@ class FormKernel(Protocol):
     def ptx(self) -> str: ...
 
     @property
-    def forms(self) -> Sequence[_Keyed]: ...
+    def forms(self) -> Sequence[Keyed]: ...
 
     def form_at_line(self, line: int) -> int | None: ...
 

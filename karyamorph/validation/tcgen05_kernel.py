@@ -18,19 +18,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from karyamorph.harness.tools.toolchain import Toolchain
-from karyamorph.isa.parser import parse
 from karyamorph.isa.versions import min_ptx_for_target
-from karyamorph.model.interp.interpreter import KernelArg, interpret
-from karyamorph.model.semantics.simt_machine import Machine
-from karyamorph.validation.assembly import Assembled, FormRows, assemble_dropping
+from karyamorph.validation.assembly import Assembled, assemble_dropping
+from karyamorph.validation.cta_kernel import CtaKernel
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.microkernel import WORD_BYTES
-from karyamorph.validation.plans import PlannedKernel
 from karyamorph.validation.tcgen05_forms import ROW_WORDS, THREADS, Tcgen05Form
 
 LBO, SBO = 128, 256  # a row's two 16-byte halves side by side; groups of 8 rows 256 bytes apart
@@ -39,39 +35,8 @@ COMMIT = "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"
 _LABEL = re.compile(r"^\$L__f(\d+):")
 
 
-@dataclass(frozen=True, slots=True)
-class Tcgen05Kernel(FormRows):
-    """One kind's kernel: PTX, its forms, and the rows (128 a case) of each form's cases."""
-
-    entry: str
-    ptx: str
-    arch: str
-    forms: tuple[Tcgen05Form, ...]
-    starts: tuple[int, ...]
-    counts: tuple[int, ...]
-    in_slots: int
-    out_slots: int
-    form_lines: tuple[tuple[int, int], ...]
-
-    @property
-    def grid(self) -> int:
-        return self.rows // THREADS
-
-    @property
-    def block(self) -> int:
-        return THREADS
-
-    def inputs(self, tables: Sequence[np.ndarray]) -> np.ndarray:
-        """The ``rows x in_slots`` input words from each form's case table."""
-        words = np.zeros((self.rows, self.in_slots), dtype=np.uint64)
-        for start, count, table in zip(self.starts, self.counts, tables, strict=True):
-            words[start : start + count] = table
-        return words
-
-    def outputs(self, words: np.ndarray) -> list[np.ndarray]:
-        """Each form's D (``cases * 128 x N`` words, row ``t`` of a case its row ``t``, low 32 bits)."""
-        words = np.asarray(words, dtype=np.uint64).reshape(self.rows, self.out_slots) & np.uint64(0xFFFF_FFFF)
-        return [words[s : s + c].copy() for s, c in zip(self.starts, self.counts, strict=True)]
+Tcgen05Kernel = CtaKernel[Tcgen05Form]
+"""One kind's kernel: PTX, its forms, and the rows (128 a case) of each form's cases."""
 
 
 def _vector(name: str, n: int, first: int = 0) -> str:
@@ -173,7 +138,7 @@ def build_tcgen05_kernel(
     commit = lines.index("$L__commit:") + 1
     order = [firsts[i] for i in range(len(forms))] + [commit]
     spans = tuple((order[i], order[i + 1] - 1) for i in range(len(forms)))
-    return Tcgen05Kernel(entry, ptx, arch, tuple(forms), tuple(starts), tuple(counts), in_slots, n, spans)
+    return CtaKernel(entry, ptx, arch, tuple(forms), tuple(starts), tuple(counts), in_slots, n, spans)
 
 
 def _scale_stores(n: int, words: int) -> list[str]:
@@ -196,14 +161,3 @@ def assemble_tcgen05(
         return build_tcgen05_kernel(name, [forms[i] for i in keep], [cases[i] for i in keep], arch)
 
     return assemble_dropping(name, len(forms), build, arch, toolchain)
-
-
-def interpret_kernel(kernel: PlannedKernel, machine: Machine, inputs: np.ndarray) -> np.ndarray:
-    """The model's output words for ``inputs``: the interpreter running the kernel's own PTX (a
-    ``tcgen05.mma`` or a ``wgmma`` validation kernel: a CTA a case, arguments ``inp, out, rows``)."""
-    out = np.zeros((kernel.rows, kernel.out_slots), dtype=np.uint64)
-    args: dict[str, KernelArg] = {"inp": np.asarray(inputs, dtype=np.uint64), "out": out,
-                                  "rows": np.uint32(kernel.rows)}  # fmt: skip
-    result = interpret(parse(kernel.ptx), kernel.entry, machine, (kernel.grid, kernel.block, 0), args,
-                       max_steps=10**8)  # fmt: skip
-    return np.asarray(result.outputs["out"], dtype=np.uint64).reshape(kernel.rows, kernel.out_slots)

@@ -33,7 +33,6 @@ from karyamorph.validation.tcgen05_kernel import (
     Tcgen05Kernel,
     assemble_tcgen05,
     build_tcgen05_kernel,
-    interpret_kernel,
 )
 
 
@@ -72,10 +71,10 @@ def model_tiles(
     the GPU's kernel, without the dispatch over the other forms.
     """
     kernel = build_tcgen05_kernel(kernel_name(form), [form], [len(inputs) // THREADS], arch)
-    model = kernel.outputs(interpret_kernel(kernel, machine, kernel.inputs([inputs])))[0]
+    model = kernel.outputs(kernel.interpret(machine, kernel.inputs([inputs])))[0]
     if form.exact:
         return model, None
-    size = kernel.outputs(interpret_kernel(kernel, machine, kernel.inputs([magnitudes(form, inputs)])))[0]
+    size = kernel.outputs(kernel.interpret(machine, kernel.inputs([magnitudes(form, inputs)])))[0]
     return model, size
 
 

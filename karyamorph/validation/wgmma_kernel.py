@@ -15,14 +15,11 @@ row. One kernel a form.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-
-import numpy as np
 
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.versions import min_ptx_for_target
-from karyamorph.validation.assembly import Assembled, FormRows, assemble_dropping
+from karyamorph.validation.assembly import Assembled, assemble_dropping
+from karyamorph.validation.cta_kernel import CtaKernel
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.microkernel import WORD_BYTES
 from karyamorph.validation.wgmma_forms import ROW_WORDS, THREADS, M, WgmmaForm
@@ -32,39 +29,8 @@ DESC_FIELDS = (LBO >> 4) << 16 | (SBO >> 4) << 32  # all but the start address: 
 _REGISTER = {"f32": "f32", "s32": "s32", "f16": "b32"}  # D's registers (f16: two a .b32)
 
 
-@dataclass(frozen=True, slots=True)
-class WgmmaKernel(FormRows):
-    """One form's kernel: PTX, the form, and the rows (128 a case) of its cases."""
-
-    entry: str
-    ptx: str
-    arch: str
-    forms: tuple[WgmmaForm, ...]
-    starts: tuple[int, ...]
-    counts: tuple[int, ...]
-    in_slots: int
-    out_slots: int
-    form_lines: tuple[tuple[int, int], ...]
-
-    @property
-    def grid(self) -> int:
-        return self.rows // THREADS
-
-    @property
-    def block(self) -> int:
-        return THREADS
-
-    def inputs(self, tables: Sequence[np.ndarray]) -> np.ndarray:
-        """The ``rows x in_slots`` input words from the form's case table."""
-        words = np.zeros((self.rows, self.in_slots), dtype=np.uint64)
-        for start, count, table in zip(self.starts, self.counts, tables, strict=True):
-            words[start : start + count] = table
-        return words
-
-    def outputs(self, words: np.ndarray) -> list[np.ndarray]:
-        """Each form's D words (``cases * 128 x d_words``, a row a thread, low 32 bits)."""
-        words = np.asarray(words, dtype=np.uint64).reshape(self.rows, self.out_slots) & np.uint64(0xFFFF_FFFF)
-        return [words[s : s + c].copy() for s, c in zip(self.starts, self.counts, strict=True)]
+WgmmaKernel = CtaKernel[WgmmaForm]
+"""One form's kernel: PTX, the form, and the rows (128 a case) of its cases."""
 
 
 def _vector(name: str, n: int, first: int = 0) -> str:
@@ -128,7 +94,7 @@ def build_wgmma_kernel(form: WgmmaForm, cases: int, arch: str) -> WgmmaKernel:
     line = len(head.splitlines()) + first + 1
     rows = THREADS * cases
     ptx = "\n".join(lines) + "\n"
-    return WgmmaKernel(entry, ptx, arch, (form,), (0,), (rows,), in_slots, dw, ((line, line),))
+    return CtaKernel(entry, ptx, arch, (form,), (0,), (rows,), in_slots, dw, ((line, line),))
 
 
 def assemble_wgmma(form: WgmmaForm, cases: int, arch: str, toolchain: Toolchain) -> Assembled[WgmmaKernel]:

@@ -22,7 +22,6 @@ from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
 from karyamorph.validation.fragment_compare import FAILED_KINDS, classify_elements, verdict
 from karyamorph.validation.plans import KernelPlan
-from karyamorph.validation.tcgen05_kernel import interpret_kernel
 from karyamorph.validation.wgmma_forms import (
     CASES,
     NAME,
@@ -91,10 +90,10 @@ def model_tiles(
     """The model's D words for a form's cases, and (floating-point forms) its words on the
     sign-cleared inputs: the interpreter running the form's own kernel."""
     kernel = build_wgmma_kernel(form, len(inputs) // THREADS, arch)
-    model = kernel.outputs(interpret_kernel(kernel, machine, kernel.inputs([inputs])))[0]
+    model = kernel.outputs(kernel.interpret(machine, kernel.inputs([inputs])))[0]
     if form.exact:
         return model, None
-    size = kernel.outputs(interpret_kernel(kernel, machine, kernel.inputs([magnitudes(form, inputs)])))[0]
+    size = kernel.outputs(kernel.interpret(machine, kernel.inputs([magnitudes(form, inputs)])))[0]
     return model, size
 
 
