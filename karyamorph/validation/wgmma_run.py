@@ -20,7 +20,7 @@ import numpy as np
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
-from karyamorph.validation.fragment_compare import FAILED_KINDS, classify_elements, verdict
+from karyamorph.validation.fragment_compare import FAILED_KINDS, NARROW_FORMATS, classify_elements, verdict
 from karyamorph.validation.plans import KernelPlan
 from karyamorph.validation.wgmma_forms import (
     CASES,
@@ -113,7 +113,8 @@ def compare_wgmma(
     GPU's from the second, differently poisoned launch (``unstable`` where they differ)."""
     g, m = elements(form, gpu), elements(form, model)
     s = None if size is None else elements(form, size)
-    kind, ulp = classify_elements(g, m, s, form.d, form.depth, form.exact)
+    narrow = form.a in NARROW_FORMATS or form.b in NARROW_FORMATS
+    kind, ulp = classify_elements(g, m, s, form.d, form.depth, form.exact, narrow)
     if again is not None:
         kind[elements(form, again) != g] = "unstable"
     rows: list[Disagreement] = []
