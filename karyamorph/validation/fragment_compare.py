@@ -22,8 +22,9 @@ rules, per case (a warp) and element of D:
   ``wgmma`` 8-bit float form, 6 cases of 64 x 32 elements each) the GPU's D was within
   ``2**-10.9 S`` of the exact sum, far outside the f32 bound (in one sum whose largest products,
   2.8e9 and -2.8e9, cancel, it returned 0 for an exact -182701, as if the rest were dropped). For
-  them the term is at least :data:`NARROW_SUM` ``S``, measured on Hopper and assumed for the other
-  archs until a GPU of theirs is measured. Beyond it is a disagreement of kind ``bound``;
+  them (``wgmma``, and ``mma.sync``'s 8-bit float forms without ``.kind``: sm_89's and sm_90's)
+  the term is at least :data:`NARROW_SUM` ``S``; the sm_100 and sm_120 kinds keep the f32 bound
+  until a GPU of theirs is measured. Beyond it is a disagreement of kind ``bound``;
 - where ``S`` is not finite (the terms overflow the accumulator type), or one side is infinite
   and the other a finite value of the same sign at least half the largest finite (an overflow
   that rounding or truncation decides), the bound says nothing: counted as ``unbounded``, never
@@ -80,7 +81,8 @@ def classify(
         D's elements computed by the model from sign-cleared operands (``|C| + sum |A B|``
         rounded to the D type); None for integer forms.
     """
-    narrow = form.types[1] in NARROW_FORMATS or form.types[2] in NARROW_FORMATS
+    # mma.sync's 8-bit float forms without .kind are the sm_89 and sm_90 ones: Hopper's
+    narrow = form.kind is None and (form.types[1] in NARROW_FORMATS or form.types[2] in NARROW_FORMATS)
     return classify_elements(gpu, model, size, form.types[0], form.depth, form.exact, narrow)
 
 
