@@ -24,7 +24,12 @@ additions; a GPU may differ from the model in the last bits, so compare with a t
 ``c + a0 b0 + ... + a7 b7`` in float64, one rounding to ``.f32``); ``.e4m3``/``.e5m2``: C and
 the 32 exact products summed exactly and rounded once to ``.dtype``, to nearest even (the
 three-term round-to-odd sum of :mod:`karyamorph.model.ptx.mma_kinds`; a NaN or infinite term
-gives the float64 sum's NaN or infinity).
+gives the float64 sum's NaN or infinity). Hopper does not: measured on an H100
+(``karyamorph model validate --arch sm_90a``, datasets/validation/sm_90a), its 8-bit float sums
+were up to ``2**-10.9 (|C| + sum |A B|)`` from the exact one, in one case 0 for an exact -182701
+where two products of 2.8e9 and -2.8e9 cancelled. The bound the model states for these kinds is
+``ulp + 2**-10 (|C| + sum |A B|)`` (:data:`karyamorph.validation.fragment_compare.NARROW_SUM`);
+kernels that sum many slices promote each slice's sum to f32 (the Hopper FP8 GEMM template).
 """
 
 from __future__ import annotations
