@@ -45,7 +45,7 @@ from karyamorph.model.cost.device_figures import CostMachine
 from karyamorph.model.cost.flight import Grid, bracket, loaded_latency_s, peak
 from karyamorph.model.cost.issue import Slot, issue_efficiency, loads_in_flight, lone_warp_cycles
 from karyamorph.model.cost.memory_time import atomic_seconds, latency_seconds, rounds_per_warp
-from karyamorph.model.cost.units import unit_of
+from karyamorph.model.cost.units import issue_weight, unit_of
 from karyamorph.model.interp.simt import Counts
 
 SECTOR_BYTES = 32
@@ -137,7 +137,7 @@ def scaled_counts(stats: Mapping[str, Counts], *, scale: float, blocks: int, war
     by_unit: dict[str, float] = {}
     for key, n in threads.items():
         unit = unit_of(key)
-        by_unit[unit] = by_unit.get(unit, 0.0) + scale * n * per_warp / 32
+        by_unit[unit] = by_unit.get(unit, 0.0) + scale * n * per_warp / 32 * issue_weight(key)
     warps = max(1, blocks * warps_per_block)
     branches = scale * threads.get("bra", 0) * per_warp / 32
     atomics = float(stats.get("atomics", 0))

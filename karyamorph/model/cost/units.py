@@ -9,6 +9,8 @@ warp shuffles; loads and stores issue to the load/store units, 32 lanes per cloc
 
 from __future__ import annotations
 
+import re
+
 UNITS = ("fp32", "int", "fp64", "half", "tensor", "sfu", "convert", "memory", "shuffle", "control", "other")
 
 _FLOAT_OPS = {
@@ -32,6 +34,25 @@ _INT_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "min", "max", "
 _SFU = {"ex2", "lg2", "rcp", "rsqrt", "sqrt", "sin", "cos", "tanh", "div"}
 _MEMORY = {"ld", "st", "ldu", "atom", "red", "cp", "ldmatrix", "stmatrix", "prefetch", "cvt.pack"}
 _CONTROL = {"bra", "ret", "exit", "bar", "barrier", "call", "membar", "fence", "trap"}
+
+
+_WGMMA_SHAPE = re.compile(r"\.m64n(\d+)k\d+\.")
+
+
+def issue_weight(key: str) -> float:
+    """How many of its unit's issues one warp-instruction of ``key`` takes: 1, but for
+    ``wgmma.mma_async``, whose work grows with its N.
+
+    The tensor unit's rate (``device_figures``) is in ``mma.sync m16n8k16``s (2,048 FMA a warp).
+    A warp's share of ``wgmma m64nNk16`` is 16 rows of D, ``16 N 16 = 256 N`` FMA (every kind:
+    ``k32`` of 8-bit and ``k8`` of tf32 elements take the time of ``k16`` of f16, their rates
+    being twice and half), so ``N / 8`` m16n8k16s; and wgmma reaches twice mma.sync's rate on
+    Hopper (the whitepaper's dense rate against the measured mma.sync GEMMs, ``device_figures``):
+    ``N / 16`` issues at mma.sync's rate."""
+    if not key.startswith("wgmma.mma_async"):
+        return 1.0
+    m = _WGMMA_SHAPE.search(key + ".")
+    return int(m.group(1)) / 16 if m else 1.0
 
 
 def unit_of(key: str) -> str:

@@ -11,6 +11,8 @@ import pytest
 
 from karyamorph.model.cost import KernelCounts, machine_for, measured_figures, predict, unit_of
 from karyamorph.model.cost.accuracy import median_relative_error, ranks, spearman
+from karyamorph.model.cost.predict import scaled_counts
+from karyamorph.model.cost.units import issue_weight
 
 H200 = machine_for("sm_90")
 
@@ -127,3 +129,17 @@ def test_the_h200_tables_give_the_machine_its_measured_figures() -> None:
     assert set(machine.block_s) == {32, 64, 128, 256, 512, 1024}
     assert all(50e-9 < machine.block_s[t] < 150e-9 for t in machine.block_s)
     assert measured_figures(folder / "missing") == {}
+
+
+def test_a_wgmma_takes_the_tensor_unit_for_as_long_as_its_n_asks() -> None:
+    """m64n256k16: a warp's 16 rows times 256 columns times 16 are 32 m16n8k16s, at twice
+    mma.sync's rate: 16 issues of the tensor unit; n64 a quarter of that; its fence one."""
+    wide = "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"
+    assert issue_weight(wide) == 16 and issue_weight(wide.replace("n256", "n64")) == 4
+    assert issue_weight("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 8  # k32 of 8-bit: as k16
+    mma = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    assert issue_weight("wgmma.fence.sync.aligned") == issue_weight(mma) == 1
+    threads = {wide: 128, "wgmma.fence.sync.aligned": 128}
+    stats = {"thread_instructions": threads, "total_thread_instructions": 256, "warp_instructions": 8}
+    counts = scaled_counts(stats, scale=1.0, blocks=1, warps_per_block=4, dram_bytes=0.0)
+    assert counts.warp_instructions["tensor"] == 4 * 16 + 4
