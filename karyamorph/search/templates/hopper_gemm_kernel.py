@@ -36,6 +36,14 @@ The epilogue stores each accumulator pair (rounded to f16x2, or scaled f32): thr
 ``(w, g, t)`` of a consumer holds rows ``16 w + g`` and ``+ 8`` of each slab, columns ``8 j + 2 t``
 and ``+ 1``.
 
+Persistent grids (``persistent``): a block on each SM (the grid is the spec's ``min(tiles, sms)``)
+takes tiles ``ctaid.x``, ``ctaid.x + nctaid.x``, ... of c, in row order or in groups of
+``group_rows`` tile rows taken column after column. The producer and the consumers count the
+slices across tiles (``it``), so the ring's stages and phases go on from one tile to the next and
+the producer fills the next tile's stages while the consumers store the last one's c; each
+consumer releases a tile's last stage once its ``wait_group 0`` is done, zeroes its accumulators
+and starts the next tile.
+
 The shared memory is dynamic, aligned to 1024 bytes (the 128-byte swizzle's period): the stages
 (a's box, then b's) and after them the ``full`` and ``empty`` mbarriers. M, N and K must be
 multiples of ``bm``, ``bn`` and the slice.
@@ -148,7 +156,7 @@ def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
     c = kb.to_global(kb.ld_param(c_param))
     m = kb.ld_param(m_param) if m_param is not None else None
     n, k = kb.ld_param(n_param), kb.ld_param(k_param)
-    maps = [kb.cvta("param", kb.cvt("u64", "u32", kb.mov("b32", m)), to=False) for m in (a_map, b_map)]
+    maps = [kb.cvta("param", kb.cvt("u64", "u32", kb.mov("b32", p)), to=False) for p in (a_map, b_map)]
     smem = kb.mov("u32", kb.extern_shared("smem", align=SWIZZLE_PERIOD))
     tid = kb.sreg("tid.x")
     warpgroup = kb.shr("u32", tid, log2(WARPGROUP))
