@@ -63,7 +63,8 @@ def test_the_model_computes_what_torch_does_and_proves_the_baseline(path: Path) 
 
 def test_the_model_checks_at_the_smallest_sizes_the_spec_gives() -> None:
     sizes = {path.stem: find_template(str(path)).check_sizes for path in SPECS}
-    assert sizes == {"saxpy_stride": {"n": 4099, "sms": 1}, "sgemm_tiled": {"M": 67, "N": 45, "K": 33},
+    assert sizes == {"histogram_shared": {"n": 1000},
+                     "saxpy_stride": {"n": 4099, "sms": 1}, "sgemm_tiled": {"M": 67, "N": 45, "K": 33},
                      "softmax_rows": {"rows": 2, "cols": 33},
                      "softmax_search": {"rows": 2, "cols": 33}}  # fmt: skip
 
