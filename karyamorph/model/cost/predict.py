@@ -146,7 +146,7 @@ def scaled_counts(stats: Mapping[str, Counts], *, scale: float, blocks: int, war
     return KernelCounts(
         warp_instructions=by_unit,
         global_sectors=scale * sum(stats.get("sectors", {}).values()),
-        shared_wavefronts=scale * sum(stats.get("wavefronts", {}).values()),
+        shared_wavefronts=scale * lsu_wavefronts(stats.get("wavefronts", {})),
         global_load_requests=scale * stats.get("requests", {}).get("global.ld", 0),
         global_load_bytes=scale * SECTOR_BYTES * stats.get("sectors", {}).get("global.ld", 0),
         loop_trips=branches / warps,
@@ -159,6 +159,12 @@ def scaled_counts(stats: Mapping[str, Counts], *, scale: float, blocks: int, war
         load_policy=load_policy(threads),
         issue_slots=issue_slots,
     )
+
+
+def lsu_wavefronts(wavefronts: Mapping[str, float]) -> float:
+    """The load/store units' shared-memory wavefronts: a tensor core's operand fetches
+    (``shared.mma``, wgmma's and tcgen05's descriptors) are not theirs."""
+    return float(sum(v for k, v in wavefronts.items() if not k.endswith(".mma")))
 
 
 def load_policy(thread_instructions: Mapping[str, float]) -> str:

@@ -8,6 +8,7 @@ threads, and warp hooks (shuffle, vote) work per warp with ``np.bincount``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,7 +27,7 @@ from karyamorph.model.interp.proxyorder import ProxyOrder, reads_async
 from karyamorph.model.interp.tensorcopy import TensorCopyHooks
 from karyamorph.model.interp.tensormem import TensorMemory
 from karyamorph.model.interp.tensormem_scaled import TensorMemScaledHooks
-from karyamorph.model.interp.traffic import SAMPLED_WARPS, Access, Traffic, count
+from karyamorph.model.interp.traffic import SAMPLED_WARPS, TENSOR_CORE_FETCHES, Access, Traffic, count
 from karyamorph.model.interp.warp import WarpHooks
 from karyamorph.model.interp.warpgroup import WarpgroupHooks
 from karyamorph.model.semantics.concrete import UINT, BoolArray, ConcreteDomain, UIntArray, float_bits
@@ -415,7 +416,8 @@ class GroupExec(
         else:
             old = np.zeros(self.n, dt)
             old[idx] = seen
-        self.stats.atomics += idx.size
+        if self.dec.instr.opcode in ("atom", "red"):  # not an mbarrier's or a copy's transaction count
+            self.stats.atomics += idx.size
         self._count(self.stats.bytes_loaded, space, idx.size * nb)
         self._count(self.stats.bytes_stored, space, idx.size * nb)
         return old
@@ -440,7 +442,11 @@ class GroupExec(
                                     self.lane_ids[idx], src))  # fmt: skip
 
     def flush_traffic(self) -> None:
-        """Count the finished instruction's accesses as requests, sectors and wavefronts."""
+        """Count the finished instruction's accesses as requests, sectors and wavefronts (a
+        tensor-core MMA's operand reads from shared memory under kind ``mma``: the tensor core
+        fetches them, not the load/store units)."""
+        if self.dec.instr.opcode in TENSOR_CORE_FETCHES:
+            self.accesses[:] = [dataclasses.replace(a, kind="mma") for a in self.accesses]
         count(self.stats.traffic, self.accesses)
         self.accesses.clear()
 

@@ -60,6 +60,11 @@ class Traffic:
                 "wavefronts": dict(self.wavefronts)}  # fmt: skip
 
 
+TENSOR_CORE_FETCHES = frozenset({"wgmma", "tcgen05"})
+"""Opcodes whose shared-memory reads are the tensor core's operand fetches (through descriptors),
+counted under kind ``mma``, apart from the load/store units' wavefronts."""
+
+
 @dataclass(frozen=True, slots=True)
 class Access:
     """One element access of an instruction: the lanes' warps, addresses and width."""

@@ -4,10 +4,17 @@ the hardware's rules give, worked out by hand for each access pattern."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from karyamorph.harness.model_run import run_model
+from karyamorph.isa.arch import Arch
 from karyamorph.isa.parser import parse
+from karyamorph.kernel.bound import bind
+from karyamorph.kernel.loader import load_spec
+from karyamorph.model.cost.predict import lsu_wavefronts
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.interp.traffic import SAMPLED_WARPS
 from karyamorph.model.ptx.ptx_machine import ptx_machine
@@ -204,3 +211,18 @@ def test_async_copies_count_as_global_loads() -> None:
     t = traffic(ptx, 1, 32)
     assert t["requests"]["global.ld"] == 1 and t["sectors"]["global.ld"] == 16  # 512 contiguous bytes
     assert "shared.st" not in t["wavefronts"]  # ncu shows no shared-store wavefronts for LDGSTS
+
+
+def test_a_tensor_cores_operand_fetches_and_mbarrier_arrivals_are_not_the_lsus() -> None:
+    """The hand-written Hopper GEMM: wgmma reads its 64 x 16 A and 128 x 16 B tiles from shared
+    memory through descriptors, counted under ``shared.mma`` (the tensor core's fetches, which
+    the cost model's shared-memory term leaves out); its mbarrier arrivals and the copies'
+    transaction counts are no data atomics."""
+    spec = load_spec(Path(__file__).resolve().parents[3] / "datasets/kernels/hopper/wgmma_tma_gemm.toml")
+    stats = run_model(bind(spec, Arch.parse("sm_90a")), seed=0, machine=ptx_machine("sm_90a")).stats
+    waves = stats["wavefronts"]
+    assert waves["shared.mma"] > 50 * waves.get("shared.ld", 0)
+    assert lsu_wavefronts(waves) == sum(v for k, v in waves.items() if k != "shared.mma")
+    assert (
+        stats["atomics"] == 0 and stats["thread_instructions"]["mbarrier.try_wait.parity.shared::cta.b64"] > 0
+    )
