@@ -34,6 +34,8 @@ rules, per case (a warp) and element of D:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from karyamorph.validation.compare import Disagreement, FormResult, is_nan, ulp_distance, values
@@ -118,6 +120,14 @@ def classify_elements(
     return kind, ulp
 
 
+def flagged(kind: np.ndarray, shown: int) -> Iterator[tuple[str, int, int]]:
+    """The elements a comparison reports, ``(kind, row, column)``: of each failing kind and of
+    ``nan-bits``, at most ``shown``."""
+    for k in (*FAILED_KINDS, "nan-bits"):
+        for row, col in np.argwhere(kind == k)[:shown]:
+            yield k, int(row), int(col)
+
+
 def compare_fragments(
     form: FragmentForm,
     inputs: np.ndarray,
@@ -156,16 +166,13 @@ def compare_fragments(
         kind[(elements(again, dt) != g)] = "unstable"
     rows: list[Disagreement] = []
     names = [f"{s}{j}" for s, n in form.registers().items() if s != "d" for j in range(n)]
-    for k in (*FAILED_KINDS, "nan-bits"):
-        for lane, e in np.argwhere(kind == k)[:shown]:
-            # the warp names the case (its other lanes' registers: fragment_cases(form, seed=...)),
-            # the lane and its registers the element of D
-            where = {"warp": int(lane) // WARP, "lane": int(lane) % WARP}
-            ops = where | {name: int(inputs[lane, j]) for j, name in enumerate(names)}
-            u = float(ulp[lane, e])
-            rows.append(
-                Disagreement(form.key, int(lane), f"d[{e}]", k, ops, int(g[lane, e]), int(m[lane, e]), u)
-            )
+    for k, lane, e in flagged(kind, shown):
+        # the warp names the case (its other lanes' registers: fragment_cases(form, seed=...)),
+        # the lane and its registers the element of D
+        where = {"warp": lane // WARP, "lane": lane % WARP}
+        ops = where | {name: int(inputs[lane, j]) for j, name in enumerate(names)}
+        u = float(ulp[lane, e])
+        rows.append(Disagreement(form.key, lane, f"d[{e}]", k, ops, int(g[lane, e]), int(m[lane, e]), u))
     return verdict(form.key, form.instr.name, form.exact, kind, ulp, len(g) // WARP), rows
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from karyamorph.validation.compare import Disagreement, FormResult
-from karyamorph.validation.fragment_compare import FAILED_KINDS, classify_elements, verdict
+from karyamorph.validation.fragment_compare import classify_elements, flagged, verdict
 from karyamorph.validation.tcgen05_forms import ROW_WORDS, THREADS, Tcgen05Form
 
 BOUND = "|gpu - model| <= ulp(model) + (K + 1) 2^-23 (|C| + sum |A B|)"
@@ -70,9 +70,8 @@ def compare_tcgen05(
     if again is not None:
         kind[(np.asarray(again, dtype=np.uint64) & np.uint64(0xFFFF_FFFF)) != g] = "unstable"
     rows: list[Disagreement] = []
-    for k in (*FAILED_KINDS, "nan-bits"):
-        for row, col in np.argwhere(kind == k)[:shown]:
-            rows.append(_row(form, inputs, int(row), int(col), k, g, m, float(ulp[row, col])))
+    for k, row, col in flagged(kind, shown):
+        rows.append(_row(form, inputs, row, col, k, g, m, float(ulp[row, col])))
     return verdict(form.key, form.instr.name, form.exact, kind, ulp, len(g) // THREADS, BOUND), rows
 
 

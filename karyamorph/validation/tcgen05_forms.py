@@ -20,6 +20,7 @@ form reads. Cases ``0 .. 2`` accumulate into C, the next three overwrite it.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
 
@@ -356,8 +357,14 @@ def tcgen05_cases(form: Tcgen05Form, cases: int = CASES, seed: int = 0) -> np.nd
 def magnitudes(form: Tcgen05Form, inputs: np.ndarray) -> np.ndarray:
     """``inputs`` with every element's sign bit cleared (A, B and C): the same kernel on them
     gives each element of D from ``|C| + sum |A B|`` (or ``sum |A B|`` without C)."""
-    masks = [~form.element(s).sign_bits & 0xFFFF_FFFF for s, n in
-             (("a", ROW_WORDS), ("b", ROW_WORDS), ("c", form.n)) for _ in range(n)]  # fmt: skip
+    return sign_cleared(inputs, [(form.element(s), n) for s, n in (("a", ROW_WORDS), ("b", ROW_WORDS),
+                                                                   ("c", form.n))])  # fmt: skip
+
+
+def sign_cleared(inputs: np.ndarray, words: Sequence[tuple[Element, int]]) -> np.ndarray:
+    """``inputs`` (a row of words a thread) with the sign bits cleared of the first words, ``n``
+    words of each ``(element, n)`` in turn."""
+    masks = [~e.sign_bits & 0xFFFF_FFFF for e, n in words for _ in range(n)]
     out = np.asarray(inputs, dtype=np.uint64).copy()
     out[:, : len(masks)] &= np.array(masks, dtype=np.uint64)
     return out

@@ -26,7 +26,7 @@ from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.cases import int_edges
 from karyamorph.validation.forms import Unvalidated, matches_pattern, tensor_target
 from karyamorph.validation.fragments import Element, element_codes, element_of
-from karyamorph.validation.tcgen05_forms import pack_words, tf32_codes
+from karyamorph.validation.tcgen05_forms import pack_words, sign_cleared, tf32_codes
 
 NAME = "wgmma.mma_async.sync.aligned"
 THREADS = 128  # one warpgroup a case
@@ -204,11 +204,8 @@ def wgmma_cases(form: WgmmaForm, cases: int = CASES, seed: int = 0) -> np.ndarra
 def magnitudes(form: WgmmaForm, inputs: np.ndarray) -> np.ndarray:
     """``inputs`` with every element's sign bit cleared (A, B and C): the same kernel on them
     gives each element of D from ``|C| + sum |A B|`` (or ``sum |A B|`` without C)."""
-    masks = [~form.element(s).sign_bits & 0xFFFF_FFFF for s, n in
-             (("a", ROW_WORDS), ("b", ROW_WORDS), ("c", form.d_words)) for _ in range(n)]  # fmt: skip
-    out = np.asarray(inputs, dtype=np.uint64).copy()
-    out[:, : len(masks)] &= np.array(masks, dtype=np.uint64)
-    return out
+    return sign_cleared(inputs, [(form.element(s), n) for s, n in (("a", ROW_WORDS), ("b", ROW_WORDS),
+                                                                   ("c", form.d_words))])  # fmt: skip
 
 
 def fragment_position(thread: int, element: int) -> tuple[int, int]:

@@ -20,7 +20,7 @@ import numpy as np
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
-from karyamorph.validation.fragment_compare import FAILED_KINDS, NARROW_FORMATS, classify_elements, verdict
+from karyamorph.validation.fragment_compare import NARROW_FORMATS, classify_elements, flagged, verdict
 from karyamorph.validation.plans import KernelPlan
 from karyamorph.validation.wgmma_forms import (
     CASES,
@@ -118,9 +118,8 @@ def compare_wgmma(
     if again is not None:
         kind[elements(form, again) != g] = "unstable"
     rows: list[Disagreement] = []
-    for k in (*FAILED_KINDS, "nan-bits"):
-        for row, col in np.argwhere(kind == k)[:shown]:
-            rows.append(_row(form, inputs, int(row), int(col), k, g, m, float(ulp[row, col])))
+    for k, row, col in flagged(kind, shown):
+        rows.append(_row(form, inputs, row, col, k, g, m, float(ulp[row, col])))
     return verdict(form.key, NAME, form.exact, kind, ulp, len(g) // THREADS, BOUND), rows
 
 
