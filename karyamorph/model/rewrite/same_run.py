@@ -1,7 +1,7 @@
 """The shortest proof of a rewrite: the model runs the same program before and after it.
 
 Many rewrites change only words the model's semantics do not read: a cache operator
-(``ld.global.nc``, ``st.global.cs``; the decoder's ``NEUTRAL`` modifiers), a performance
+(``ld.global.nc``, ``st.global.cs``: :data:`CACHE_WORDS`, which the decoder drops), a performance
 directive on the ``.entry`` (``.maxnreg``, ``.minnctapersm``, a ``.reqntid`` equal to the
 launch's block), a ``.pragma`` (not an instruction). When both kernels, made ready to run
 (:func:`~karyamorph.model.interp.program.prepare`), decode to the same instructions with the
@@ -20,6 +20,13 @@ from karyamorph.model.interp.program import Program
 
 # Entry directives that tell the compiler how to allocate and launch, never what to compute.
 HINTS = frozenset({"maxnreg", "minnctapersm", "maxntid", "reqntid"})
+# The words of a load or store that choose a cache policy; the decoder drops them with others
+# (.acquire, .relaxed, scopes) whose meaning the model does not run either, but only these may
+# differ: an edit of a memory order or scope is not proved by running the same program.
+CACHE_WORDS = frozenset({
+    "ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "L1::no_allocate", "L1::evict_last", "L1::evict_first",
+    "L1::evict_normal", "L2::64B", "L2::128B", "L2::256B",
+})  # fmt: skip
 
 
 def run_difference(a: Program, b: Program, block: tuple[int, int, int]) -> str | None:
@@ -31,6 +38,8 @@ def run_difference(a: Program, b: Program, block: tuple[int, int, int]) -> str |
         if (x.instr, x.types, x.mods, x.operands, x.source.guard) != (y.instr, y.types, y.mods, y.operands,
                                                                        y.source.guard):  # fmt: skip
             return f"line {x.line} ({x.source.opcode}) runs differently after the edit (line {y.line})"
+        if _uncached(x.source.modifiers) != _uncached(y.source.modifiers):
+            return f"line {x.line} ({x.source.full_opcode}) changes more than its cache policy"
     layout = ("labels", "registers", "shared_symbols", "static_shared", "local_symbols", "local_size",
               "param_offsets", "param_size", "variables", "functions")  # fmt: skip
     for name in layout:
@@ -45,6 +54,10 @@ def run_difference(a: Program, b: Program, block: tuple[int, int, int]) -> str |
         if key in ("reqntid", "maxntid") and not _admits(after[key], block, exact=key == "reqntid"):
             return f"the entry's .{key} {after[key]} does not admit the launch's block {block}"
     return None
+
+
+def _uncached(words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(w for w in words if w not in CACHE_WORDS)
 
 
 def _admits(values: tuple[int, ...], block: tuple[int, int, int], *, exact: bool) -> bool:

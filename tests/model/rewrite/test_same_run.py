@@ -44,3 +44,16 @@ def test_a_changed_instruction_is_named_by_its_line() -> None:
     module, edited = parse(text, "vadd.ptx"), parse(text.replace("add.rn.f32", "sub.rn.f32"), "vadd.ptx")
     got = run_difference(prepare(module, "vadd", MACHINE), prepare(edited, "vadd", MACHINE), BLOCK)
     assert got == "line 50 (add) runs differently after the edit (line 50)"
+
+
+def test_a_memory_order_the_decoder_drops_too_is_still_a_difference() -> None:
+    """``.relaxed.gpu`` and ``.volatile`` decode as the plain load does, but an edit of a memory
+    order is not a cache policy: not the same run."""
+    text = VADD.read_text()
+    module = parse(text, "vadd.ptx")
+    for words in ("ld.relaxed.gpu.global.f32", "ld.volatile.global.f32"):
+        edited = parse(text.replace("ld.global.f32       %x", f"{words} %x", 1), "vadd.ptx")
+        got = run_difference(prepare(module, "vadd", MACHINE), prepare(edited, "vadd", MACHINE), BLOCK)
+        assert got is not None and "changes more than its cache policy" in got, got
+    cached = parse(text.replace("ld.global.f32       %x", "ld.global.cs.f32 %x", 1), "vadd.ptx")
+    assert run_difference(prepare(module, "vadd", MACHINE), prepare(cached, "vadd", MACHINE), BLOCK) is None
