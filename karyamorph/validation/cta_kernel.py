@@ -18,9 +18,30 @@ from karyamorph.isa.parser import parse
 from karyamorph.model.interp.interpreter import KernelArg, interpret
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.assembly import FormRows, Keyed
+from karyamorph.validation.microkernel import WORD_BYTES
 
 F = TypeVar("F", bound=Keyed)
 THREADS = 128  # a CTA: 128 TMEM lanes (tcgen05.mma), a warpgroup (wgmma)
+LBO, SBO = 128, 256  # K-major, unswizzled: a row's two 16-byte halves side by side; 8-row groups 256 B apart
+
+
+def vector(name: str, n: int, first: int = 0) -> str:
+    """A brace list of ``n`` registers ``%name<first> ..``."""
+    return "{" + ", ".join(f"%{name}{i}" for i in range(first, first + n)) + "}"
+
+
+def row_pointers(in_slots: int, out_slots: int) -> list[str]:
+    """The kernel's opening lines: thread ``t`` of the launch (``%t2``; ``%t0`` its CTA, ``%t1``
+    its index in it) returns past ``rows`` (a whole number of CTAs, as the collectives need), and
+    ``%rd2``/``%rd5`` point at its input and output rows of 8-byte words."""
+    return [
+        "mov.u32 %t0, %ctaid.x;", "mov.u32 %t1, %tid.x;", f"mad.lo.u32 %t2, %t0, {THREADS}, %t1;",
+        "ld.param.u32 %t3, [rows];", "setp.ge.u32 %p0, %t2, %t3;", "@%p0 bra $L__done;",
+        "ld.param.u64 %rd0, [inp];", "cvta.to.global.u64 %rd0, %rd0;",
+        f"mul.wide.u32 %rd1, %t2, {in_slots * WORD_BYTES};", "add.s64 %rd2, %rd0, %rd1;",
+        "ld.param.u64 %rd3, [out];", "cvta.to.global.u64 %rd3, %rd3;",
+        f"mul.wide.u32 %rd4, %t2, {out_slots * WORD_BYTES};", "add.s64 %rd5, %rd3, %rd4;",
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,12 +24,11 @@ import numpy as np
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.versions import min_ptx_for_target
 from karyamorph.validation.assembly import Assembled, assemble_dropping
-from karyamorph.validation.cta_kernel import CtaKernel
+from karyamorph.validation.cta_kernel import LBO, SBO, CtaKernel, row_pointers, vector
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.microkernel import WORD_BYTES
 from karyamorph.validation.tcgen05_forms import ROW_WORDS, THREADS, Tcgen05Form
 
-LBO, SBO = 128, 256  # a row's two 16-byte halves side by side; groups of 8 rows 256 bytes apart
 DESC_FIELDS = (LBO >> 4) << 16 | (SBO >> 4) << 32 | 1 << 46  # all but the start address
 COMMIT = "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"
 _LABEL = re.compile(r"^\$L__f(\d+):")
@@ -37,10 +36,6 @@ _LABEL = re.compile(r"^\$L__f(\d+):")
 
 Tcgen05Kernel = CtaKernel[Tcgen05Form]
 """One kind's kernel: PTX, its forms, and the rows (128 a case) of each form's cases."""
-
-
-def _vector(name: str, n: int, first: int = 0) -> str:
-    return "{" + ", ".join(f"%{name}{i}" for i in range(first, first + n)) + "}"
 
 
 def _columns(n: int) -> int:
@@ -61,22 +56,16 @@ def build_tcgen05_kernel(
     sw = forms[0].scale_words  # block scaling: A's 4 words, then B's, after D's N columns
     cols, c_base = _columns(n + sw), 2 * ROW_WORDS
     body = [
-        "mov.u32 %t0, %ctaid.x;", "mov.u32 %t1, %tid.x;", f"mad.lo.u32 %t2, %t0, {THREADS}, %t1;",
-        # rows is a multiple of 128: a CTA is wholly in or out, as the collectives below need
-        "ld.param.u32 %t3, [rows];", "setp.ge.u32 %p0, %t2, %t3;", "@%p0 bra $L__done;",
-        "ld.param.u64 %rd0, [inp];", "cvta.to.global.u64 %rd0, %rd0;",
-        f"mul.wide.u32 %rd1, %t2, {in_slots * WORD_BYTES};", "add.s64 %rd2, %rd0, %rd1;",
-        "ld.param.u64 %rd3, [out];", "cvta.to.global.u64 %rd3, %rd3;",
-        f"mul.wide.u32 %rd4, %t2, {n * WORD_BYTES};", "add.s64 %rd5, %rd3, %rd4;",
+        *row_pointers(in_slots, n),
         *(f"ld.global.b32 %a{j}, [%rd2+{WORD_BYTES * j}];" for j in range(ROW_WORDS)),
         # row t of a K-major operand: (t / 8) SBO + (t % 8) 16, its second 16 bytes LBO further
         "shr.u32 %t4, %t1, 3;", f"mul.lo.u32 %t4, %t4, {SBO};", "and.b32 %t5, %t1, 7;",
         "shl.b32 %t5, %t5, 4;", "add.u32 %t4, %t4, %t5;", "mov.u32 %t6, sa;", "add.u32 %t7, %t6, %t4;",
-        f"st.shared.v4.b32 [%t7], {_vector('a', 4)};", f"st.shared.v4.b32 [%t7+{LBO}], {_vector('a', 4, 4)};",
+        f"st.shared.v4.b32 [%t7], {vector('a', 4)};", f"st.shared.v4.b32 [%t7+{LBO}], {vector('a', 4, 4)};",
         f"setp.lt.u32 %p1, %t1, {n};", "mov.u32 %t8, sb;", "@!%p1 bra $L__copied;",
         *(f"ld.global.b32 %b{j}, [%rd2+{WORD_BYTES * (ROW_WORDS + j)}];" for j in range(ROW_WORDS)),
         "add.u32 %t9, %t8, %t4;",
-        f"st.shared.v4.b32 [%t9], {_vector('b', 4)};", f"st.shared.v4.b32 [%t9+{LBO}], {_vector('b', 4, 4)};",
+        f"st.shared.v4.b32 [%t9], {vector('b', 4)};", f"st.shared.v4.b32 [%t9+{LBO}], {vector('b', 4, 4)};",
         "$L__copied:",
         *(f"ld.global.b32 %c{j}, [%rd2+{WORD_BYTES * (c_base + j)}];" for j in range(n)),
         *(f"ld.global.b32 %s{j}, [%rd2+{WORD_BYTES * (c_base + n + j)}];" for j in range(sw)),
@@ -92,7 +81,7 @@ def build_tcgen05_kernel(
         "ld.shared.u32 %t14, [%t12];",
         # warp w reaches TMEM lanes 32 w .. 32 w + 31: lane in bits 31-16 of the address
         "shl.b32 %t15, %t11, 21;", "add.u32 %t15, %t14, %t15;",
-        f"tcgen05.st.sync.aligned.32x32b.x{n}.b32 [%t15], {_vector('c', n)};",
+        f"tcgen05.st.sync.aligned.32x32b.x{n}.b32 [%t15], {vector('c', n)};",
         *_scale_stores(n, sw),
         "tcgen05.wait::st.sync.aligned;",
         "tcgen05.fence::before_thread_sync;", "bar.sync 0;", "tcgen05.fence::after_thread_sync;",
@@ -114,7 +103,7 @@ def build_tcgen05_kernel(
         "$L__commit:", f"{COMMIT} [%t13];", "$L__issued:",
         "$L__wait:", "mbarrier.try_wait.parity.shared::cta.b64 %p6, [%t13], 0;", "@!%p6 bra $L__wait;",
         "tcgen05.fence::after_thread_sync;",
-        f"tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {_vector('c', n)}, [%t15];",
+        f"tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {vector('c', n)}, [%t15];",
         "tcgen05.wait::ld.sync.aligned;",
         *(f"st.global.b32 [%rd5+{WORD_BYTES * j}], %c{j};" for j in range(n)),
         # every warp's loads are done before warp 0 frees the columns
@@ -146,9 +135,9 @@ def _scale_stores(n: int, words: int) -> list[str]:
     if not words:
         return []
     st = "tcgen05.st.sync.aligned.32x32b"
-    return [f"add.u32 %t16, %t15, {n};", f"{st}.x4.b32 [%t16], {_vector('s', 4)};",
+    return [f"add.u32 %t16, %t15, {n};", f"{st}.x4.b32 [%t16], {vector('s', 4)};",
             f"add.u32 %t17, %t15, {n + 4};",
-            f"{st}.x{words - 4}.b32 [%t17], {_vector('s', words - 4, 4)};"]  # fmt: skip
+            f"{st}.x{words - 4}.b32 [%t17], {vector('s', words - 4, 4)};"]  # fmt: skip
 
 
 def assemble_tcgen05(

@@ -127,11 +127,6 @@ class WgmmaSet:
     unvalidated: tuple[Unvalidated, ...]
 
 
-def kernel_name(form: WgmmaForm) -> str:
-    """The name of the kernel a form's cases run in: one kernel a form."""
-    return form.opcode
-
-
 def _types(instr: Instr) -> list[tuple[tuple[str, ...], dict[str, str]]]:
     """Every (types, modifiers) choice of a declaration, before its type rule."""
     groups = {g: v for g, v in instr.groups.items() if g not in ("shape", "satfinite")}

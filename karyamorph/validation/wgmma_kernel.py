@@ -19,22 +19,17 @@ import re
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.versions import min_ptx_for_target
 from karyamorph.validation.assembly import Assembled, assemble_dropping
-from karyamorph.validation.cta_kernel import CtaKernel
+from karyamorph.validation.cta_kernel import LBO, SBO, CtaKernel, row_pointers, vector
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.microkernel import WORD_BYTES
 from karyamorph.validation.wgmma_forms import ROW_WORDS, THREADS, M, WgmmaForm
 
-LBO, SBO = 128, 256  # a row's two 16-byte halves side by side; groups of 8 rows 256 bytes apart
 DESC_FIELDS = (LBO >> 4) << 16 | (SBO >> 4) << 32  # all but the start address: no swizzle
 _REGISTER = {"f32": "f32", "s32": "s32", "f16": "b32"}  # D's registers (f16: two a .b32)
 
 
 WgmmaKernel = CtaKernel[WgmmaForm]
 """One form's kernel: PTX, the form, and the rows (128 a case) of its cases."""
-
-
-def _vector(name: str, n: int, first: int = 0) -> str:
-    return "{" + ", ".join(f"%{name}{i}" for i in range(first, first + n)) + "}"
 
 
 def build_wgmma_kernel(form: WgmmaForm, cases: int, arch: str) -> WgmmaKernel:
@@ -44,25 +39,19 @@ def build_wgmma_kernel(form: WgmmaForm, cases: int, arch: str) -> WgmmaKernel:
     c_base = 2 * ROW_WORDS
     immediates = "".join(f", {v}" for v in form.immediates)
     body = [
-        "mov.u32 %t0, %ctaid.x;", "mov.u32 %t1, %tid.x;", f"mad.lo.u32 %t2, %t0, {THREADS}, %t1;",
-        # rows is a multiple of 128: a CTA is wholly in or out, as the warpgroup's collectives need
-        "ld.param.u32 %t3, [rows];", "setp.ge.u32 %p0, %t2, %t3;", "@%p0 bra $L__done;",
-        "ld.param.u64 %rd0, [inp];", "cvta.to.global.u64 %rd0, %rd0;",
-        f"mul.wide.u32 %rd1, %t2, {in_slots * WORD_BYTES};", "add.s64 %rd2, %rd0, %rd1;",
-        "ld.param.u64 %rd3, [out];", "cvta.to.global.u64 %rd3, %rd3;",
-        f"mul.wide.u32 %rd4, %t2, {dw * WORD_BYTES};", "add.s64 %rd5, %rd3, %rd4;",
+        *row_pointers(in_slots, dw),
         # row t of a K-major operand: (t / 8) SBO + (t % 8) 16, its second 16 bytes LBO further
         "shr.u32 %t4, %t1, 3;", f"mul.lo.u32 %t4, %t4, {SBO};", "and.b32 %t5, %t1, 7;",
         "shl.b32 %t5, %t5, 4;", "add.u32 %t4, %t4, %t5;", "mov.u32 %t6, sa;", "mov.u32 %t8, sb;",
         f"setp.lt.u32 %p1, %t1, {M};", "@!%p1 bra $L__a_copied;",
         *(f"ld.global.b32 %a{j}, [%rd2+{WORD_BYTES * j}];" for j in range(ROW_WORDS)),
         "add.u32 %t7, %t6, %t4;",
-        f"st.shared.v4.b32 [%t7], {_vector('a', 4)};", f"st.shared.v4.b32 [%t7+{LBO}], {_vector('a', 4, 4)};",
+        f"st.shared.v4.b32 [%t7], {vector('a', 4)};", f"st.shared.v4.b32 [%t7+{LBO}], {vector('a', 4, 4)};",
         "$L__a_copied:",
         f"setp.lt.u32 %p1, %t1, {n};", "@!%p1 bra $L__b_copied;",
         *(f"ld.global.b32 %b{j}, [%rd2+{WORD_BYTES * (ROW_WORDS + j)}];" for j in range(ROW_WORDS)),
         "add.u32 %t9, %t8, %t4;",
-        f"st.shared.v4.b32 [%t9], {_vector('b', 4)};", f"st.shared.v4.b32 [%t9+{LBO}], {_vector('b', 4, 4)};",
+        f"st.shared.v4.b32 [%t9], {vector('b', 4)};", f"st.shared.v4.b32 [%t9+{LBO}], {vector('b', 4, 4)};",
         "$L__b_copied:",
         *(f"ld.global.b32 %d{j}, [%rd2+{WORD_BYTES * (c_base + j)}];" for j in range(dw)),
         f"ld.global.b32 %t10, [%rd2+{WORD_BYTES * (c_base + dw)}];", "setp.ne.u32 %p2, %t10, 0;",
@@ -75,7 +64,7 @@ def build_wgmma_kernel(form: WgmmaForm, cases: int, arch: str) -> WgmmaKernel:
         "wgmma.fence.sync.aligned;",
     ]  # fmt: skip
     first = len(body)
-    body += [f"{form.opcode} {_vector('d', dw)}, %rd6, %rd7, %p2{immediates};"]
+    body += [f"{form.opcode} {vector('d', dw)}, %rd6, %rd7, %p2{immediates};"]
     body += [
         "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;",
         *(f"st.global.b32 [%rd5+{WORD_BYTES * j}], %d{j};" for j in range(dw)),
