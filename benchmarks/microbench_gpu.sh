@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `karyamorph microbench` on a GPU machine, three times for repeatability: the default forms
-# (FFMA and a representative set) and every memory benchmark. Writes, under OUTDIR:
+# (FFMA and a representative set), the tensor cores (wgmma, mma.sync) and every memory benchmark
+# (bulk/TMA copies among them). Writes, under OUTDIR:
 #   microbench.duckdb                      the three sessions
 #   datasets/microbench/<arch>/            figures.csv, sessions.csv, README.md, plots (PNG):
 #                                          copy this folder into the repository's datasets/microbench/
@@ -41,7 +42,8 @@ for run in 1 2 3; do
   t1=$(stamp)
   [[ $rc -ne 0 ]] && status=$rc
   echo "session $run: exit $rc, $(took "$t0" "$t1") s" | tee -a "$out/timings.txt"
-  grep -E '^(assembled|planned|instr|chase|bandwidth|banks|atomics|barriers|stored|error)' "$out/run$run.txt" \
+  grep -E '^(assembled|planned|instr|tensor|chase|bandwidth|banks|atomics|barriers|flight|turnover|bulk|stored|error)' \
+    "$out/run$run.txt" \
     | sed 's/^/  /' | tee -a "$out/timings.txt"
 done
 sed -n '/^== instructions/,$p' "$out/run3.txt" | head -150
@@ -58,7 +60,7 @@ echo "== the dataset check (CPU test) on $data/$arch" | tee "$out/tests.txt"
 KARYAMORPH_MICROBENCH_DATA="$data/$arch" "$py" -m pytest -q -p no:cacheprovider -rs \
   tests/microbench/test_dataset.py >> "$out/tests.txt" 2>&1 || status=1
 echo "== GPU tests of the microbenchmark kernels" >> "$out/tests.txt"
-"$py" -m pytest -q -p no:cacheprovider -rs -m gpu tests/harness/microbench >> "$out/tests.txt" 2>&1 || status=1
+"$py" -m pytest -q -p no:cacheprovider -rs -m gpu tests/microbench >> "$out/tests.txt" 2>&1 || status=1
 tail -40 "$out/tests.txt"
 echo "tests: $(took "$t0" "$(stamp)") s" | tee -a "$out/timings.txt"
 ls -la "$data/$arch"

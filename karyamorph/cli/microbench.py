@@ -22,6 +22,10 @@ def _warps(text: str | None) -> tuple[int, ...] | None:
         raise click.BadParameter(f"{text!r} is not a comma-separated list of warp counts") from None
 
 
+def _names(text: str | None) -> tuple[str, ...]:
+    return tuple(n.strip() for n in (text or "").split(",") if n.strip())
+
+
 def _bad_stride(value: int) -> int:
     raise click.BadParameter(f"{value} is not a multiple of 8 (each entry is an 8-byte address)")
 
@@ -39,6 +43,8 @@ def _tables(items: list[dict[str, Any]]) -> str:
 def _command(params: dict[str, Any]) -> str:
     """The options a session ran with, as a command line (no paths: the dataset travels)."""
     words = ["karyamorph microbench", f"--repeats {params.get('repeats', 3)}"]
+    if params.get("only"):
+        words.append(f"--only {','.join(params['only'])}")
     if params.get("instr"):
         words.append(f"--instr '{params['instr']}'")
     if params.get("memory") and params.get("instr"):
@@ -84,6 +90,13 @@ def _stored(db: Path, arch: str | None) -> list[dict[str, Any]]:
 )
 @click.option(
     "--memory", is_flag=True, help="Run the memory benchmarks (alone: only them; with --instr: both)."
+)
+@click.option(
+    "--only",
+    default=None,
+    metavar="NAME,..",
+    help="Run only these benchmarks: instr, tensor, chase, bandwidth, banks, atomics, barriers, "
+    "flight, turnover, bulk (instr takes --instr's forms).",
 )
 @click.option(
     "--arch", default=None, help="Target to assemble for (default: the GPU's; sm_90 for a dry run)."
@@ -137,6 +150,7 @@ def _stored(db: Path, arch: str | None) -> list[dict[str, Any]]:
 def microbench_command(
     pattern: str | None,
     memory: bool,
+    only: str | None,
     arch: str | None,
     db: str | None,
     no_store: bool,
@@ -152,9 +166,10 @@ def microbench_command(
     fmt: str,
     timeout: float | None,
 ) -> None:
-    """Instruction latency and throughput (for the model's forms) and memory latency, bandwidth,
-    bank conflicts, atomics and barriers, measured on this GPU. Without a GPU it exits with status
-    2 (--dry-run assembles every kernel and reports what would run)."""
+    """Instruction latency and throughput (for the model's forms), tensor-core throughput (wgmma and
+    mma.sync), and memory latency, bandwidth, bank conflicts, atomics, barriers and bulk (TMA)
+    copies, measured on this GPU. Without a GPU it exits with status 2 (--dry-run assembles every
+    kernel and reports what would run)."""
     from karyamorph.microbench import MicrobenchError, MicrobenchOptions, run_session, store_report
     from karyamorph.microbench.export import report_items
     from karyamorph.microbench.summary import summary_markdown
@@ -181,6 +196,7 @@ def microbench_command(
             timeout_s=timeout or 120.0,
             jobs=jobs,
             dry_run=dry_run,
+            only=_names(only),
         )
         try:
             report = run_session(options, progress=lambda line: click.echo(line, err=True))

@@ -19,6 +19,7 @@ from karyamorph.harness.tools.nvdisasm import Disassembly, SassError, disassembl
 from karyamorph.harness.tools.ptxas import PtxasError, assemble
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa import ast
+from karyamorph.isa.arch import Arch
 from karyamorph.isa.printer import format_module
 
 CLOCK_OPERAND = "SR_CLOCKLO"
@@ -54,6 +55,22 @@ def merge(modules: list[ast.Module]) -> ast.Module:
     version = max((m.version for m in modules), key=lambda v: tuple(int(x) for x in v.split(".")))
     items = tuple(item for m in modules for item in m.items)
     return ast.Module(version, modules[0].target, modules[0].address_size, items)
+
+
+def assembly_arch(module: ast.Module | str, arch: str) -> str:
+    """The target ptxas assembles ``module`` for: its own ``.target`` where that is the
+    architecture-specific variant of ``arch`` (``sm_90a`` in a session for ``sm_90``: ``wgmma``
+    exists only there), else ``arch``."""
+    if isinstance(module, ast.Module):
+        targets = module.target
+    else:
+        line = next((t for t in module.splitlines() if t.strip().startswith(".target")), "")
+        targets = tuple(t.strip() for t in line.strip()[len(".target") :].split(","))
+    own = Arch.parse(targets[0]) if targets and targets[0] else None
+    base = Arch.parse(arch)
+    if own is not None and own.suffix == "a" and own.base == base.base:
+        return own.name
+    return arch
 
 
 def timed_regions(dis: Disassembly, entry: str) -> tuple[dict[str, int], ...]:
@@ -94,13 +111,15 @@ def compile_modules(
     jobs: int | None = None,
     sass: bool = True,
 ) -> dict[str, Compiled]:
-    """Assemble every module for ``arch`` (``jobs`` ptxas/nvdisasm processes at a time) and, with
+    """Assemble every module for ``arch`` (an ``sm_90a`` module for ``sm_90a`` in a session for
+    ``sm_90``: :func:`assembly_arch`; ``jobs`` ptxas/nvdisasm processes at a time) and, with
     ``sass``, disassemble it to record each entry's timed regions. A refused module comes back
     with ``error`` set, never as an exception."""
     texts = {k: m if isinstance(m, str) else format_module(m) for k, m in modules.items()}
+    targets = {k: assembly_arch(m, arch) for k, m in modules.items()}
     workers = max(1, jobs or os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {k: pool.submit(_one, k, text, arch, toolchain, sass) for k, text in texts.items()}
+        futures = {k: pool.submit(_one, k, text, targets[k], toolchain, sass) for k, text in texts.items()}
         return {k: f.result() for k, f in futures.items()}
 
 

@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from karyamorph.harness.gpu.by_value import encode_tensor_map
 from karyamorph.harness.gpu.clock import ClockReader, open_clock
 from karyamorph.harness.gpu.launch import KernelLaunch
 from karyamorph.harness.gpu.measurement import TimingOptions, measure
 from karyamorph.kernel.bound import BoundKernel, bind
-from karyamorph.kernel.spec import KernelSpec, Launch
-from karyamorph.microbench.launches import Batch, LaunchResult, LaunchSpec, Scalar
+from karyamorph.kernel.spec import DTYPES, ArgSpec, KernelSpec, Launch
+from karyamorph.microbench.launches import Batch, LaunchResult, LaunchSpec, Scalar, TileMap
 
 
 class _Readings:
@@ -61,6 +62,26 @@ def _allocate(spec: LaunchSpec, device: str) -> dict[str, Any]:
     return tensors
 
 
+def _argument(spec: LaunchSpec, arg: str | Scalar | TileMap, tensors: dict[str, Any]) -> Any:
+    """One kernel argument as the launch takes it: a scalar, a buffer's address, or the bytes of
+    the tensor map the driver encodes over a buffer (the current context must be the launch's).
+
+    Raises
+    ------
+    SpecError
+        A tensor map's fields (or the buffer's alignment) break a rule of the driver's.
+    CudaError
+        The driver refused to encode a tensor map.
+    """
+    if isinstance(arg, Scalar):
+        return arg.as_numpy()
+    if isinstance(arg, TileMap):
+        buffer = ArgSpec(arg.buffer, "in", DTYPES[arg.dtype])
+        address = int(tensors[arg.buffer].data_ptr())
+        return encode_tensor_map(buffer, arg.map, address, f"launch {spec.key}: {arg.buffer}")
+    return np.uint64(int(tensors[arg].data_ptr()))
+
+
 def _read_back(spec: LaunchSpec, tensors: dict[str, Any]) -> dict[str, np.ndarray]:
     return {b.name: tensors[b.name][: b.nbytes].cpu().numpy().copy() for b in spec.buffers if b.read_back}
 
@@ -73,7 +94,7 @@ def run_launch(
     Raises
     ------
     CudaError
-        A launch failed or the kernel faulted.
+        A launch failed, the kernel faulted, or the driver refused a tensor map.
     ValueError
         A buffer's fill has the wrong size.
     """
@@ -83,10 +104,7 @@ def run_launch(
     launch = KernelLaunch.from_code(code, spec.entry, _bound(spec), device, stream)
     tensors = _allocate(spec, f"cuda:{ordinal}")
     torch.cuda.synchronize(ordinal)  # the fills ran on torch's stream, the kernel runs on ours
-    args = [
-        a.as_numpy() if isinstance(a, Scalar) else np.uint64(int(tensors[a].data_ptr())) for a in spec.args
-    ]
-    launch.set_args(args)
+    launch.set_args([_argument(spec, a, tensors) for a in spec.args])
     before = clock.read()
     outputs: list[dict[str, np.ndarray]] = []
     event_ns: tuple[float, ...] = ()

@@ -77,6 +77,8 @@ UNITS = {
     "barrier": ("cycles",),
     "flight": ("GB/s",),
     "turnover": ("ns",),
+    "tensor": ("FMA/cycle/SM",),
+    "bulk_copy": ("GB/s",),
 }
 """The units each kind of figure may have."""
 
@@ -253,5 +255,12 @@ words), `atomic_latency`, `atomic_throughput`, `barrier` (`bar.sync`, warps per 
 `ld.global.nc` with 64, `l2.cp.32B` `cp.async` copies of 32 bytes from an L2-resident array;
 `detail` has `bytes_in_flight` and `loaded_latency_cycles`, their quotient in SM cycles),
 `turnover` (ns a wave of resident blocks takes to retire and be replaced, by block size in
-threads: the difference of two launches of short blocks, 64 and 256 waves).
+threads: the difference of two launches of short blocks, 64 and 256 waves), `tensor`
+(tensor-core throughput in FMA per cycle per SM, named by form: `wgmma.m64n128k16.f32.f16.f16`
+by `warpgroups_per_sm`, `mma.sync.m16n8k16.f32.f16.f16.f32` by `warps_per_sm`; `detail` has
+`m16n8k16_per_cycle`, the same rate in mma.sync instructions), `bulk_copy` (bandwidth of TMA
+copies into a ring of shared-memory stages, one thread a block, `parameter_value` blocks per SM,
+named `level.copy.<chunk>K.s<stages>`: `dram.bulk.16K.s4` is `cp.async.bulk` of 16 KiB chunks
+with 4 in flight a block from an array read once, `l2.tile.8K.s4` `cp.async.bulk.tensor.2d`
+boxes from an L2-resident array; `detail` has `bytes_per_cycle_per_sm` and `bytes_in_flight`).
 """

@@ -2,8 +2,9 @@
 
 A :class:`Batch` holds cubins by key and the launches that use them. Each :class:`LaunchSpec`
 names its entry, grid, block, dynamic shared memory, its arguments (buffers by name, typed
-scalars) and its buffers: zeroed, or filled by a picklable function run in the worker (a large
-pointer-chase permutation is made there from its seed rather than carried through the pipe).
+scalars, TMA tensor maps over a buffer) and its buffers: zeroed, or filled by a picklable
+function run in the worker (a large pointer-chase permutation is made there from its seed rather
+than carried through the pipe).
 The worker runs ``warmup`` launches, then ``repeats`` launches, reading the ``read_back``
 buffers after each; with ``events`` each repeat is also timed between CUDA events.
 """
@@ -14,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from karyamorph.kernel.tensormap import TensorMap
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,17 @@ class Scalar:
         if self.dtype not in types:
             raise ValueError(f"scalar type {self.dtype!r} is not u32 or u64")
         return types[self.dtype](self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class TileMap:
+    """A tensor map argument (``.param .align 64 .b8 name[128]``): the ``CUtensorMap`` the driver
+    encodes of buffer ``buffer``'s device address with ``map``'s fields, its elements of
+    ``dtype`` (``u32``, ``f16``, ...: a spec dtype name)."""
+
+    buffer: str
+    map: TensorMap
+    dtype: str = "u32"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +74,8 @@ class LaunchSpec:
     grid, block : int
         One-dimensional grid and block.
     args : tuple
-        In ``.entry`` parameter order: a buffer's name (its device address) or a :class:`Scalar`.
+        In ``.entry`` parameter order: a buffer's name (its device address), a :class:`Scalar`,
+        or a :class:`TileMap` over a buffer.
     buffers : tuple of BufferSpec
         The buffers the arguments name.
     shared_bytes : int
@@ -77,7 +92,7 @@ class LaunchSpec:
     entry: str
     grid: int
     block: int
-    args: tuple[str | Scalar, ...]
+    args: tuple[str | Scalar | TileMap, ...]
     buffers: tuple[BufferSpec, ...]
     shared_bytes: int = 0
     repeats: int = 3
@@ -86,7 +101,8 @@ class LaunchSpec:
 
     def __post_init__(self) -> None:
         names = {b.name for b in self.buffers}
-        missing = [a for a in self.args if isinstance(a, str) and a not in names]
+        named = [a.buffer if isinstance(a, TileMap) else a for a in self.args if not isinstance(a, Scalar)]
+        missing = [a for a in named if a not in names]
         if missing:
             raise ValueError(f"launch {self.key}: arguments {missing} name no buffer")
         if self.repeats < 1 or self.warmup < 0 or self.grid < 1 or self.block < 1:

@@ -28,6 +28,7 @@ from karyamorph.microbench.bandwidth import BandwidthBench
 from karyamorph.microbench.banks import BankBench
 from karyamorph.microbench.barriers import BarrierBench
 from karyamorph.microbench.benchmark import Benchmark, PlanOptions
+from karyamorph.microbench.bulk_copies import BulkCopyBench
 from karyamorph.microbench.chase import ChaseBench
 from karyamorph.microbench.compiled import Compiled, compile_modules
 from karyamorph.microbench.flight import FlightBench
@@ -36,6 +37,7 @@ from karyamorph.microbench.instructions import InstructionBench
 from karyamorph.microbench.launches import Batch, LaunchSpec
 from karyamorph.microbench.runner import BatchCall, run_batches, worker_call
 from karyamorph.microbench.shape import DeviceShape
+from karyamorph.microbench.tensor_rates import TensorBench
 from karyamorph.microbench.turnover import TurnoverBench
 from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.store.database import Store
@@ -54,8 +56,9 @@ class MicrobenchOptions:
     """What ``karyamorph microbench`` was asked for (see its ``--help``).
 
     ``instr`` selects forms (``model validate``'s glob); ``instructions`` and ``memory`` say
-    which groups run. ``arch`` defaults to the device's. ``stride`` is the pointer chase's entry
-    stride in bytes.
+    which groups run: the instruction group is the forms and, when no ``instr`` narrows it, the
+    tensor cores (``tensor``); ``only`` names the benchmarks to run instead (:data:`NAMES`).
+    ``arch`` defaults to the device's. ``stride`` is the pointer chase's entry stride in bytes.
     """
 
     instr: str | None = None
@@ -69,10 +72,12 @@ class MicrobenchOptions:
     timeout_s: float = 120.0
     jobs: int | None = None
     dry_run: bool = False
+    only: tuple[str, ...] = ()
 
     def as_params(self) -> dict[str, Any]:
         return {
             "instr": self.instr,
+            "only": list(self.only),
             "instructions": self.instructions,
             "memory": self.memory,
             "repeats": self.repeats,
@@ -100,24 +105,45 @@ class MicrobenchReport:
 Progress = Callable[[str], None]
 
 
+MEMORY: dict[str, Callable[[MicrobenchOptions], Benchmark]] = {
+    "chase": lambda o: ChaseBench(o.stride),
+    "bandwidth": lambda _: BandwidthBench(),
+    "banks": lambda _: BankBench(),
+    "atomics": lambda _: AtomicBench(),
+    "barriers": lambda _: BarrierBench(),
+    "flight": lambda _: FlightBench(),
+    "turnover": lambda _: TurnoverBench(),
+    "bulk": lambda _: BulkCopyBench(),
+}
+"""The memory group's benchmarks by name, each made from the options."""
+NAMES = ("instr", "tensor", *MEMORY)
+"""Every benchmark's name, in the order a session runs them (what ``only`` may name)."""
+
+
 def benchmarks(options: MicrobenchOptions, arch: str) -> list[Benchmark]:
-    """The benchmarks the options select."""
+    """The benchmarks the options select.
+
+    Raises
+    ------
+    MicrobenchError
+        ``only`` names no benchmark, or ``instr`` matches no form.
+    """
+    unknown = sorted(set(options.only) - set(NAMES))
+    if unknown:
+        raise MicrobenchError(f"no benchmark named {', '.join(unknown)} (known: {', '.join(NAMES)})")
+
+    def chosen(name: str, group: bool) -> bool:
+        return name in options.only if options.only else group
+
     out: list[Benchmark] = []
-    if options.instructions:
+    if chosen("instr", options.instructions):
         forms, left = select_forms(ptx_machine(), arch, options.instr)
         if not forms and not left:
             raise MicrobenchError(f"--instr {options.instr!r} matches no modeled form")
         out.append(InstructionBench(forms, left))
-    if options.memory:
-        out += [
-            ChaseBench(options.stride),
-            BandwidthBench(),
-            BankBench(),
-            AtomicBench(),
-            BarrierBench(),
-            FlightBench(),
-            TurnoverBench(),
-        ]
+    if chosen("tensor", options.instructions and options.instr is None):
+        out.append(TensorBench())
+    out += [make(options) for name, make in MEMORY.items() if chosen(name, options.memory)]
     return out
 
 

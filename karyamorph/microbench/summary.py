@@ -7,7 +7,9 @@ Published figures (H100; the H200 has the same GH100 SM and cache hierarchy with
   "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture" (IPDPS 2024): L1 hit about
   33-40 cycles, L2 hit about 260-290 cycles, DRAM about 480-700 cycles;
 - Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking" (2018) and
-  "... Turing T4 ..." (2019), and Luo et al. (2024): a dependent FFMA takes 4 cycles.
+  "... Turing T4 ..." (2019), and Luo et al. (2024): a dependent FFMA takes 4 cycles;
+- NVIDIA, "H100 Tensor Core GPU Architecture" (2022): 989.4 dense FP16 TFLOP/s from 132 SMs at
+  1,830 MHz, 2,048 FMA per clock per SM through wgmma.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ PUBLISHED: dict[str, Published] = {
     "L2 hit latency": Published(260, 290, "cycles", CHIPS_AND_CHEESE),
     "DRAM latency": Published(480, 700, "cycles", CHIPS_AND_CHEESE),
     "FFMA dependent latency": Published(4, 4, "cycles", "Jia et al. 2018, 2019; Luo et al. 2024"),
+    "wgmma m64n256k16 f16 (peak over warpgroups)": Published(
+        2048, 2048, "FMA/cycle/SM", "NVIDIA H100 whitepaper (2022), dense FP16"
+    ),
 }
 
 Pick = Callable[[dict[str, Any]], bool]
@@ -46,6 +51,10 @@ def _is(kind: str, name: str, parameter: float | None = None) -> Pick:
     return lambda i: (
         i["kind"] == kind and i["name"] == name and (parameter is None or i["parameter_value"] == parameter)
     )
+
+
+def _starts(kind: str, prefix: str) -> Pick:
+    return lambda i: i["kind"] == kind and str(i["name"]).startswith(prefix)
 
 
 HEADLINES: tuple[tuple[str, Pick, str], ...] = (
@@ -64,6 +73,10 @@ HEADLINES: tuple[tuple[str, Pick, str], ...] = (
     ("global atomic latency", _is("atomic_latency", "global.add.u32"), "min"),
     ("shared atomic latency", _is("atomic_latency", "shared.add.u32"), "min"),
     ("bar.sync, 32 warps a block", _is("barrier", "bar.sync", 32), "min"),
+    ("mma.sync m16n8k16 f16 (peak over warps)", _is("tensor", "mma.sync.m16n8k16.f32.f16.f16.f32"), "max"),
+    ("wgmma m64n256k16 f16 (peak over warpgroups)", _is("tensor", "wgmma.m64n256k16.f32.f16.f16"), "max"),
+    ("TMA bulk copy from DRAM (peak)", _starts("bulk_copy", "dram."), "max"),
+    ("TMA bulk copy from L2 (peak)", _starts("bulk_copy", "l2."), "max"),
 )
 
 
@@ -166,6 +179,16 @@ def _rows(items: Sequence[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [i for i in items if i["kind"] == kind]
 
 
+def _peaks(items: Sequence[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    """Each name's highest measured figure of ``kind`` (over the swept parameter)."""
+    best: dict[str, dict[str, Any]] = {}
+    for i in _rows(items, kind):
+        better = i["name"] not in best or i["value"] > best[i["name"]]["value"]
+        if i["status"] == "ok" and math.isfinite(i["value"]) and better:
+            best[i["name"]] = i
+    return best
+
+
 def _status(i: dict[str, Any]) -> str:
     reason = (i.get("detail") or {}).get("reason")
     return i["status"] if not reason else f"{i['status']}: {str(reason)[:70]}"
@@ -248,6 +271,31 @@ def session_tables(items: Sequence[dict[str, Any]]) -> list[tuple[str, list[str]
                 other,
             )
         )
+    tensor = [
+        (
+            name,
+            _num(i["value"]),
+            _num((i.get("detail") or {}).get("m16n8k16_per_cycle")),
+            f"{i['parameter']}={_num(i['parameter_value'])}",
+            _num(100 * i["spread"], 2),
+        )
+        for name, i in _peaks(items, "tensor").items()
+    ]
+    if tensor:
+        columns = ["form", "FMA/cycle/SM", "m16n8k16/cycle", "at", "spread %"]
+        out.append(("tensor cores (peak)", columns, tensor))
+    bulk = [
+        (
+            name,
+            _num(i["value"]),
+            _num((i.get("detail") or {}).get("bytes_per_cycle_per_sm")),
+            f"{i['parameter']}={_num(i['parameter_value'])}",
+            _num(100 * i["spread"], 2),
+        )
+        for name, i in _peaks(items, "bulk_copy").items()
+    ]
+    if bulk:
+        out.append(("bulk copies (peak)", ["copy", "GB/s", "bytes/cycle/SM", "at", "spread %"], bulk))
     failed = [i for i in items if i["status"] == "failed"]
     if failed:
         out.append(

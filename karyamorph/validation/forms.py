@@ -76,6 +76,15 @@ WGMMA_ORDER_REASON = (
     "orders a warpgroup's wgmma.mma_async (no result of its own): every wgmma validation kernel runs "
     "it (sm_90a); held to the PTX ISA by tests/model/ptx/test_wgmma.py"
 )
+# mbarrier's declarations (mbarrier.init, .arrive, ...): phase-sequence CTA kernels of their own
+# (karyamorph.validation.mbarrier_forms), built for targets from MBARRIER_TARGET on (arrive
+# counts, tx-counts and try_wait); on earlier targets they are left out with MBARRIER_REASON.
+MBARRIER_TARGET = "sm_90"
+MBARRIER_REASON = (
+    f"an mbarrier operation whose phase-sequence kernels are built for {MBARRIER_TARGET} and later "
+    "targets (karyamorph model validate --arch sm_90); held to the PTX ISA by "
+    "tests/model/ptx/test_mbarrier.py"
+)
 # Instructions left out for a reason of their own (name -> reason), before their kind's.
 INSTRUCTION_REASONS: dict[str, str] = {
     "tcgen05.mma": "a tensor-memory MMA (operands in shared and tensor memory, issued by one thread "
@@ -92,6 +101,11 @@ INSTRUCTION_REASONS: dict[str, str] = {
 def fragment_validated(name: str, arch: str) -> bool:
     """Whether instruction ``name`` is validated by fragment kernels on ``arch``."""
     return name in FRAGMENT_VALIDATED and target_supports(arch, FRAGMENT_TARGET)
+
+
+def mbarrier_validated(name: str, arch: str) -> bool:
+    """Whether instruction ``name`` is validated by mbarrier phase-sequence kernels on ``arch``."""
+    return name.startswith("mbarrier.") and target_supports(arch, MBARRIER_TARGET)
 
 
 def tensor_target(instr: Instr, arch: str) -> str | None:
@@ -386,6 +400,11 @@ def enumerate_forms(machine: Machine, arch: str = "sm_90", only: str | None = No
             continue
         if instr.name in TENSOR_VALIDATED and tensor_target(instr, arch) is not None:
             continue  # see karyamorph.validation.tcgen05_forms
+        if mbarrier_validated(instr.name, arch):
+            continue  # see karyamorph.validation.mbarrier_forms
+        if instr.name.startswith("mbarrier."):
+            left.append(Unvalidated(instr.name, MBARRIER_REASON))
+            continue
         if instr.name in INSTRUCTION_REASONS:
             if all(u.name != instr.name for u in left):  # a row for the name, not each declaration
                 left.append(Unvalidated(instr.name, INSTRUCTION_REASONS[instr.name]))

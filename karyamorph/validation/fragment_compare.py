@@ -8,7 +8,8 @@ rules, per case (a warp) and element of D:
 
 - integer multiplicands (``.s8``/``.u8``): equal bits;
 - equal bits agree, and two NaNs agree (a payload difference is counted as ``nan-bits``, as
-  for every other form); a NaN on one side only is a disagreement;
+  for every other form); a NaN on one side only is a disagreement, but for a GPU's NaN where
+  ``S`` is not finite (below);
 - two finite values agree within :data:`BOUND`:
   ``|gpu - model| <= ulp(model) + (K + 1) 2**-p S``, with ``S = |C| + sum_k |A B|`` (the size
   of the terms, from the model on the same operands with every sign bit cleared) and ``p`` the
@@ -28,7 +29,11 @@ rules, per case (a warp) and element of D:
 - where ``S`` is not finite (the terms overflow the accumulator type), or one side is infinite
   and the other a finite value of the same sign at least half the largest finite (an overflow
   that rounding or truncation decides), the bound says nothing: counted as ``unbounded``, never
-  failed. Any other infinity must match bit for bit;
+  failed. Where ``S`` is not finite the GPU may also return a NaN where the model's exact sum is
+  an infinity or a finite value: a sum kept in the accumulator's range meets both infinities (an
+  H100, 2026-12-06, ``mma.sync`` with ``.f16`` D and e5m2 operands, whose products pass f16's
+  65504: 0x7fff where the model rounds the exact sum to +-inf, in 62 elements of 6 forms). Any
+  other infinity must match bit for bit;
 - a lane whose words differ between the two poisoned launches is ``unstable`` (not written).
 """
 
@@ -108,7 +113,7 @@ def classify_elements(
         tol = _ulp(m, ft) + (max(term, NARROW_SUM) if narrow else term) * np.abs(s)
         finite = np.isfinite(g) & np.isfinite(m)
         within = finite & (np.abs(g - m) <= tol)
-        unknown = ~np.isfinite(tol) & ~gn & ~mn
+        unknown = ~np.isfinite(tol) & ~mn  # a GPU NaN too: its sum met both infinities
         # one side infinite, the other finite, same sign, at least half the largest finite
         edge = np.where(np.isfinite(g), np.abs(g), np.abs(m)) >= _LARGEST[ft] / 2
         overflow = (np.isfinite(g) != np.isfinite(m)) & ~gn & ~mn & (np.sign(g) == np.sign(m)) & edge

@@ -21,6 +21,7 @@ from karyamorph.validation.compare import Disagreement, FormResult
 from karyamorph.validation.forms import (
     FRAGMENT_REASON,
     INSTRUCTION_REASONS,
+    MBARRIER_REASON,
     TENSOR_MEMORY_REASON,
     WARP_REASON,
     enumerate_forms,
@@ -41,6 +42,7 @@ from karyamorph.validation.fragments import (
     kernel_name,
     magnitudes,
 )
+from karyamorph.validation.mbarrier_forms import enumerate_mbarrier
 from karyamorph.validation.plans import KernelPlan
 from karyamorph.validation.tcgen05_forms import enumerate_tcgen05
 
@@ -122,12 +124,13 @@ def model_tiles(
 
 
 def left_out_note(machine: Machine, arch: str, only: str | None = None, shown: int = 3) -> str:
-    """What the matrix collectives and tensor-memory MMAs leave out on ``arch`` and why, a line per
-    reason (for ``--compile-only``, whose table lists only the kernels built)."""
+    """What the matrix collectives, tensor-memory MMAs and mbarrier kernels leave out on ``arch`` and
+    why, a line per reason (for ``--compile-only``, whose table lists only the kernels built)."""
     left = [*enumerate_fragments(machine, arch, only).unvalidated,
             *enumerate_tcgen05(machine, arch, only).unvalidated,
+            *enumerate_mbarrier(machine, arch, only).unvalidated,
             *(u for u in enumerate_forms(machine, arch, only).unvalidated
-              if u.reason in (WARP_REASON, FRAGMENT_REASON, TENSOR_MEMORY_REASON)
+              if u.reason in (WARP_REASON, FRAGMENT_REASON, TENSOR_MEMORY_REASON, MBARRIER_REASON)
               or u.name in INSTRUCTION_REASONS)]  # fmt: skip
     by_reason: dict[str, list[str]] = {}
     for u in left:

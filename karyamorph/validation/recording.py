@@ -8,8 +8,11 @@ per kernel, listed under ``tile_files``: each form's input and ``d`` register wo
 row a lane), replayed through the interpreter (:mod:`karyamorph.validation.fragment_run`).
 ``wgmma.mma_async`` forms take one ``wgmma.warpgroups.npz`` (``wgmma_files``): each form's input
 and D words (a row a thread of the warpgroup), replayed through the interpreter
-(:mod:`karyamorph.validation.wgmma_run`). Replaying runs the current model on the recorded operands and
-compares its bits with the recorded GPU bits under the rules of
+(:mod:`karyamorph.validation.wgmma_run`); ``mbarrier`` forms take one ``mbarrier.sequences.npz``
+(``mbarrier_files``): each form's input words (a row a thread: the expected count, each round's
+operation) and the GPU's output words (each round's wait and pending words), replayed through the
+interpreter (:mod:`karyamorph.validation.mbarrier_run`). Replaying runs the current model on the
+recorded operands and compares its bits with the recorded GPU bits under the rules of
 :mod:`karyamorph.validation.compare`, so a semantic regression fails on a CPU.
 """
 
@@ -31,6 +34,9 @@ from karyamorph.validation.forms import Form, Operand, enumerate_forms
 from karyamorph.validation.fragment_compare import compare_fragments
 from karyamorph.validation.fragment_run import TileRun, model_tiles
 from karyamorph.validation.fragments import enumerate_fragments, kernel_name
+from karyamorph.validation.mbarrier_forms import NAME as MBARRIER
+from karyamorph.validation.mbarrier_forms import enumerate_mbarrier
+from karyamorph.validation.mbarrier_run import MbarrierRun, compare_mbarrier, model_words
 from karyamorph.validation.validate import ValidationReport
 from karyamorph.validation.wgmma_forms import NAME as WGMMA
 from karyamorph.validation.wgmma_forms import enumerate_wgmma
@@ -87,47 +93,49 @@ def write_recording(report: ValidationReport, folder: Path) -> list[Path]:
         written.append(path)
     tiles = _write_tiles(report.tiles, folder)
     warpgroups = _write_warpgroups(report.warpgroups, folder)
+    sequences = _write_sequences(report.sequences, folder)
     header = {
         "format": FORMAT, "arch": report.arch, "date": report.params.get("date", ""),
         "environment": report.environment, "params": report.params,
         "files": sorted(p.name for p in written), "tile_files": sorted(p.name for p in tiles),
-        "wgmma_files": [p.name for p in warpgroups],
+        "wgmma_files": [p.name for p in warpgroups], "mbarrier_files": [p.name for p in sequences],
         "forms": {r.form: [r.status, r.cases, r.disagreements, r.max_ulp] for r in report.results},
         "unvalidated": {u.name: u.reason for u in report.unvalidated},
     }  # fmt: skip
     (folder / HEADER).write_text(json.dumps(header, indent=1, sort_keys=True) + "\n")
-    return [folder / HEADER, *written, *tiles, *warpgroups]
+    return [folder / HEADER, *written, *tiles, *warpgroups, *sequences]
 
 
 def _write_tiles(runs: Sequence[TileRun], folder: Path) -> list[Path]:
     by_kernel: dict[str, list[TileRun]] = {}
     for run in runs:
         by_kernel.setdefault(kernel_name(run.form), []).append(run)
-    written = []
-    for name, kernel_runs in by_kernel.items():
-        arrays: dict[str, Any] = {}
-        for i, run in enumerate(kernel_runs):
-            arrays[f"f{i}_in"] = run.inputs.astype(np.uint32)
-            arrays[f"f{i}_d"] = run.gpu.astype(np.uint32)
-        meta = {"instruction": name, "forms": [r.form.key for r in kernel_runs]}
-        path = folder / (_file_name(name)[: -len(".npz")] + ".tiles.npz")
-        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
-        written.append(path)
-    return written
+    return [
+        _write_runs(kernel_runs, name, folder / (_file_name(name)[: -len(".npz")] + ".tiles.npz"))
+        for name, kernel_runs in by_kernel.items()
+    ]
 
 
 def _write_warpgroups(runs: Sequence[WgmmaRun], folder: Path) -> list[Path]:
     """The wgmma forms that ran, in one file: each form's input words and D words (a row a thread)."""
-    if not runs:
-        return []
+    return [_write_runs(runs, WGMMA, folder / "wgmma.warpgroups.npz")] if runs else []
+
+
+def _write_sequences(runs: Sequence[MbarrierRun], folder: Path) -> list[Path]:
+    """The mbarrier forms that ran, in one file: each form's input and output words (a row a thread)."""
+    return [_write_runs(runs, MBARRIER, folder / "mbarrier.sequences.npz")] if runs else []
+
+
+def _write_runs(runs: Sequence[TileRun | WgmmaRun | MbarrierRun], instruction: str, path: Path) -> Path:
+    """Forms of one kernel family in one file: form ``i``'s input words as ``f{i}_in`` and the GPU's
+    output words as ``f{i}_d`` (32-bit, a row a thread), their keys in ``meta``."""
     arrays: dict[str, Any] = {}
     for i, run in enumerate(runs):
         arrays[f"f{i}_in"] = run.inputs.astype(np.uint32)
         arrays[f"f{i}_d"] = run.gpu.astype(np.uint32)
-    meta = {"instruction": WGMMA, "forms": [r.form.key for r in runs]}
-    path = folder / "wgmma.warpgroups.npz"
+    meta = {"instruction": instruction, "forms": [r.form.key for r in runs]}
     np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
-    return [path]
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +150,8 @@ class RecordedForm:
 
 @dataclass(frozen=True, slots=True)
 class RecordedTiles:
-    """One recorded fragment or wgmma form: its key, input words and the GPU's ``d`` words (a row a
-    lane, or a thread of the warpgroup)."""
+    """One recorded fragment, wgmma or mbarrier form: its key, input words and the GPU's output
+    words (``d`` of a lane or of a thread of the warpgroup; an mbarrier case's observations)."""
 
     instruction: str
     key: str
@@ -160,6 +168,7 @@ class Recording:
     forms: tuple[RecordedForm, ...]
     tiles: tuple[RecordedTiles, ...] = ()
     warpgroups: tuple[RecordedTiles, ...] = ()
+    sequences: tuple[RecordedTiles, ...] = ()
 
     @property
     def arch(self) -> str:
@@ -180,10 +189,11 @@ def read_recording(folder: Path) -> Recording:
             for i, f in enumerate(meta["forms"]):
                 gpu = {s: z[f"f{i}_{s}"].astype(np.uint64) for s, _, _ in f["writes"]}
                 forms.append(RecordedForm(meta["instruction"], f["key"], tables[f["table"]], gpu))
-    # absent from recordings made before fragment forms, and before wgmma forms
+    # absent from recordings made before fragment forms, before wgmma forms and before mbarrier forms
     tiles = _read_tiles(folder, header.get("tile_files", []))
     warpgroups = _read_tiles(folder, header.get("wgmma_files", []))
-    return Recording(folder, header, tuple(forms), tiles, warpgroups)
+    sequences = _read_tiles(folder, header.get("mbarrier_files", []))
+    return Recording(folder, header, tuple(forms), tiles, warpgroups, sequences)
 
 
 def _read_tiles(folder: Path, names: Sequence[str]) -> tuple[RecordedTiles, ...]:
@@ -246,6 +256,17 @@ def replay(recording: Recording, machine: Machine) -> Replay:
             continue
         model, size = wgmma_tiles(wgmma, machine, run.inputs, found_wgmma.target)
         result, found = compare_wgmma(wgmma, run.inputs, run.gpu, model, size)
+        results.append(result)
+        rows += found
+    found_mbarrier = enumerate_mbarrier(machine, recording.arch)
+    phases = {f.key: f for f in found_mbarrier.forms}
+    for run in recording.sequences:
+        phase_form = phases.get(run.key)
+        if phase_form is None or found_mbarrier.target is None:
+            missing.append(run.key)
+            continue
+        model = model_words(phase_form, machine, run.inputs, found_mbarrier.target)
+        result, found = compare_mbarrier(phase_form, run.inputs, run.gpu, model)
         results.append(result)
         rows += found
     return Replay(tuple(results), tuple(rows), tuple(missing))

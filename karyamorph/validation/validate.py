@@ -7,7 +7,8 @@ in one GPU process, and compare each form's result bits with the numpy domain's.
 forms (``mma.sync``, a warp per case) get kernels of their own, run in the same process and
 compared with the interpreter's tiles (:mod:`karyamorph.validation.fragment_run`); so do
 ``tcgen05.mma`` forms (a CTA per case, :mod:`karyamorph.validation.tcgen05_run`) and
-``wgmma.mma_async`` forms (a warpgroup CTA per case, :mod:`karyamorph.validation.wgmma_run`).
+``wgmma.mma_async`` forms (a warpgroup CTA per case, :mod:`karyamorph.validation.wgmma_run`), and
+``mbarrier`` forms (phase sequences, a CTA per case, :mod:`karyamorph.validation.mbarrier_run`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from karyamorph.validation.cases import (
 from karyamorph.validation.compare import ALLOWED, Disagreement, FormResult, compare_form
 from karyamorph.validation.forms import Form, FormSet, Unvalidated, enumerate_forms
 from karyamorph.validation.fragment_run import TileRun, judge_fragments, plan_fragments
+from karyamorph.validation.mbarrier_run import MbarrierRun, judge_mbarrier, plan_mbarrier
 from karyamorph.validation.microkernel import (
     Microkernel,
     build_microkernel,
@@ -92,8 +94,9 @@ def compile_summary(
     """Build and assemble every kernel (no GPU): instruction, forms, rejected, rows, PTX lines, registers.
 
     Matrix-fragment kernels (:mod:`karyamorph.validation.fragment_run`), ``tcgen05.mma``
-    kernels (:mod:`karyamorph.validation.tcgen05_run`) and ``wgmma`` kernels
-    (:mod:`karyamorph.validation.wgmma_run`) follow, a row each."""
+    kernels (:mod:`karyamorph.validation.tcgen05_run`), ``wgmma`` kernels
+    (:mod:`karyamorph.validation.wgmma_run`) and ``mbarrier`` kernels
+    (:mod:`karyamorph.validation.mbarrier_run`) follow, a row each."""
     formset = enumerate_forms(machine, arch, only)
     tables = case_tables(formset.forms, samples=samples, cross_limit=cross_limit, seed=seed)
     toolchain = discover()
@@ -106,7 +109,8 @@ def compile_summary(
                      len(k.ptx.splitlines()) if k else 0, a.registers))  # fmt: skip
     tensor = plan_tcgen05(machine, arch, toolchain, only, seed).summary()
     warpgroup = plan_wgmma(machine, arch, toolchain, only, seed).summary()
-    return rows + plan_fragments(machine, arch, toolchain, only, seed).summary() + tensor + warpgroup
+    phases = plan_mbarrier(machine, arch, toolchain, only, seed).summary()
+    return rows + plan_fragments(machine, arch, toolchain, only, seed).summary() + tensor + warpgroup + phases
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,7 @@ class ValidationReport:
     tables: dict[str, CaseTable] = field(default_factory=dict)
     tiles: tuple[TileRun, ...] = ()  # matrix-fragment forms that ran
     warpgroups: tuple[WgmmaRun, ...] = ()  # wgmma forms that ran
+    sequences: tuple[MbarrierRun, ...] = ()  # mbarrier forms that ran
 
     @property
     def failed(self) -> list[FormResult]:
@@ -208,6 +213,8 @@ def validate(
     jobs += tensor.jobs()
     warpgroup = plan_wgmma(machine, arch, toolchain, only, seed)  # a warpgroup CTA per case: wgmma
     jobs += warpgroup.jobs()
+    phases = plan_mbarrier(machine, arch, toolchain, only, seed)  # a CTA per case: mbarrier sequences
+    jobs += phases.jobs()
     seconds["assemble"] = time.perf_counter() - clock - seconds["generate"]
     t_gpu = time.perf_counter()
     out = runner(jobs) if jobs else GpuOutput((), ())
@@ -223,18 +230,24 @@ def validate(
     tensor_results, tensor_rows = judge_tcgen05(tensor, machine, out.first[m:w], out.second[m:w])
     results += tensor_results
     rows += tensor_rows
-    wgmma_results, wgmma_rows, wgmma_runs = judge_wgmma(warpgroup, machine, out.first[w:], out.second[w:])
+    g = w + len(warpgroup.kernels)
+    wgmma_results, wgmma_rows, wgmma_runs = judge_wgmma(warpgroup, machine, out.first[w:g], out.second[w:g])
     results += wgmma_results
     rows += wgmma_rows
+    phase_results, phase_rows, phase_runs = judge_mbarrier(phases, machine, out.first[g:], out.second[g:])
+    results += phase_results
+    rows += phase_rows
     seconds["compare"] = time.perf_counter() - t_cmp
     seconds["total"] = time.perf_counter() - clock
     params = {"instr": only, "samples": samples, "cross_limit": cross_limit, "seed": seed,
               "date": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
     environment = {**out.environment, "arch": arch, "ptxas": toolchain.versions.get("ptxas", ""),
                    "cuda_release": toolchain.cuda_release, "toolchain_source": toolchain.source}  # fmt: skip
-    left = formset.unvalidated + plan.unvalidated + tensor.unvalidated + warpgroup.unvalidated
+    left = (*formset.unvalidated, *plan.unvalidated, *tensor.unvalidated, *warpgroup.unvalidated,
+            *phases.unvalidated)  # fmt: skip
     return ValidationReport(arch, tuple(results), tuple(rows), left, environment, params, seconds,
-                            tuple(runs), tables, tuple(tile_runs), tuple(wgmma_runs))  # fmt: skip
+                            tuple(runs), tables, tuple(tile_runs), tuple(wgmma_runs),
+                            tuple(phase_runs))  # fmt: skip
 
 
 def _compare(

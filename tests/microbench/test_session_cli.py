@@ -6,6 +6,7 @@ without a GPU and exports stored sessions."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +15,14 @@ from click.testing import CliRunner
 from karyamorph.cli import main
 from karyamorph.harness.gpu.device import DeviceInfo, current_device
 from karyamorph.microbench.launches import Batch, LaunchResult
-from karyamorph.microbench.session import MicrobenchOptions, run_session, store_report
+from karyamorph.microbench.session import (
+    NAMES,
+    MicrobenchError,
+    MicrobenchOptions,
+    benchmarks,
+    run_session,
+    store_report,
+)
 from karyamorph.microbench.shape import MIB
 from karyamorph.store.database import Store
 
@@ -135,3 +143,24 @@ def test_command_dry_run_and_export(tmp_path: Path) -> None:
     assert "## Microbenchmarks on Stand-in GPU (1 sessions)" in (tmp_path / "summary.md").read_text()
     got = CliRunner().invoke(main, ["microbench", "--export-only", "--db", str(tmp_path / "none.duckdb")])
     assert got.exit_code == 2 and "does not exist" in got.output
+
+
+def test_only_names_the_benchmarks_and_the_groups_hold_the_new_ones() -> None:
+    def names(**options: Any) -> list[str]:
+        return [b.name for b in benchmarks(MicrobenchOptions(**options), "sm_90")]
+
+    assert names(only=("bulk", "tensor")) == ["tensor", "bulk"]
+    assert names(only=("instr",), instr="fma.rn.f32") == ["instr"]
+    assert names(memory=False) == ["instr", "tensor"]  # no --instr: the tensor cores too
+    assert names(instr="fma.rn.f32", memory=False) == ["instr"]  # a pattern narrows to its forms
+    assert names(instructions=False)[-1] == "bulk" and "tensor" not in names(instructions=False)
+    assert set(names()) == set(NAMES)
+    with pytest.raises(MicrobenchError, match="no benchmark named tma"):
+        names(only=("tma",))
+
+
+def test_command_takes_only() -> None:
+    got = CliRunner().invoke(main, ["microbench", "--dry-run", "--arch", "sm_90", "--only", "tensor,bulk"])
+    assert got.exit_code == 0, got.output
+    assert "tensor_wgmma_m64n256k16_f32_f16_f16" in got.output and "bulk_copy" in got.output
+    assert "lat_0" not in got.output and "chase" not in got.output

@@ -23,7 +23,7 @@ from karyamorph.model.ptx.ptx_machine import ptx_machine
 from karyamorph.model.semantics.instruction import Exec
 from karyamorph.model.semantics.types import PtxType
 from karyamorph.validation.forms import INSTRUCTION_REASONS, enumerate_forms
-from karyamorph.validation.fragment_compare import compare_fragments, elements
+from karyamorph.validation.fragment_compare import classify_elements, compare_fragments, elements
 from karyamorph.validation.fragment_run import model_tiles, plan_fragments
 from karyamorph.validation.fragments import (
     WARP,
@@ -252,6 +252,18 @@ def test_nan_payloads_are_counted_and_a_lone_nan_fails() -> None:
     nan_gpu = _with(model, lane, e, float("nan"))
     lone, rows = compare_fragments(f, x, nan_gpu, model, size, nan_gpu)
     assert lone.status == "fail" and rows[0].kind == "value"
+
+
+def test_a_gpu_nan_is_unbounded_only_where_the_terms_overflow_the_accumulator() -> None:
+    """The H100's f16 sums of e5m2 products (each past f16's 65504) return NaN (0x7fff) where the
+    model rounds the exact sum to an infinity: with S infinite, unbounded; with S finite, a NaN
+    against a number is still a disagreement, and so is an infinity of the other sign."""
+    inf, ninf, nan, one, big = 0x7C00, 0xFC00, 0x7FFF, 0x3C00, 0x7BFF  # f16: +-inf, NaN, 1, 65504
+    gpu = np.array([[nan, nan, nan, ninf]], np.uint64)
+    model = np.array([[inf, ninf, one, inf]], np.uint64)
+    size = np.array([[inf, inf, big, big]], np.uint64)
+    kind, _ = classify_elements(gpu, model, size, "f16", 32, False, narrow=True)
+    assert kind.tolist() == [["unbounded", "unbounded", "value", "value"]]
 
 
 def test_integer_forms_must_agree_bit_for_bit_and_unwritten_words_are_unstable() -> None:

@@ -225,7 +225,7 @@ def check(
         def vet(prop: str, w: Witness) -> Replay:
             r = replay_witness(
                 module, entry, machine, launch, buffers, scalars, Verdict(prop, "refuted", witness=w),
-                element_bytes=widths, scheduling=sched, structs=structs,
+                element_bytes=widths, scheduling=sched, structs=structs, strict=enc.strict,
             )  # fmt: skip
             replayed[0] += r.seconds
             return r

@@ -286,6 +286,14 @@ class Encoding:
                 said[f"what shared {var[:-7]} held" if shared else f"the contents of {var}"] = None
         return ", ".join(said) or "memory contents or loop state"
 
+    def other_threads(self, model: z3.ModelRef) -> Bool:
+        """That threads A and B are not the two the model picks."""
+        same = []
+        for v in self.trace.coords.values():
+            for term in (v, self.b(v)):
+                same.append(term == model.eval(term, model_completion=True))
+        return z3.Not(z3.And(same))
+
     def thread(self, model: z3.ModelRef, which: str) -> ThreadId:
         vals = {}
         for k, v in self.trace.coords.items():

@@ -23,12 +23,13 @@ from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.memvalues import variable_of
 from karyamorph.model.check.properties import Finish, Query, batched, decide
 from karyamorph.model.check.symexec import provenance
-from karyamorph.model.check.verdict import Replay, Verdict, Witness
+from karyamorph.model.check.verdict import Replay, ThreadId, Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 SAME_STORE = "same-store"  # a query's tag: one store instruction, two threads
 STORES = "stores"  # a query's tag: two plain store instructions of one width
+SPLIT = "same-store-split"  # one store instruction whose two threads may store different values
 OWN = "own"  # a query's tag: one thread, its copy in flight and a later access of its own
 
 
@@ -229,23 +230,46 @@ class _Benign:
     def refine(self, q: Query, model: z3.ModelRef) -> Query | None:
         """None when the query's two stores are proved to store one value wherever they meet, or
         when z3 cannot tell (the verdict can then be no better than unknown: see :meth:`settle`).
-        Otherwise, for one store instruction, the query without its same-warp pairs when the
-        lanes of a warp store one value, or when that is not decided; the query itself when two
-        lanes may store different values."""
-        if q.tag in (SAME_STORE, STORES) and self._same_value(q) is not False:
+        Otherwise two tries: a witness whose two stores write different values, then (where
+        those values are free in the pair encoding, such as what other lanes pass) any witness of
+        the pair, whose replay must show the values apart. Of one store instruction, the pairs of
+        one warp are left out where the warp's lanes are proved, or not decided, to store one
+        value, and a warp whose lanes were found apart on a concrete input gives that input."""
+        if q.tag == SPLIT:
+            return self._by_warp(q, model)
+        if q.tag not in (SAME_STORE, STORES):
+            return q
+        if self._same_value(q) is not False:
             return None
-        if q.tag != SAME_STORE:
-            return q
+        tag = SPLIT if q.tag == SAME_STORE else ""
+        apart = Query(z3.And(q.violation, self._apart(q)), q.events, tag=tag)
+        return Query(q.violation, q.events, parts=(apart, Query(q.violation, q.events, tag=tag)))
+
+    def _by_warp(self, q: Query, model: z3.ModelRef) -> Query:
+        """A query of one store instruction whose threads may store different values: as it is
+        where the model's two threads are of different warps; else as the warp's lanes decide."""
+        plain = Query(q.violation, q.events)
         if not z3.is_true(model.eval(self.enc.same_warp(), model_completion=True)):
-            return q
+            return plain
         a = q.events[0]
         assert isinstance(a, Access)
         if a.index not in self.proved and a.index not in self.refused and a.index not in self.undecided:
             ok, detail = self.stores.same_value(a.line, a.text)
             {True: self.proved, False: self.refused, None: self.undecided}[ok][a.index] = detail
-        if a.index in self.refused:
-            return q
-        return Query(z3.And(q.violation, z3.Not(self.enc.same_warp())), q.events)
+        if a.index not in self.refused:
+            return Query(z3.And(q.violation, z3.Not(self.enc.same_warp())), q.events)
+        if self.stores.examples.get((a.line, a.text)) is not None:
+            return q  # its witness is the input found to split the lanes (:meth:`example`)
+        return plain
+
+    def _apart(self, q: Query) -> Bool:
+        """That the two stores of ``q`` write different values or to different addresses (true
+        where the values cannot be compared)."""
+        a, c = q.events
+        assert isinstance(a, Access) and isinstance(c, Access)
+        if a.stored is None or c.stored is None or a.stored.size() != c.stored.size():
+            return z3.BoolVal(True)
+        return z3.Not(z3.And(a.addr == self.enc.b(c.addr), a.stored == self.enc.b(c.stored)))
 
     def _same_value(self, q: Query) -> bool | None:
         """Whether the two stores of ``q`` write one value wherever they conflict: the query
@@ -260,8 +284,7 @@ class _Benign:
             if a.stored is None or c.stored is None or a.stored.size() != c.stored.size():
                 self.unequal.add(key)
             else:
-                same = z3.And(a.addr == enc.b(c.addr), a.stored == enc.b(c.stored))
-                out = enc.check(q.violation, z3.Not(same))
+                out = enc.check(q.violation, self._apart(q))
                 if out.result == z3.unknown:
                     self.unsure[key] = out.reason or "z3 gave up"
                 else:
@@ -291,6 +314,28 @@ class _Benign:
             reason = "; ".join(x for x in (reason, *sorted(set(self.refused.values()))) if x)
         return verdict, reason
 
+    def example(self, q: Query) -> Witness | None:
+        """The witness of a store whose lanes were found to store different values on a concrete
+        input (:mod:`karyamorph.model.check.warpwitness`): those two lanes of warp 0 of block 0,
+        and that input, rather than z3's model of the two-thread abstraction."""
+        a = q.events[0]
+        assert isinstance(a, Access)
+        if q.tag != SPLIT or a.index not in self.refused:
+            return None
+        found = self.stores.examples.get((a.line, a.text))
+        if found is None:
+            return None
+        layout = self.enc.trace.layout
+        nan_at, nan_off = layout.find("global", found.address)
+        alloc, off = layout.find(a.space, found.stored_at)
+        if nan_at is None:
+            return None
+        bx, by, _ = self.stores.block
+        threads = tuple(ThreadId((0, 0, 0), (t % bx, t // bx % by, t // (bx * by))) for t in found.lanes)
+        inputs = ((f"{found.buffer}[{nan_off // found.nbytes}]", found.bits),)
+        name = alloc.name if alloc is not None else None
+        return Witness(threads, (a.line, a.line), (a.text, a.text), a.space, name, off, inputs)
+
     def _lines(self, indices: dict[int, str]) -> set[int]:
         return {e.line for e in self.enc.trace.events if isinstance(e, Access) and e.index in indices}
 
@@ -319,6 +364,9 @@ def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
     def witness(q: Query, model: z3.ModelRef) -> Witness:
         a, c = q.events
         assert isinstance(a, Access) and isinstance(c, Access)
+        example = benign.example(q) if benign is not None else None
+        if example is not None:
+            return example
         buf, off = enc.locate(a, model)
         other = "A" if q.tag == OWN else "B"  # a copy in flight and its own thread's access
         return Witness(

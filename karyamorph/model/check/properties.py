@@ -26,6 +26,8 @@ from karyamorph.model.semantics.symbolic import Bool
 BATCH = 64
 # Witnesses the interpreter contradicts before a property is given up as unknown.
 MAX_CONTRADICTED = 3
+# Witnesses of other thread pairs tried once a race's two stores were replayed writing one value.
+MAX_OTHER_PAIRS = 4
 # z3 resource units for "is a cut loop iteration reachable" (a few tens of milliseconds): the
 # unreachable cuts of the test kernels take about 12 000, a reachable one in Euclid's
 # algorithm 1.5 million.
@@ -84,6 +86,7 @@ def decide(
 
     ``refine`` may replace a satisfiable single query by a narrower one (or drop it: None)."""
     unsure = ""
+    other_pairs = 0  # witnesses of other threads tried after one that stored one value
     contradicted: list[tuple[Witness, Replay]] = []
     for top in plan:
         stack = [top]
@@ -115,6 +118,18 @@ def decide(
                 continue
             w = witness(q, model)
             replay = enc.vet(prop, w) if enc.vet is not None else None
+            if replay is not None and replay.same_value:
+                # The two-thread abstraction left the stored values free (other lanes' values,
+                # memory the kernel writes); the interpreter stored one value: undecided for
+                # these two threads, and other threads are tried.
+                unsure = unsure or (
+                    f"{where(q)} {doubt} the values they store, which the check leaves free; on the "
+                    f"interpreter {replay.detail}"
+                )
+                if other_pairs < MAX_OTHER_PAIRS:
+                    other_pairs += 1
+                    stack.append(Query(z3.And(q.violation, enc.other_threads(model)), q.events, tag=q.tag))
+                continue
             if replay is not None and replay.status == "not confirmed":
                 contradicted.append((w, replay))
                 continue

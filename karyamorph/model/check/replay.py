@@ -27,6 +27,7 @@ from karyamorph.model.interp.errors import (
     ExecutionError,
     LaunchError,
     MemoryAccessError,
+    ModelLimitError,
     StepLimitError,
 )
 from karyamorph.model.interp.interpreter import KernelArg, interpret
@@ -61,6 +62,7 @@ def replay(
     element_bytes: dict[str, int] | None = None,
     scheduling: str | None = None,
     structs: Mapping[str, StructLayout] | None = None,
+    strict: bool = False,
 ) -> Replay:
     """Run the witness of a refuted ``verdict`` on the interpreter, for the checker's launch.
 
@@ -85,6 +87,10 @@ def replay(
     structs
         The layouts of struct parameters, as the check was given them; their ``param.field``
         buffers and scalars are filled as the others are.
+    strict
+        The check counted same-value stores as races. When it did not, a race between two plain
+        stores is confirmed only once the two threads store different values in some order:
+        one value in every order is ``not confirmed`` with ``same_value`` set.
 
     Returns
     -------
@@ -104,8 +110,9 @@ def replay(
         machine = machine.with_options(scheduling=scheduling)
     shapes = dict(structs or {})
     out = _replay(module, entry, machine, launch, buffers, scalars, verdict.property, w, seeds, element_bytes,
-                  shapes)  # fmt: skip
-    return Replay(out[0], out[1], time.perf_counter() - t0)
+                  shapes, not strict)  # fmt: skip
+    status, detail, same = out if len(out) == 3 else (*out, False)
+    return Replay(status, detail, time.perf_counter() - t0, same_value=same)
 
 
 def _replay(
@@ -120,7 +127,8 @@ def _replay(
     seeds: int,
     element_bytes: dict[str, int] | None,
     structs: dict[str, StructLayout],
-) -> tuple[str, str]:
+    benign: bool,
+) -> tuple[str, str] | tuple[str, str, bool]:
     if prop not in ("bounds", "race", "barrier"):
         return "not replayable", f"no replay for a {prop} witness"
     program = prepare(module, entry, machine)
@@ -149,7 +157,11 @@ def _replay(
                 f"(limit {MAX_GROUP_STEPS:.0e}); check a smaller launch"
             )
         seeds = min(seeds, int(MAX_GROUP_STEPS // steps))
-        return _race(module, entry, machine, full, args, program, w, seeds, int(4 * steps), constants)
+        other = _arguments(program, buffers, scalars, w.inputs, element_bytes or {}, fill=1)
+        steps_left = int(4 * steps)
+        return _race(
+            module, entry, machine, full, (args, other), program, w, seeds, steps_left, constants, benign
+        )
     if n * instructions > MAX_THREAD_INSTRUCTIONS:
         return "not replayable", (
             f"the launch needs at least {n * instructions:.1e} thread-instructions "
@@ -204,6 +216,7 @@ class _Access:
     space: str
     offset: int  # inside its buffer (global) or its block's shared window
     block: int
+    value: int | None = None  # what a plain store writes (None: not a store, or not known)
 
 
 def _race(
@@ -211,29 +224,29 @@ def _race(
     entry: str,
     machine: Machine,
     launch: tuple[tuple[int, int, int], tuple[int, int, int], int],
-    args: dict[str, KernelArg],
+    args: tuple[dict[str, KernelArg], dict[str, KernelArg]],
     program: Program,
     w: Witness,
     seeds: int,
     max_steps: int,
     constants: dict[str, np.ndarray],
-) -> tuple[str, str]:
+    benign: bool,
+) -> tuple[str, str, bool]:
+    """Replay a race witness in ``seeds`` randomized orders on ``args[0]`` (the witness's inputs,
+    other elements filled with pattern 0); where the rule counts only stores of different values
+    and they met storing one value, again on ``args[1]`` (pattern 1 around the same inputs)."""
     grid, block = launch[0], launch[1]
     ta, tb = (_linear(t, grid, block) for t in w.threads)
     la, lb = w.lines[0], w.lines[1]
     want = _expected_offset(program, w)
-    seen: str | None = None
-    outputs: dict[bytes, int] = {}
-    for seed in range(seeds):
+    # Under the same-value rule two plain stores race only when they write different values.
+    values = benign and all(_plain_store(i) for i in w.instructions)
+
+    def run(arguments: dict[str, KernelArg], seed: int) -> tuple[list[_Access], bytes]:
         log: list[_Access] = []
 
         def observe(
-            g: GroupExec,
-            threads: np.ndarray,
-            bufs: np.ndarray,
-            elems: np.ndarray,
-            nbytes: int,
-            log: list[_Access] = log,
+            g: GroupExec, threads: np.ndarray, bufs: np.ndarray, elems: np.ndarray, nbytes: int
         ) -> None:
             line = g.dec.line
             if line != la and line != lb:
@@ -244,51 +257,129 @@ def _race(
                 b = int(g.geo.block_index[t])
                 offset = start - b * g.memory.shared_stride if buf == n_globals else start
                 space = "global" if buf < n_globals else "shared" if buf == n_globals else "local"
-                log.append(_Access(line, t, buf, start, nbytes, g.phase, space, offset, b))
+                value = _stored(g, t - g.lo) if values else None
+                log.append(_Access(line, t, buf, start, nbytes, g.phase, space, offset, b, value))
 
+        result = interpret(
+            module, entry, machine, launch, _copy(arguments), randomize_order=True, interleave=True,
+            seed=seed, max_steps=max_steps, observe=observe, variables=constants, proxy_order=False,
+        )  # fmt: skip
+        return log, b"".join(v.tobytes() for v in result.outputs.values())
+
+    seen: list[tuple[_Access, _Access]] = []
+    outputs: dict[bytes, int] = {}
+    for seed in range(seeds):
         try:
-            result = interpret(
-                module, entry, machine, launch, _copy(args), randomize_order=True, interleave=True,
-                seed=seed, max_steps=max_steps, observe=observe, variables=constants, proxy_order=False,
-            )  # fmt: skip
+            log, key = run(args[0], seed)
         except StepLimitError:
-            return "not replayable", f"a randomized order ran past {max_steps} instruction steps"
+            return "not replayable", f"a randomized order ran past {max_steps} instruction steps", False
         except LaunchError as exc:
-            return "not replayable", str(exc)
+            return "not replayable", str(exc), False
         except ExecutionError as exc:
-            return "not confirmed", f"the interpreter stopped with an error (seed {seed}): {exc}"
-        key = b"".join(v.tobytes() for v in result.outputs.values())
+            return "not confirmed", f"the interpreter stopped with an error (seed {seed}): {exc}", False
         outputs.setdefault(key, seed)
-        seen = seen or _pair(log, ta, tb, la, lb, w, want)
-        if seen and len(outputs) > 1:
+        seen += _pairs(log, ta, tb, la, lb, want)
+        if _differ(seen, values) and len(outputs) > 1:
             break
-    if seen is None:
-        return "not confirmed", (
-            f"in {seeds} randomized orders, {w.threads[0]} (line {la}) and {w.threads[1]} (line {lb}) "
-            f"never made unordered overlapping accesses at {_where(w)}"
+    if not seen:
+        return (
+            "not confirmed",
+            (
+                f"in {seeds} randomized orders, {w.threads[0]} (line {la}) and {w.threads[1]} (line {lb}) "
+                f"never made unordered overlapping accesses at {_where(w)}"
+            ),
+            False,
+        )
+    met = (
+        f"{w.threads[0]} at line {la} and {w.threads[1]} at line {lb} access {_where(w)} "
+        "with no barrier between them"
+    )
+    if not _differ(seen, values):
+        one = sorted({f"{a.value:#x}" for a, _ in seen if a.value is not None})
+        apart: list[tuple[_Access, _Access]] = []
+        for seed in range(min(seeds, 2)):  # the other pattern around the witness's inputs
+            try:
+                log, _ = run(args[1], seed)
+            except ExecutionError:
+                break  # that input is no witness: what was seen stands
+            apart += [(a, b) for a, b in _pairs(log, ta, tb, la, lb, want) if _differ([(a, b)], values)]
+            if apart:
+                first, second = apart[0]
+                return (
+                    "confirmed",
+                    (
+                        f"{met}; they store one value ({', '.join(one)}) where the other input elements hold "
+                        f"i % 13 + 1, and {first.value:#x} and {second.value:#x} where they hold "
+                        "i * 40503 % 65521 + 1"
+                    ),
+                    False,
+                )
+        return (
+            "not confirmed",
+            (
+                f"{met}, but both stored one value ({', '.join(one)}) in all {seeds} randomized orders: "
+                "a same-value store, benign unless strict"
+            ),
+            True,
         )
     if len(outputs) > 1:
-        a, b = sorted(outputs.values())[:2]
-        effect = f"outputs differ between seeds {a} and {b}"
+        s0, s1 = sorted(outputs.values())[:2]
+        effect = f"outputs differ between seeds {s0} and {s1}"
     else:
         effect = f"outputs equal in all {seeds} randomized orders (the race does not change them here)"
-    return "confirmed", f"{seen}; {effect}"
+    return "confirmed", f"{met}; {effect}", False
 
 
-def _pair(log: list[_Access], ta: int, tb: int, la: int, lb: int, w: Witness, want: int | None) -> str | None:
-    """The witness's two accesses, if the log holds them unordered and overlapping."""
+def _pairs(
+    log: list[_Access], ta: int, tb: int, la: int, lb: int, want: int | None
+) -> list[tuple[_Access, _Access]]:
+    """The witness's two accesses wherever the log holds them unordered and overlapping."""
     firsts = [a for a in log if a.thread == ta and a.line == la and (want is None or a.offset == want)]
     seconds = [a for a in log if a.thread == tb and a.line == lb]
+    out = []
     for a in firsts:
         for b in seconds:
             if a.buffer != b.buffer or a.start + a.nbytes <= b.start or b.start + b.nbytes <= a.start:
                 continue
             if a.phase == b.phase or (a.space == "global" and a.block != b.block):
-                return (
-                    f"{w.threads[0]} at line {la} and {w.threads[1]} at line {lb} access "
-                    f"{_where(w)} with no barrier between them"
-                )
-    return None
+                out.append((a, b))
+    return out
+
+
+def _differ(seen: list[tuple[_Access, _Access]], values: bool) -> bool:
+    """Whether the accesses seen make a race: any do, unless the rule counts only stores of
+    different values (``values``) and every pair seen stored one value at one address."""
+    if not values:
+        return bool(seen)
+    return any(a.value is None or a.value != b.value or a.start != b.start for a, b in seen)
+
+
+def _plain_store(opcode: str) -> bool:
+    """``st.shared.v2.b32``, but not an atomic, a reduction or an asynchronous store."""
+    parts = opcode.split(".")
+    return parts[0] == "st" and "async" not in parts and "bulk" not in parts
+
+
+def _stored(g: GroupExec, pos: int) -> int | None:
+    """The bits the store being resolved writes for the group's thread at ``pos``: its value
+    operand's registers (vector elements, lowest address first), None where it is not made of
+    declared registers and immediates."""
+    value = g.dec.operands.get("b")
+    elements = value.elements if isinstance(value, ast.Vector) else (value,)
+    bits = g.dec.ty.bits
+    out = 0
+    for k, e in enumerate(elements):
+        if isinstance(e, ast.Register):
+            try:
+                v = int(g.register_view(e.name)[pos])
+            except ModelLimitError:  # a register this group does not hold (a special one): not known
+                return None
+        elif isinstance(e, ast.Immediate) and isinstance(e.value, int):
+            v = e.value
+        else:
+            return None
+        out |= (v % (1 << bits)) << (k * bits)
+    return out
 
 
 def _expected_offset(program: Program, w: Witness) -> int | None:
@@ -310,20 +401,22 @@ def _arguments(
     scalars: dict[str, int | float],
     inputs: tuple[tuple[str, int], ...],
     element_bytes: dict[str, int],
+    fill: int = 0,
 ) -> dict[str, KernelArg]:
-    """Concrete arguments: byte buffers with small values, the witness's elements and scalars."""
+    """Concrete arguments: byte buffers with small values (of :func:`_filled`'s pattern
+    ``fill``), the witness's elements and scalars."""
     given = dict(inputs)
     args: dict[str, KernelArg] = {}
     for p in program.fn.params:
         if p.name in buffers:
-            args[p.name] = _filled(int(buffers[p.name]), element_bytes.get(p.name, 4))
+            args[p.name] = _filled(int(buffers[p.name]), element_bytes.get(p.name, 4), fill)
         elif p.name in program.structs:
             layout = program.structs[p.name]
             values: dict[str, object] = {}
             for f in layout.fields:
                 name = f"{p.name}.{f.name}"
                 if f.is_pointer:
-                    values[f.name] = _filled(int(buffers[name]), element_bytes.get(name, 4))
+                    values[f.name] = _filled(int(buffers[name]), element_bytes.get(name, 4), fill)
                 elif name in scalars:
                     values[f.name] = scalars[name]
                 else:
@@ -374,11 +467,14 @@ def _constants(
     return out
 
 
-def _filled(size: int, width: int) -> np.ndarray:
-    """``size`` bytes of ``width``-byte elements holding ``i % 13 + 1``."""
+def _filled(size: int, width: int, pattern: int = 0) -> np.ndarray:
+    """``size`` bytes of ``width``-byte elements holding ``i % 13 + 1`` (pattern 0) or, where
+    that pattern makes two stored values meet by chance, ``i * 40503 % 65521 + 1`` (pattern 1):
+    small, never zero, and as floats never a NaN or an infinity."""
     count = -(-size // width)
-    fill = (np.arange(count, dtype=np.uint64) % 13 + 1).astype(f"<u{width}")
-    return fill.view(np.uint8)[:size].copy()
+    i = np.arange(count, dtype=np.uint64)
+    values = i % 13 + 1 if pattern == 0 else i * 40503 % 65521 + 1
+    return values.astype(f"<u{width}").view(np.uint8)[:size].copy()
 
 
 def _from_bits(bits: int, type_: str) -> int | float:

@@ -108,11 +108,16 @@ class Replay:
         What the interpreter showed, or why not.
     seconds : float
         Wall time of the replay.
+    same_value : bool
+        ``not confirmed`` because the two stores of a race witness wrote one value in every
+        order tried (a same-value store, benign unless strict), while the check had left the
+        values free: the abstraction's limit, not a contradiction of a decided witness.
     """
 
     status: str
     detail: str
     seconds: float = 0.0
+    same_value: bool = False
 
     def __post_init__(self) -> None:
         if self.status not in REPLAY_STATUSES:

@@ -52,7 +52,7 @@ from karyamorph.model.check.symexec import (
 from karyamorph.model.check.terms import dag_size, uninterpreted
 from karyamorph.model.check.warpclasses import apart_by_class, classes
 from karyamorph.model.check.warploop import enclosing_loop, same_start
-from karyamorph.model.check.warpwitness import PATTERNS, nan_difference
+from karyamorph.model.check.warpwitness import PATTERNS, NanDifference, nan_difference
 from karyamorph.model.interp.program import Program
 from karyamorph.model.semantics.decode import Decoded
 from karyamorph.model.semantics.symbolic import BitVec, Bool
@@ -279,6 +279,8 @@ class WarpStores:
     finite: frozenset[str] = frozenset()  # read-only float buffers the spec fills with finite values
     # answers by (line, opcode): an unrolled loop's copies of a store are one instruction here
     _answers: dict[tuple[int, str], tuple[bool | None, str]] = field(default_factory=dict)
+    # the inputs found to make two lanes store different values, by (line, opcode)
+    examples: dict[tuple[int, str], NanDifference] = field(default_factory=dict)
 
     def _timeout_ms(self) -> int:
         if self.deadline is None:
@@ -406,8 +408,9 @@ class WarpStores:
             nan_able = [b for b in self.readonly.values() if b not in self.finite]
             inputs = {f"{b}.u{w}": b for b in nan_able for w in PATTERNS}
             found = nan_difference(items, inputs, fixed)
-            if found:
-                return False, f"line {line}: two lanes may store different values ({found})"
+            if found is not None:
+                self.examples[(line, opcode)] = found
+                return False, f"line {line}: two lanes may store different values ({found.text})"
             if len(nan_able) < len(self.readonly):
                 kept = ", ".join(sorted(set(self.readonly.values()) - set(nan_able)))
                 return None, f"{answer[1]}; no NaN tried in {kept}, whose values the spec keeps finite"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TypeVar, cast
 
 import z3
@@ -31,11 +32,42 @@ PATTERNS = {16: (0x7E00, 0x3C00), 32: (0x7FC00000, 0x3F800000), 64: (0x7FF800000
 MAX_TRIES = 8  # NaN positions tried (each one a 32-lane evaluation of about a second)
 
 
+@dataclass(frozen=True, slots=True)
+class NanDifference:
+    """An input under which two lanes of warp 0 of block 0 store different values to one address.
+
+    Attributes
+    ----------
+    buffer : str
+        The read-only input buffer holding the NaN.
+    address : int
+        Its address in the checker's layout (the NaN's element).
+    bits : int
+        The NaN's bit pattern, of the width the lanes load.
+    nbytes : int
+        That width in bytes.
+    lanes : tuple of int
+        The two lanes.
+    stored_at : int
+        The address both store to, in the checker's layout.
+    text : str
+        The input and the two lanes' values, in words.
+    """
+
+    buffer: str
+    address: int
+    bits: int
+    nbytes: int
+    lanes: tuple[int, int]
+    stored_at: int
+    text: str
+
+
 def nan_difference(
     items: Sequence[Item], inputs: dict[str, str], fixed: Sequence[tuple[BitVec, BitVec]]
-) -> str:
-    """Where one NaN in a read-only input makes two lanes store different values to one address:
-    in words, or an empty string when no input tried does (which proves nothing).
+) -> NanDifference | None:
+    """Where one NaN in a read-only input makes two lanes store different values to one address,
+    or None when no input tried does (which proves nothing).
 
     Parameters
     ----------
@@ -49,8 +81,8 @@ def nan_difference(
 
     Returns
     -------
-    str
-        The input and the two lanes' values, or an empty string.
+    NanDifference or None
+        The input and the two lanes.
     """
     rows: list[Row] = [(_fix(g, fixed), _fix(a, fixed), _fix(v, fixed)) for _, g, a, v in items]
     funcs, spots = _loads(rows, inputs)
@@ -64,9 +96,14 @@ def nan_difference(
             x = z3.Var(0, f.domain(0))  # the function's argument, as substitute_funs takes it
             subs.append((f, z3.If(x == at, nan, one) if name == fname else one))
         found = _differ(items, rows, subs)
-        if found:
-            return f"with {inputs[fname]} holding a NaN at address {at:#x} and ones elsewhere, {found}"
-    return ""
+        if found is not None:
+            text, lanes, stored_at = found
+            sort = funcs[fname].range()
+            assert isinstance(sort, z3.BitVecSortRef)
+            w = sort.size()
+            words = f"with {inputs[fname]} holding a NaN at address {at:#x} and ones elsewhere, {text}"
+            return NanDifference(inputs[fname], at, PATTERNS[w][0], w // 8, lanes, stored_at, words)
+    return None
 
 
 def _fix(t: _E, fixed: Sequence[tuple[BitVec, BitVec]]) -> _E:
@@ -100,19 +137,21 @@ def _loads(
 
 def _differ(
     items: Sequence[Item], rows: list[Row], subs: list[tuple[z3.FuncDeclRef[BitVec], z3.ExprRef]]
-) -> str:
-    """Two lanes' different values at one address once ``subs`` replace the inputs, in words."""
+) -> tuple[str, tuple[int, int], int] | None:
+    """Two lanes' different values at one address once ``subs`` replace the inputs: in words, the
+    two lanes and the address."""
     stored: dict[int, dict[int, set[int]]] = {}  # address -> value -> the lanes storing it there
     for (lane, *_), (g0, a0, v0) in zip(items, rows, strict=True):
         g, a, v = (z3.simplify(z3.substitute_funs(t, *subs)) for t in (g0, a0, v0))
         if z3.is_false(g):
             continue
         if not (z3.is_true(g) and z3.is_bv_value(a) and z3.is_bv_value(v)):
-            return ""  # a value the input does not decide: no conclusion
+            return None  # a value the input does not decide: no conclusion
         stored.setdefault(a.as_long(), {}).setdefault(v.as_long(), set()).add(lane)
     for address, values in stored.items():
         for (v1, ls1), (v2, ls2) in itertools.combinations(sorted(values.items()), 2):
             pair = next(((p, q) for p in sorted(ls1) for q in sorted(ls2) if p != q), None)
             if pair is not None:
-                return f"lanes {pair[0]} and {pair[1]} store {v1:#x} and {v2:#x} to address {address:#x}"
-    return ""
+                text = f"lanes {pair[0]} and {pair[1]} store {v1:#x} and {v2:#x} to address {address:#x}"
+                return text, pair, address
+    return None

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from karyamorph.model.cost.flight import Grid, grid_of
+from karyamorph.model.cost.units import WGMMA_SPEEDUP
 
 # Warp-instructions per clock per SM by unit (CUDA C++ Programming Guide, "Arithmetic
 # Instructions" table, lanes per SM / 32), for compute capability 9.0; 8.0 differs in fp32 (64
@@ -23,9 +24,12 @@ _RATES_SM90: dict[str, float] = {
     # mma.sync m16n8k16 (2,048 FMA): the H100 SXM5's 989.4 dense FP16 TFLOP/s over 132 SMs at
     # its 1,830 MHz boost (NVIDIA H100 Tensor Core GPU Architecture whitepaper) are 2,048 FMA per
     # clock per SM, one m16n8k16 a clock, through wgmma; mma.sync reaches about half of that
-    # (Luo et al. 2024, section 5). The measured HGEMM searches reach 454 TFLOP/s with mma.sync,
-    # above the quarter rate once assumed here.
-    "tensor": 0.5,
+    # (Luo et al. 2024, section 5). The tensor microbenchmark measures it (``rate.tensor``) and
+    # wgmma's rate over it (``wgmma_speedup``): on an H100 SXM (2026-12-06,
+    # datasets/microbench/sm_90/h100) mma.sync m16n8k16 f16 reaches 1,292 FMA a clock an SM
+    # from 8 warps an SM on, 0.63 m16n8k16 a clock, and wgmma 2,046 (1.58x). The H200 has the
+    # same SM, so its default is the H100's figure until its own tables measure it.
+    "tensor": 0.63,
 }  # fmt: skip
 
 
@@ -90,6 +94,17 @@ class CostMachine:
     scoreboard_latency : float
         The same for the other variable-latency instructions that are not global loads (special
         registers, MUFU, conversions, tensor ops): 20, a stated assumption.
+    wgmma_speedup : float
+        wgmma's tensor rate over mma.sync's (FMA per clock per SM): the best f16 wgmma form over
+        mma.sync m16n8k16, both measured in one session by the tensor microbenchmark; else the
+        stated :data:`~karyamorph.model.cost.units.WGMMA_SPEEDUP` (1.58, an H100's).
+    bulk_bytes_per_s : float
+        Bandwidth of bulk and tensor copies (the TMA unit) streaming from DRAM, whole device: the
+        best configuration of the bulk-copy microbenchmark; 0: not measured, and bulk copies'
+        bytes count among the compulsory bytes at :attr:`dram_bytes_per_s` as any other bytes.
+    bulk_l2_bytes_per_clock_per_sm : float
+        The same from an L2-resident array, per SM (every SM copying); 0: not measured, and bulk
+        copies' re-reads of L2 are not charged.
     """
 
     name: str
@@ -113,6 +128,9 @@ class CostMachine:
     block_s: Mapping[int, float] = field(default_factory=dict)
     shared_latency: float = 30.0
     scoreboard_latency: float = 20.0
+    wgmma_speedup: float = WGMMA_SPEEDUP
+    bulk_bytes_per_s: float = 0.0
+    bulk_l2_bytes_per_clock_per_sm: float = 0.0
 
 
 # H200 (GH100, 132 SMs, 1,980 MHz boost, HBM3e 4.8 TB/s of which ~90% is reachable by a copy
@@ -132,7 +150,8 @@ def machine_for(
 ) -> CostMachine:
     """The cost machine of ``arch`` (its base name, e.g. ``sm_90``): defaults, then the device's
     own ``figures`` (``sms``, ``clock_hz``, ``dram_bytes_per_s``, ...), then ``measured`` figures
-    from microbenchmarks (same names, plus ``rate.<unit>``).
+    from microbenchmarks (same names, plus ``rate.<unit>``, ``wgmma_speedup``,
+    ``bulk_bytes_per_s``, ``bulk_l2_bytes_per_clock_per_sm``).
 
     Raises
     ------

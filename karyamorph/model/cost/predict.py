@@ -24,7 +24,12 @@ starts and retires its blocks one after another, each in the measured time for i
 one-pass kernel of many short blocks meets this bound; a grid-stride one hardly). The launch
 also cannot move its compulsory bytes faster than DRAM allows (the measured DRAM bandwidth; with
 the grids, the peak of its load policy's), and its same-address atomics run one after another
-in L2.
+in L2. Bytes that bulk and tensor copies move (the TMA unit: ``cp.async.bulk*``, which no load
+or store request counts) go at the copy engine's measured bandwidth: as many as the launch's
+compulsory bytes at its DRAM figure, within the DRAM bound, and the rest (tiles re-read from L2)
+at its L2 figure per SM, the ``bulk`` bound (:func:`bulk_seconds`; unmeasured figures leave them
+to the DRAM bandwidth, and uncharged beyond). The tensor unit's ``wgmma`` work is charged at the
+machine's measured wgmma-to-mma.sync rate (:func:`unit_issues`).
 
 The bounds overlap, but not perfectly: a kernel close to two of them at once runs slower than
 either alone. The prediction combines them as a p-norm (:data:`OVERLAP_NORM`), which equals the
@@ -45,7 +50,7 @@ from karyamorph.model.cost.device_figures import CostMachine
 from karyamorph.model.cost.flight import Grid, bracket, loaded_latency_s, peak
 from karyamorph.model.cost.issue import Slot, issue_efficiency, loads_in_flight, lone_warp_cycles
 from karyamorph.model.cost.memory_time import atomic_seconds, latency_seconds, rounds_per_warp
-from karyamorph.model.cost.units import issue_weight, unit_of
+from karyamorph.model.cost.units import WGMMA_SPEEDUP, issue_weight, unit_of, wgmma_work
 from karyamorph.model.interp.simt import Counts
 
 SECTOR_BYTES = 32
@@ -96,6 +101,13 @@ class KernelCounts:
         The SASS of the loop its warps spend their time in, with ptxas's scheduling
         (:mod:`karyamorph.model.cost.issue`); empty when the SASS is not known, and the
         schedulers are taken to issue every cycle.
+    wgmma_work : float
+        The ``mma.sync m16n8k16``s' worth of work of its ``wgmma.mma_async`` instructions
+        (:func:`~karyamorph.model.cost.units.wgmma_work`): ``warp_instructions["tensor"]`` holds
+        them at the stated :data:`~karyamorph.model.cost.units.WGMMA_SPEEDUP`, and
+        :func:`unit_issues` re-weighs them at the machine's.
+    bulk_bytes : float
+        Bytes bulk and tensor copies move between global and shared memory (the TMA unit's).
     """
 
     warp_instructions: Mapping[str, float]
@@ -112,6 +124,8 @@ class KernelCounts:
     float_atomics: float = 0.0
     load_policy: str = ""
     issue_slots: tuple[Slot, ...] = ()
+    wgmma_work: float = 0.0
+    bulk_bytes: float = 0.0
 
 
 def scaled_counts(stats: Mapping[str, Counts], *, scale: float, blocks: int, warps_per_block: int,
@@ -138,6 +152,8 @@ def scaled_counts(stats: Mapping[str, Counts], *, scale: float, blocks: int, war
     for key, n in threads.items():
         unit = unit_of(key)
         by_unit[unit] = by_unit.get(unit, 0.0) + scale * n * per_warp / 32 * issue_weight(key)
+    tensor_work = sum(scale * n * per_warp / 32 * wgmma_work(key) for key, n in threads.items())
+    bulk = stats.get("bulk_bytes", {})
     warps = max(1, blocks * warps_per_block)
     branches = scale * threads.get("bra", 0) * per_warp / 32
     atomics = float(stats.get("atomics", 0))
@@ -158,6 +174,8 @@ def scaled_counts(stats: Mapping[str, Counts], *, scale: float, blocks: int, war
         float_atomics=min(floats, atomics) * atomic_scale,
         load_policy=load_policy(threads),
         issue_slots=issue_slots,
+        wgmma_work=tensor_work,
+        bulk_bytes=scale * sum(n for key, n in bulk.items() if "global" in key.split(".")),
     )
 
 
@@ -234,7 +252,7 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int, *,
     resident = min(blocks_per_sm, math.ceil(counts.blocks / machine.sms))
     waves = math.ceil(counts.blocks / (machine.sms * resident))
     busy_blocks = math.ceil(counts.blocks / machine.sms)  # the busiest SM's blocks (see above)
-    per_block = {u: n / counts.blocks for u, n in counts.warp_instructions.items()}
+    per_block = {u: n / counts.blocks for u, n in unit_issues(counts, machine).items()}
     hz = machine.clock_hz
     efficiency = scheduler_efficiency(counts, machine, resident * counts.warps_per_block)
     terms: dict[str, float] = {
@@ -245,6 +263,7 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int, *,
         / machine.l2_bytes_per_clock_per_sm / hz,
         "atomics": _atomics_seconds(counts, machine),
         "blocks": busy_blocks * block_seconds(machine, counts.warps_per_block * 32),
+        "bulk": busy_blocks * bulk_seconds(counts, machine)[1] / counts.blocks,
         **_memory_terms(counts, machine, resident, waves),
     }  # fmt: skip
     terms = {k: v for k, v in terms.items() if v > 0}
@@ -254,6 +273,58 @@ def predict(counts: KernelCounts, machine: CostMachine, blocks_per_sm: int, *,
     bound = max(terms, key=lambda k: terms[k])
     spent = terms[bound] if math.isinf(norm) else combined(terms.values(), norm)
     return Prediction(spent + machine.launch_s, bound, terms, efficiency)
+
+
+def unit_issues(counts: KernelCounts, machine: CostMachine) -> dict[str, float]:
+    """The launch's warp-instructions by unit, in issues at each unit's rate: the counts' own,
+    their ``wgmma`` work (counted at the stated
+    :data:`~karyamorph.model.cost.units.WGMMA_SPEEDUP`) re-weighed at the machine's
+    ``wgmma_speedup``; the same counts where the two agree.
+
+    Examples
+    --------
+    >>> from karyamorph.model.cost.device_figures import machine_for
+    >>> c = KernelCounts({"tensor": 32.0}, 0, 0, 0, 0, 0, 0, 0, 1, 4, wgmma_work=64.0)
+    >>> stated, measured = machine_for("sm_90"), machine_for("sm_90", {"wgmma_speedup": 4.0})
+    >>> unit_issues(c, stated)["tensor"], unit_issues(c, measured)["tensor"]
+    (32.0, 16.0)
+    """
+    out = dict(counts.warp_instructions)
+    if counts.wgmma_work and machine.wgmma_speedup != WGMMA_SPEEDUP:
+        shift = counts.wgmma_work * (1.0 / machine.wgmma_speedup - 1.0 / WGMMA_SPEEDUP)
+        out["tensor"] = max(0.0, out.get("tensor", 0.0) + shift)
+    return out
+
+
+def bulk_seconds(counts: KernelCounts, machine: CostMachine) -> tuple[float, float]:
+    """Seconds the launch's bulk-copy bytes take at the copy engine's measured bandwidths: those
+    from DRAM (as many as its compulsory bytes, the whole device at ``bulk_bytes_per_s``), and the
+    rest, re-read from L2, as one SM would take them all at ``bulk_l2_bytes_per_clock_per_sm``
+    (:func:`predict` gives the busiest SM its blocks' share). An unmeasured figure charges nothing
+    here.
+
+    Examples
+    --------
+    >>> from karyamorph.model.cost.device_figures import machine_for
+    >>> m = machine_for("sm_90", {"bulk_bytes_per_s": 2e12, "bulk_l2_bytes_per_clock_per_sm": 64.0,
+    ...                           "clock_hz": 1e9, "sms": 100})
+    >>> c = KernelCounts({}, 0, 0, 0, 0, 0, 1e9, 0, 100, 4, bulk_bytes=1e9 + 6.4e9)
+    >>> [round(t, 6) for t in bulk_seconds(c, m)]  # 1 GB from DRAM; 6.4 GB from L2, 64 B a cycle
+    [0.0005, 0.1]
+    """
+    from_dram = min(counts.bulk_bytes, counts.dram_bytes) if machine.bulk_bytes_per_s > 0 else 0.0
+    dram = from_dram / machine.bulk_bytes_per_s if from_dram else 0.0
+    rest = counts.bulk_bytes - min(counts.bulk_bytes, counts.dram_bytes)
+    per_sm = machine.bulk_l2_bytes_per_clock_per_sm * machine.clock_hz
+    return dram, rest / per_sm if rest > 0 and per_sm > 0 else 0.0
+
+
+def dram_seconds(counts: KernelCounts, machine: CostMachine, dram_rate: float) -> float:
+    """The compulsory bytes at ``dram_rate``, those bulk copies bring at the copy engine's DRAM
+    bandwidth instead where it is measured (:func:`bulk_seconds`)."""
+    bulk, _ = bulk_seconds(counts, machine)
+    carried = min(counts.bulk_bytes, counts.dram_bytes) if bulk else 0.0
+    return (counts.dram_bytes - carried) / dram_rate + bulk
 
 
 def pass_cycles(counts: KernelCounts, machine: CostMachine) -> float:
@@ -306,15 +377,15 @@ def _memory_terms(counts: KernelCounts, machine: CostMachine, resident: int, wav
     without it, the loop trips stand in for the rounds and Little's law caps the bandwidth."""
     dram_rate = dram_bytes_per_s(counts, machine)
     if not counts.global_load_requests:
-        return {"dram": counts.dram_bytes / dram_rate}
+        return {"dram": dram_seconds(counts, machine, dram_rate)}
     warps = counts.blocks * counts.warps_per_block
     if counts.load_batch_bytes > 0:
         rounds = rounds_per_warp(counts.global_load_bytes, warps, counts.load_batch_bytes)
         resident_warps = resident * counts.warps_per_block
-        return {"dram": counts.dram_bytes / dram_rate,
+        return {"dram": dram_seconds(counts, machine, dram_rate),
                 "latency": waves * rounds * round_seconds(counts, machine, resident_warps)}  # fmt: skip
     in_flight_rate = _in_flight_bandwidth(counts, machine, resident)
-    return {"dram": counts.dram_bytes / min(dram_rate, in_flight_rate),
+    return {"dram": dram_seconds(counts, machine, min(dram_rate, in_flight_rate)),
             "latency": waves * max(1.0, counts.loop_trips) * machine.dram_latency / machine.clock_hz,
             }  # fmt: skip
 

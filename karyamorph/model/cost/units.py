@@ -37,22 +37,46 @@ _CONTROL = {"bra", "ret", "exit", "bar", "barrier", "call", "membar", "fence", "
 
 
 _WGMMA_SHAPE = re.compile(r"\.m64n(\d+)k\d+\.")
+WGMMA_SPEEDUP = 1.58
+"""wgmma's tensor rate over mma.sync's (FMA per clock per SM), where the device's tables do not
+measure it: 1.58, measured on an H100 SXM (2026-12-06, ``karyamorph microbench --only tensor``:
+wgmma m64n256k16 f16 at 2,046 FMA a clock an SM, the H100 whitepaper's dense rate, and
+mma.sync m16n8k16 at 1,292, both in one session; ``datasets/microbench/sm_90/h100``). The H200
+has the same SM. A machine's own measured ratio replaces it
+(:attr:`~karyamorph.model.cost.device_figures.CostMachine.wgmma_speedup`)."""
 
 
-def issue_weight(key: str) -> float:
+def wgmma_work(key: str) -> float:
+    """The ``mma.sync m16n8k16``s' worth of work one warp's share of a ``wgmma.mma_async`` of
+    ``key`` does: ``N / 8`` (a warp's 16 rows of D times N columns times 16 of K, every kind:
+    ``k32`` of 8-bit and ``k8`` of tf32 elements take the time of ``k16`` of f16, their rates
+    being twice and half); 0 for any other instruction.
+
+    Examples
+    --------
+    >>> wgmma_work("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16")
+    32.0
+    >>> wgmma_work("wgmma.fence.sync.aligned")
+    0.0
+    """
+    if not key.startswith("wgmma.mma_async"):
+        return 0.0
+    m = _WGMMA_SHAPE.search(key + ".")
+    return int(m.group(1)) / 8 if m else 0.0
+
+
+def issue_weight(key: str, wgmma_speedup: float = WGMMA_SPEEDUP) -> float:
     """How many of its unit's issues one warp-instruction of ``key`` takes: 1, but for
     ``wgmma.mma_async``, whose work grows with its N.
 
     The tensor unit's rate (``device_figures``) is in ``mma.sync m16n8k16``s (2,048 FMA a warp).
-    A warp's share of ``wgmma m64nNk16`` is 16 rows of D, ``16 N 16 = 256 N`` FMA (every kind:
-    ``k32`` of 8-bit and ``k8`` of tf32 elements take the time of ``k16`` of f16, their rates
-    being twice and half), so ``N / 8`` m16n8k16s; and wgmma reaches twice mma.sync's rate on
-    Hopper (the whitepaper's dense rate against the measured mma.sync GEMMs, ``device_figures``):
-    ``N / 16`` issues at mma.sync's rate."""
+    A warp's share of ``wgmma m64nNk16`` is ``N / 8`` m16n8k16s of work (:func:`wgmma_work`), and
+    wgmma reaches ``wgmma_speedup`` times mma.sync's rate (:data:`WGMMA_SPEEDUP` unless
+    measured): ``N / 8 / wgmma_speedup`` issues at mma.sync's rate."""
     if not key.startswith("wgmma.mma_async"):
         return 1.0
-    m = _WGMMA_SHAPE.search(key + ".")
-    return int(m.group(1)) / 16 if m else 1.0
+    work = wgmma_work(key)
+    return work / wgmma_speedup if work else 1.0
 
 
 def unit_of(key: str) -> str:

@@ -37,10 +37,11 @@ class LaunchShape(Protocol):
 
 class Counters(Protocol):
     """The counters of a launch (:class:`~karyamorph.model.interp.simt.Stats`) that landing copies
-    add their bytes to."""
+    add their bytes to (a bulk copy's to ``bulk_bytes`` too)."""
 
     bytes_loaded: dict[str, int]
     bytes_stored: dict[str, int]
+    bulk_bytes: dict[str, int]
 
 
 # observe(copy's instruction, threads, buffers, elements, nbytes), as the interpreter's observer.
@@ -165,6 +166,8 @@ class AsyncCopies:
             if self.proxies is not None and not self.async_proxy:
                 self.proxies.generic_write(bufs, elems, unit, c.threads[pos], c.dec.line)
             self._count("bytes_stored", c.dst_space, unit * pos.size)
+            if self.async_proxy:  # the copy engine's bytes, by source and destination space
+                self._count("bulk_bytes", f"{c.src_space}.{c.dst_space}", unit * pos.size)
         c.done[pos] = True
 
     def _proxy_read(

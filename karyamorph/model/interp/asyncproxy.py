@@ -18,7 +18,9 @@ fences (the optional hooks of :mod:`karyamorph.model.ptx.bulk_copy` and
   twice is a schedule the hardware may follow hanging: :class:`DeadlockError`, the kernel's fault.
 
 Bulk copies add their bytes to the launch's loads and stores, but no requests, sectors or
-wavefronts: those count the load/store unit's traffic, which the copy engine's is not.
+wavefronts: those count the load/store unit's traffic, which the copy engine's is not. They are
+counted apart as ``bulk_bytes`` (by source and destination space), which the cost model charges
+at the copy engine's measured bandwidth.
 """
 
 from __future__ import annotations

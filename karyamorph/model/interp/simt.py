@@ -59,6 +59,9 @@ class Stats:
     divergent_branches: int = 0
     bytes_loaded: dict[str, int] = field(default_factory=dict)
     bytes_stored: dict[str, int] = field(default_factory=dict)
+    # Bytes bulk and tensor copies (the TMA unit) moved, by "<source>.<destination>" space; they
+    # are among bytes_loaded and bytes_stored too.
+    bulk_bytes: dict[str, int] = field(default_factory=dict)
     barriers: int = 0
     atomics: int = 0
     proxy_fences: int = 0  # thread-executions of fence.proxy.async, for checks that require it
@@ -77,6 +80,7 @@ class Stats:
             "divergent_branches": self.divergent_branches,
             "bytes_loaded": dict(self.bytes_loaded),
             "bytes_stored": dict(self.bytes_stored),
+            "bulk_bytes": dict(self.bulk_bytes),
             "barriers": self.barriers,
             "atomics": self.atomics,
             "proxy_fences": self.proxy_fences,

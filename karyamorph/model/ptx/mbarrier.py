@@ -69,11 +69,12 @@ def update(d: Domain[V, B], old: V, arrivals: V, tx_delta: V) -> V:
     return d.ite(done, pack(d, flipped, expected, expected, zero), pack(d, phase, pending, expected, tx), 64)
 
 
-def token(d: Domain[V, B], old: V, arrivals: V) -> V:
-    """What ``arrive`` returns: the phase before the arrival, with the pending count it leaves
-    (before a completed phase reloads it: what ``pending_count`` reads of a ``noComplete`` one)."""
-    pending = d.and_(d.sub(field(d, old, PENDING), arrivals, 64), d.const(MAX_COUNT, 64), 64)
-    return pack(d, field(d, old, PHASE), pending, field(d, old, EXPECTED), field(d, old, TX))
+def token(d: Domain[V, B], old: V) -> V:
+    """What ``arrive`` returns: the object's state before the arrival, so its phase and its
+    pending count (what ``pending_count`` reads of a ``noComplete`` token) are those before it.
+    The PTX ISA does not say which pending count the token holds; an H100 returns the one before
+    the arrival (``model validate`` of ``pending_count``, 2026-12-06)."""
+    return pack(d, field(d, old, PHASE), field(d, old, PENDING), field(d, old, EXPECTED), field(d, old, TX))
 
 
 def _track(x: Exec[V, B], op: str) -> tuple[V, int]:
@@ -122,7 +123,7 @@ def _arrive(x: Exec[V, B]) -> None:
     arrivals = _u64(x, "count") if x.has("count") else d.const(1, 64)
     addr, bits = _track(x, "arrive")
     old = change(x, addr, bits, arrivals, d.const(0, 64))
-    x.write("state", token(d, old, arrivals), B64)
+    x.write("state", token(d, old), B64)
 
 
 def _arrive_expect_tx(x: Exec[V, B]) -> None:
@@ -130,7 +131,7 @@ def _arrive_expect_tx(x: Exec[V, B]) -> None:
     one = d.const(1, 64)
     addr, bits = _track(x, "arrive")
     old = change(x, addr, bits, one, _u64(x, "tx"))
-    x.write("state", token(d, old, one), B64)
+    x.write("state", token(d, old), B64)
 
 
 def _expect_tx(x: Exec[V, B]) -> None:
