@@ -11,7 +11,7 @@ thread's sum of its f32 accumulators. With all-ones operands every accumulator e
 ran every instruction that was timed (:func:`expected_sum`).
 
 wgmma (``tensor_wgmma_*``): the block (one or more warpgroups of 128 threads) fills
-:data:`OPERAND_BYTES` of shared memory with ``one``, fences those generic-proxy stores for the
+:func:`operand_bytes` of shared memory with ``one``, fences those generic-proxy stores for the
 async proxy (``fence.proxy.async.shared::cta``; the tensor core reads its operands through it)
 and meets at a barrier. Each warpgroup builds two matrix descriptors (PTX ISA, "Matrix Descriptor
 Format": start address ``>> 4`` in bits 0-13, leading byte offset ``>> 4`` in bits 16-29, stride

@@ -8,7 +8,7 @@ words a thread (each 32-bit value in the low half of its word); form ``i``'s cas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -78,11 +78,14 @@ class CtaKernel(FormRows, Generic[F]):
         words = np.asarray(words, dtype=np.uint64).reshape(self.rows, self.out_slots) & np.uint64(0xFFFF_FFFF)
         return [words[s : s + c].copy() for s, c in zip(self.starts, self.counts, strict=True)]
 
-    def interpret(self, machine: Machine, inputs: np.ndarray) -> np.ndarray:
-        """The model's output words for ``inputs``: the interpreter running the kernel's own PTX."""
+    def interpret(
+        self, machine: Machine, inputs: np.ndarray, extra: Mapping[str, KernelArg] | None = None
+    ) -> np.ndarray:
+        """The model's output words for ``inputs``: the interpreter running the kernel's own PTX
+        (``extra``: arguments past ``rows``, such as a tensor map)."""
         out = np.zeros((self.rows, self.out_slots), dtype=np.uint64)
         args: dict[str, KernelArg] = {"inp": np.asarray(inputs, dtype=np.uint64), "out": out,
-                                      "rows": np.uint32(self.rows)}  # fmt: skip
+                                      "rows": np.uint32(self.rows), **(extra or {})}  # fmt: skip
         result = interpret(parse(self.ptx), self.entry, machine, (self.grid, self.block, 0), args,
                            max_steps=10**8)  # fmt: skip
         return np.asarray(result.outputs["out"], dtype=np.uint64).reshape(self.rows, self.out_slots)

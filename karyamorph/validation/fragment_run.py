@@ -22,6 +22,7 @@ from karyamorph.validation.forms import (
     FRAGMENT_REASON,
     INSTRUCTION_REASONS,
     MBARRIER_REASON,
+    TENSOR_COPY_REASON,
     TENSOR_MEMORY_REASON,
     WARP_REASON,
     enumerate_forms,
@@ -45,6 +46,7 @@ from karyamorph.validation.fragments import (
 from karyamorph.validation.mbarrier_forms import enumerate_mbarrier
 from karyamorph.validation.plans import KernelPlan
 from karyamorph.validation.tcgen05_forms import enumerate_tcgen05
+from karyamorph.validation.tensor_copy_forms import enumerate_tensor_copies
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +126,16 @@ def model_tiles(
 
 
 def left_out_note(machine: Machine, arch: str, only: str | None = None, shown: int = 3) -> str:
-    """What the matrix collectives, tensor-memory MMAs and mbarrier kernels leave out on ``arch`` and
-    why, a line per reason (for ``--compile-only``, whose table lists only the kernels built)."""
+    """What the matrix collectives, tensor-memory MMAs, mbarrier and tensor-copy kernels leave out
+    on ``arch`` and why, a line per reason (for ``--compile-only``, whose table lists only the
+    kernels built)."""
     left = [*enumerate_fragments(machine, arch, only).unvalidated,
             *enumerate_tcgen05(machine, arch, only).unvalidated,
             *enumerate_mbarrier(machine, arch, only).unvalidated,
+            *enumerate_tensor_copies(machine, arch, only).unvalidated,
             *(u for u in enumerate_forms(machine, arch, only).unvalidated
-              if u.reason in (WARP_REASON, FRAGMENT_REASON, TENSOR_MEMORY_REASON, MBARRIER_REASON)
+              if u.reason in (WARP_REASON, FRAGMENT_REASON, TENSOR_MEMORY_REASON, MBARRIER_REASON,
+                              TENSOR_COPY_REASON)
               or u.name in INSTRUCTION_REASONS)]  # fmt: skip
     by_reason: dict[str, list[str]] = {}
     for u in left:

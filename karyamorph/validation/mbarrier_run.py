@@ -20,6 +20,7 @@ import numpy as np
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
+from karyamorph.validation.exact_words import failed_cases, word_kinds
 from karyamorph.validation.mbarrier_forms import CASES, NAME, MbarrierForm, enumerate_mbarrier, mbarrier_cases
 from karyamorph.validation.mbarrier_kernel import MbarrierKernel, assemble_mbarrier, build_mbarrier_kernel
 from karyamorph.validation.mbarrier_sequences import THREADS, Op
@@ -82,16 +83,10 @@ def compare_mbarrier(
     ``gpu`` and ``model`` are ``cases * 128 x 2 STEPS`` words (low 32 bits); ``again`` the GPU's
     from the second, differently poisoned launch (``unstable`` where they differ). The result
     counts the cases with a differing word; the first ``shown`` words are returned as rows."""
-    mask = np.uint64(0xFFFF_FFFF)
-    g, m = np.asarray(gpu, np.uint64) & mask, np.asarray(model, np.uint64) & mask
-    kind = np.full(g.shape, "", dtype="<U8")
-    kind[g != m] = "value"
-    if again is not None:
-        kind[(np.asarray(again, np.uint64) & mask) != g] = "unstable"
+    kind, g, m = word_kinds(gpu, model, again)
     bad = kind != ""
     rows = [_row(form, inputs, int(r), int(c), str(kind[r, c]), g, m) for r, c in np.argwhere(bad)[:shown]]
-    cases = len(g) // THREADS
-    failed = int(bad.reshape(cases, -1).any(axis=1).sum())
+    cases, failed = failed_cases(kind, THREADS)
     return FormResult(form.key, NAME, "fail" if failed else "pass", cases, failed, detail=RULE), rows
 
 

@@ -11,7 +11,11 @@ and D words (a row a thread of the warpgroup), replayed through the interpreter
 (:mod:`karyamorph.validation.wgmma_run`); ``mbarrier`` forms take one ``mbarrier.sequences.npz``
 (``mbarrier_files``): each form's input words (a row a thread: the expected count, each round's
 operation) and the GPU's output words (each round's wait and pending words), replayed through the
-interpreter (:mod:`karyamorph.validation.mbarrier_run`). Replaying runs the current model on the
+interpreter (:mod:`karyamorph.validation.mbarrier_run`); tensor copies take one
+``tensor_copy.boxes.npz`` (``tensor_copy_files``): each form's input words (a row a thread: its
+case's coordinates) and the GPU's output words (the box's shared bytes, 4 a word), replayed
+through the interpreter with the form's own tensor and map
+(:mod:`karyamorph.validation.tensor_copy_run`). Replaying runs the current model on the
 recorded operands and compares its bits with the recorded GPU bits under the rules of
 :mod:`karyamorph.validation.compare`, so a semantic regression fails on a CPU.
 """
@@ -37,6 +41,10 @@ from karyamorph.validation.fragments import enumerate_fragments, kernel_name
 from karyamorph.validation.mbarrier_forms import NAME as MBARRIER
 from karyamorph.validation.mbarrier_forms import enumerate_mbarrier
 from karyamorph.validation.mbarrier_run import MbarrierRun, compare_mbarrier, model_words
+from karyamorph.validation.tensor_copy_forms import NAME as TENSOR_COPY
+from karyamorph.validation.tensor_copy_forms import enumerate_tensor_copies
+from karyamorph.validation.tensor_copy_run import TensorCopyRun, compare_tensor_copies
+from karyamorph.validation.tensor_copy_run import model_words as box_words
 from karyamorph.validation.validate import ValidationReport
 from karyamorph.validation.wgmma_forms import NAME as WGMMA
 from karyamorph.validation.wgmma_forms import enumerate_wgmma
@@ -94,16 +102,18 @@ def write_recording(report: ValidationReport, folder: Path) -> list[Path]:
     tiles = _write_tiles(report.tiles, folder)
     warpgroups = _write_warpgroups(report.warpgroups, folder)
     sequences = _write_sequences(report.sequences, folder)
+    boxes = [_write_runs(report.boxes, TENSOR_COPY, folder / "tensor_copy.boxes.npz")] if report.boxes else []
     header = {
         "format": FORMAT, "arch": report.arch, "date": report.params.get("date", ""),
         "environment": report.environment, "params": report.params,
         "files": sorted(p.name for p in written), "tile_files": sorted(p.name for p in tiles),
         "wgmma_files": [p.name for p in warpgroups], "mbarrier_files": [p.name for p in sequences],
+        "tensor_copy_files": [p.name for p in boxes],
         "forms": {r.form: [r.status, r.cases, r.disagreements, r.max_ulp] for r in report.results},
         "unvalidated": {u.name: u.reason for u in report.unvalidated},
     }  # fmt: skip
     (folder / HEADER).write_text(json.dumps(header, indent=1, sort_keys=True) + "\n")
-    return [folder / HEADER, *written, *tiles, *warpgroups, *sequences]
+    return [folder / HEADER, *written, *tiles, *warpgroups, *sequences, *boxes]
 
 
 def _write_tiles(runs: Sequence[TileRun], folder: Path) -> list[Path]:
@@ -126,7 +136,9 @@ def _write_sequences(runs: Sequence[MbarrierRun], folder: Path) -> list[Path]:
     return [_write_runs(runs, MBARRIER, folder / "mbarrier.sequences.npz")] if runs else []
 
 
-def _write_runs(runs: Sequence[TileRun | WgmmaRun | MbarrierRun], instruction: str, path: Path) -> Path:
+def _write_runs(
+    runs: Sequence[TileRun | WgmmaRun | MbarrierRun | TensorCopyRun], instruction: str, path: Path
+) -> Path:
     """Forms of one kernel family in one file: form ``i``'s input words as ``f{i}_in`` and the GPU's
     output words as ``f{i}_d`` (32-bit, a row a thread), their keys in ``meta``."""
     arrays: dict[str, Any] = {}
@@ -150,8 +162,9 @@ class RecordedForm:
 
 @dataclass(frozen=True, slots=True)
 class RecordedTiles:
-    """One recorded fragment, wgmma or mbarrier form: its key, input words and the GPU's output
-    words (``d`` of a lane or of a thread of the warpgroup; an mbarrier case's observations)."""
+    """One recorded fragment, wgmma, mbarrier or tensor-copy form: its key, input words and the
+    GPU's output words (``d`` of a lane or of a thread of the warpgroup; an mbarrier case's
+    observations; a box's shared bytes)."""
 
     instruction: str
     key: str
@@ -169,6 +182,7 @@ class Recording:
     tiles: tuple[RecordedTiles, ...] = ()
     warpgroups: tuple[RecordedTiles, ...] = ()
     sequences: tuple[RecordedTiles, ...] = ()
+    boxes: tuple[RecordedTiles, ...] = ()
 
     @property
     def arch(self) -> str:
@@ -189,11 +203,12 @@ def read_recording(folder: Path) -> Recording:
             for i, f in enumerate(meta["forms"]):
                 gpu = {s: z[f"f{i}_{s}"].astype(np.uint64) for s, _, _ in f["writes"]}
                 forms.append(RecordedForm(meta["instruction"], f["key"], tables[f["table"]], gpu))
-    # absent from recordings made before fragment forms, before wgmma forms and before mbarrier forms
+    # absent from recordings made before fragment, wgmma, mbarrier and tensor-copy forms
     tiles = _read_tiles(folder, header.get("tile_files", []))
     warpgroups = _read_tiles(folder, header.get("wgmma_files", []))
     sequences = _read_tiles(folder, header.get("mbarrier_files", []))
-    return Recording(folder, header, tuple(forms), tiles, warpgroups, sequences)
+    boxes = _read_tiles(folder, header.get("tensor_copy_files", []))
+    return Recording(folder, header, tuple(forms), tiles, warpgroups, sequences, boxes)
 
 
 def _read_tiles(folder: Path, names: Sequence[str]) -> tuple[RecordedTiles, ...]:
@@ -267,6 +282,17 @@ def replay(recording: Recording, machine: Machine) -> Replay:
             continue
         model = model_words(phase_form, machine, run.inputs, found_mbarrier.target)
         result, found = compare_mbarrier(phase_form, run.inputs, run.gpu, model)
+        results.append(result)
+        rows += found
+    found_copies = enumerate_tensor_copies(machine, recording.arch)
+    copies = {f.key: f for f in found_copies.forms}
+    for run in recording.boxes:
+        copy_form = copies.get(run.key)
+        if copy_form is None or found_copies.target is None:
+            missing.append(run.key)
+            continue
+        model = box_words(copy_form, machine, run.inputs, found_copies.target)
+        result, found = compare_tensor_copies(copy_form, run.inputs, run.gpu, model)
         results.append(result)
         rows += found
     return Replay(tuple(results), tuple(rows), tuple(missing))

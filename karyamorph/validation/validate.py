@@ -8,7 +8,9 @@ forms (``mma.sync``, a warp per case) get kernels of their own, run in the same 
 compared with the interpreter's tiles (:mod:`karyamorph.validation.fragment_run`); so do
 ``tcgen05.mma`` forms (a CTA per case, :mod:`karyamorph.validation.tcgen05_run`) and
 ``wgmma.mma_async`` forms (a warpgroup CTA per case, :mod:`karyamorph.validation.wgmma_run`), and
-``mbarrier`` forms (phase sequences, a CTA per case, :mod:`karyamorph.validation.mbarrier_run`).
+``mbarrier`` forms (phase sequences, a CTA per case, :mod:`karyamorph.validation.mbarrier_run`),
+and tensor copies (a box through a tensor map, a CTA per case,
+:mod:`karyamorph.validation.tensor_copy_run`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from karyamorph.validation.microkernel import (
     unpack_outputs,
 )
 from karyamorph.validation.tcgen05_run import judge_tcgen05, plan_tcgen05
+from karyamorph.validation.tensor_copy_run import TensorCopyRun, judge_tensor_copies, plan_tensor_copies
 from karyamorph.validation.wgmma_run import WgmmaRun, judge_wgmma, plan_wgmma
 
 
@@ -95,8 +98,9 @@ def compile_summary(
 
     Matrix-fragment kernels (:mod:`karyamorph.validation.fragment_run`), ``tcgen05.mma``
     kernels (:mod:`karyamorph.validation.tcgen05_run`), ``wgmma`` kernels
-    (:mod:`karyamorph.validation.wgmma_run`) and ``mbarrier`` kernels
-    (:mod:`karyamorph.validation.mbarrier_run`) follow, a row each."""
+    (:mod:`karyamorph.validation.wgmma_run`), ``mbarrier`` kernels
+    (:mod:`karyamorph.validation.mbarrier_run`) and tensor-copy kernels
+    (:mod:`karyamorph.validation.tensor_copy_run`) follow, a row each."""
     formset = enumerate_forms(machine, arch, only)
     tables = case_tables(formset.forms, samples=samples, cross_limit=cross_limit, seed=seed)
     toolchain = discover()
@@ -110,7 +114,9 @@ def compile_summary(
     tensor = plan_tcgen05(machine, arch, toolchain, only, seed).summary()
     warpgroup = plan_wgmma(machine, arch, toolchain, only, seed).summary()
     phases = plan_mbarrier(machine, arch, toolchain, only, seed).summary()
-    return rows + plan_fragments(machine, arch, toolchain, only, seed).summary() + tensor + warpgroup + phases
+    boxes = plan_tensor_copies(machine, arch, toolchain, only, seed).summary()
+    fragments = plan_fragments(machine, arch, toolchain, only, seed).summary()
+    return rows + fragments + tensor + warpgroup + phases + boxes
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +144,7 @@ class ValidationReport:
     tiles: tuple[TileRun, ...] = ()  # matrix-fragment forms that ran
     warpgroups: tuple[WgmmaRun, ...] = ()  # wgmma forms that ran
     sequences: tuple[MbarrierRun, ...] = ()  # mbarrier forms that ran
+    boxes: tuple[TensorCopyRun, ...] = ()  # tensor-copy forms that ran
 
     @property
     def failed(self) -> list[FormResult]:
@@ -215,6 +222,8 @@ def validate(
     jobs += warpgroup.jobs()
     phases = plan_mbarrier(machine, arch, toolchain, only, seed)  # a CTA per case: mbarrier sequences
     jobs += phases.jobs()
+    copies = plan_tensor_copies(machine, arch, toolchain, only, seed)  # a CTA per case: a box through a map
+    jobs += copies.jobs()
     seconds["assemble"] = time.perf_counter() - clock - seconds["generate"]
     t_gpu = time.perf_counter()
     out = runner(jobs) if jobs else GpuOutput((), ())
@@ -234,9 +243,13 @@ def validate(
     wgmma_results, wgmma_rows, wgmma_runs = judge_wgmma(warpgroup, machine, out.first[w:g], out.second[w:g])
     results += wgmma_results
     rows += wgmma_rows
-    phase_results, phase_rows, phase_runs = judge_mbarrier(phases, machine, out.first[g:], out.second[g:])
+    p = g + len(phases.kernels)
+    phase_results, phase_rows, phase_runs = judge_mbarrier(phases, machine, out.first[g:p], out.second[g:p])
     results += phase_results
     rows += phase_rows
+    copy_results, copy_rows, copy_runs = judge_tensor_copies(copies, machine, out.first[p:], out.second[p:])
+    results += copy_results
+    rows += copy_rows
     seconds["compare"] = time.perf_counter() - t_cmp
     seconds["total"] = time.perf_counter() - clock
     params = {"instr": only, "samples": samples, "cross_limit": cross_limit, "seed": seed,
@@ -244,10 +257,10 @@ def validate(
     environment = {**out.environment, "arch": arch, "ptxas": toolchain.versions.get("ptxas", ""),
                    "cuda_release": toolchain.cuda_release, "toolchain_source": toolchain.source}  # fmt: skip
     left = (*formset.unvalidated, *plan.unvalidated, *tensor.unvalidated, *warpgroup.unvalidated,
-            *phases.unvalidated)  # fmt: skip
+            *phases.unvalidated, *copies.unvalidated)  # fmt: skip
     return ValidationReport(arch, tuple(results), tuple(rows), left, environment, params, seconds,
                             tuple(runs), tables, tuple(tile_runs), tuple(wgmma_runs),
-                            tuple(phase_runs))  # fmt: skip
+                            tuple(phase_runs), tuple(copy_runs))  # fmt: skip
 
 
 def _compare(

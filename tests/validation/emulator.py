@@ -13,7 +13,7 @@ import numpy as np
 
 from karyamorph.harness.gpu.validate import POISON, GpuOutput, GpuRunner, KernelJob
 from karyamorph.isa.parser import parse
-from karyamorph.model.interp.interpreter import interpret
+from karyamorph.model.interp.interpreter import KernelArg, interpret
 from karyamorph.model.semantics.simt_machine import Machine
 
 
@@ -27,7 +27,9 @@ def emulator(machine: Machine) -> GpuRunner:
             for poison, into in zip(POISON, (first, second), strict=True):
                 out = np.full(job.rows * job.out_slots * 8, poison, dtype=np.uint8).view(np.uint64)
                 out = out.reshape(job.rows, job.out_slots)
-                args = {"inp": job.inputs, "out": out, "rows": np.uint32(job.rows)}
+                args: dict[str, KernelArg] = {"inp": job.inputs, "out": out, "rows": np.uint32(job.rows)}
+                if job.tensormap is not None:  # the map the GPU process would encode over the tensor
+                    args["tmap"] = job.tensormap
                 launch = (job.grid, job.block, 0)
                 result = interpret(module, job.entry, machine, launch, args, max_steps=10**8)
                 into.append(result.outputs["out"].reshape(job.rows, job.out_slots))

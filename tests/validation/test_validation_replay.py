@@ -3,7 +3,8 @@
 The recordings are written on a GPU machine by ``karyamorph model validate --record
 datasets/validation/<arch>``; here, with no GPU, the model must give the same bits for the same
 operands (approximations: within their stated bounds; mbarrier phase sequences: the same
-observations, word for word). A semantic slip in any recorded form fails this test.
+observations, word for word; tensor copies: the same box bytes, word for word). A semantic slip
+in any recorded form fails this test.
 """
 
 from __future__ import annotations
@@ -33,5 +34,6 @@ def test_recorded_gpu_results_agree_with_the_model(arch: str) -> None:
     assert result.missing == (), f"recorded forms the model no longer declares: {result.missing[:20]}"
     shown = [d.as_dict() for d in result.disagreements if d.kind not in ALLOWED][:10]
     assert result.failed == [], f"{len(result.failed)} forms disagree with the GPU; first cases: {shown}"
-    assert len(result.results) == len(rec.forms) + len(rec.tiles) + len(rec.warpgroups) + len(rec.sequences)
-    assert rec.forms or rec.warpgroups or rec.sequences
+    recorded = (rec.forms, rec.tiles, rec.warpgroups, rec.sequences, rec.boxes)
+    assert len(result.results) == sum(len(r) for r in recorded)
+    assert rec.forms or rec.warpgroups or rec.sequences or rec.boxes

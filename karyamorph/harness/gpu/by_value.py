@@ -59,7 +59,9 @@ def encode_arguments(arg: ArgSpec, tm: TensorMap, address: int) -> tuple[Any, ..
         tm.rank,
         address,
         [u64(d) for d in tm.dims],
-        [u64(s) for s in tm.strides],
+        # The driver reads rank - 1 strides, but refuses a null array even at rank 1, which an
+        # empty list becomes (CUDA_ERROR_INVALID_VALUE on an H100, driver 580): one it ignores.
+        [u64(s) for s in tm.strides] or [u64(tm.dims[0] * tm.elem_bytes)],
         [u32(b) for b in tm.box],
         [u32(e) for e in tm.element_strides],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,

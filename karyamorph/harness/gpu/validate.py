@@ -4,10 +4,14 @@ This is the only validation code that touches CUDA. It runs in a process of its 
 (``python -m karyamorph.harness.gpu.validate JOBS.npz RESULT.npz``), or, when the command's GPU is
 on another host, as one job of a GPU worker there, so that a fault or a hang ends that process,
 not the caller; jobs carry bytes (cubins and input words), not paths to
-PTX. Each kernel runs once on outputs filled with 0xCD bytes and once on outputs filled with
-0x32 bytes: a result word that differs between the two was not written (or not deterministic).
-Kernels are loaded and launched by :class:`~karyamorph.harness.gpu.launch.KernelLaunch`, buffers
-are torch tensors, as in every other GPU stage.
+PTX. A job may carry a tensor map (:class:`~karyamorph.kernel.tensormap.TensorMapArg`: the
+tensor's elements and the map's fields): the tensor gets an allocation of its own, and the map
+the driver encodes over it (``cuTensorMapEncodeTiled``) is the kernel's fourth argument,
+``(inp, out, rows, tmap)``. Each kernel runs once on outputs filled with 0xCD bytes and once on
+outputs filled with 0x32 bytes: a result word that differs between the two was not written (or
+not deterministic). Kernels are loaded and launched by
+:class:`~karyamorph.harness.gpu.launch.KernelLaunch`, buffers are torch tensors, as in every
+other GPU stage.
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ from typing import Any
 import numpy as np
 
 import karyamorph
+from karyamorph.harness.gpu.by_value import encode_tensor_map
 from karyamorph.harness.gpu.device import current_device, kernel_driver_release
 from karyamorph.harness.gpu.launch import KernelLaunch, cuda_core_errors
 from karyamorph.harness.gpu.supervisor import GpuWorker
 from karyamorph.harness.gpu.worker import torch_device
 from karyamorph.kernel.bound import bind
-from karyamorph.kernel.spec import KernelSpec, Launch
+from karyamorph.kernel.spec import DTYPES, ArgSpec, KernelSpec, Launch
+from karyamorph.kernel.tensormap import TensorMap, TensorMapArg
 
 POISON = (0xCD, 0x32)
 EXIT_OK, EXIT_CUDA_ERROR, EXIT_NO_DEVICE, EXIT_USAGE = 0, 2, 4, 64
@@ -47,7 +53,8 @@ class GpuRunError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class KernelJob:
-    """One microkernel launch: ``grid x block`` threads over ``inputs`` (``rows x in_slots`` words)."""
+    """One microkernel launch: ``grid x block`` threads over ``inputs`` (``rows x in_slots`` words),
+    and, for a kernel that copies through a tensor map, the tensor and the map's fields."""
 
     entry: str
     cubin: bytes
@@ -56,6 +63,7 @@ class KernelJob:
     inputs: np.ndarray
     out_slots: int
     ptx: str = ""  # for the record and for CPU emulation; the GPU process loads the cubin
+    tensormap: TensorMapArg | None = None
 
     @property
     def rows(self) -> int:
@@ -82,18 +90,55 @@ def write_jobs(jobs: Sequence[KernelJob], path: Path) -> None:
         arrays[f"cubin_{i}"] = np.frombuffer(j.cubin, dtype=np.uint8)
         arrays[f"inputs_{i}"] = np.ascontiguousarray(j.inputs, dtype=np.uint64)
         meta.append({"entry": j.entry, "grid": j.grid, "block": j.block, "out_slots": j.out_slots})
+        if j.tensormap is not None:
+            arrays[f"tensor_{i}"] = np.ascontiguousarray(j.tensormap.array)
+            meta[-1]["tensormap"] = _map_fields(j.tensormap.map)
     np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
+
+
+def _map_fields(tm: TensorMap) -> dict[str, Any]:
+    return {"elem_bytes": tm.elem_bytes, "dims": tm.dims, "strides": tm.strides, "box": tm.box,
+            "element_strides": tm.element_strides, "swizzle": tm.swizzle, "oob": tm.oob,
+            "is_float": tm.is_float}  # fmt: skip
+
+
+def _read_map(f: dict[str, Any]) -> TensorMap:
+    dims, strides, box, steps = (tuple(f[k]) for k in ("dims", "strides", "box", "element_strides"))
+    return TensorMap(int(f["elem_bytes"]), dims, strides, box, steps, int(f["swizzle"]), str(f["oob"]),
+                     bool(f["is_float"]))  # fmt: skip
 
 
 def read_jobs(path: Path) -> list[KernelJob]:
     with np.load(path) as z:
         meta = json.loads(str(z["meta"]))
+        maps = [TensorMapArg(z[f"tensor_{i}"], _read_map(m["tensormap"])) if "tensormap" in m else None
+                for i, m in enumerate(meta)]  # fmt: skip
         return [
-            KernelJob(
-                m["entry"], z[f"cubin_{i}"].tobytes(), m["grid"], m["block"], z[f"inputs_{i}"], m["out_slots"]
-            )
+            KernelJob(m["entry"], z[f"cubin_{i}"].tobytes(), m["grid"], m["block"], z[f"inputs_{i}"],
+                      m["out_slots"], tensormap=maps[i])
             for i, m in enumerate(meta)
-        ]
+        ]  # fmt: skip
+
+
+def _tensor_map(job: KernelJob, device: Any) -> tuple[Any, Any]:
+    """The job's tensor on ``device`` and the map the driver encodes over it (the current context
+    must be the kernel's).
+
+    Raises
+    ------
+    SpecError
+        The map's fields break a rule of the driver's.
+    CudaError
+        The driver refused to encode the map.
+    """
+    import torch
+
+    assert job.tensormap is not None
+    tm = job.tensormap.map
+    host = np.ascontiguousarray(job.tensormap.array).reshape(-1).view(np.uint8)
+    tensor = torch.from_numpy(host.copy()).to(device)
+    arg = ArgSpec("tmap", "in", DTYPES[f"u{8 * tm.elem_bytes}"])
+    return tensor, encode_tensor_map(arg, tm, int(tensor.data_ptr()), f"{job.entry}: tmap")
 
 
 def _package_version(name: str) -> str:
@@ -126,13 +171,16 @@ def launch_jobs(jobs: Sequence[KernelJob]) -> GpuOutput:
         bound = bind(KernelSpec("", job.entry, {}, Launch((job.grid,), (job.block,)), ()))
         kernel = KernelLaunch.load(job.cubin, job.entry, bound, info.ordinal)
         inputs = torch.from_numpy(np.ascontiguousarray(job.inputs).view(np.int64)).to(device)
+        tensor, tmap = _tensor_map(job, device) if job.tensormap is not None else (None, None)
         for poison, into in zip(POISON, (first, second), strict=True):
             raw = torch.full((job.rows * job.out_slots * 8,), poison, dtype=torch.uint8, device=device)
             torch.cuda.synchronize(device)
-            kernel.set_args([np.uint64(inputs.data_ptr()), np.uint64(raw.data_ptr()), np.uint32(job.rows)])
+            args = [np.uint64(inputs.data_ptr()), np.uint64(raw.data_ptr()), np.uint32(job.rows)]
+            kernel.set_args(args if tmap is None else [*args, tmap])
             kernel.enqueue()
             kernel.sync()
             into.append(raw.cpu().numpy().view(np.uint64).reshape(job.rows, job.out_slots).copy())
+        del tensor  # the map points into it: kept until the job's launches are done
     environment = {
         "device": info.as_dict(), "device_name": info.name, "arch": info.arch,
         "cuda_driver": info.cuda_driver_release, "driver_release": kernel_driver_release(),

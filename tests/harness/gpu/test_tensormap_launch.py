@@ -105,6 +105,16 @@ def test_the_encode_arguments_pass_the_bindings_type_checks(swizzle: int) -> Non
     assert isinstance(result, tuple)
 
 
+def test_a_rank_one_map_passes_a_stride_array_the_driver_accepts() -> None:
+    """At rank 1 the driver reads no stride, but refuses the null array an empty list becomes
+    (an H100, driver 580: CUDA_ERROR_INVALID_VALUE for every rank-1 map); one stride it ignores."""
+    spec = load_spec(SPEC)
+    tm = TensorMap.of_array((112,), 4, (48,))
+    args = encode_arguments(spec.args[0], tm, 0x7F00_0000_0000)
+    assert args[1] == 1 and [int(d) for d in args[3]] == [112] and len(args[4]) == 1
+    assert [int(b) for b in args[5]] == [48]
+
+
 def test_the_parameter_block_holds_each_value_at_its_alignment() -> None:
     blob = bytes(range(128))
     values: list[Any] = [np.uint32(7), ByValue(blob, 64, "map"), np.uint64(0x1234_5678_9ABC), np.float32(1.5)]
