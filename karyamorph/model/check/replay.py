@@ -44,6 +44,7 @@ Dim = int | tuple[int, ...]
 MAX_THREAD_INSTRUCTIONS = 2e7
 MAX_GROUP_STEPS = 3e5
 MAX_REPLAY_BYTES = 1 << 28  # a buffer the replay fills whole, in this process's memory
+MAX_PAIRS = 64  # overlapping pairs of one stored value kept from one order, looking for two values
 _ERROR = re.compile(r"line (\d+): (\S+?)(?: \((block \([^)]*\) thread \([^)]*\))\))?:")
 _SPACE = re.compile(r": (\w+) access of (\d+) bytes at address (0x[0-9a-f]+): (.*)$")
 _INPUT = re.compile(r"(\w+)\[(\d+)\]")
@@ -278,7 +279,7 @@ def _race(
         except ExecutionError as exc:
             return "not confirmed", f"the interpreter stopped with an error (seed {seed}): {exc}", False
         outputs.setdefault(key, seed)
-        seen += _pairs(log, ta, tb, la, lb, want)
+        seen += _pairs(log, ta, tb, la, lb, want, values)
         if _differ(seen, values) and len(outputs) > 1:
             break
     if not seen:
@@ -302,7 +303,8 @@ def _race(
                 log, _ = run(args[1], seed)
             except ExecutionError:
                 break  # that input is no witness: what was seen stands
-            apart += [(a, b) for a, b in _pairs(log, ta, tb, la, lb, want) if _differ([(a, b)], values)]
+            met_again = _pairs(log, ta, tb, la, lb, want, values)
+            apart += [(a, b) for a, b in met_again if _differ([(a, b)], values)]
             if apart:
                 first, second = apart[0]
                 return (
@@ -331,18 +333,22 @@ def _race(
 
 
 def _pairs(
-    log: list[_Access], ta: int, tb: int, la: int, lb: int, want: int | None
+    log: list[_Access], ta: int, tb: int, la: int, lb: int, want: int | None, values: bool
 ) -> list[tuple[_Access, _Access]]:
-    """The witness's two accesses wherever the log holds them unordered and overlapping."""
+    """The witness's two accesses where the log holds them unordered and overlapping: the first
+    such pair, or under the same-value rule (``values``) up to the first pair that stores two
+    values (at most :data:`MAX_PAIRS` pairs of one value before it)."""
     firsts = [a for a in log if a.thread == ta and a.line == la and (want is None or a.offset == want)]
     seconds = [a for a in log if a.thread == tb and a.line == lb]
-    out = []
+    out: list[tuple[_Access, _Access]] = []
     for a in firsts:
         for b in seconds:
             if a.buffer != b.buffer or a.start + a.nbytes <= b.start or b.start + b.nbytes <= a.start:
                 continue
             if a.phase == b.phase or (a.space == "global" and a.block != b.block):
                 out.append((a, b))
+                if not values or _differ([(a, b)], values) or len(out) >= MAX_PAIRS:
+                    return out
     return out
 
 
