@@ -20,7 +20,7 @@ import numpy as np
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
-from karyamorph.validation.exact_words import failed_cases, word_kinds
+from karyamorph.validation.exact_words import failed_cases, judge_words, word_kinds
 from karyamorph.validation.mbarrier_forms import CASES, NAME, MbarrierForm, enumerate_mbarrier, mbarrier_cases
 from karyamorph.validation.mbarrier_kernel import MbarrierKernel, assemble_mbarrier, build_mbarrier_kernel
 from karyamorph.validation.mbarrier_sequences import THREADS, Op
@@ -108,15 +108,4 @@ def judge_mbarrier(
 ) -> tuple[list[FormResult], list[Disagreement], list[MbarrierRun]]:
     """Each form's verdict: the GPU's output words (two launches) against the interpreter's; and
     what ran, for a recording."""
-    results: list[FormResult] = list(plan.rejected)
-    rows: list[Disagreement] = []
-    runs: list[MbarrierRun] = []
-    for kernel, inputs, gpu, again in zip(plan.kernels, plan.inputs, first, second, strict=True):
-        (form,) = kernel.forms
-        model = model_words(form, machine, inputs, kernel.arch)
-        (gpu_words,), (again_words,) = kernel.outputs(gpu), kernel.outputs(again)
-        result, found = compare_mbarrier(form, inputs, gpu_words, model, again_words)
-        results.append(result)
-        rows += found
-        runs.append(MbarrierRun(form, inputs, gpu_words))
-    return results, rows, runs
+    return judge_words(plan, machine, first, second, model_words, compare_mbarrier, MbarrierRun)

@@ -23,7 +23,7 @@ from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.kernel.tensormap import TensorMapArg
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
-from karyamorph.validation.exact_words import failed_cases, word_kinds
+from karyamorph.validation.exact_words import failed_cases, judge_words, word_kinds
 from karyamorph.validation.plans import KernelPlan
 from karyamorph.validation.tensor_copy_forms import (
     CASES,
@@ -139,15 +139,4 @@ def judge_tensor_copies(
 ) -> tuple[list[FormResult], list[Disagreement], list[TensorCopyRun]]:
     """Each form's verdict: the GPU's output words (two launches) against the interpreter's; and
     what ran, for a recording."""
-    results: list[FormResult] = list(plan.rejected)
-    rows: list[Disagreement] = []
-    runs: list[TensorCopyRun] = []
-    for kernel, inputs, gpu, again in zip(plan.kernels, plan.inputs, first, second, strict=True):
-        (form,) = kernel.forms
-        model = model_words(form, machine, inputs, kernel.arch)
-        (gpu_words,), (again_words,) = kernel.outputs(gpu), kernel.outputs(again)
-        result, found = compare_tensor_copies(form, inputs, gpu_words, model, again_words)
-        results.append(result)
-        rows += found
-        runs.append(TensorCopyRun(form, inputs, gpu_words))
-    return results, rows, runs
+    return judge_words(plan, machine, first, second, model_words, compare_tensor_copies, TensorCopyRun)
