@@ -262,37 +262,29 @@ def replay(recording: Recording, machine: Machine) -> Replay:
         result, found = compare_fragments(fragment, tile.inputs, tile.gpu, model, size)
         results.append(result)
         rows += found
-    found_wgmma = enumerate_wgmma(machine, recording.arch)
-    warpgroup = {f.key: f for f in found_wgmma.forms}
-    for run in recording.warpgroups:
-        wgmma = warpgroup.get(run.key)
-        if wgmma is None or found_wgmma.target is None:
-            missing.append(run.key)
-            continue
-        model, size = wgmma_tiles(wgmma, machine, run.inputs, found_wgmma.target)
-        result, found = compare_wgmma(wgmma, run.inputs, run.gpu, model, size)
-        results.append(result)
-        rows += found
-    found_mbarrier = enumerate_mbarrier(machine, recording.arch)
-    phases = {f.key: f for f in found_mbarrier.forms}
-    for run in recording.sequences:
-        phase_form = phases.get(run.key)
-        if phase_form is None or found_mbarrier.target is None:
-            missing.append(run.key)
-            continue
-        model = model_words(phase_form, machine, run.inputs, found_mbarrier.target)
-        result, found = compare_mbarrier(phase_form, run.inputs, run.gpu, model)
-        results.append(result)
-        rows += found
-    found_copies = enumerate_tensor_copies(machine, recording.arch)
-    copies = {f.key: f for f in found_copies.forms}
-    for run in recording.boxes:
-        copy_form = copies.get(run.key)
-        if copy_form is None or found_copies.target is None:
-            missing.append(run.key)
-            continue
-        model = box_words(copy_form, machine, run.inputs, found_copies.target)
-        result, found = compare_tensor_copies(copy_form, run.inputs, run.gpu, model)
-        results.append(result)
-        rows += found
+
+    def wgmma(form: Any, run: RecordedTiles, target: str) -> tuple[FormResult, list[Disagreement]]:
+        model, size = wgmma_tiles(form, machine, run.inputs, target)
+        return compare_wgmma(form, run.inputs, run.gpu, model, size)
+
+    def phases(form: Any, run: RecordedTiles, target: str) -> tuple[FormResult, list[Disagreement]]:
+        return compare_mbarrier(form, run.inputs, run.gpu, model_words(form, machine, run.inputs, target))
+
+    def boxes(form: Any, run: RecordedTiles, target: str) -> tuple[FormResult, list[Disagreement]]:
+        return compare_tensor_copies(form, run.inputs, run.gpu, box_words(form, machine, run.inputs, target))
+
+    for runs, found_forms, judge in (
+        (recording.warpgroups, enumerate_wgmma(machine, recording.arch), wgmma),
+        (recording.sequences, enumerate_mbarrier(machine, recording.arch), phases),
+        (recording.boxes, enumerate_tensor_copies(machine, recording.arch), boxes),
+    ):
+        by_key = {f.key: f for f in found_forms.forms}
+        for run in runs:
+            declared = by_key.get(run.key)
+            if declared is None or found_forms.target is None:
+                missing.append(run.key)
+                continue
+            result, found = judge(declared, run, found_forms.target)
+            results.append(result)
+            rows += found
     return Replay(tuple(results), tuple(rows), tuple(missing))
