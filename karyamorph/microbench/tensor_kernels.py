@@ -150,8 +150,10 @@ def _epilogue(
     k.ret()
 
 
-def build_wgmma(form: TensorForm, arch: str) -> ast.Module:
-    """``tensor_wgmma_*(out, clocks, smids, one, iterations)``: see the module's description."""
+def _opening(form: TensorForm, arch: str) -> tuple[KernelBuilder, ast.Symbol, ast.Symbol, Reg, Reg, Reg, Reg]:
+    """Both kernels' parameters ``(out, clocks, smids, one, iterations)`` and first lines: the
+    builder, the clock and SM pointers, ``%tid.x``, the word ``one``, the iterations and the
+    thread's ``out`` slot."""
     k = KernelBuilder(form.entry, target=arch, version=ptx_version(arch))
     out, clocks, smids = (k.param_ptr(n) for n in ("out", "clocks", "smids"))
     one, iterations = k.param("one", "b32"), k.param("iterations", "u32")
@@ -159,6 +161,12 @@ def build_wgmma(form: TensorForm, arch: str) -> ast.Module:
     word = k.ld_param(one)
     n = k.ld_param(iterations)
     slot = k.add("u64", k.to_global(k.ld_param(out)), k.mul_wide("u32", k.global_thread_id_x(), 4))
+    return k, clocks, smids, tid, word, n, slot
+
+
+def build_wgmma(form: TensorForm, arch: str) -> ast.Module:
+    """``tensor_wgmma_*(out, clocks, smids, one, iterations)``: see the module's description."""
+    k, clocks, smids, tid, word, n, slot = _opening(form, arch)
     size = operand_bytes(form)
     buf = k.shared("operands", "b8", size, align=128)
     base = k.mov("u32", buf)
@@ -190,13 +198,7 @@ def build_wgmma(form: TensorForm, arch: str) -> ast.Module:
 
 def build_mma(form: TensorForm, arch: str) -> ast.Module:
     """``tensor_mma_*(out, clocks, smids, one, iterations)``: see the module's description."""
-    k = KernelBuilder(form.entry, target=arch, version=ptx_version(arch))
-    out, clocks, smids = (k.param_ptr(n) for n in ("out", "clocks", "smids"))
-    one, iterations = k.param("one", "b32"), k.param("iterations", "u32")
-    tid = k.sreg("tid.x")
-    word = k.ld_param(one)
-    n = k.ld_param(iterations)
-    slot = k.add("u64", k.to_global(k.ld_param(out)), k.mul_wide("u32", k.global_thread_id_x(), 4))
+    k, clocks, smids, tid, word, n, slot = _opening(form, arch)
     a = [k.mov("b32", word) for _ in range(4)]
     b = [k.mov("b32", word) for _ in range(2)]
     chains = [[k.mov("f32", 0.0) for _ in range(4)] for _ in range(MMA_CHAINS)]
