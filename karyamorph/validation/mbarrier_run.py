@@ -24,7 +24,7 @@ from karyamorph.validation.exact_words import failed_cases, judge_words, word_ki
 from karyamorph.validation.mbarrier_forms import CASES, NAME, MbarrierForm, enumerate_mbarrier, mbarrier_cases
 from karyamorph.validation.mbarrier_kernel import MbarrierKernel, assemble_mbarrier, build_mbarrier_kernel
 from karyamorph.validation.mbarrier_sequences import THREADS, Op
-from karyamorph.validation.plans import KernelPlan
+from karyamorph.validation.plans import KernelPlan, assemble_forms
 
 RULE = "exact"  # every round's wait word and pending word, bit for bit
 WORDS = ("waits", "pending")  # a round's two output words
@@ -51,17 +51,11 @@ def plan_mbarrier(
 ) -> MbarrierPlan:  # fmt: skip
     """Enumerate, generate and assemble the ``mbarrier`` forms of ``machine`` for ``arch``."""
     found = enumerate_mbarrier(machine, arch, only)
-    assembled = []
-    inputs = []
-    rejected: list[FormResult] = []
-    for form in found.forms:
-        assert found.target is not None  # forms are found only where a target has them
-        a = assemble_mbarrier(form, cases, found.target, toolchain)
-        assembled.append((form.key, a))
-        rejected += [FormResult(k, NAME, "rejected", 0, detail=m) for k, m in a.rejected.items()]
-        if a.kernel is not None:
-            inputs.append(a.kernel.inputs([mbarrier_cases(form, cases, seed)]))
-    return MbarrierPlan(tuple(assembled), tuple(inputs), tuple(rejected), found.unvalidated)
+    made = assemble_forms(
+        found, NAME, lambda f, target: assemble_mbarrier(f, cases, target, toolchain),
+        lambda f: mbarrier_cases(f, cases, seed), lambda f: f.key,
+    )  # fmt: skip
+    return MbarrierPlan(*made, found.unvalidated)
 
 
 def model_words(form: MbarrierForm, machine: Machine, inputs: np.ndarray, arch: str) -> np.ndarray:

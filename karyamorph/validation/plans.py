@@ -3,6 +3,7 @@ CTAs), the inputs drawn for them, and what was left out or refused."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -31,6 +32,16 @@ class PlannedKernel(FormKernel, Protocol):
 
 
 K = TypeVar("K", bound=PlannedKernel)
+
+
+class InputKernel(PlannedKernel, Protocol):
+    """A kernel whose input rows are made from its forms' case tables."""
+
+    def inputs(self, tables: Sequence[np.ndarray]) -> np.ndarray: ...
+
+
+Kc = TypeVar("Kc", bound=InputKernel)
+Fm = TypeVar("Fm", covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,3 +73,36 @@ class KernelPlan(Generic[K]):
             rows.append((name, forms, len(a.rejected), k.rows if k else 0,
                          len(k.ptx.splitlines()) if k else 0, a.registers))  # fmt: skip
         return rows
+
+
+class _Found(Protocol[Fm]):
+    """Forms found for a target (``enumerate_wgmma``'s and the like): None when the target has none."""
+
+    @property
+    def forms(self) -> Sequence[Fm]: ...
+
+    @property
+    def target(self) -> str | None: ...
+
+
+def assemble_forms(
+    found: _Found[Fm],
+    name: str,
+    assemble: Callable[[Fm, str], Assembled[Kc]],
+    cases: Callable[[Fm], np.ndarray],
+    label: Callable[[Fm], str],
+) -> tuple[tuple[tuple[str, Assembled[Kc]], ...], tuple[np.ndarray, ...], tuple[FormResult, ...]]:
+    """A kernel a form for the families of one form a kernel: each assembled for the target, its
+    input rows from the form's ``cases`` table where ptxas accepted it, and the forms ptxas refused
+    (as ``rejected`` results of instruction ``name``), the assembled kernels by ``label``."""
+    assembled: list[tuple[str, Assembled[Kc]]] = []
+    inputs: list[np.ndarray] = []
+    rejected: list[FormResult] = []
+    for form in found.forms:
+        assert found.target is not None  # forms are found only where a target has them
+        a = assemble(form, found.target)
+        assembled.append((label(form), a))
+        rejected += [FormResult(k, name, "rejected", 0, detail=m) for k, m in a.rejected.items()]
+        if a.kernel is not None:
+            inputs.append(a.kernel.inputs([cases(form)]))
+    return tuple(assembled), tuple(inputs), tuple(rejected)

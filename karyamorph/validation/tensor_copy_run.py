@@ -24,7 +24,7 @@ from karyamorph.kernel.tensormap import TensorMapArg
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
 from karyamorph.validation.exact_words import failed_cases, judge_words, word_kinds
-from karyamorph.validation.plans import KernelPlan
+from karyamorph.validation.plans import KernelPlan, assemble_forms
 from karyamorph.validation.tensor_copy_forms import (
     CASES,
     NAME,
@@ -80,17 +80,11 @@ def plan_tensor_copies(
 ) -> TensorCopyPlan:  # fmt: skip
     """Enumerate, generate and assemble the tensor-copy forms of ``machine`` for ``arch``."""
     found = enumerate_tensor_copies(machine, arch, only)
-    assembled = []
-    inputs = []
-    rejected: list[FormResult] = []
-    for form in found.forms:
-        assert found.target is not None  # forms are found only where a target has them
-        a = assemble_tensor_copy(form, cases, found.target, toolchain)
-        assembled.append((form.key, a))
-        rejected += [FormResult(k, NAME, "rejected", 0, detail=m) for k, m in a.rejected.items()]
-        if a.kernel is not None:
-            inputs.append(a.kernel.inputs([case_rows(tensor_copy_cases(form, cases, seed))]))
-    return TensorCopyPlan(tuple(assembled), tuple(inputs), tuple(rejected), found.unvalidated)
+    made = assemble_forms(
+        found, NAME, lambda f, target: assemble_tensor_copy(f, cases, target, toolchain),
+        lambda f: case_rows(tensor_copy_cases(f, cases, seed)), lambda f: f.key,
+    )  # fmt: skip
+    return TensorCopyPlan(*made, found.unvalidated)
 
 
 def model_words(form: TensorCopyForm, machine: Machine, inputs: np.ndarray, arch: str) -> np.ndarray:

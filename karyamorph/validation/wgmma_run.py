@@ -21,7 +21,7 @@ from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
 from karyamorph.validation.fragment_compare import NARROW_FORMATS, classify_elements, flagged, verdict
-from karyamorph.validation.plans import KernelPlan
+from karyamorph.validation.plans import KernelPlan, assemble_forms
 from karyamorph.validation.wgmma_forms import (
     CASES,
     NAME,
@@ -59,17 +59,11 @@ def plan_wgmma(
 ) -> WgmmaPlan:  # fmt: skip
     """Enumerate, generate and assemble the ``wgmma.mma_async`` forms of ``machine`` for ``arch``."""
     found = enumerate_wgmma(machine, arch, only)
-    assembled = []
-    inputs = []
-    rejected: list[FormResult] = []
-    for form in found.forms:
-        assert found.target is not None  # forms are found only where a target has them
-        a = assemble_wgmma(form, cases, found.target, toolchain)
-        assembled.append((form.opcode, a))
-        rejected += [FormResult(k, NAME, "rejected", 0, detail=m) for k, m in a.rejected.items()]
-        if a.kernel is not None:
-            inputs.append(a.kernel.inputs([wgmma_cases(form, cases, seed)]))
-    return WgmmaPlan(tuple(assembled), tuple(inputs), tuple(rejected), found.unvalidated)
+    made = assemble_forms(
+        found, NAME, lambda f, target: assemble_wgmma(f, cases, target, toolchain),
+        lambda f: wgmma_cases(f, cases, seed), lambda f: f.opcode,
+    )  # fmt: skip
+    return WgmmaPlan(*made, found.unvalidated)
 
 
 def elements(form: WgmmaForm, words: np.ndarray) -> np.ndarray:
