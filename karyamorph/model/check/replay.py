@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,10 +158,14 @@ def _replay(
                 f"(limit {MAX_GROUP_STEPS:.0e}); check a smaller launch"
             )
         seeds = min(seeds, int(MAX_GROUP_STEPS // steps))
-        other = _arguments(program, buffers, scalars, w.inputs, element_bytes or {}, fill=1)
+
+        def arguments(fill: int) -> dict[str, KernelArg]:
+            return args if fill == 0 else _arguments(program, buffers, scalars, w.inputs, widths, fill)
+
+        widths = element_bytes or {}
         steps_left = int(4 * steps)
         return _race(
-            module, entry, machine, full, (args, other), program, w, seeds, steps_left, constants, benign
+            module, entry, machine, full, arguments, program, w, seeds, steps_left, constants, benign
         )
     if n * instructions > MAX_THREAD_INSTRUCTIONS:
         return "not replayable", (
@@ -225,7 +229,7 @@ def _race(
     entry: str,
     machine: Machine,
     launch: tuple[tuple[int, int, int], tuple[int, int, int], int],
-    args: tuple[dict[str, KernelArg], dict[str, KernelArg]],
+    args: Callable[[int], dict[str, KernelArg]],
     program: Program,
     w: Witness,
     seeds: int,
@@ -233,9 +237,10 @@ def _race(
     constants: dict[str, np.ndarray],
     benign: bool,
 ) -> tuple[str, str, bool]:
-    """Replay a race witness in ``seeds`` randomized orders on ``args[0]`` (the witness's inputs,
+    """Replay a race witness in ``seeds`` randomized orders on ``args(0)`` (the witness's inputs,
     other elements filled with pattern 0); where the rule counts only stores of different values
-    and they met storing one value, again on ``args[1]`` (pattern 1 around the same inputs)."""
+    and they met storing one value, again on ``args(1)`` (pattern 1 around the same inputs, made
+    only then: the buffers may be large)."""
     grid, block = launch[0], launch[1]
     ta, tb = (_linear(t, grid, block) for t in w.threads)
     la, lb = w.lines[0], w.lines[1]
@@ -269,9 +274,10 @@ def _race(
 
     seen: list[tuple[_Access, _Access]] = []
     outputs: dict[bytes, int] = {}
+    filled = args(0)
     for seed in range(seeds):
         try:
-            log, key = run(args[0], seed)
+            log, key = run(filled, seed)
         except StepLimitError:
             return "not replayable", f"a randomized order ran past {max_steps} instruction steps", False
         except LaunchError as exc:
@@ -298,9 +304,10 @@ def _race(
     if not _differ(seen, values):
         one = sorted({f"{a.value:#x}" for a, _ in seen if a.value is not None})
         apart: list[tuple[_Access, _Access]] = []
+        refilled = args(1)
         for seed in range(min(seeds, 2)):  # the other pattern around the witness's inputs
             try:
-                log, _ = run(args[1], seed)
+                log, _ = run(refilled, seed)
             except ExecutionError:
                 break  # that input is no witness: what was seen stands
             met_again = _pairs(log, ta, tb, la, lb, want, values)
