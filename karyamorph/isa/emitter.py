@@ -123,6 +123,10 @@ class Emitter:
         """``.reqntid x[, y[, z]]``: the exact block shape this kernel is launched with."""
         self._perf("reqntid", dims)
 
+    def reqnctapercluster(self, *dims: int) -> None:
+        """``.reqnctapercluster x[, y[, z]]``: the cluster shape (in CTAs) this kernel is launched in."""
+        self._perf("reqnctapercluster", dims)
+
     def minnctapersm(self, blocks: int) -> None:
         """``.minnctapersm n``: blocks per SM that register allocation must allow."""
         self._perf("minnctapersm", (blocks,))

@@ -120,8 +120,9 @@ def mbarrier_validated(name: str, arch: str) -> bool:
 
 def tensor_copy_validated(name: str, arch: str) -> bool:
     """Whether instruction ``name`` is validated by tensor-copy kernels on ``arch`` (its store
-    form is left out there with the reason, :mod:`karyamorph.validation.tensor_copy_forms`)."""
-    return name == TENSOR_COPY and target_supports(arch, TENSOR_COPY_TARGET)
+    and multicast forms are left out there with the reason,
+    :mod:`karyamorph.validation.tensor_copy_forms`)."""
+    return name.startswith(TENSOR_COPY) and target_supports(arch, TENSOR_COPY_TARGET)
 
 
 def tensor_target(instr: Instr, arch: str) -> str | None:
@@ -423,8 +424,9 @@ def enumerate_forms(machine: Machine, arch: str = "sm_90", only: str | None = No
             continue
         if tensor_copy_validated(instr.name, arch):
             continue  # see karyamorph.validation.tensor_copy_forms
-        if instr.name == TENSOR_COPY:
-            left.append(Unvalidated(instr.name, TENSOR_COPY_REASON))
+        if instr.name.startswith(TENSOR_COPY):  # the load, the store and the multicast load: one row
+            if all(u.name != TENSOR_COPY for u in left):
+                left.append(Unvalidated(TENSOR_COPY, TENSOR_COPY_REASON))
             continue
         if instr.name in INSTRUCTION_REASONS:
             if all(u.name != instr.name for u in left):  # a row for the name, not each declaration

@@ -43,6 +43,11 @@ STORE_REASON = (
     "a tensor copy shared -> global, the box written into the tensor in a bulk async-group: not run by "
     "model validate (held to an element-by-element oracle by tests/model/interp/test_tensor_copy.py)"
 )
+MULTICAST_REASON = (
+    "a tensor copy multicast to the CTAs of a cluster: not run by model validate (a case is one CTA); "
+    "held to the model by tests/model/interp/test_cluster_mbarrier.py and on the GPU by the Hopper "
+    "GEMM's clusters of two against torch (tests/search/test_hopper_gemm_gpu.py)"
+)
 HINT_REASON = (
     "a cache-policy hint on a tensor copy: the bytes it moves are those of the copy without it "
     "(validated); the policy itself has nothing a kernel can observe"
@@ -147,6 +152,9 @@ def enumerate_tensor_copies(machine: Machine, arch: str, only: str | None = None
     left = [
         Unvalidated(f"{NAME}.Nd.global.shared::cta.tile.bulk_group [tmap,{{c}}],[src]", STORE_REASON),
         Unvalidated(f"{NAME}.Nd.{LOAD}.L2::cache_hint [dst],[tmap,{{c}}],[mbar],policy", HINT_REASON),
+        Unvalidated(
+            f"{NAME}.Nd.{LOAD}.multicast::cluster [dst],[tmap,{{c}}],[mbar],ctaMask", MULTICAST_REASON
+        ),
     ]
     return TensorCopySet(arch, target, tuple(forms), tuple(u for u in left if matches_pattern(u.name, only)))
 

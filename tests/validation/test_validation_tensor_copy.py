@@ -27,6 +27,7 @@ from karyamorph.validation.recording import read_recording, replay, write_record
 from karyamorph.validation.tensor_copy_forms import (
     CASES,
     HINT_REASON,
+    MULTICAST_REASON,
     STORE_REASON,
     THREADS,
     TensorCopyForm,
@@ -99,6 +100,10 @@ def test_every_rank_element_size_and_swizzle_is_a_form() -> None:
     assert [(u.name, u.reason) for u in FOUND.unvalidated] == [
         ("cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [tmap,{c}],[src]", STORE_REASON),
         (f"cp.async.bulk.tensor.Nd.{LOAD}.L2::cache_hint [dst],[tmap,{{c}}],[mbar],policy", HINT_REASON),
+        (
+            f"cp.async.bulk.tensor.Nd.{LOAD}.multicast::cluster [dst],[tmap,{{c}}],[mbar],ctaMask",
+            MULTICAST_REASON,
+        ),
     ]
     two = enumerate_tensor_copies(M, "sm_120", "cp.async.bulk.tensor.2d*").forms
     assert [f.rank for f in two] == [2] * 12

@@ -30,6 +30,11 @@ class LaunchShape(Protocol):
 
     block_index: np.ndarray  # each thread's linear block index
 
+    @property
+    def cluster_size(self) -> int:
+        """CTAs a cluster of the launch holds."""
+        ...
+
     def describe(self, t: int) -> str:
         """Thread ``t`` in words: ``block (0,0,0) thread (3,0,0)``."""
         ...

@@ -218,9 +218,10 @@ class HopperHooks:
     def land(
         self, addrs: np.ndarray, threads: np.ndarray, nbytes: int, mbar: UIntArray, mbar_bits: int
     ) -> None:
-        """Record copies of ``nbytes`` landing at shared ``addrs`` (one entry per piece, issued by
-        ``threads``) that complete on each issuing thread's mbarrier ``mbar``, in its current
-        phase (:class:`~karyamorph.model.interp.landing.Landings`)."""
+        """Record copies of ``nbytes`` landing at ``addrs`` of the cluster's shared window (one
+        entry per piece, issued by ``threads``) that complete on each issuing thread's mbarrier
+        ``mbar`` (an address of the window too: a multicast's lands in other CTAs), in its
+        current phase (:class:`~karyamorph.model.interp.landing.Landings`)."""
         state = self._state()
         if state.landings is None or not addrs.size:
             return
@@ -228,14 +229,16 @@ class HopperHooks:
         t = idx + self.lo
         bars = as_threads(mbar, self.n, idx, np.uint64)
         try:
-            bb, be = self.memory.resolve("shared", bars, 8, self.geo.block_index[t], t)
+            bb, be = self.memory.resolve("shared::cluster", bars, 8, self.geo.block_index[t], t)
             for k in np.unique(threads):
                 i = int(np.flatnonzero(t == k)[0])
                 key = int(bb[i]) * (1 << 40) + int(be[i])
                 parity = int(self.memory.gather(bb[i : i + 1], be[i : i + 1], 8)[0]) >> 63
                 mine = threads == k
                 blocks = self.geo.block_index[threads[mine]]
-                bufs, elems = self.memory.resolve("shared", addrs[mine], nbytes, blocks, threads[mine])
+                bufs, elems = self.memory.resolve(
+                    "shared::cluster", addrs[mine], nbytes, blocks, threads[mine]
+                )
                 state.landings.landed(bufs, elems, nbytes, key, parity, self.dec.line)
         except MemoryFault:
             return  # the copy itself reports it
@@ -281,8 +284,8 @@ class HopperHooks:
         idx = self._active()
         t = idx + self.lo
         a = as_threads(addr, self.n, idx, np.uint64)
-        try:
-            bufs, elems = self.memory.resolve("shared", a, 8, self.geo.block_index[t], t)
+        try:  # an arrival may name another CTA's object (.shared::cluster)
+            bufs, elems = self.memory.resolve("shared::cluster", a, 8, self.geo.block_index[t], t)
         except MemoryFault:
             return  # the access that follows reports it, with the instruction's own words
         keys = np.unique(np.asarray(bufs, np.int64) * (1 << 40) + elems)

@@ -24,7 +24,7 @@ from karyamorph.kernel.tensormap import SHARED_ALIGN, TensorMap
 from karyamorph.model.interp.asynccopy import AsyncCopies, AsyncCopy, as_threads
 from karyamorph.model.interp.errors import MemoryAccessError, ModelLimitError
 from karyamorph.model.interp.tensormaps import BoundMap
-from karyamorph.model.ptx.cluster import RANK_STRIDE
+from karyamorph.model.ptx.cluster import RANK_SHIFT, RANK_STRIDE
 from karyamorph.model.semantics.concrete import UIntArray
 
 if TYPE_CHECKING:
@@ -98,9 +98,12 @@ class TensorCopyHooks:
         tmap_bits: int,
         coords: Sequence[UIntArray],
         mbar: tuple[UIntArray, int] | None = None,
+        mask: UIntArray | None = None,
     ) -> UIntArray:
         """Issue one tensor copy per active thread (``direction``: ``load`` global -> shared or
-        ``store`` shared -> global); return each thread's box bytes (what complete-tx counts)."""
+        ``store`` shared -> global), or with ``mask`` (``.multicast::cluster``) one per rank whose
+        bit is set, into that CTA's shared memory and onto its mbarrier at the same offsets;
+        return each thread's box bytes (what complete-tx counts on each destination)."""
         state = self._state()
         idx = self._active()
         t = idx + self.lo
@@ -111,25 +114,64 @@ class TensorCopyHooks:
         if (shared >= RANK_STRIDE).any():
             raise ModelLimitError(
                 f"{self._where()}: a tensor copy into another CTA's shared memory is not modeled"
+                + (" (a multicast names its own CTA's offsets)" if mask is not None else "")
             )
+        bars = (
+            as_threads(mbar[0], self.n, idx, np.uint64) if mbar is not None else np.zeros(idx.size, np.uint64)
+        )
+        # (the threads' selection, the rank field of their destinations): the CTA's own
+        # shared memory (0), or each rank a multicast's mask names (rank + 1).
+        targets = (
+            [(np.arange(idx.size), 0)]
+            if mask is None
+            else self._ranks(as_threads(mask, self.n, idx, np.uint64))
+        )
         queue = state.now if direction == "load" else state.bulk
-        issued: list[AsyncCopy] = []
+        issued: list[tuple[AsyncCopy, np.ndarray]] = []
         for m in np.unique(maps):
-            sel = np.flatnonzero(maps == m)
+            on_map = maps == m
             bound = state.maps.at(int(m))
             if bound is None:
+                first = int(np.argmax(on_map))
                 raise ModelLimitError(
-                    f"{self._where(int(t[sel[0]]))}: no tensor map the model holds is at address {int(m):#x} "
+                    f"{self._where(int(t[first]))}: no tensor map the model holds is at address {int(m):#x} "
                     "(the model knows the maps a launch's arguments give, not maps built in device memory)"
                 )
-            issued.append(self._issue(queue, direction, bound, t[sel], shared[sel], [c[sel] for c in where]))
-            nbytes[idx[sel]] = bound.map.box_bytes
+            for chosen, field_ in targets:
+                sel = chosen[on_map[chosen]]
+                if not sel.size:
+                    continue
+                rank = np.uint64(field_ << RANK_SHIFT)
+                space = "shared::cluster" if field_ else "shared"
+                copy = self._issue(
+                    queue, direction, bound, t[sel], shared[sel] | rank, [c[sel] for c in where], space
+                )
+                # Every active thread's mbarrier (land reads those of the copy's threads), on the
+                # rank's CTA.
+                at = np.zeros(self.n, np.uint64)
+                at[idx] = bars
+                at[idx[sel]] |= rank
+                issued.append((copy, at))
+            nbytes[idx[on_map]] = bound.map.box_bytes
         if direction == "load":
             queue.finish(self.copy_observer())
             if mbar is not None:
-                for c in issued:  # the boxes' elements, each where it landed
-                    self.land(c.dst, c.threads, c.nbytes, *mbar)
+                for c, at in issued:  # the boxes' elements, each where it landed, on its CTA's mbarrier
+                    self.land(c.dst, c.threads, c.nbytes, at, 64)
         return nbytes
+
+    def _ranks(self, mask: np.ndarray) -> list[tuple[np.ndarray, int]]:
+        """The threads (positions among the active ones) whose multicast ``mask`` names each rank
+        of the cluster, with that rank's field of the cluster window (rank + 1)."""
+        size = self.geo.cluster_size
+        outside = mask >> np.uint64(size)
+        if outside.any():
+            i = int(np.argmax(outside != 0))
+            raise MemoryAccessError(
+                f"{self._where(int(i + self.lo))}: the multicast's ctaMask {int(mask[i]):#06x} names a rank "
+                f"outside the cluster of {size} CTA(s)"
+            )
+        return [(np.flatnonzero((mask >> np.uint64(r)) & np.uint64(1)), r + 1) for r in range(size)]
 
     def _issue(
         self,
@@ -139,6 +181,7 @@ class TensorCopyHooks:
         threads: np.ndarray,
         shared: np.ndarray,
         coords: list[np.ndarray],
+        shared_space: str = "shared",
     ) -> AsyncCopy:
         tm = bound.map
         if len(coords) != tm.rank:
@@ -185,9 +228,9 @@ class TensorCopyHooks:
         if direction == "store":  # elements outside the tensor are not written
             keep = inside.ravel()
             who, have, gaddr, saddr = who[keep], have[keep], gaddr[keep], saddr[keep]
-            spaces, dsts, srcs = ("global", "shared"), gaddr, saddr
+            spaces, dsts, srcs = ("global", shared_space), gaddr, saddr
         else:
-            spaces, dsts, srcs = ("shared", "global"), saddr, gaddr
+            spaces, dsts, srcs = (shared_space, "global"), saddr, gaddr
         committed = queue.committed[who].copy()
         blocks, done = self.geo.block_index[who], np.zeros(who.size, bool)
         copy = AsyncCopy(self.dec, who, blocks, spaces[0], dsts, spaces[1], srcs, tm.elem_bytes,

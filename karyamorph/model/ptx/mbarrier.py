@@ -18,6 +18,11 @@ the pending arrival count and the tx-count (bytes of asynchronous transactions s
   interpreter lets other warps run, as a loop on it waits for them);
 - ``mbarrier.pending_count.b64 count, state`` reads the pending count from a token of
   ``arrive.noComplete``; ``mbarrier.inval`` ends the object's life (its memory may be reused).
+- ``arrive``, ``arrive.expect_tx``, ``expect_tx`` and ``complete_tx`` with ``.shared::cluster``
+  act on the object at a cluster-window address (``mapa``'s), which may be another CTA's (an
+  arrival there returns no token: its state operand is the sink ``_``); the waits read the
+  executing CTA's own objects; ``fence.mbarrier_init.release.cluster`` makes inits visible to the
+  cluster (a no-op in the model, whose stores are visible at once).
 
 The model's encoding of the object (the PTX ISA leaves it opaque) is :func:`pack`; every update
 is one ``atomic`` on the object, so the interpreter and the checker run the same definition.
@@ -101,28 +106,36 @@ def _init(x: Exec[V, B]) -> None:
     x.store("shared", addr, bits, pack(d, d.const(0, 64), count, count, d.const(0, 64)), B64)
 
 
-def change(x: Exec[V, B], addr: V, bits: int, arrivals: V, tx_delta: V) -> V:
-    """Apply :func:`update` atomically to the object at shared ``addr``; return the old state."""
+def space(x: Exec[V, B]) -> str:
+    """The state space of the instruction's object: ``shared::cluster`` (an address of the
+    cluster's window, which may name another CTA's object) or the CTA's own ``shared``."""
+    return "shared::cluster" if x.mod("space") == "shared::cluster" else "shared"
+
+
+def change(x: Exec[V, B], addr: V, bits: int, arrivals: V, tx_delta: V, where: str = "shared") -> V:
+    """Apply :func:`update` atomically to the object at ``addr`` of space ``where``; return the
+    old state."""
     d = x.D
     zero = d.const(0, 64)
     return x.atomic(
-        "shared", "mbarrier", addr, bits, B64, lambda o, a, t: update(d, o, a, zero if t is None else t),
+        where, "mbarrier", addr, bits, B64, lambda o, a, t: update(d, o, a, zero if t is None else t),
         arrivals, tx_delta,
     )  # fmt: skip
 
 
-def complete_tx(x: Exec[V, B], addr: V, bits: int, nbytes: V) -> None:
-    """Lower the tx-count of the object at ``addr`` by ``nbytes`` (32-bit), as a completed
-    asynchronous transaction does (``complete_tx``, and the bulk copies that name the object)."""
+def complete_tx(x: Exec[V, B], addr: V, bits: int, nbytes: V, where: str = "shared") -> None:
+    """Lower the tx-count of the object at ``addr`` (of space ``where``) by ``nbytes`` (32-bit),
+    as a completed asynchronous transaction does (``complete_tx``, and the bulk copies that name
+    the object)."""
     d = x.D
-    change(x, addr, bits, d.const(0, 64), d.neg(d.zext(nbytes, 32, 64), 64))
+    change(x, addr, bits, d.const(0, 64), d.neg(d.zext(nbytes, 32, 64), 64), where)
 
 
 def _arrive(x: Exec[V, B]) -> None:
     d = x.D
     arrivals = _u64(x, "count") if x.has("count") else d.const(1, 64)
     addr, bits = _track(x, "arrive")
-    old = change(x, addr, bits, arrivals, d.const(0, 64))
+    old = change(x, addr, bits, arrivals, d.const(0, 64), space(x))
     x.write("state", token(d, old), B64)
 
 
@@ -130,18 +143,18 @@ def _arrive_expect_tx(x: Exec[V, B]) -> None:
     d = x.D
     one = d.const(1, 64)
     addr, bits = _track(x, "arrive")
-    old = change(x, addr, bits, one, _u64(x, "tx"))
+    old = change(x, addr, bits, one, _u64(x, "tx"), space(x))
     x.write("state", token(d, old), B64)
 
 
 def _expect_tx(x: Exec[V, B]) -> None:
     addr, bits = _track(x, "expect_tx")
-    change(x, addr, bits, x.D.const(0, 64), _u64(x, "tx"))
+    change(x, addr, bits, x.D.const(0, 64), _u64(x, "tx"), space(x))
 
 
 def _complete_tx(x: Exec[V, B]) -> None:
     addr, bits = _track(x, "complete_tx")
-    complete_tx(x, addr, bits, x.read("tx", U32))
+    complete_tx(x, addr, bits, x.read("tx", U32), space(x))
 
 
 def _completed(x: Exec[V, B], parity: bool) -> B:
@@ -181,6 +194,13 @@ def _pending_count(x: Exec[V, B]) -> None:
     x.write("count", d.trunc(field(d, x.read("state", U64), PENDING), 64, 32), U32)
 
 
+def _fence_init(x: Exec[V, B]) -> None:
+    """``fence.mbarrier_init.release.cluster``: makes the thread's earlier ``mbarrier.init``
+    visible to the cluster (other CTAs' arrivals, multicast copies' complete-tx) once a cluster
+    barrier follows. The model's init is visible at once, so the fence changes nothing here; a
+    kernel that leaves it out is not caught (the model cannot show a stale object)."""
+
+
 def _inval(x: Exec[V, B]) -> None:
     addr, bits = _track(x, "inval")
     x.store("shared", addr, bits, x.D.const(0, 64), B64)
@@ -189,8 +209,11 @@ def _inval(x: Exec[V, B]) -> None:
 _ADDR = Slot("addr", "addr")
 _SPACE: dict[str, tuple[str, ...]] = {"space": ("shared",)}
 # .cta is neutral, and so is .cluster: the model's stores are visible at once, so a wider scope
-# orders nothing more (the mbarrier itself is the executing CTA's).
+# orders nothing more.
 _SEM_SCOPE: dict[str, tuple[str, ...]] = {**_SPACE, "scope": ("cluster",)}
+# arrive, expect_tx and complete_tx may name the object of another CTA of the cluster by its
+# .shared::cluster address (mapa's); the waits read the executing CTA's own objects only.
+_REMOTE: dict[str, tuple[str, ...]] = {"space": ("shared", "shared::cluster"), "scope": ("cluster",)}
 
 
 def _wait(op: str, parity: bool, doc: str) -> Instr:
@@ -210,14 +233,14 @@ MBARRIER: tuple[Instr, ...] = (
           kind="memory", min_ptx="7.0", min_target="sm_80",
           doc="initialise an mbarrier: phase 0, count arrivals expected"),
     Instr("mbarrier", ("b64",), (Slot("state", dest=True), _ADDR, Slot("count", optional=True)), _arrive,
-          {**_SEM_SCOPE, "complete": ("noComplete",)}, required=("space",), fixed=("arrive",), kind="memory",
+          {**_REMOTE, "complete": ("noComplete",)}, required=("space",), fixed=("arrive",), kind="memory",
           min_ptx="7.0", min_target="sm_80", doc="arrive (count times) and return a token of the phase"),
     Instr("mbarrier", ("b64",), (Slot("state", dest=True), _ADDR, Slot("tx")), _arrive_expect_tx,
-          _SEM_SCOPE, required=("space",), fixed=("arrive", "expect_tx"), kind="memory", min_ptx="8.0",
+          _REMOTE, required=("space",), fixed=("arrive", "expect_tx"), kind="memory", min_ptx="8.0",
           min_target="sm_90", doc="raise the tx-count, then arrive"),
-    Instr("mbarrier", ("b64",), (_ADDR, Slot("tx")), _expect_tx, _SEM_SCOPE, required=("space",),
+    Instr("mbarrier", ("b64",), (_ADDR, Slot("tx")), _expect_tx, _REMOTE, required=("space",),
           fixed=("expect_tx",), kind="memory", min_ptx="8.0", min_target="sm_90", doc="raise the tx-count"),
-    Instr("mbarrier", ("b64",), (_ADDR, Slot("tx")), _complete_tx, _SEM_SCOPE, required=("space",),
+    Instr("mbarrier", ("b64",), (_ADDR, Slot("tx")), _complete_tx, _REMOTE, required=("space",),
           fixed=("complete_tx",), kind="memory", min_ptx="8.0", min_target="sm_90",
           doc="lower the tx-count (as completed transactions do)"),
     _wait("test_wait", False, "whether the phase of a token has completed"),
@@ -229,4 +252,7 @@ MBARRIER: tuple[Instr, ...] = (
           doc="the pending arrival count of a noComplete arrival's token"),
     Instr("mbarrier", ("b64",), (_ADDR,), _inval, _SPACE, required=("space",), fixed=("inval",),
           kind="memory", min_ptx="7.0", min_target="sm_80", doc="end an mbarrier's life"),
+    Instr("fence", (), (), _fence_init, {"scope": ("cluster",)}, required=("scope",),
+          fixed=("mbarrier_init",), ntypes=0, kind="memory", min_ptx="8.0", min_target="sm_90",
+          doc="make earlier mbarrier.init visible to the cluster (no value changes)"),
 )  # fmt: skip

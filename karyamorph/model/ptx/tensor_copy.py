@@ -36,8 +36,14 @@ before the tensor's edges, every swizzle, element strides and rank 3 land as the
 and a box at a 128- or 512-byte offset from a 1024-byte boundary is swizzled on the shared
 address's own bits.
 
-Not modeled (refused when decoded): ``.im2col`` and the other load modes, ``.multicast::cluster``,
-``.cta_group``, and ``cp.reduce.async.bulk.tensor``. A copy whose map the model does not hold
+A load with ``.multicast::cluster`` takes a 16-bit ``ctaMask`` after ``[mbar]``: the box lands
+at the same CTA-relative offset ``dstMem`` in the shared memory of every CTA of the cluster whose
+rank's bit is set, and each of those CTAs' mbarrier at the offset of ``mbar`` gets the box's
+complete-tx (PTX ISA: "the mbarrier signal is also multicast to the same CTA-relative offset as
+dstMem"). Its destination and mbarrier name the issuing CTA's window.
+
+Not modeled (refused when decoded): ``.im2col`` and the other load modes, ``.cta_group``, and
+``cp.reduce.async.bulk.tensor``. A copy whose map the model does not hold
 (a map built or changed in device memory with ``tensormap.replace``) is refused when it runs.
 
 Drivers perform copies through the optional hook ``tensor_copy`` (a load names its mbarrier, so
@@ -48,10 +54,11 @@ it cannot run.
 
 from __future__ import annotations
 
+from karyamorph.model.ptx.cluster import MAX_CLUSTER_CTAS, RANK_SHIFT, RANK_STRIDE
 from karyamorph.model.ptx.mbarrier import complete_tx, track
-from karyamorph.model.semantics.domain import B, V
+from karyamorph.model.semantics.domain import B, V, ne
 from karyamorph.model.semantics.instruction import Exec, Instr, Slot
-from karyamorph.model.semantics.types import S32
+from karyamorph.model.semantics.types import S32, TYPES
 
 DIMS = ("1d", "2d", "3d", "4d", "5d")
 
@@ -79,6 +86,25 @@ def _load(x: Exec[V, B]) -> None:
     complete_tx(x, mbar, bits, nbytes)
 
 
+def _load_multicast(x: Exec[V, B]) -> None:
+    d = x.D
+    dst, dst_bits = x.address("dst")
+    tmap, tmap_bits = x.address("tmap")
+    mbar, bits = x.address("mbar")
+    mask = d.zext(x.read("mask", TYPES["b16"]), 16, bits)
+    nbytes = _hook(x)("load", dst, dst_bits, tmap, tmap_bits, _coords(x), (mbar, bits), mask)
+    offset = d.and_(mbar, d.const(RANK_STRIDE - 1, bits), bits)
+    zero = d.const(0, 32)
+    for rank in range(MAX_CLUSTER_CTAS):
+        # Rank ``rank``'s object at the offset of ``mbar`` (mapa's address), where its bit is set;
+        # elsewhere the issuing CTA's own, lowered by nothing.
+        named = ne(d, d.and_(mask, d.const(1 << rank, bits), bits), d.const(0, bits), bits)
+        remote = d.or_(offset, d.const((rank + 1) << RANK_SHIFT, bits), bits)
+        at = d.ite(named, remote, mbar, bits)
+        track(x, "complete_tx", at, bits)
+        complete_tx(x, at, bits, d.ite(named, nbytes, zero, 32), "shared::cluster")
+
+
 def _store(x: Exec[V, B]) -> None:
     src, src_bits = x.address("src")
     tmap, tmap_bits = x.address("tmap")
@@ -95,6 +121,14 @@ TENSOR_COPY: tuple[Instr, ...] = (
           required=("dim", "dst_space", "src_space", "completion"), fixed=("async", "bulk", "tensor"),
           ntypes=0, kind="memory", min_ptx="8.0", min_target="sm_90",
           doc="copy a tensor map's box global -> shared, then complete-tx its bytes on an mbarrier"),
+    Instr("cp", (), (Slot("dst", "addr"), Slot("tmap", "tensor", pair="coords"), Slot("mbar", "addr"),
+                     Slot("mask"), Slot("policy", optional=True)), _load_multicast,
+          {**_COMMON, "dst_space": ("shared::cluster",), "src_space": ("global",),
+           "completion": ("mbarrier::complete_tx::bytes",)},
+          required=("dim", "dst_space", "src_space", "completion"),
+          fixed=("async", "bulk", "tensor", "multicast::cluster"), ntypes=0, kind="memory", min_ptx="8.0",
+          min_target="sm_90", doc="copy a tensor map's box global -> the shared memory of the cluster's CTAs "
+          "in a mask, complete-tx on each one's mbarrier"),
     Instr("cp", (), (Slot("tmap", "tensor", pair="coords"), Slot("src", "addr"),
                      Slot("policy", optional=True)), _store,
           {**_COMMON, "dst_space": ("global",), "src_space": ("shared",), "completion": ("bulk_group",)},

@@ -19,7 +19,11 @@ and the grid: a block a tile, or ``persistent``, a block on each of ``sms`` SMs 
 after tile, its ring going on from one tile to the next, so that the producer loads the next
 tile's slices while the consumers store the last one's c; ``grouped`` is persistent with the
 tiles taken in groups of 8 tile rows, column after column within a group (the SMs then work at
-once on tiles that share rows of a and of b in L2).
+once on tiles that share rows of a and of b in L2). ``cluster = 2`` launches clusters of two CTAs
+whose tiles lie one above the other and share b's box: each copies half of it, multicast to both
+(M must then be a multiple of ``2 * bm``). The f16 c leaves either ``direct`` (4-byte stores
+from the accumulators) or ``staged`` (through 16 KB of shared memory a consumer, 16-byte stores
+of whole rows).
 """
 
 from __future__ import annotations
@@ -40,14 +44,18 @@ from karyamorph.search.templates.hopper_gemm_kernel import HopperShape, hopper_g
 TARGET = "sm_90a"
 """wgmma, setmaxnreg and the TMA copies of this kernel: sm_90a only."""
 
-PARAMETERS = (
+FP8_PARAMETERS = (
     Parameter("bm", (64, 128, 256)),
     Parameter("bn", (64, 128, 256)),
     Parameter("stages", (2, 3, 4, 5, 6)),
     Parameter("consumers", (1, 2)),
     Parameter("regs", ("default", "setmaxnreg")),
     Parameter("grid", ("tiles", "persistent", "grouped")),
+    Parameter("cluster", (1, 2)),
 )
+PARAMETERS = (*FP8_PARAMETERS, Parameter("epilogue", ("direct", "staged")))
+"""The f16 space: the FP8 one's, and how c leaves (the FP8 c is f32 times the scales, stored
+directly)."""
 
 
 def constraints(per_element: int) -> tuple[Constraint, ...]:
@@ -62,10 +70,21 @@ def constraints(per_element: int) -> tuple[Constraint, ...]:
         ),
         # setmaxnreg's counts are for 384 threads: 40 x 128 + 232 x 256 of the SM's 65536.
         Constraint("regs == 'default' or consumers == 2"),
+        # A cluster's two tiles lie one above the other: the check sizes (M = 256) hold one pair
+        # of 128-row tiles, so the pairs are of tiles of at most 128 rows.
+        Constraint("cluster == 1 or bm <= 128"),
     )
 
 
-CONSTRAINTS = constraints(1)
+CONSTRAINTS = (
+    *constraints(1),
+    # The staging addresses beside 128 accumulators and a persistent loop's registers spill in
+    # the 168 registers a thread of 384 has without setmaxnreg (ptxas 13.5).
+    Constraint(
+        "epilogue == 'direct' or regs == 'setmaxnreg' or grid == 'tiles' "
+        "or (bm // (64 * consumers)) * bn // 2 < 128"
+    ),
+)
 
 REFERENCE = "(a.float() @ b.float().T).half()"
 """Accumulated in f32 (TF32 off) and rounded once, as the kernel does in another order."""
@@ -92,7 +111,9 @@ def shape(config: Mapping[str, Value], kind: str = "f16") -> HopperShape:
     grid = config.get("grid", "tiles")
     group = GROUP_ROWS if grid == "grouped" else 0
     setmaxnreg = config["regs"] == "setmaxnreg"
-    return HopperShape(bm, bn, stages, consumers, setmaxnreg, kind, grid != "tiles", group)
+    cluster = int(config.get("cluster", 1))
+    staged = config.get("epilogue", "direct") == "staged"
+    return HopperShape(bm, bn, stages, consumers, setmaxnreg, kind, grid != "tiles", group, cluster, staged)
 
 
 def registers(s: HopperShape) -> int:
@@ -111,8 +132,8 @@ _F16, _U8 = DTYPES["f16"], DTYPES["u8"]
 
 
 def _spec(s: HopperShape, arch: Arch, sizes: Mapping[str, int]) -> KernelSpec:
-    require_multiples(sizes, M=s.bm, N=s.bn, K=s.bk)
-    maps = (TensorMapSpec((s.bm, s.bk), swizzle=128), TensorMapSpec((s.bn, s.bk), swizzle=128))
+    require_multiples(sizes, M=s.bm * s.cluster, N=s.bn, K=s.bk)
+    maps = (TensorMapSpec((s.bm, s.bk), swizzle=128), TensorMapSpec((s.b_rows, s.bk), swizzle=128))
     scalars: tuple[ArgSpec, ...] = (
         *((ArgSpec("M", "scalar", DTYPES["u32"], value="M"),) if s.persistent else ()),
         ArgSpec("N", "scalar", DTYPES["u32"], value="N"),
@@ -129,8 +150,14 @@ def _spec(s: HopperShape, arch: Arch, sizes: Mapping[str, int]) -> KernelSpec:
         out, reference, tolerance = DTYPES["f32"], FP8_REFERENCE, (0.0, FP8_RTOL)
     args = (*inputs, ArgSpec("c", "out", out, ("M", "N"), Init("zeros")), *scalars)
     tiles = (f"N / {s.bn}", f"M / {s.bm}")
-    grid = (f"min(({tiles[0]}) * ({tiles[1]}), sms)",) if s.persistent else tiles
-    launch = Launch(grid, (s.threads,), s.shared_bytes)
+    grid: tuple[str, ...] = tiles
+    if s.persistent and s.cluster == 1:
+        grid = (f"min(({tiles[0]}) * ({tiles[1]}), sms)",)
+    elif s.persistent:  # whole clusters: a multiple of the cluster's CTAs
+        pairs = f"(({tiles[0]}) * ({tiles[1]}) / {s.cluster})"
+        grid = (f"min({pairs}, sms / {s.cluster}) * {s.cluster}",)
+    cluster = None if s.cluster == 1 else (s.cluster, 1, 1) if s.persistent else (1, s.cluster, 1)
+    launch = Launch(grid, (s.threads,), s.shared_bytes, cluster)
     ab = s.element_bytes
     return KernelSpec(
         ptx=hopper_gemm_ptx(s, arch), entry=s.entry, sizes=dict(sizes), launch=launch, args=args,
@@ -155,8 +182,9 @@ def build_fp8(config: Mapping[str, Value], arch: Arch, sizes: Mapping[str, int])
     return _spec(shape(config, "e4m3"), arch, sizes)
 
 
-BASELINE: Mapping[str, Value] = {"bm": 128, "bn": 128, "stages": 4, "consumers": 2, "regs": "default",
-                                 "grid": "tiles"}  # fmt: skip
+FP8_BASELINE: Mapping[str, Value] = {"bm": 128, "bn": 128, "stages": 4, "consumers": 2, "regs": "default",
+                                     "grid": "tiles", "cluster": 1}  # fmt: skip
+BASELINE: Mapping[str, Value] = {**FP8_BASELINE, "epilogue": "direct"}
 HOPPER_SIZES: Mapping[str, int] = {**SIZES, "sms": 132}
 """The benchmark problem, and the SMs a persistent grid has a block on (an H100 SXM's or an
 H200's 132; ``--size sms=N`` for another GPU)."""
@@ -183,13 +211,13 @@ TEMPLATE = Template(
 FP8_TEMPLATE = Template(
     name="hopper_fp8_gemm",
     summary="FP8 (e4m3) c = sa * sb * a @ b.T, f32 out, on sm_90a: TMA, mbarrier ring, wgmma m64nNk32",
-    parameters=PARAMETERS,
+    parameters=FP8_PARAMETERS,
     constraints=constraints(2),
     build=build_fp8,
     footprint=footprint,
     sizes=HOPPER_SIZES,
     check_sizes={"M": 256, "N": 256, "K": 896, "sms": 3},  # as hopper_gemm's
-    baseline=BASELINE,
+    baseline=FP8_BASELINE,
     torch_baseline=SM120_FP8.torch_baseline,
     min_sm=90,
     requires=TARGET,

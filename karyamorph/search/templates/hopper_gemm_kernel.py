@@ -44,6 +44,18 @@ the producer fills the next tile's stages while the consumers store the last one
 consumer releases a tile's last stage once its ``wait_group 0`` is done, zeroes its accumulators
 and starts the next tile.
 
+Clusters of two (``cluster = 2``): the two CTAs of a cluster compute tiles one above the other
+(rows ``m0`` and ``m0 + bm``, the same columns), so they read the same ``bn`` rows of b. Each
+CTA's producer copies its own a box and half of b's (``bn / 2`` rows, the half of its rank),
+multicast to both CTAs (``.multicast::cluster``, mask ``0b11``) at the same offset, completing
+on both CTAs' ``full`` mbarriers: each CTA still receives a whole stage, but b's rows cross from
+L2 once for two tiles. A stage may be refilled only when the consumers of both CTAs have
+released it, so each consumer warp arrives on its own ``empty`` and on the other CTA's (through
+``mapa``), and ``empty`` expects twice the arrivals. The mbarriers are initialised before a
+cluster barrier (with ``fence.mbarrier_init``), and every thread meets the other CTA at a last
+cluster barrier before it exits, so that no arrival reaches a CTA that has gone. A persistent
+grid is then ``2 * min(tiles / 2, sms / 2)`` blocks, and clusters take pairs of tile rows.
+
 The shared memory is dynamic, aligned to 1024 bytes (the 128-byte swizzle's period): the stages
 (a's box, then b's) and after them the ``full`` and ``empty`` mbarriers. M, N and K must be
 multiples of ``bm``, ``bn`` and the slice.
@@ -92,6 +104,12 @@ class HopperShape:
     group_rows: int = 0
     """Persistent: the tiles go in groups of this many tile rows, column after column within a
     group (0: row after row)."""
+    cluster: int = 1
+    """CTAs a cluster holds (1 or 2): with 2, tiles one above the other share b's box through
+    multicast copies."""
+    staged: bool = False
+    """f16: c leaves through a shared staging buffer (``stmatrix``, then 16-byte stores of
+    whole rows) instead of 4-byte stores from the accumulators."""
 
     @property
     def element_bytes(self) -> int:
@@ -127,19 +145,35 @@ class HopperShape:
         return self.bm * ROW
 
     @property
+    def b_rows(self) -> int:
+        """Rows of b one CTA copies a slice (multicast to the cluster: ``bn / cluster``)."""
+        return self.bn // self.cluster
+
+    @property
     def stage_bytes(self) -> int:
         return (self.bm + self.bn) * ROW
 
     @property
+    def staging_cols(self) -> int:
+        """Columns of c a consumer's staging buffer holds (64 rows of them)."""
+        return min(self.bn, 128)
+
+    @property
+    def staging_bytes(self) -> int:
+        return self.consumers * 64 * 2 * self.staging_cols if self.staged else 0
+
+    @property
     def shared_bytes(self) -> int:
-        """The stages and two mbarriers a stage (8 bytes each)."""
-        return self.stages * self.stage_bytes + 16 * self.stages
+        """The stages, the staging buffers and two mbarriers a stage (8 bytes each)."""
+        return self.stages * self.stage_bytes + self.staging_bytes + 16 * self.stages
 
     @property
     def entry(self) -> str:
         regs = "_setmaxnreg" if self.setmaxnreg else ""
         grid = "_persistent" if self.persistent else ""
         grid += f"_g{self.group_rows}" if self.persistent and self.group_rows else ""
+        grid += f"_x{self.cluster}" if self.cluster > 1 else ""
+        grid += "_staged" if self.staged else ""
         return f"hopper_{self.kind}_gemm_{self.bm}x{self.bn}_s{self.stages}_c{self.consumers}{regs}{grid}"
 
 
@@ -153,6 +187,8 @@ def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
     n_param, k_param = kb.param("N", "u32"), kb.param("K", "u32")
     scales = [kb.param(name, "f32") for name in ("scale_a", "scale_b")] if s.kind == "e4m3" else []
     kb.maxntid(s.threads)
+    if s.cluster > 1:
+        kb.reqnctapercluster(*((s.cluster, 1, 1) if s.persistent else (1, s.cluster, 1)))
     c = kb.to_global(kb.ld_param(c_param))
     m = kb.ld_param(m_param) if m_param is not None else None
     n, k = kb.ld_param(n_param), kb.ld_param(k_param)
@@ -160,25 +196,39 @@ def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
     smem = kb.mov("u32", kb.extern_shared("smem", align=SWIZZLE_PERIOD))
     tid = kb.sreg("tid.x")
     warpgroup = kb.shr("u32", tid, log2(WARPGROUP))
-    full0 = kb.add("u32", smem, s.stages * s.stage_bytes)
+    full0 = kb.add("u32", smem, s.stages * s.stage_bytes + s.staging_bytes)
     empty0 = kb.add("u32", full0, 8 * s.stages)
     slices = kb.shr("u32", k, log2(s.bk))
     first = kb.setp("eq", "u32", tid, 0)
     with kb.if_(first):
         for stage in range(s.stages):
             kb.instr("mbarrier.init.shared::cta.b64", kb.addr(full0, 8 * stage), 1)
-            kb.instr("mbarrier.init.shared::cta.b64", kb.addr(empty0, 8 * stage), 4 * s.consumers)
-    kb.bar_sync(0)
+            kb.instr("mbarrier.init.shared::cta.b64", kb.addr(empty0, 8 * stage), 4 * s.consumers * s.cluster)
+        if s.cluster > 1:
+            kb.instr("fence.mbarrier_init.release.cluster")
+    _meet(kb, s)
     tiles = _Tiles(kb, s, m, n)
-    consumer = kb.label("consumer")
+    consumer, finish = kb.label("consumer"), kb.label("finish")
     kb.bra(consumer, guard=kb.setp("ne", "u32", warpgroup, 0))
     _produce(kb, s, first, maps, smem, full0, empty0, slices, tiles)
-    kb.ret()
+    kb.bra(finish)
     kb.place(consumer)
     scale = kb.mul("f32", *(kb.ld_param(p) for p in scales)) if scales else None
     _consume(kb, s, tid, warpgroup, smem, full0, empty0, slices, c, n, scale, tiles)
+    kb.place(finish)
+    if s.cluster > 1:  # no thread leaves while the other CTA may still arrive on its mbarriers
+        _meet(kb, s)
     kb.ret()
     return kb.ptx()
+
+
+def _meet(kb: KernelBuilder, s: HopperShape) -> None:
+    """Every thread of the block (of the cluster, with clusters of two) meets here."""
+    if s.cluster > 1:
+        kb.instr("barrier.cluster.arrive")
+        kb.instr("barrier.cluster.wait")
+    else:
+        kb.bar_sync(0)
 
 
 class _Tiles:
@@ -189,9 +239,12 @@ class _Tiles:
 
     def __init__(self, kb: KernelBuilder, s: HopperShape, m: Reg | None, n: Reg) -> None:
         self.kb, self.s = kb, s
+        # With clusters of two, a persistent cluster takes "tiles" of two tile rows (its ranks
+        # the upper and the lower one): the order below counts those.
+        self.rank = kb.sreg("cluster_ctarank") if s.cluster > 1 else None
         if m is not None:
             self.across = kb.shr("u32", n, log2(s.bn))
-            self.down = kb.shr("u32", m, log2(s.bm))
+            self.down = kb.shr("u32", m, log2(s.bm * s.cluster))
             self.count = kb.mul("u32", self.down, self.across)
 
     @contextmanager
@@ -199,19 +252,23 @@ class _Tiles:
         """A loop over the block's tiles (one pass when not persistent), yielding the tile's
         first row and first column."""
         kb, s = self.kb, self.s
-        if not s.persistent:
+        if not s.persistent:  # clusters of two lie along y: ranks 0 and 1 are tile rows 2i, 2i + 1
             yield kb.mul("u32", kb.sreg("ctaid.y"), s.bm), kb.mul("u32", kb.sreg("ctaid.x"), s.bn)
             return
-        with kb.for_range(kb.sreg("ctaid.x"), self.count, kb.sreg("nctaid.x")) as tile:
-            if s.group_rows:
-                per_group = kb.mul("u32", self.across, s.group_rows)
-                top = kb.mul("u32", kb.div("u32", tile, per_group), s.group_rows)
+        start, step = ("clusterid.x", "nclusterid.x") if s.cluster > 1 else ("ctaid.x", "nctaid.x")
+        group = s.group_rows // s.cluster
+        with kb.for_range(kb.sreg(start), self.count, kb.sreg(step)) as tile:
+            if group:
+                per_group = kb.mul("u32", self.across, group)
+                top = kb.mul("u32", kb.div("u32", tile, per_group), group)
                 # The last group may have fewer rows.
-                rows = kb.min("u32", kb.sub("u32", self.down, top), s.group_rows)
+                rows = kb.min("u32", kb.sub("u32", self.down, top), group)
                 within = kb.rem("u32", tile, per_group)
                 tile_m, tile_n = kb.add("u32", top, kb.rem("u32", within, rows)), kb.div("u32", within, rows)
             else:
                 tile_m, tile_n = kb.div("u32", tile, self.across), kb.rem("u32", tile, self.across)
+            if self.rank is not None:
+                tile_m = kb.mad("u32", tile_m, s.cluster, self.rank)
             yield kb.mul("u32", tile_m, s.bm), kb.mul("u32", tile_n, s.bn)
 
 
@@ -244,6 +301,8 @@ def _produce(
     if s.setmaxnreg:
         kb.instr("setmaxnreg.dec.sync.aligned.u32", PRODUCER_REGS)
     with kb.if_(first):
+        # The multicast's mask: every CTA of the cluster.
+        everyone = kb.mov("b16", (1 << s.cluster) - 1) if tiles.rank is not None else None
         it = kb.mov("u32", 0)
         with tiles.each() as (m0, n0), kb.for_range(0, slices) as kt:
             index, parity = _stage(kb, s, it)
@@ -257,9 +316,18 @@ def _produce(
             a_box = kb.mad("u32", index, s.stage_bytes, smem)
             b_box = kb.add("u32", a_box, s.a_bytes)
             depth = kb.shl("b32", kt, log2(s.bk))
-            for box, tensor, row in ((a_box, maps[0], m0), (b_box, maps[1], n0)):
-                source = ast.Address(ast.Register(tensor.name), 0, (kb_vector(depth, row),))
-                kb.instr(TMA, kb.addr(box), source, kb.addr(full))
+            source = ast.Address(ast.Register(maps[0].name), 0, (kb_vector(depth, m0),))
+            kb.instr(TMA, kb.addr(a_box), source, kb.addr(full))
+            if tiles.rank is None or everyone is None:
+                source = ast.Address(ast.Register(maps[1].name), 0, (kb_vector(depth, n0),))
+                kb.instr(TMA, kb.addr(b_box), source, kb.addr(full))
+            else:  # this rank's half of b's rows, into both CTAs' stage at the same offset
+                half = kb.mul("u32", tiles.rank, s.b_rows)
+                source = ast.Address(
+                    ast.Register(maps[1].name), 0, (kb_vector(depth, kb.add("u32", n0, half)),)
+                )
+                mine = kb.mad("u32", half, ROW, b_box)
+                kb.instr(f"{TMA}.multicast::cluster", kb.addr(mine), source, kb.addr(full), everyone)
             kb.add("u32", it, 1, out=it)
 
 
@@ -277,10 +345,11 @@ def _consume(
     if s.setmaxnreg:
         kb.instr("setmaxnreg.inc.sync.aligned.u32", CONSUMER_REGS)
     rank = kb.sub("u32", warpgroup, 1)  # the consumer's index
+    peer = kb.xor("b32", tiles.rank, 1) if tiles.rank is not None else None  # the other CTA's rank
     lane = kb.and_("b32", tid, 31)
     signals = kb.setp("eq", "u32", lane, 0)  # lane 0 of each warp releases a stage
     acc = [[kb.reg("f32") for _ in range(s.bn // 2)] for _ in range(s.slabs)]
-    accumulate = kb.setp("eq", "u32", tid, tid)  # scale-d: add to the accumulators (all zero at first)
+    accumulate = kb.setp("eq", "u32", tid, tid)  # scale-d: add to the accumulators
     # e4m3: each slice's products go to accumulators of their own (scale-d false on its first
     # step), added into ``acc`` in f32 once the slice is done (module docstring: promotion).
     promoted = [[kb.reg("f32") for _ in range(s.bn // 2)] for _ in range(s.slabs)] if s.promotes else []
@@ -289,10 +358,13 @@ def _consume(
     shape = f"wgmma.mma_async.sync.aligned.m64n{s.bn}{KINDS[s.kind][1]}"
     it = kb.mov("u32", 0)
     with tiles.each() as (m0, n0):
-        for row in acc:
-            for v in row:
-                kb.mov("f32", 0.0, out=v)
+        if s.promotes:  # the slices' sums are added into acc; otherwise the tile's first step sets it
+            for row in acc:
+                for v in row:
+                    kb.mov("f32", 0.0, out=v)
         with kb.for_range(0, slices) as kt:
+            if not s.promotes:  # scale-d false on the tile's first step: c starts from its products
+                fresh = kb.setp("ne", "u32", kt, 0)
             index, parity = _stage(kb, s, it)
             full = kb.mad("u32", index, 8, full0)
             _wait(kb, kb.addr(full), parity)
@@ -315,34 +387,99 @@ def _consume(
                 for slab in range(s.slabs):
                     for total, part in zip(acc[slab], promoted[slab], strict=True):
                         kb.add("f32", total, part, out=total)
-                _release(kb, signals, empty0, index)
+                _release(kb, signals, empty0, index, peer)
             else:
                 kb.instr("wgmma.wait_group.sync.aligned", 1)
                 # At most this slice's group is pending: the previous slice's stage is free.
                 previous = kb.setp("ne", "u32", kt, 0, bool_op="and", c=signals)
                 with kb.if_(previous):
                     before, _ = _stage(kb, s, kb.sub("u32", it, 1))
-                    _release(kb, None, empty0, before)
+                    _release(kb, None, empty0, before, peer)
             kb.add("u32", it, 1, out=it)
         kb.instr("wgmma.wait_group.sync.aligned", 0)
         if s.persistent and not s.promotes:  # the tile's last slice is done: its stage is free
             last, _ = _stage(kb, s, kb.sub("u32", it, 1))
-            _release(kb, signals, empty0, last)
-        _store(kb, s, tid, rank, c, n, acc, scale, m0, n0)
+            _release(kb, signals, empty0, last, peer)
+        if s.staged:
+            _store_staged(kb, s, tid, rank, c, n, acc, m0, n0, kb.add("u32", smem, s.stages * s.stage_bytes))
+        else:
+            _store(kb, s, tid, rank, c, n, acc, scale, m0, n0)
 
 
-def _release(kb: KernelBuilder, signals: Reg | None, empty0: Reg, index: Reg) -> None:
+def _release(kb: KernelBuilder, signals: Reg | None, empty0: Reg, index: Reg, peer: Reg | None) -> None:
     """Arrive on stage ``index``'s ``empty`` mbarrier (only from the threads of ``signals``, when
-    given)."""
+    given), and on the other CTA's of the cluster (rank ``peer``), when given."""
     with kb.if_(signals) if signals is not None else nullcontext():
-        empty = kb.addr(kb.mad("u32", index, 8, empty0))
-        kb.instr("mbarrier.arrive.shared::cta.b64", ast.Symbol("_"), empty)
+        empty = kb.mad("u32", index, 8, empty0)
+        kb.instr("mbarrier.arrive.shared::cta.b64", ast.Symbol("_"), kb.addr(empty))
+        if peer is not None:
+            remote = kb.emit("mapa.shared::cluster.u32", "u32", empty, peer)
+            kb.instr("mbarrier.arrive.shared::cluster.b64", ast.Symbol("_"), kb.addr(remote))
 
 
 def _descriptor(kb: KernelBuilder, address: Reg) -> Reg:
     """The K-major, 128-byte-swizzled wgmma descriptor of the box at shared ``address``."""
     start = kb.and_("b64", kb.shr("u64", kb.cvt("u64", "u32", address), 4), 0x3FFF)
     return kb.or_("b64", start, DESC_BASE)
+
+
+def _packed(kb: KernelBuilder, acc: list[Reg], j: int, half: int) -> Reg:
+    """Accumulators ``4 j + 2 half`` and ``+ 1`` (columns ``8 j + 2 t`` and ``+ 1`` of row
+    ``g + 8 half``) rounded to f16x2; ``cvt.rn.f16x2.f32 d, hi, lo`` puts its first source in the
+    upper half."""
+    return kb.emit("cvt.rn.f16x2.f32", "b32", acc[4 * j + 2 * half + 1], acc[4 * j + 2 * half])
+
+
+def _store_staged(
+    kb: KernelBuilder, s: HopperShape, tid: Reg, rank: Reg, c: Reg, n: Reg, acc: list[list[Reg]],
+    tile_m0: Reg, tile_n0: Reg, staging: Reg,
+) -> None:  # fmt: skip
+    """Store the consumer's slabs of c through its staging buffer (``64 x staging_cols`` f16 at
+    ``staging``; one pass a slab's ``staging_cols`` columns). Each warp stages its own 16 rows,
+    so the warp alone synchronises (``bar.warp.sync``): ``stmatrix`` writes the f16x2 pairs as
+    8x8 matrices, 16-byte chunks of each row swizzled by the row's low three bits (no bank
+    conflicts), then each lane copies 16-byte chunks to c, whole rows at a time (a warp's store
+    covers 512 contiguous bytes of rows)."""
+    cols = s.staging_cols
+    pitch, chunks = 2 * cols, cols // 8  # bytes and 16-byte chunks a staging row
+    per_round = 32 // chunks  # rows a warp copies a round
+    local = kb.and_("b32", tid, WARPGROUP - 1)
+    warp, lane = kb.shr("u32", local, 5), kb.and_("b32", local, 31)
+    mine = kb.mad("u32", kb.mad("u32", rank, 4, warp), 16 * pitch, staging)  # the warp's 16 rows
+    # stmatrix .x4: lanes 8i..8i+7 give the rows of matrix i, (j, half) = (2q + i / 2, i % 2).
+    # A row's bytes start 256-aligned (or 128 with 64 columns), so chunk (2q + i / 2) ^ (row & 7)
+    # is the address of chunk i / 2 ^ (row & 7), xor 32 q.
+    matrix, r7 = kb.shr("u32", lane, 3), kb.and_("b32", lane, 7)
+    row = kb.mad("u32", kb.and_("b32", matrix, 1), 8, r7)
+    at0 = kb.add(
+        "u32", kb.mad("u32", row, pitch, mine), kb.shl("b32", kb.xor("b32", kb.shr("u32", matrix, 1), r7), 4)
+    )
+    # The copy: lane k takes chunk k % chunks of row k / chunks, + per_round, ...; round t's rows
+    # have low bits (k / chunks) ^ (t * per_round & 7).
+    r0, ch = kb.shr("u32", lane, log2(chunks)), kb.and_("b32", lane, chunks - 1)
+    src0 = kb.add("u32", kb.mad("u32", r0, pitch, mine), kb.shl("b32", kb.xor("b32", ch, r0), 4))
+    rounds = 16 // per_round
+    flips = sorted({(t * per_round) & 7 for t in range(rounds)})
+    src = {f: kb.xor("b32", src0, f << 4) if f else src0 for f in flips}
+    m0 = kb.add("u32", kb.mad("u32", rank, s.slabs * 64, tile_m0), kb.mad("u32", warp, 16, r0))
+    dst0 = kb.add("u64", c, kb.mul_wide("u32", kb.mad("u32", m0, n, kb.mad("u32", ch, 8, tile_n0)), 2))
+    step = kb.mul_wide("u32", n, 2 * per_round)  # bytes of c between one round's rows and the next's
+    for slab in range(s.slabs):
+        for p in range(s.bn // cols):
+            for q in range(chunks // 2):
+                regs = [_packed(kb, acc[slab], p * chunks + 2 * q + i // 2, i % 2) for i in range(4)]
+                kb.instr(
+                    "stmatrix.sync.aligned.m8n8.x4.shared.b16", kb.addr(kb.xor("b32", at0, 32 * q)), regs
+                )
+            kb.instr("bar.warp.sync", -1)
+            dst = kb.add("u64", dst0, kb.mul_wide("u32", n, 2 * 64 * slab)) if slab else dst0
+            dst = kb.add("u64", dst, 2 * p * cols) if p else dst
+            for t in range(rounds):
+                words = kb.ld_v("shared", "b32", kb.addr(src[(t * per_round) & 7], t * per_round * pitch), 4)
+                kb.instr("st.global.v4.b32", kb.addr(dst), list(words))
+                if t + 1 < rounds:
+                    dst = kb.add("u64", dst, step)
+            kb.instr("bar.warp.sync", -1)  # the lanes' reads are done before the next pass's stmatrix
 
 
 def _store(
@@ -368,6 +505,4 @@ def _store(
                     pair_out = [kb.mul("f32", v, scale) for v in (lo, hi)]
                     kb.instr("st.global.v2.f32", kb.addr(ptr, 8 * 4 * j), pair_out)
                     continue
-                # cvt.rn.f16x2.f32 d, hi, lo puts its first source in the upper half.
-                packed = kb.emit("cvt.rn.f16x2.f32", "b32", hi, lo)
-                kb.st("global", "b32", kb.addr(ptr, 8 * 2 * j), packed)
+                kb.st("global", "b32", kb.addr(ptr, 8 * 2 * j), _packed(kb, acc[slab], j, half))

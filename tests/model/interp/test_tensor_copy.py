@@ -16,7 +16,6 @@ from karyamorph.model.interp.errors import LaunchError, MemoryAccessError, Model
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.interp.proxyorder import ProxyOrderError
 from karyamorph.model.ptx.ptx_machine import ptx_machine
-from karyamorph.model.semantics.decode import UnmodeledError
 from tests.model.oracle.tensor_copy import store_ptx
 from tests.model.oracle.tma import CASES, box_bytes, case, dump_args, dump_ptx
 
@@ -138,9 +137,17 @@ def test_a_map_for_a_parameter_of_another_kind_is_a_launch_error() -> None:
         _launch(src, tm, (0, 0), ptx=ptx, span=0)
 
 
-def test_multicast_is_not_decoded() -> None:
-    with pytest.raises(UnmodeledError, match="multicast"):
-        interpret(parse(dump_ptx(2, multicast=True)), "tma_dump", M, (1, 128, 0), {})
+def test_a_multicast_to_its_own_cta_alone_lands_as_a_plain_copy() -> None:
+    src, tm, coords = case("f16_swizzle_128")
+    got = _launch(src, tm, coords, ptx=dump_ptx(tm.rank, multicast=True)).outputs["out"]
+    assert np.array_equal(got.view(np.uint8), box_bytes(src, tm, coords))
+
+
+def test_a_multicast_mask_naming_a_rank_outside_the_cluster_is_a_fault() -> None:
+    src, tm, coords = case("f32_plain_inside")
+    ptx = dump_ptx(tm.rank, multicast=True).replace("mov.u16 %rs1, 1;", "mov.u16 %rs1, 3;")
+    with pytest.raises(MemoryAccessError, match=r"ctaMask 0x0003 names a rank outside the cluster of 1"):
+        _launch(src, tm, coords, ptx=ptx)
 
 
 @pytest.mark.parametrize(

@@ -81,17 +81,20 @@ def _expect(out: np.ndarray, want: list[int], what: str) -> list[str]:
     return [f"{what}: thread {t} saw {got[t].tolist()}, want {want}" for t in bad[:1]]
 
 
-def _phase_problems(machine: Machine, wait: str, parity: bool, arrive: str, count: int) -> list[str]:
+def _phase_problems(
+    machine: Machine, wait: str, parity: bool, arrive: str, count: int, after_init: str = ""
+) -> list[str]:
     """Phase 0 expects two arrivals of every thread, ``count`` at a time (``count`` 0: the form
     without one): it is incomplete after the first of all and the second of warp 0, complete
     after the second of warp 1, and phase 1 is not complete after one arrival of all. A wait
     names the phase by the token of a first arrival (``%rd10``: phase 0, ``%rd11``: phase 1)
-    or by its parity."""
+    or by its parity. ``after_init`` is a line the initialising thread runs after the init."""
     each = max(count, 1)
     with_count = f", {count}" if count else ""
     phase0, phase1 = ("0", "1") if parity else ("%rd10", "%rd11")
     body = f"""
     @%p1 mbarrier.init.shared::cta.b64 [%r2], {2 * THREADS * each};
+    {after_init}
     bar.sync 0;
     setp.lt.u32 %p2, %r1, 32;
     {arrive} %rd10, [%r2]{with_count};
@@ -291,8 +294,10 @@ MBARRIER_NAMES = (
     "mbarrier.try_wait.parity", "mbarrier.pending_count", "mbarrier.inval",
 )  # fmt: skip
 BULK_NAMES = ("cp.async.bulk", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "fence.proxy.async")
+FENCE_INIT = "fence.mbarrier_init"
+"""Changes no value: the phases of an object initialised before it go as without it."""
 CLUSTER_NAMES = ("barrier.cluster.arrive", "barrier.cluster.wait")
-NAMES = (*MBARRIER_NAMES, *BULK_NAMES, *CLUSTER_NAMES)
+NAMES = (*MBARRIER_NAMES, *BULK_NAMES, *CLUSTER_NAMES, FENCE_INIT)
 ARRIVE = "mbarrier.arrive.shared::cta.b64"
 STORE = "cp.async.bulk.global.shared::cta.bulk_group"
 
@@ -319,6 +324,10 @@ def _problems(machine: Machine, name: str, text: str, completion: str | None) ->
         arrive = ptx if name == "mbarrier.arrive" else ARRIVE
         return [p for count in (0, 2) for p in _phase_problems(machine, "mbarrier.test_wait.shared::cta.b64",
                                                                False, arrive, count)]  # fmt: skip
+    if name == FENCE_INIT:
+        return _phase_problems(
+            machine, "mbarrier.test_wait.shared::cta.b64", False, ARRIVE, 0, f"@%p1 {ptx};"
+        )
     if name in (
         "mbarrier.test_wait",
         "mbarrier.try_wait",

@@ -17,7 +17,9 @@ from tests.model.oracle.expect import NotCovered
 from tests.model.oracle.runner import Form
 from tests.model.oracle.tma import box_bytes, dump_args, dump_ptx
 
-NAMES = ("cp.async.bulk.tensor",)
+NAMES = ("cp.async.bulk.tensor", "cp.async.bulk.tensor.multicast::cluster")
+"""The multicast load is held here on one CTA, its mask naming that CTA alone (a plain load);
+clusters of two: tests/model/interp/test_cluster_mbarrier.py."""
 SHAPES = {1: (40,), 2: (6, 40), 3: (3, 5, 40), 4: (2, 3, 2, 40), 5: (2, 2, 2, 3, 40)}
 CORNERS = ((4, 1), (36, 4), (-4, -1))  # (inner coordinate, the others): inside, over the end, before
 
@@ -49,7 +51,7 @@ def _load_problems(machine: Machine, text: str, rank: int) -> list[str]:
         tm = TensorMap.of_array(shape, 4, box, swizzle=swizzle)
         for x, y in CORNERS:
             coords = (x, *(y for _ in shape[:-1]))
-            mod = parse(dump_ptx(rank, copy=text))
+            mod = parse(dump_ptx(rank, copy=text, multicast="multicast" in text))
             args = dump_args(src, tm, coords)
             got = interpret(mod, "tma_dump", machine, (1, 128, 0), args).outputs["out"].view(np.uint8)
             if not np.array_equal(got, box_bytes(src, tm, coords)):

@@ -75,7 +75,8 @@ def dump_ptx(
     ``c0..`` coordinates there through ``tmap`` with one thread (an mbarrier expecting
     ``nbytes``) and stores those ``span`` bytes, as words, to ``out``. ``offset`` moves the box
     off the buffer's start (alignment tests); ``copy`` replaces the copy's opcode (a form with
-    ``.L2::cache_hint`` gets a policy operand)."""
+    ``.L2::cache_hint`` gets a policy operand; with ``multicast``, the ``ctaMask`` operand names
+    the CTA alone)."""
     coords = ", ".join(f"%r{10 + d}" for d in range(rank))
     loads = "\n".join(f"    ld.param.u32 %r{10 + d}, [c{d}];" for d in range(rank))
     params = ", ".join(f".param .u32 c{d}" for d in range(rank))

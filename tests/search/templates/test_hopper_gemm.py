@@ -56,7 +56,8 @@ def wrapping(config: Mapping[str, Value], slice_k: int = 64) -> dict[str, int]:
     persistent grid has one block, which takes both tiles (its ring going on from one to the
     next)."""
     k = slice_k * (int(config["stages"]) + 2)
-    return {"M": int(config["bm"]), "N": 2 * int(config["bn"]), "K": k, "sms": 1}
+    cluster = int(config.get("cluster", 1))  # a cluster's tiles lie one above the other
+    return {"M": cluster * int(config["bm"]), "N": 2 * int(config["bn"]), "K": k, "sms": cluster}
 
 
 def on_model(spec: KernelSpec) -> Comparison:
@@ -88,21 +89,30 @@ def test_every_configuration_assembles_without_spills(t: Template) -> None:
         assert report.registers <= t.footprint(config).registers, (config, report)
 
 
+SMALL: dict[str, Value] = {"bm": 64, "bn": 64, "stages": 2, "consumers": 1, "regs": "default"}
+
+
 @pytest.mark.parametrize("t", BOTH, ids=lambda t: t.name)
 def test_a_sample_computes_what_torch_does_round_the_ring(t: Template) -> None:
     rest = [c for c in configs(t) if c != dict(t.baseline)]
     persistent = {**t.baseline, "grid": "persistent"}  # one block takes both tiles, the ring going on
-    for config in [dict(t.baseline), persistent, *random.Random(7).sample(rest, SAMPLE)]:
+    # A cluster of two sharing b through multicast copies (each block takes two tiles), and c
+    # through the staging buffers (f16).
+    cluster = {**SMALL, "grid": "persistent", "cluster": 2}
+    staged = (
+        [{**t.baseline, "epilogue": "staged"}, {**SMALL, "bn": 64, "epilogue": "staged"}]
+        if "epilogue" in t.baseline
+        else []
+    )
+    for config in [dict(t.baseline), persistent, cluster, *staged, *random.Random(7).sample(rest, SAMPLE)]:
         verdict = on_model(t.build(config, ARCH, wrapping(config, SLICE[t.name])))
         assert verdict.passed, (config, verdict)
 
 
-SMALL = {"bm": 64, "bn": 64, "stages": 2, "consumers": 1, "regs": "default"}
-
-
-def _planted(old: str, new: str) -> KernelSpec:
-    """The smallest configuration with ``old`` (one line of its PTX) replaced by ``new``."""
-    spec = build(SMALL, ARCH, wrapping(SMALL))
+def _planted(old: str, new: str, config: Mapping[str, Value] = SMALL) -> KernelSpec:
+    """The smallest configuration (or ``config``) with ``old`` (one line of its PTX) replaced by
+    ``new``."""
+    spec = build(config, ARCH, wrapping(config))
     assert spec.ptx.count(old) == 1, old
     return dataclasses.replace(spec, ptx=spec.ptx.replace(old, new))
 
@@ -155,3 +165,31 @@ def test_grouped_tiles_cover_c_once_with_a_last_group_of_fewer_rows() -> None:
     config = {**SMALL, "grid": "grouped"}
     verdict = on_model(build(config, ARCH, {"M": 640, "N": 128, "K": 128, "sms": 3}))
     assert verdict.passed, verdict
+
+
+CLUSTER = {**SMALL, "grid": "persistent", "cluster": 2}
+
+
+def _line(config: Mapping[str, Value], words: str) -> str:
+    """The one line of ``config``'s PTX that holds ``words``."""
+    (line,) = [x.strip() for x in build(config, ARCH, wrapping(config)).ptx.splitlines() if words in x]
+    return line
+
+
+def test_a_consumer_that_does_not_release_the_other_ctas_stage_leaves_it_waiting() -> None:
+    """Without the arrivals on the other CTA's ``empty`` (in the slice loop and after a tile's
+    last slice), its producer waits for ever for the second half of them: the model says
+    deadlock."""
+    spec = build(CLUSTER, ARCH, wrapping(CLUSTER))
+    lines = spec.ptx.splitlines()
+    kept = [x for x in lines if "mbarrier.arrive.shared::cluster" not in x]
+    assert len(lines) - len(kept) == 2
+    why = _refused(dataclasses.replace(spec, ptx="\n".join(kept)))
+    assert "deadlock" in why, why
+
+
+def test_a_multicast_that_leaves_out_the_other_cta_leaves_it_waiting() -> None:
+    """b's half sent to the issuing CTA alone: the other CTA's ``full`` never gets its bytes."""
+    mask = _line(CLUSTER, "mov.b16")
+    why = _refused(_planted(mask, mask.replace(", 3;", ", 1;"), CLUSTER))
+    assert "deadlock" in why, why
