@@ -39,7 +39,8 @@ from karyamorph.search.templates.fp8_gemm import REFERENCE as FP8_REFERENCE
 from karyamorph.search.templates.fp8_gemm import TEMPLATE as SM120_FP8
 from karyamorph.search.templates.fp8_gemm import VARIANT as FP8_VARIANT
 from karyamorph.search.templates.gemm_common import SIZES, dot_atol, require_multiples
-from karyamorph.search.templates.hopper_gemm_kernel import HopperShape, hopper_gemm_ptx
+from karyamorph.search.templates.hopper_gemm_kernel import hopper_gemm_ptx
+from karyamorph.search.templates.hopper_gemm_shape import HopperShape
 
 TARGET = "sm_90a"
 """wgmma, setmaxnreg and the TMA copies of this kernel: sm_90a only."""

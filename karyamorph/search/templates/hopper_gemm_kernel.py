@@ -32,9 +32,10 @@ slice's products with the next slice's issue.
 
 With ``setmaxnreg``, the producer lowers its registers to 40 and the consumers raise theirs to
 232 (what the 64K registers of an SM allow beside it), so ``slabs * bn / 2`` accumulators fit.
-The epilogue stores each accumulator pair (rounded to f16x2, or scaled f32): thread
-``(w, g, t)`` of a consumer holds rows ``16 w + g`` and ``+ 8`` of each slab, columns ``8 j + 2 t``
-and ``+ 1``.
+Thread ``(w, g, t)`` of a consumer holds rows ``16 w + g`` and ``+ 8`` of each slab, columns
+``8 j + 2 t`` and ``+ 1``; the epilogue (:mod:`karyamorph.search.templates.hopper_gemm_epilogue`)
+stores them straight from the accumulators or through a staging buffer. The configuration's
+shape and figures: :mod:`karyamorph.search.templates.hopper_gemm_shape`.
 
 Persistent grids (``persistent``): a block on each SM (the grid is the spec's ``min(tiles, sms)``)
 takes tiles ``ctaid.x``, ``ctaid.x + nctaid.x``, ... of c, in row order or in groups of
@@ -65,19 +66,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 
 from karyamorph.isa import ast
 from karyamorph.isa.arch import Arch
 from karyamorph.isa.builder import KernelBuilder, Reg
 from karyamorph.search.templates.gemm_common import log2
+from karyamorph.search.templates.hopper_gemm_epilogue import store_direct, store_staged
+from karyamorph.search.templates.hopper_gemm_shape import (
+    KINDS,
+    ROW,
+    STEP,
+    SWIZZLE_PERIOD,
+    WARPGROUP,
+    HopperShape,
+)
 
-ROW = 128  # bytes of K a row of a box holds: one 128-byte swizzle row
-STEP = 32  # bytes of K one wgmma takes (k16 of f16, k32 of e4m3)
-KINDS = {"f16": (2, "k16.f32.f16.f16"), "e4m3": (1, "k32.f32.e4m3.e4m3")}
-"""Element bytes and the wgmma shape's tail of each kind."""
-SWIZZLE_PERIOD = 1024  # the 128-byte swizzle repeats every 8 rows of 128 bytes
-WARPGROUP = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 # A K-major descriptor with a 128-byte swizzle: swizzle mode 1 in bits 62-63, and the stride
 # byte offset (1024 bytes between groups of eight rows, >> 4) in bits 32-45; the start address
@@ -88,93 +91,6 @@ DESC_BASE = (1 << 62) | ((SWIZZLE_PERIOD >> 4) << 32)
 IMMEDIATES = {"f16": tuple(ast.Immediate(v) for v in ("1", "1", "0", "0")),
               "e4m3": tuple(ast.Immediate(v) for v in ("1", "1"))}  # fmt: skip
 TMA = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-
-
-@dataclass(frozen=True, slots=True)
-class HopperShape:
-    """One configuration of the Hopper GEMM and the figures derived from it."""
-
-    bm: int
-    bn: int
-    stages: int
-    consumers: int
-    setmaxnreg: bool
-    kind: str = "f16"
-    persistent: bool = False
-    group_rows: int = 0
-    """Persistent: the tiles go in groups of this many tile rows, column after column within a
-    group (0: row after row)."""
-    cluster: int = 1
-    """CTAs a cluster holds (1 or 2): with 2, tiles one above the other share b's box through
-    multicast copies."""
-    staged: bool = False
-    """f16: c leaves through a shared staging buffer (``stmatrix``, then 16-byte stores of
-    whole rows) instead of 4-byte stores from the accumulators."""
-
-    @property
-    def element_bytes(self) -> int:
-        return KINDS[self.kind][0]
-
-    @property
-    def promotes(self) -> bool:
-        """Whether each slice's products are summed apart and added in f32 (e4m3: the tensor
-        core's FP8 accumulator keeps fewer bits than f32)."""
-        return self.kind == "e4m3"
-
-    @property
-    def accumulators(self) -> int:
-        """f32 registers a consumer thread holds for c (twice as many when it promotes)."""
-        return self.slabs * self.bn // 2 * (2 if self.promotes else 1)
-
-    @property
-    def bk(self) -> int:
-        """Elements of K a slice holds: one 128-byte row."""
-        return ROW // self.element_bytes
-
-    @property
-    def slabs(self) -> int:
-        """64-row slabs of the tile each consumer warpgroup owns."""
-        return self.bm // (64 * self.consumers)
-
-    @property
-    def threads(self) -> int:
-        return WARPGROUP * (1 + self.consumers)
-
-    @property
-    def a_bytes(self) -> int:
-        return self.bm * ROW
-
-    @property
-    def b_rows(self) -> int:
-        """Rows of b one CTA copies a slice (multicast to the cluster: ``bn / cluster``)."""
-        return self.bn // self.cluster
-
-    @property
-    def stage_bytes(self) -> int:
-        return (self.bm + self.bn) * ROW
-
-    @property
-    def staging_cols(self) -> int:
-        """Columns of c a consumer's staging buffer holds (64 rows of them)."""
-        return min(self.bn, 128)
-
-    @property
-    def staging_bytes(self) -> int:
-        return self.consumers * 64 * 2 * self.staging_cols if self.staged else 0
-
-    @property
-    def shared_bytes(self) -> int:
-        """The stages, the staging buffers and two mbarriers a stage (8 bytes each)."""
-        return self.stages * self.stage_bytes + self.staging_bytes + 16 * self.stages
-
-    @property
-    def entry(self) -> str:
-        regs = "_setmaxnreg" if self.setmaxnreg else ""
-        grid = "_persistent" if self.persistent else ""
-        grid += f"_g{self.group_rows}" if self.persistent and self.group_rows else ""
-        grid += f"_x{self.cluster}" if self.cluster > 1 else ""
-        grid += "_staged" if self.staged else ""
-        return f"hopper_{self.kind}_gemm_{self.bm}x{self.bn}_s{self.stages}_c{self.consumers}{regs}{grid}"
 
 
 def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
@@ -401,9 +317,9 @@ def _consume(
             last, _ = _stage(kb, s, kb.sub("u32", it, 1))
             _release(kb, signals, empty0, last, peer)
         if s.staged:
-            _store_staged(kb, s, tid, rank, c, n, acc, m0, n0, kb.add("u32", smem, s.stages * s.stage_bytes))
+            store_staged(kb, s, tid, rank, c, n, acc, m0, n0, kb.add("u32", smem, s.stages * s.stage_bytes))
         else:
-            _store(kb, s, tid, rank, c, n, acc, scale, m0, n0)
+            store_direct(kb, s, tid, rank, c, n, acc, scale, m0, n0)
 
 
 def _release(kb: KernelBuilder, signals: Reg | None, empty0: Reg, index: Reg, peer: Reg | None) -> None:
@@ -421,88 +337,3 @@ def _descriptor(kb: KernelBuilder, address: Reg) -> Reg:
     """The K-major, 128-byte-swizzled wgmma descriptor of the box at shared ``address``."""
     start = kb.and_("b64", kb.shr("u64", kb.cvt("u64", "u32", address), 4), 0x3FFF)
     return kb.or_("b64", start, DESC_BASE)
-
-
-def _packed(kb: KernelBuilder, acc: list[Reg], j: int, half: int) -> Reg:
-    """Accumulators ``4 j + 2 half`` and ``+ 1`` (columns ``8 j + 2 t`` and ``+ 1`` of row
-    ``g + 8 half``) rounded to f16x2; ``cvt.rn.f16x2.f32 d, hi, lo`` puts its first source in the
-    upper half."""
-    return kb.emit("cvt.rn.f16x2.f32", "b32", acc[4 * j + 2 * half + 1], acc[4 * j + 2 * half])
-
-
-def _store_staged(
-    kb: KernelBuilder, s: HopperShape, tid: Reg, rank: Reg, c: Reg, n: Reg, acc: list[list[Reg]],
-    tile_m0: Reg, tile_n0: Reg, staging: Reg,
-) -> None:  # fmt: skip
-    """Store the consumer's slabs of c through its staging buffer (``64 x staging_cols`` f16 at
-    ``staging``; one pass a slab's ``staging_cols`` columns). Each warp stages its own 16 rows,
-    so the warp alone synchronises (``bar.warp.sync``): ``stmatrix`` writes the f16x2 pairs as
-    8x8 matrices, 16-byte chunks of each row swizzled by the row's low three bits (no bank
-    conflicts), then each lane copies 16-byte chunks to c, whole rows at a time (a warp's store
-    covers 512 contiguous bytes of rows)."""
-    cols = s.staging_cols
-    pitch, chunks = 2 * cols, cols // 8  # bytes and 16-byte chunks a staging row
-    per_round = 32 // chunks  # rows a warp copies a round
-    local = kb.and_("b32", tid, WARPGROUP - 1)
-    warp, lane = kb.shr("u32", local, 5), kb.and_("b32", local, 31)
-    mine = kb.mad("u32", kb.mad("u32", rank, 4, warp), 16 * pitch, staging)  # the warp's 16 rows
-    # stmatrix .x4: lanes 8i..8i+7 give the rows of matrix i, (j, half) = (2q + i / 2, i % 2).
-    # A row's bytes start 256-aligned (or 128 with 64 columns), so chunk (2q + i / 2) ^ (row & 7)
-    # is the address of chunk i / 2 ^ (row & 7), xor 32 q.
-    matrix, r7 = kb.shr("u32", lane, 3), kb.and_("b32", lane, 7)
-    row = kb.mad("u32", kb.and_("b32", matrix, 1), 8, r7)
-    at0 = kb.add(
-        "u32", kb.mad("u32", row, pitch, mine), kb.shl("b32", kb.xor("b32", kb.shr("u32", matrix, 1), r7), 4)
-    )
-    # The copy: lane k takes chunk k % chunks of row k / chunks, + per_round, ...; round t's rows
-    # have low bits (k / chunks) ^ (t * per_round & 7).
-    r0, ch = kb.shr("u32", lane, log2(chunks)), kb.and_("b32", lane, chunks - 1)
-    src0 = kb.add("u32", kb.mad("u32", r0, pitch, mine), kb.shl("b32", kb.xor("b32", ch, r0), 4))
-    rounds = 16 // per_round
-    flips = sorted({(t * per_round) & 7 for t in range(rounds)})
-    src = {f: kb.xor("b32", src0, f << 4) if f else src0 for f in flips}
-    m0 = kb.add("u32", kb.mad("u32", rank, s.slabs * 64, tile_m0), kb.mad("u32", warp, 16, r0))
-    dst0 = kb.add("u64", c, kb.mul_wide("u32", kb.mad("u32", m0, n, kb.mad("u32", ch, 8, tile_n0)), 2))
-    step = kb.mul_wide("u32", n, 2 * per_round)  # bytes of c between one round's rows and the next's
-    for slab in range(s.slabs):
-        for p in range(s.bn // cols):
-            for q in range(chunks // 2):
-                regs = [_packed(kb, acc[slab], p * chunks + 2 * q + i // 2, i % 2) for i in range(4)]
-                kb.instr(
-                    "stmatrix.sync.aligned.m8n8.x4.shared.b16", kb.addr(kb.xor("b32", at0, 32 * q)), regs
-                )
-            kb.instr("bar.warp.sync", -1)
-            dst = kb.add("u64", dst0, kb.mul_wide("u32", n, 2 * 64 * slab)) if slab else dst0
-            dst = kb.add("u64", dst, 2 * p * cols) if p else dst
-            for t in range(rounds):
-                words = kb.ld_v("shared", "b32", kb.addr(src[(t * per_round) & 7], t * per_round * pitch), 4)
-                kb.instr("st.global.v4.b32", kb.addr(dst), list(words))
-                if t + 1 < rounds:
-                    dst = kb.add("u64", dst, step)
-            kb.instr("bar.warp.sync", -1)  # the lanes' reads are done before the next pass's stmatrix
-
-
-def _store(
-    kb: KernelBuilder, s: HopperShape, tid: Reg, rank: Reg, c: Reg, n: Reg, acc: list[list[Reg]],
-    scale: Reg | None, tile_m0: Reg, tile_n0: Reg,
-) -> None:  # fmt: skip
-    """Store each accumulator pair (element ``i`` of a slab: row ``16 w + g + 8 ((i / 2) % 2)``,
-    column ``8 (i / 4) + 2 t + i % 2``): rounded to f16x2, or as two f32 times ``scale``."""
-    local = kb.and_("b32", tid, WARPGROUP - 1)
-    warp, lane = kb.shr("u32", local, 5), kb.and_("b32", local, 31)
-    group, pair = kb.shr("u32", lane, 2), kb.and_("b32", lane, 3)
-    m0 = kb.mad("u32", rank, s.slabs * 64, tile_m0)
-    row0 = kb.add("u32", m0, kb.mad("u32", warp, 16, group))
-    col0 = kb.mad("u32", pair, 2, tile_n0)
-    out_bytes = 4 if scale is not None else 2
-    for slab in range(s.slabs):
-        for half in range(2):
-            row = kb.add("u32", row0, 64 * slab + 8 * half)
-            ptr = kb.add("u64", c, kb.mul_wide("u32", kb.mad("u32", row, n, col0), out_bytes))
-            for j in range(s.bn // 8):
-                lo, hi = acc[slab][4 * j + 2 * half], acc[slab][4 * j + 2 * half + 1]
-                if scale is not None:
-                    pair_out = [kb.mul("f32", v, scale) for v in (lo, hi)]
-                    kb.instr("st.global.v2.f32", kb.addr(ptr, 8 * 4 * j), pair_out)
-                    continue
-                kb.st("global", "b32", kb.addr(ptr, 8 * 2 * j), _packed(kb, acc[slab], j, half))
