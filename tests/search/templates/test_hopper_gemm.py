@@ -90,21 +90,22 @@ def test_every_configuration_assembles_without_spills(t: Template) -> None:
 
 
 SMALL: dict[str, Value] = {"bm": 64, "bn": 64, "stages": 2, "consumers": 1, "regs": "default"}
+CLUSTER: dict[str, Value] = {**SMALL, "grid": "persistent", "cluster": 2}
+"""Two CTAs sharing b through multicast copies; each block (one a CTA rank) takes two tiles."""
 
 
 @pytest.mark.parametrize("t", BOTH, ids=lambda t: t.name)
 def test_a_sample_computes_what_torch_does_round_the_ring(t: Template) -> None:
     rest = [c for c in configs(t) if c != dict(t.baseline)]
     persistent = {**t.baseline, "grid": "persistent"}  # one block takes both tiles, the ring going on
-    # A cluster of two sharing b through multicast copies (each block takes two tiles), and c
-    # through the staging buffers (f16).
-    cluster = {**SMALL, "grid": "persistent", "cluster": 2}
-    staged = (
-        [{**t.baseline, "epilogue": "staged"}, {**SMALL, "bn": 64, "epilogue": "staged"}]
-        if "epilogue" in t.baseline
-        else []
-    )
-    for config in [dict(t.baseline), persistent, cluster, *staged, *random.Random(7).sample(rest, SAMPLE)]:
+    # c through the staging buffers (f16): a pass of 128 columns (the baseline), of 64, and two
+    # passes of 128 (a 256-wide tile).
+    staged = [
+        {**t.baseline, "epilogue": "staged"},
+        *({**SMALL, "bn": bn, "epilogue": "staged"} for bn in (64, 256)),
+    ]
+    staged = staged if "epilogue" in t.baseline else []
+    for config in [dict(t.baseline), persistent, CLUSTER, *staged, *random.Random(7).sample(rest, SAMPLE)]:
         verdict = on_model(t.build(config, ARCH, wrapping(config, SLICE[t.name])))
         assert verdict.passed, (config, verdict)
 
@@ -165,9 +166,6 @@ def test_grouped_tiles_cover_c_once_with_a_last_group_of_fewer_rows() -> None:
     config = {**SMALL, "grid": "grouped"}
     verdict = on_model(build(config, ARCH, {"M": 640, "N": 128, "K": 128, "sms": 3}))
     assert verdict.passed, verdict
-
-
-CLUSTER = {**SMALL, "grid": "persistent", "cluster": 2}
 
 
 def _line(config: Mapping[str, Value], words: str) -> str:
