@@ -42,8 +42,9 @@ takes tiles ``ctaid.x``, ``ctaid.x + nctaid.x``, ... of c, in row order or in gr
 ``group_rows`` tile rows taken column after column. The producer and the consumers count the
 slices across tiles (``it``), so the ring's stages and phases go on from one tile to the next and
 the producer fills the next tile's stages while the consumers store the last one's c; each
-consumer releases a tile's last stage once its ``wait_group 0`` is done, zeroes its accumulators
-and starts the next tile.
+consumer releases a tile's last stage once its ``wait_group 0`` is done, stores c and starts the
+next tile, whose first wgmma sets the accumulators (scale-d false; promotion's f32 totals are
+zeroed instead).
 
 Clusters of two (``cluster = 2``): the two CTAs of a cluster compute tiles one above the other
 (rows ``m0`` and ``m0 + bm``, the same columns), so they read the same ``bn`` rows of b. Each
@@ -58,7 +59,8 @@ cluster barrier before it exits, so that no arrival reaches a CTA that has gone.
 grid is then ``2 * min(tiles / 2, sms / 2)`` blocks, and clusters take pairs of tile rows.
 
 The shared memory is dynamic, aligned to 1024 bytes (the 128-byte swizzle's period): the stages
-(a's box, then b's) and after them the ``full`` and ``empty`` mbarriers. M, N and K must be
+(a's box, then b's), the consumers' staging buffers (``staged``), and after them the ``full`` and
+``empty`` mbarriers. M, N and K must be
 multiples of ``bm``, ``bn`` and the slice.
 """
 
