@@ -24,8 +24,8 @@ def store_staged(
     ``staging``; one pass a slab's ``staging_cols`` columns). Each warp stages its own 16 rows,
     so the warp alone synchronises (``bar.warp.sync``): ``stmatrix`` writes the f16x2 pairs as
     8x8 matrices, 16-byte chunks of each row swizzled by the row's low three bits (no bank
-    conflicts), then each lane copies 16-byte chunks to c, whole rows at a time (a warp's store
-    covers 512 contiguous bytes of rows)."""
+    conflicts), then each lane copies 16-byte chunks to c (a warp's store writes two whole rows
+    of 256 bytes, or four of 128)."""
     cols = s.staging_cols
     pitch, chunks = 2 * cols, cols // 8  # bytes and 16-byte chunks a staging row
     per_round = 32 // chunks  # rows a warp copies a round
