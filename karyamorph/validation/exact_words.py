@@ -40,6 +40,30 @@ def failed_cases(kind: np.ndarray, threads: int) -> tuple[int, int]:
     return cases, int((kind != "").reshape(cases, -1).any(axis=1).sum())
 
 
+# a family's disagreement at one word: the GPU row, its column, the word's kind, the GPU's and the
+# model's words (as :func:`word_kinds` cut them)
+RowOf = Callable[[int, int, str, np.ndarray, np.ndarray], Disagreement]
+
+
+def compare_words(
+    key: str,
+    family: str,
+    rule: str,
+    threads: int,
+    gpu: np.ndarray,
+    model: np.ndarray,
+    again: np.ndarray | None,
+    row_of: RowOf,
+    shown: int,
+) -> tuple[FormResult, list[Disagreement]]:
+    """One form's verdict by the rule: the cases (``threads`` rows each) with a word that is not
+    right, and the first ``shown`` such words as rows (``row_of``, the family's words for them)."""
+    kind, g, m = word_kinds(gpu, model, again)
+    rows = [row_of(int(r), int(c), str(kind[r, c]), g, m) for r, c in np.argwhere(kind != "")[:shown]]
+    cases, failed = failed_cases(kind, threads)
+    return FormResult(key, family, "fail" if failed else "pass", cases, failed, detail=rule), rows
+
+
 Run = TypeVar("Run")
 # a family's comparison: form, inputs, GPU words, model words, second launch's GPU words
 Compare = Callable[[F, np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[FormResult, list[Disagreement]]]

@@ -20,7 +20,7 @@ import numpy as np
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
-from karyamorph.validation.exact_words import failed_cases, judge_words, word_kinds
+from karyamorph.validation.exact_words import compare_words, judge_words
 from karyamorph.validation.mbarrier_forms import CASES, NAME, MbarrierForm, enumerate_mbarrier, mbarrier_cases
 from karyamorph.validation.mbarrier_kernel import MbarrierKernel, assemble_mbarrier, build_mbarrier_kernel
 from karyamorph.validation.mbarrier_sequences import THREADS, Op
@@ -77,11 +77,11 @@ def compare_mbarrier(
     ``gpu`` and ``model`` are ``cases * 128 x 2 STEPS`` words (low 32 bits); ``again`` the GPU's
     from the second, differently poisoned launch (``unstable`` where they differ). The result
     counts the cases with a differing word; the first ``shown`` words are returned as rows."""
-    kind, g, m = word_kinds(gpu, model, again)
-    bad = kind != ""
-    rows = [_row(form, inputs, int(r), int(c), str(kind[r, c]), g, m) for r, c in np.argwhere(bad)[:shown]]
-    cases, failed = failed_cases(kind, THREADS)
-    return FormResult(form.key, NAME, "fail" if failed else "pass", cases, failed, detail=RULE), rows
+
+    def row_of(row: int, col: int, kind: str, g: np.ndarray, m: np.ndarray) -> Disagreement:
+        return _row(form, inputs, row, col, kind, g, m)
+
+    return compare_words(form.key, NAME, RULE, THREADS, gpu, model, again, row_of, shown)
 
 
 def _row(form: MbarrierForm, inputs: np.ndarray, row: int, col: int, kind: str, g: np.ndarray,

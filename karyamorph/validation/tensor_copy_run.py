@@ -23,7 +23,7 @@ from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.kernel.tensormap import TensorMapArg
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.compare import Disagreement, FormResult
-from karyamorph.validation.exact_words import failed_cases, judge_words, word_kinds
+from karyamorph.validation.exact_words import compare_words, judge_words
 from karyamorph.validation.plans import KernelPlan, assemble_forms
 from karyamorph.validation.tensor_copy_forms import (
     CASES,
@@ -109,12 +109,12 @@ def compare_tensor_copies(
     GPU's from the second, differently poisoned launch (``unstable`` where they differ). The
     result counts the cases with a differing word; the first ``shown`` words are returned as
     rows, in the order of the box's bytes."""
-    kind, g, m = word_kinds(gpu, model, again)
-    bad = kind != ""
     coords = row_coordinates(inputs)
-    rows = [_row(form, coords, int(r), int(c), str(kind[r, c]), g, m) for r, c in np.argwhere(bad)[:shown]]
-    cases, failed = failed_cases(kind, THREADS)
-    return FormResult(form.key, NAME, "fail" if failed else "pass", cases, failed, detail=RULE), rows
+
+    def row_of(row: int, col: int, kind: str, g: np.ndarray, m: np.ndarray) -> Disagreement:
+        return _row(form, coords, row, col, kind, g, m)
+
+    return compare_words(form.key, NAME, RULE, THREADS, gpu, model, again, row_of, shown)
 
 
 def _row(form: TensorCopyForm, coords: np.ndarray, row: int, col: int, kind: str, g: np.ndarray,
