@@ -80,6 +80,12 @@ class Assembled(Generic[K]):
     registers: int | None = None
 
 
+def assemble_one(name: str, build: Callable[[], K], arch: str, toolchain: Toolchain) -> Assembled[K]:
+    """Build and assemble a kernel of one form, ``name`` (dropped with ptxas's message when
+    refused: :func:`assemble_dropping`)."""
+    return assemble_dropping(name, 1, lambda keep: build(), arch, toolchain)
+
+
 def assemble_dropping(
     name: str, count: int, build: Callable[[list[int]], K], arch: str, toolchain: Toolchain
 ) -> Assembled[K]:

@@ -30,6 +30,12 @@ def vector(name: str, n: int, first: int = 0) -> str:
     return "{" + ", ".join(f"%{name}{i}" for i in range(first, first + n)) + "}"
 
 
+def kernel_lines(head: str, body: Sequence[str]) -> list[str]:
+    """A kernel's lines: ``head`` (its directives, entry and declarations, through the opening
+    brace), the ``body`` indented (labels at the margin) and the closing brace."""
+    return [*head.splitlines(), *(b if b.startswith("$") else f"    {b}" for b in body), "}"]
+
+
 def row_pointers(in_slots: int, out_slots: int) -> list[str]:
     """The kernel's opening lines: thread ``t`` of the launch (``%t2``; ``%t0`` its CTA, ``%t1``
     its index in it) returns past ``rows`` (a whole number of CTAs, as the collectives need), and

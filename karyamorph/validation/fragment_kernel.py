@@ -22,6 +22,7 @@ from karyamorph.isa.parser import parse
 from karyamorph.model.interp.interpreter import KernelArg, interpret
 from karyamorph.model.semantics.simt_machine import Machine
 from karyamorph.validation.assembly import BLOCK_THREADS, Assembled, FormRows, assemble_dropping
+from karyamorph.validation.cta_kernel import kernel_lines
 from karyamorph.validation.fragments import WARP, FragmentForm, kernel_ptx_version
 from karyamorph.validation.microkernel import WORD_BYTES
 
@@ -110,7 +111,7 @@ def build_fragment_kernel(
     head = (f".version {kernel_ptx_version(arch, list(forms))}\n.target {arch}\n.address_size 64\n\n"
             f".visible .entry {entry}(.param .u64 inp, .param .u64 out, .param .u32 rows)\n{{\n"
             f"    .reg .pred %p<2>;\n    .reg .b32 %t<4>;\n    .reg .b64 %rd<6>;\n{regs}")  # fmt: skip
-    lines = [*head.splitlines(), *(b if b.startswith("$") else f"    {b}" for b in body), "}"]
+    lines = kernel_lines(head, body)
     ptx = "\n".join(lines) + "\n"
     firsts = {int(m.group(1)): n for n, t in enumerate(lines, 1) if (m := _LABEL.match(t))}
     order = [firsts[i] for i in range(len(forms))]

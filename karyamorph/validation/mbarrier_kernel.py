@@ -21,8 +21,8 @@ import re
 
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.versions import min_ptx_for_target
-from karyamorph.validation.assembly import Assembled, assemble_dropping
-from karyamorph.validation.cta_kernel import CtaKernel, row_pointers
+from karyamorph.validation.assembly import Assembled, assemble_one
+from karyamorph.validation.cta_kernel import CtaKernel, kernel_lines, row_pointers
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.mbarrier_forms import SPACE, MbarrierForm
 from karyamorph.validation.mbarrier_sequences import (
@@ -119,7 +119,7 @@ def build_mbarrier_kernel(form: MbarrierForm, cases: int, arch: str) -> Mbarrier
             f".reqntid {THREADS}, 1, 1\n{{\n"
             f"    .reg .pred %p<6>;\n    .reg .b32 %t<13>;\n    .reg .b64 %rd<7>;\n"
             f"    .shared .align 8 .b64 mbar;\n")  # fmt: skip
-    lines = [*head.splitlines(), *(b if b.startswith("$") else f"    {b}" for b in body), "}"]
+    lines = kernel_lines(head, body)
     start = len(head.splitlines()) + first + 1
     ptx = "\n".join(lines) + "\n"
     return CtaKernel(entry, ptx, arch, (form,), (0,), (THREADS * cases,), IN_SLOTS, OUT_SLOTS,
@@ -130,8 +130,4 @@ def assemble_mbarrier(
     form: MbarrierForm, cases: int, arch: str, toolchain: Toolchain
 ) -> Assembled[MbarrierKernel]:
     """Build and assemble the kernel of ``form`` (a form ptxas refuses is dropped with its message)."""
-
-    def build(keep: list[int]) -> MbarrierKernel:
-        return build_mbarrier_kernel(form, cases, arch)
-
-    return assemble_dropping(form.key, 1, build, arch, toolchain)
+    return assemble_one(form.key, lambda: build_mbarrier_kernel(form, cases, arch), arch, toolchain)

@@ -24,7 +24,7 @@ import numpy as np
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.versions import min_ptx_for_target
 from karyamorph.validation.assembly import Assembled, assemble_dropping
-from karyamorph.validation.cta_kernel import LBO, SBO, CtaKernel, row_pointers, vector
+from karyamorph.validation.cta_kernel import LBO, SBO, CtaKernel, kernel_lines, row_pointers, vector
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.microkernel import WORD_BYTES
 from karyamorph.validation.tcgen05_forms import ROW_WORDS, THREADS, Tcgen05Form
@@ -121,7 +121,7 @@ def build_tcgen05_kernel(
             f"    .shared .align 128 .b8 sa[{THREADS // 8 * SBO}];\n"
             f"    .shared .align 128 .b8 sb[{-(-n // 8) * SBO}];\n"
             f"    .shared .align 8 .b64 bar;\n    .shared .align 4 .b32 slot;\n")  # fmt: skip
-    lines = [*head.splitlines(), *(b if b.startswith("$") else f"    {b}" for b in body), "}"]
+    lines = kernel_lines(head, body)
     ptx = "\n".join(lines) + "\n"
     firsts = {int(m.group(1)): k for k, t in enumerate(lines, 1) if (m := _LABEL.match(t))}
     commit = lines.index("$L__commit:") + 1

@@ -20,8 +20,8 @@ import re
 
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.versions import min_ptx_for_target
-from karyamorph.validation.assembly import Assembled, assemble_dropping
-from karyamorph.validation.cta_kernel import CtaKernel, row_pointers
+from karyamorph.validation.assembly import Assembled, assemble_one
+from karyamorph.validation.cta_kernel import CtaKernel, kernel_lines, row_pointers
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.microkernel import WORD_BYTES
 from karyamorph.validation.tensor_copy_forms import THREADS, TensorCopyForm
@@ -69,7 +69,7 @@ def build_tensor_copy_kernel(form: TensorCopyForm, cases: int, arch: str) -> Ten
             f"    .reg .pred %p<3>;\n    .reg .b32 %t<{10 + form.rank}>;\n    .reg .b64 %rd<7>;\n"
             f"    .shared .align 1024 .b8 box[{4 * slots * THREADS}];\n"
             f"    .shared .align 8 .b64 mbar;\n")  # fmt: skip
-    lines = [*head.splitlines(), *(b if b.startswith("$") else f"    {b}" for b in body), "}"]
+    lines = kernel_lines(head, body)
     ptx = "\n".join(lines) + "\n"
     return CtaKernel(entry, ptx, arch, (form,), (0,), (THREADS * cases,), form.rank, slots,
                      ((len(head.splitlines()) + 1, len(lines) - 1),))  # fmt: skip
@@ -79,8 +79,4 @@ def assemble_tensor_copy(
     form: TensorCopyForm, cases: int, arch: str, toolchain: Toolchain
 ) -> Assembled[TensorCopyKernel]:
     """Build and assemble the kernel of ``form`` (a form ptxas refuses is dropped with its message)."""
-
-    def build(keep: list[int]) -> TensorCopyKernel:
-        return build_tensor_copy_kernel(form, cases, arch)
-
-    return assemble_dropping(form.key, 1, build, arch, toolchain)
+    return assemble_one(form.key, lambda: build_tensor_copy_kernel(form, cases, arch), arch, toolchain)

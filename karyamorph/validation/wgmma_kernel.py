@@ -18,8 +18,8 @@ import re
 
 from karyamorph.harness.tools.toolchain import Toolchain
 from karyamorph.isa.versions import min_ptx_for_target
-from karyamorph.validation.assembly import Assembled, assemble_dropping
-from karyamorph.validation.cta_kernel import LBO, SBO, CtaKernel, row_pointers, vector
+from karyamorph.validation.assembly import Assembled, assemble_one
+from karyamorph.validation.cta_kernel import LBO, SBO, CtaKernel, kernel_lines, row_pointers, vector
 from karyamorph.validation.forms import version_tuple
 from karyamorph.validation.microkernel import WORD_BYTES
 from karyamorph.validation.wgmma_forms import ROW_WORDS, THREADS, M, WgmmaForm
@@ -79,7 +79,7 @@ def build_wgmma_kernel(form: WgmmaForm, cases: int, arch: str) -> WgmmaKernel:
             f"    .reg .{_REGISTER[form.d]} %d<{dw}>;\n"
             f"    .shared .align 128 .b8 sa[{M // 8 * SBO}];\n"
             f"    .shared .align 128 .b8 sb[{-(-n // 8) * SBO}];\n")  # fmt: skip
-    lines = [*head.splitlines(), *(b if b.startswith("$") else f"    {b}" for b in body), "}"]
+    lines = kernel_lines(head, body)
     line = len(head.splitlines()) + first + 1
     rows = THREADS * cases
     ptx = "\n".join(lines) + "\n"
@@ -88,8 +88,4 @@ def build_wgmma_kernel(form: WgmmaForm, cases: int, arch: str) -> WgmmaKernel:
 
 def assemble_wgmma(form: WgmmaForm, cases: int, arch: str, toolchain: Toolchain) -> Assembled[WgmmaKernel]:
     """Build and assemble the kernel of ``form`` (a form ptxas refuses is dropped with its message)."""
-
-    def build(keep: list[int]) -> WgmmaKernel:
-        return build_wgmma_kernel(form, cases, arch)
-
-    return assemble_dropping(form.opcode, 1, build, arch, toolchain)
+    return assemble_one(form.opcode, lambda: build_wgmma_kernel(form, cases, arch), arch, toolchain)
