@@ -213,7 +213,7 @@ def check(
     serve(enc, tickets)
     bind(enc, settled)
     enc.strict = strict
-    finite = frozenset(b for b, r in (input_ranges or {}).items() if isinstance(r, FiniteFloats))
+    finite = {b: r for b, r in (input_ranges or {}).items() if isinstance(r, FiniteFloats)}
     enc.stores = WarpStores(
         program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline, finite
     )

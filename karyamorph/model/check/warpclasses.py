@@ -25,19 +25,27 @@ Item = tuple[int, Bool, BitVec, BitVec]
 MAX_WARPS = 64
 
 
+# z3's associative and commutative operators, whose operands its simplifier orders by term id:
+# one term simplified along two paths may hold them in two orders.
+_AC = frozenset(
+    (z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_XOR, z3.Z3_OP_EQ, z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND,
+     z3.Z3_OP_BOR, z3.Z3_OP_BXOR)
+)  # fmt: skip
 # term id -> (the term, kept alive so that its id is not reused, and its canonical form)
 Memo = dict[int, tuple[z3.ExprRef, z3.ExprRef]]
 
 
 def canonical(term: BitVec, commutative: tuple[str, ...], memo: Memo) -> BitVec:
     """``term`` with the first two operands of every uninterpreted application whose name starts
-    with one of ``commutative`` put in order of their own canonical forms' ids.
+    with one of ``commutative``, and all operands of z3's own associative and commutative
+    operators, put in order of their own canonical forms' ids.
 
     The walk goes through z3's C API (as :mod:`karyamorph.model.check.terms` does): the Python
     wrappers cost seconds on the terms of a warp's 32 lanes. Every term built is wrapped (and so
     reference-counted) as soon as it is made."""
     ref = term.ctx.ref()
     swaps: dict[int, bool] = {}  # declaration id -> whether its first two operands commute
+    sorts: dict[int, bool] = {}  # declaration id -> whether it is one of z3's own AC operators
     stack: list[tuple[z3.Ast, bool]] = [(term.as_ast(), False)]
     while stack:
         a, ready = stack.pop()
@@ -62,8 +70,11 @@ def canonical(term: BitVec, commutative: tuple[str, ...], memo: Memo) -> BitVec:
             name = z3.Z3_get_symbol_string(ref, z3.Z3_get_decl_name(ref, decl))
             kind = z3.Z3_get_decl_kind(ref, decl)
             swaps[d] = kind == z3.Z3_OP_UNINTERPRETED and n >= 2 and name.startswith(commutative)
+            sorts[d] = kind in _AC
         if swaps[d] and args[1].get_id() < args[0].get_id():
             args[0], args[1] = args[1], args[0]
+        elif sorts[d]:
+            args.sort(key=lambda x: x.get_id())
         if all(x.get_id() == z3.Z3_get_ast_id(ref, k) for x, k in zip(args, kids, strict=True)):
             same = _to_expr_ref(a, term.ctx)  # unchanged: the term itself
             memo[i] = (same, same)

@@ -25,7 +25,7 @@ z3 cannot decide, inputs with one NaN are tried, which split lanes whose combine
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar, overload
 
@@ -34,6 +34,7 @@ import z3
 
 from karyamorph.isa import ast
 from karyamorph.model.check.explore import Explorer
+from karyamorph.model.check.inputranges import FiniteFloats
 from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.loops import counted_loops
 from karyamorph.model.check.symexec import (
@@ -50,8 +51,9 @@ from karyamorph.model.check.symexec import (
     provenance,
 )
 from karyamorph.model.check.terms import dag_size, uninterpreted
-from karyamorph.model.check.warpclasses import apart_by_class, classes
+from karyamorph.model.check.warpclasses import MAX_WARPS, apart_by_class, classes
 from karyamorph.model.check.warploop import enclosing_loop, same_start
+from karyamorph.model.check.warppairs import PREFIX, PairSelections, applications, operands, premises
 from karyamorph.model.check.warpwitness import PATTERNS, NanDifference, nan_difference
 from karyamorph.model.interp.program import Program
 from karyamorph.model.semantics.decode import Decoded
@@ -72,10 +74,11 @@ TIMEOUT_MS = 10_000
 # (the race verdict unknown, with the reason) instead of waiting for the wall-clock timeout.
 RLIMIT = 2_000_000
 # The same budget, told before the terms of every lane are built: one lane's guard, address and
-# value as a shared graph. The Triton reductions proved here take at most about 3,200 nodes; an
-# argmax's butterfly, whose float comparisons are bit-vector circuits, takes about 16,500, and
-# z3 does not decide it within 30 s.
-MAX_NODES = 8_000
+# value as a shared graph. The Triton reductions proved here take at most about 3,200 nodes, and
+# argmax's butterfly, its selects made pair functions (warppairs), about 13,600; the same
+# butterfly with its float comparisons as bit-vector circuits takes about 16,500, and z3 does not
+# decide it within 30 s.
+MAX_NODES = 16_000
 
 
 class _Reached(Exception):
@@ -95,6 +98,7 @@ class _Lane:
     iteration: BitVec | None = None  # that loop's free iteration, once the explorer makes it
     problem: str = ""  # why the records do not stand for one iteration of every lane
     counter: int = 0
+    pairs: PairSelections = field(default_factory=PairSelections)  # (value, index) combines
     records: list[tuple[Bool, BitVec, BitVec]] = field(default_factory=list)  # (guard, address, value)
 
     @overload
@@ -236,9 +240,15 @@ def _fit(v: BitVec, x: SymExec, reg: str) -> BitVec:
 
 class _LaneExec(SymExec):
     """The lane's Exec: a float min/max whose semantics commutes is an uninterpreted function
-    of its operands (z3 then needs only the law, not the comparison circuits of every lane)."""
+    of its operands (z3 then needs only the law, not the comparison circuits of every lane), and
+    the selects of a (value, index) combine are halves of one pair function
+    (:mod:`karyamorph.model.check.warppairs`)."""
 
     __slots__ = ()
+
+    def _pairs(self) -> PairSelections:
+        assert isinstance(self.memory, _Lane)
+        return self.memory.pairs
 
     def write(self, slot: str, value: BitVec, ty: PtxType, elem: int = 0) -> None:
         if slot == "d" and _commutes(self):
@@ -246,15 +256,50 @@ class _LaneExec(SymExec):
             name = self.dec.source.full_opcode + ("/3" if len(slots) == 3 else "")
             f = self.D.function(name, (ty.bits,) * len(slots), ty.bits)
             value = f(*(self.read(s, ty) for s in slots))
+        elif slot == "d" and self.dec.source.opcode == "selp" and self._pairs().enabled:
+            half = self._pairs().select(self.read_pred("c"), self.read("a", ty), self.read("b", ty))
+            value = value if half is None else half
         SymExec.write(self, slot, value, ty, elem)
 
+    def write_pred(self, slot: str, value: Bool) -> None:
+        SymExec.write_pred(self, slot, value)
+        pairs, src, op = self._pairs(), self.dec.source, self.dec.operands[slot]
+        if not pairs.enabled or self.guard is not None or not isinstance(op, ast.Register):
+            return
+        d = boolean(self.frame.regs[op.name], self.where())
+        if src.opcode == "setp" and slot == "p" and self.mod("bool") is None:
+            fresh = self._restated(operands(self.ty.bits, self.ty.is_float))
+            if fresh is not None:
+                pairs.compared(d, self.read("a", self.ty), self.read("b", self.ty), self.ty.is_float, fresh)
+        elif src.opcode in ("and", "or") and slot == "d" and self.ty.kind == "pred":
+            pairs.combined(d, self.read_pred("a"), self.read_pred("b"), src.opcode == "and")
 
-def _commutativity(terms: list[BitVec]) -> list[Bool]:
-    """``f(a, b, ...) == f(b, a, ...)`` for every commutative float application in ``terms``."""
+    def _restated(self, fresh: tuple[BitVec, BitVec]) -> Bool | None:
+        """The current compare's predicate with ``fresh`` as its two operands (None: they are not
+        two registers of the compare's width)."""
+        regs = [self.dec.operands.get(s) for s in "ab"]
+        names = [r.name for r in regs if isinstance(r, ast.Register) and r.name not in self.specials]
+        if len(names) != 2 or names[0] == names[1]:
+            return None
+        if any(self.program.registers[n].bits != self.ty.bits for n in names):
+            return None
+        frame = self.frame.fork(z3.BoolVal(True))
+        frame.regs.update(zip(names, fresh, strict=True))
+        probe = SymExec(self.program, self.layout, self.specials, self.memory)
+        probe.set(self.dec, frame, None)
+        self.dec.instr.semantics(probe)
+        p = self.dec.operands["p"]
+        assert isinstance(p, ast.Register)
+        return boolean(frame.regs[p.name], self.where())
+
+
+def _commutativity(terms: list[BitVec], laws: tuple[str, ...] = COMMUTATIVE) -> list[Bool]:
+    """``f(a, b, ...) == f(b, a, ...)`` for every application in ``terms`` of a function whose name
+    starts with one of ``laws``."""
     out, seen = [], set()
     for t in uninterpreted(z3.And([v == v for v in terms]), constants=False, applications=True):
         d = t.decl()
-        if t.get_id() in seen or not d.name().startswith(COMMUTATIVE):
+        if t.get_id() in seen or not d.name().startswith(laws):
             continue
         seen.add(t.get_id())
         a, b, *rest = t.children()
@@ -276,7 +321,8 @@ class WarpStores:
     readonly: dict[int, str]
     unroll: int = 8
     deadline: float | None = None  # time.perf_counter() value past which OutOfTime is raised
-    finite: frozenset[str] = frozenset()  # read-only float buffers the spec fills with finite values
+    # read-only float buffers the spec fills with finite values, with what it says of them
+    finite: Mapping[str, FiniteFloats] = field(default_factory=dict)
     # answers by (line, opcode): an unrolled loop's copies of a store are one instruction here
     _answers: dict[tuple[int, str], tuple[bool | None, str]] = field(default_factory=dict)
     # the inputs found to make two lanes store different values, by (line, opcode)
@@ -322,20 +368,25 @@ class WarpStores:
         values, None: not decided; how or why not)."""
         key = (line, opcode)
         if key not in self._answers:
-            self._answers[key] = self._decide(line, opcode)
+            answer, paired = self._decide(line, opcode, pairs=True)
+            if answer[0] is not True and paired:
+                answer, _ = self._decide(line, opcode, pairs=False)  # the selects as they are
+            self._answers[key] = answer
         return self._answers[key]
 
-    def _decide(self, line: int, opcode: str) -> tuple[bool | None, str]:
+    def _decide(self, line: int, opcode: str, pairs: bool) -> tuple[tuple[bool | None, str], bool]:
+        """The answer of :meth:`same_value`, and whether a pair function stood for some selects
+        (with ``pairs``; an answer short of a proof is then to be asked again without)."""
         decoded = self.program.decoded
         pcs = [i for i, d in enumerate(decoded) if d.line == line and d.source.full_opcode == opcode]
         if len(pcs) != 1:
-            return None, f"line {line} holds {len(pcs)} {opcode} instructions"
+            return (None, f"line {line} holds {len(pcs)} {opcode} instructions"), False
         loops = counted_loops(decoded, self.program.labels)
         around = None
         if self._in_loop(pcs[0]):
             around, why = enclosing_loop(self.program, pcs[0])
             if around is None:
-                return None, f"the store at line {line} is inside a loop ({why})"
+                return (None, f"the store at line {line} is inside a loop ({why})"), False
             # Its state free per lane from iteration 1 on: every iteration's stores are covered.
             loops[around.latch] = around
         n = self.block[0] * self.block[1] * self.block[2]
@@ -354,6 +405,7 @@ class WarpStores:
         else:
             exists = lambda j: z3.ULT(warp * self.warp_size + j, n)  # noqa: E731
         mem = _Lane(lane, width, exists, decoded[pcs[0]], self.readonly)
+        mem.pairs.enabled = pairs
         mem.loop_line = None if around is None else decoded[around.latch].line
         x = _LaneExec(self.program, self.layout, sp, mem)
         # Counted loops are always abstracted (their state free per lane): the values a warp
@@ -374,11 +426,11 @@ class WarpStores:
         except _Reached:
             pass
         except Unsupported as e:
-            return None, f"one warp's lanes cannot be run together: {e}"
+            return (None, f"one warp's lanes cannot be run together: {e}"), mem.pairs.used
         if mem.problem:
-            return None, f"the store at line {line} is inside a loop, {mem.problem}"
+            return (None, f"the store at line {line} is inside a loop, {mem.problem}"), mem.pairs.used
         if not mem.records:
-            return True, f"no lane stores at line {line}"
+            return (True, f"no lane stores at line {line}"), mem.pairs.used
         size = dag_size(z3.And([z3.And(g, a == a, v == v) for g, a, v in mem.records]), MAX_NODES)
         items = [
             (
@@ -400,9 +452,9 @@ class WarpStores:
             )
         else:
             answer = _equal_where_same_address(
-                items, warp, block, self.grid, -(-n // self.warp_size), line, self._timeout_ms()
+                items, warp, block, self.grid, -(-n // self.warp_size), line, self._timeout_ms(), self.finite
             )
-        if answer[0] is None:
+        if answer[0] is None and not mem.pairs.used:
             # Undecided: a float comparison's NaN case may be what keeps the lanes apart.
             fixed = [(t, z3.BitVecVal(0, 32)) for t in (warp, *block) if not z3.is_bv_value(t)]
             nan_able = [b for b in self.readonly.values() if b not in self.finite]
@@ -410,11 +462,12 @@ class WarpStores:
             found = nan_difference(items, inputs, fixed)
             if found is not None:
                 self.examples[(line, opcode)] = found
-                return False, f"line {line}: two lanes may store different values ({found.text})"
+                return (False, f"line {line}: two lanes may store different values ({found.text})"), False
             if len(nan_able) < len(self.readonly):
                 kept = ", ".join(sorted(set(self.readonly.values()) - set(nan_able)))
-                return None, f"{answer[1]}; no NaN tried in {kept}, whose values the spec keeps finite"
-        return answer
+                why = f"{answer[1]}; no NaN tried in {kept}, whose values the spec keeps finite"
+                return (None, why), False
+        return answer, mem.pairs.used
 
 
 def _equal_where_same_address(
@@ -425,29 +478,38 @@ def _equal_where_same_address(
     warps: int,
     line: int,
     timeout_ms: int,
+    finite: Mapping[str, FiniteFloats],
 ) -> tuple[bool | None, str]:
     """Whether items ``(lane, guard, address, value)`` of distinct lanes with true guards and one
-    address always have one value (None: z3 gave up)."""
+    address always have one value (None: z3 gave up, or the premise of a pair function's law is
+    not shown)."""
     # Simplifying and solving the lane equalities first takes the proof from about 0.5 s to
     # 0.05 s on a Triton layernorm's variance reduction (z3's default solver search is slower).
     s = z3.Then("simplify", "solve-eqs", "smt").solver()
     s.set("timeout", timeout_ms)
     s.set("rlimit", RLIMIT)
     facts = [z3.ULT(warp, warps), *(z3.ULT(b, g) for b, g in zip(block, grid, strict=True) if g > 1)]
+    laws: tuple[str, ...] = COMMUTATIVE
+    paired = ""
+    if applications([v for *_, v in items]):
+        if warps > MAX_WARPS or not premises([v for *_, v in items], facts, finite, warp, warps, RLIMIT):
+            return None, f"line {line}: a (value, index) combine may meet a NaN or one index twice"
+        laws = (*COMMUTATIVE, PREFIX)
+        paired = " (a (value, index) combine commutes there: no NaN, and the indices it pairs differ)"
     # Fastest first: the lanes' values are one term up to commutativity, or lanes whose terms
     # differ store to different addresses (a butterfly over part of a warp, one slot per group).
-    cls = classes(items, COMMUTATIVE)
+    cls = classes(items, laws)
     if len(set(cls)) == 1:
-        return True, f"every lane stores one value at line {line}"
+        return True, f"every lane stores one value at line {line}{paired}"
     if apart_by_class(items, cls, warp, warps, facts, RLIMIT):
-        return True, f"lanes storing to one address at line {line} store one value"
+        return True, f"lanes storing to one address at line {line} store one value{paired}"
     s.add(*facts)
-    s.add(*_commutativity([v for _, _, _, v in items]))
+    s.add(*_commutativity([v for _, _, _, v in items], laws))
     # Common case first: every lane's value is one term up to the laws above.
     first = items[0][3]
     common = s.check(z3.Or([v != first for _, _, _, v in items[1:]] or [z3.BoolVal(False)]))
     if common == z3.unsat:
-        return True, f"every lane stores one value at line {line}"
+        return True, f"every lane stores one value at line {line}{paired}"
     if common == z3.unknown:
         # The narrower question below is no easier for z3 than this one: do not wait twice.
         return None, f"line {line}: z3 gave up ({_why(s)})"
@@ -472,7 +534,7 @@ def _equal_where_same_address(
         pick(i, values) != pick(j, values),
     )  # fmt: skip
     if r == z3.unsat:
-        return True, f"lanes storing to one address at line {line} store one value"
+        return True, f"lanes storing to one address at line {line} store one value{paired}"
     if r == z3.sat:
         return False, f"line {line}: two lanes may store different values"
     return None, f"line {line}: z3 gave up ({_why(s)})"

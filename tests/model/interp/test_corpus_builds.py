@@ -63,15 +63,18 @@ NAN_RACES = {
     ("argmin_rows.sm_90a", "race"): ("st.shared.v2.b32", "st.shared.v2.b32"),
 }
 # On the spec's finite inputs (x is randn), by (spec, property): unknown, with what the reason says.
-# On finite values the combine is a total order on (value, index) (the indices differ, -0 == +0),
-# so every lane ends with the same pair, but the proof of equal values does not reach it:
-# argmax's lanes' terms are past what it tries; argmin's stored pair comes from other lanes and
+# On finite values the combine commutes (no NaN, and the indices a butterfly pairs differ), so
+# every lane ends with the same pair: argmax is proved so
+# (tests/model/check/test_warp_value_pairs.py). argmin's stored pair comes from other lanes and
 # shared memory, free to the two-thread abstraction, so no witness of two different values holds
 # once they are pinned (a witness that left them free, a negative zero among subnormals, stored
 # one value from both threads when the interpreter replayed it).
 FINITE_UNKNOWN = {
-    ("argmax_rows.sm_90a", "race"): "whose values the spec keeps finite",
     ("argmin_rows.sm_90a", "race"): "which the two-thread abstraction leaves free",
+}
+# Proved on the spec's finite inputs, by (spec, property): what the reason says.
+FINITE_PROVED = {
+    ("argmax_rows.sm_90a", "race"): "assuming the elements of x are finite f32 values",
 }
 UP_TO_K = {("pairwise_gcd.sm_90", "*"), ("histogram_shared.sm_90", "histogram_atomic.sm_120.ptx")}
 # The builds whose every verdict is unknown, by (spec, build): what the reason says. (Triton's
@@ -190,6 +193,9 @@ def test_corpus_build_has_no_refuted_verdict(case: Case) -> None:
         key = (case[0].stem, v.property)
         if key in FINITE_UNKNOWN:
             assert v.verdict == "unknown" and FINITE_UNKNOWN[key] in v.reason, (key, v.reason)
+            continue
+        if key in FINITE_PROVED:
+            assert v.verdict == "proved" and FINITE_PROVED[key] in v.reason, (key, v.reason)
             continue
         assert v.verdict != "refuted", (key, v.witness, v.replay)
         unencoded = NOT_ENCODED.get((case[0].stem, case[1][0].name))
