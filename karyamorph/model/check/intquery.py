@@ -337,6 +337,12 @@ class Outcome:
     reason: str = ""
 
 
+INT_ATTEMPT_MS = 2_000
+"""The most of a query's time the integer attempt takes: a query it leaves undecided goes to the
+bit-vector solver, which decides some of them at once (Triton's attention at sm_120a: five race
+queries the integer solver held for their whole 10 s each are satisfiable in under a second)."""
+
+
 @dataclass(slots=True)
 class QuerySolver:
     """Decides queries over fixed background constraints (the thread coordinates' ranges).
@@ -402,7 +408,7 @@ class QuerySolver:
             self.ints.ranges.clear()
             s.push()
             try:
-                s.set("timeout", timeout)
+                s.set("timeout", min(timeout, INT_ATTEMPT_MS))
                 s.set("rlimit", effort)
                 r = s.check(translated)
                 pins = []

@@ -32,8 +32,8 @@ SPECS = sorted((Path(__file__).resolve().parents[1] / "corpus").glob("*.toml"))
 BUILDS = sorted(CORPUS.glob("*/*.ptx"))
 M = ptx_machine("sm_120")
 # Seconds a property may take before it is unknown: the verdicts are what is tested, not speed
-# (benchmarks/corpus_verdicts.py and check_times.py time them). Triton's attention at sm_120a, the
-# largest kernel, takes about 50 s a property on a quiet 2-core machine, more when the suite
+# (benchmarks/corpus_verdicts.py and check_times.py time them). Triton's attention, the largest
+# kernel, takes about 21 s for its race at sm_120a on a quiet 2-core machine, more when the suite
 # shares it, so it gets longer.
 DEADLINE_S = 60.0
 SLOW = {"attention_fwd.sm_90a": 240.0}
