@@ -11,8 +11,10 @@ Every value a lane makes up on its own (a load, loop state the checker does not 
 atomic's result) is an uninterpreted function of the lane number, so lane ``j``'s value of any
 register is the lane-``l`` term with ``l := j``: a shuffle from lane ``l ^ 16`` is a substitution,
 not a second exploration. A read-only input is one function of its address for every lane. Float
-arithmetic is uninterpreted; the one law used is commutativity of IEEE addition and
-multiplication (and of the product of a fused multiply-add), given to z3 as ground instances.
+arithmetic is uninterpreted; the one law used is commutativity: of IEEE addition and
+multiplication (and of the product of a fused multiply-add), given to z3 as ground instances,
+and of a (value, index) combine taken as one function of its two pairs where z3 proves it and
+its premise holds (no NaN, indices apart: :mod:`karyamorph.model.check.warppairs`).
 An instruction outside every loop is stored to once per lane, so the two stores compared are the
 two that can race; one inside a loop qualifies when one run of the loop's body for a free
 iteration, its state free per lane, covers every iteration and the barriers make the stores that
