@@ -228,21 +228,22 @@ def _finite_leaf(t: z3.BitVecRef, finite: Mapping[str, FiniteFloats]) -> bool:
 
 
 def premises(
-    terms: Sequence[z3.ExprRef],
+    apps: Sequence[z3.ExprRef],
     facts: Sequence[Bool],
     finite: Mapping[str, FiniteFloats],
     warp: BitVec,
     warps: int,
     rlimit: int,
 ) -> bool:
-    """Whether the law's premise holds for every pair function's application in ``terms`` (False:
-    not shown). Each application is one of its operands, so a value is one of the leaves it is
-    chosen from: no NaN when every leaf is a load of a ``finite`` buffer (a read-only input, one
-    function of the address) or a constant that is no NaN; two indices differ when no leaf of
-    one can equal a leaf of the other, taken one warp at a time (the leaves are then constants
-    in the common case; z3 with ``facts`` decides the others)."""
+    """Whether the law's premise holds for every pair function's application in ``apps`` (as
+    :func:`applications` finds them; False: not shown). Each application is one of its operands,
+    so a value is one of the leaves it is chosen from: no NaN when every leaf is a load of a
+    ``finite`` buffer (a read-only input, one function of the address) or a constant that is no
+    NaN; two indices differ when no leaf of one can equal a leaf of the other, taken one warp at
+    a time (the leaves are then constants in the common case; z3 with ``facts`` decides the
+    others)."""
     choices = _Choices()
-    for t in applications(terms):
+    for t in apps:
         x, i, y, j = _split(t)
         xs, ys = choices.of(x, x.size() - 1, 0), choices.of(y, y.size() - 1, 0)
         if not all(_finite_leaf(v, finite) for v in xs + ys):

@@ -219,20 +219,26 @@ def _commutes(x: SymExec) -> bool:
     if form not in _COMMUTES:
         bits = x.ty.bits
         p, q, r = z3.BitVec("p", bits), z3.BitVec("q", bits), z3.BitVec("r", bits)
-        outs = []
-        for u, v in ((p, q), (q, p)):
-            frame = x.frame.fork(z3.BoolVal(True))
-            for name, value in zip(names, (u, v, r), strict=False):
-                frame.regs[name] = _fit(value, x, name)
-            probe = SymExec(x.program, x.layout, x.specials, x.memory)
-            probe.set(x.dec, frame, None)
-            x.dec.instr.semantics(probe)
-            d = x.dec.operands["d"]
-            assert isinstance(d, ast.Register)
-            outs.append(frame.regs[d.name])
+        outs = [
+            _rerun(x, {n: _fit(value, x, n) for n, value in zip(names, (u, v, r), strict=False)}, "d")
+            for u, v in ((p, q), (q, p))
+        ]
         s = z3.Solver()
         _COMMUTES[form] = s.check(outs[0] != outs[1]) == z3.unsat
     return _COMMUTES[form]
+
+
+def _rerun(x: SymExec, regs: dict[str, BitVec], out: str) -> Term:
+    """The current instruction's result in slot ``out``, run again with registers ``regs`` given
+    other values (in a fork of the frame: the lane's own state is untouched)."""
+    frame = x.frame.fork(z3.BoolVal(True))
+    frame.regs.update(regs)
+    probe = SymExec(x.program, x.layout, x.specials, x.memory)
+    probe.set(x.dec, frame, None)
+    x.dec.instr.semantics(probe)
+    d = x.dec.operands[out]
+    assert isinstance(d, ast.Register)
+    return frame.regs[d.name]
 
 
 def _fit(v: BitVec, x: SymExec, reg: str) -> BitVec:
@@ -285,14 +291,7 @@ class _LaneExec(SymExec):
             return None
         if any(self.program.registers[n].bits != self.ty.bits for n in names):
             return None
-        frame = self.frame.fork(z3.BoolVal(True))
-        frame.regs.update(zip(names, fresh, strict=True))
-        probe = SymExec(self.program, self.layout, self.specials, self.memory)
-        probe.set(self.dec, frame, None)
-        self.dec.instr.semantics(probe)
-        p = self.dec.operands["p"]
-        assert isinstance(p, ast.Register)
-        return boolean(frame.regs[p.name], self.where())
+        return boolean(_rerun(self, dict(zip(names, fresh, strict=True)), "p"), self.where())
 
 
 def _commutativity(terms: list[BitVec], laws: tuple[str, ...] = COMMUTATIVE) -> list[Bool]:
@@ -493,8 +492,9 @@ def _equal_where_same_address(
     facts = [z3.ULT(warp, warps), *(z3.ULT(b, g) for b, g in zip(block, grid, strict=True) if g > 1)]
     laws: tuple[str, ...] = COMMUTATIVE
     paired = ""
-    if applications([v for *_, v in items]):
-        if warps > MAX_WARPS or not premises([v for *_, v in items], facts, finite, warp, warps, RLIMIT):
+    apps = applications([v for *_, v in items])
+    if apps:
+        if warps > MAX_WARPS or not premises(apps, facts, finite, warp, warps, RLIMIT):
             return None, f"line {line}: a (value, index) combine may meet a NaN or one index twice"
         laws = (*COMMUTATIVE, PREFIX)
         paired = " (a (value, index) combine commutes there: no NaN, and the indices it pairs differ)"

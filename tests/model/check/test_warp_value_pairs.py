@@ -10,7 +10,7 @@ import z3
 
 from karyamorph.model.check.inputranges import FiniteFloats
 from karyamorph.model.check.warpclasses import Memo, canonical
-from karyamorph.model.check.warppairs import operands, pair_function, premises
+from karyamorph.model.check.warppairs import applications, operands, pair_function, premises
 from tests.model.check.test_checker_warps import _stores
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -83,12 +83,13 @@ def test_the_premise_needs_finite_leaves_and_apart_indices() -> None:
     one, two = z3.BitVecVal(1, 32), z3.BitVecVal(2, 32)
     nan = z3.BitVecVal(0x7FC00000, 32)
     good = f(z3.Concat(a, one), z3.Concat(b, two))
-    assert premises([z3.Extract(63, 32, good)], [], finite, warp, 1, 100_000)
-    assert not premises([z3.Extract(63, 32, good)], [], {}, warp, 1, 100_000)  # x not known finite
+    apps = applications([z3.Extract(63, 32, good)])
+    assert premises(apps, [], finite, warp, 1, 100_000)
+    assert not premises(apps, [], {}, warp, 1, 100_000)  # x not known finite
     with_nan = f(z3.Concat(a, one), z3.Concat(z3.If(z3.Bool("c"), b, nan), two))
-    assert not premises([with_nan], [], finite, warp, 1, 100_000)
+    assert not premises(applications([with_nan]), [], finite, warp, 1, 100_000)
     same_index = f(z3.Concat(a, one), z3.Concat(b, z3.If(z3.Bool("c"), two, one)))
-    assert not premises([same_index], [], finite, warp, 1, 100_000)
+    assert not premises(applications([same_index]), [], finite, warp, 1, 100_000)
 
 
 def test_canonical_orders_the_operands_of_z3s_own_commutative_operators() -> None:
