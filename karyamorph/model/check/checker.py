@@ -27,7 +27,7 @@ from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
 from karyamorph.model.check.inputranges import FiniteFloats, InputRange, ValueRange
 from karyamorph.model.check.intquery import OutOfTime
-from karyamorph.model.check.memvalues import bind, settle
+from karyamorph.model.check.memvalues import bind, flows, settle
 from karyamorph.model.check.pairs import check_race, plan_race
 from karyamorph.model.check.properties import (
     check_barrier,
@@ -208,6 +208,7 @@ def check(
     copies_ordered = track_copies(trace)
     warps_ordered = track_warp_barriers(trace, program, machine.warp_size)
     tickets, refused = issue(trace, program, frozenset(zeroed))
+    read_back = flows(trace, program)
     settled = settle(trace, program, host_constants)
     enc = Encoding.of(trace, sched, timeout_ms, deadline, input_ranges)
     serve(enc, tickets)
@@ -215,7 +216,16 @@ def check(
     enc.strict = strict
     finite = {b: r for b, r in (input_ranges or {}).items() if isinstance(r, FiniteFloats)}
     enc.stores = WarpStores(
-        program, trace.layout, grid, block, machine.warp_size, enc.readonly, unroll, deadline, finite
+        program,
+        trace.layout,
+        grid,
+        block,
+        machine.warp_size,
+        enc.readonly,
+        unroll,
+        deadline,
+        finite,
+        read_back,
     )
     replayed = [0.0]  # seconds spent replaying: not part of a check's time
     # Witness inputs name elements in units of the loads that read them.

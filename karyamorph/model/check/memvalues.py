@@ -45,6 +45,7 @@ from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.check.sweep import U64, Sweep
 from karyamorph.model.check.symexec import SLOT, Allocation, Layout, Term, provenance
 from karyamorph.model.check.terms import constant_names
+from karyamorph.model.check.warpvalues import Flow
 from karyamorph.model.interp.program import Program
 from karyamorph.model.semantics.symbolic import BitVec, Bool
 
@@ -165,29 +166,10 @@ def settle(trace: Trace, program: Program, host_constants: bool = False) -> Sett
     encoded: the new variables are thread A's); returns what was done and what :func:`bind`
     completes once the trace is encoded. ``host_constants``: the ``.const`` variables hold what
     the host set, not their initializers."""
-    limits = {
-        f"{name}.{axis}@A": n
-        for name, dims in (("tid", trace.block), ("ctaid", trace.grid))
-        for axis, n in zip("xyz", dims, strict=True)
-    }
-    ints = IntTranslation(limits)
+    ints = _ints(trace)
     accesses = [e for e in trace.events if isinstance(e, Access)]
     shared_async = _has_async(program)
-    # Per shared variable: the intervals its writes are in (None: some write's interval is not
-    # one constant), or unknown for every variable when some write's variable is not known.
-    writes: dict[str, list[Access]] = {}
-    anywhere = False
-    for a in accesses:
-        if not a.write or z3.is_false(a.guard):
-            continue
-        if a.space == "shared":
-            alloc = variable_of(trace.layout, ints, "shared", a.addr)
-            if alloc is None:
-                anywhere = True
-            else:
-                writes.setdefault(alloc.name, []).append(a)
-        elif a.space == "global" and _generic(a.text) and provenance(a.addr) is None:
-            anywhere = True  # a generic pointer the trace could not place may point into shared
+    writes, anywhere = _writes(trace, ints, accesses)
     pairs: list[tuple[BitVec, BitVec]] = []
     constant: list[Access] = []
     unwritten: list[Access] = []
@@ -228,7 +210,7 @@ def settle(trace: Trace, program: Program, host_constants: bool = False) -> Sett
             got = None
             if a.value.decl().name() in decisive:
                 sweep = sweep or Sweep.of(trace)
-                got = _covered(sweep, a, interval, mine)
+                got = covered(sweep, a, interval, mine)
             if got is not None:
                 stored.append(_third_thread(trace, a, got))
         else:
@@ -253,6 +235,37 @@ def settle(trace: Trace, program: Program, host_constants: bool = False) -> Sett
     return Settled(tuple(constant), tuple(unwritten), tuple(stored), host_constants)
 
 
+def _ints(trace: Trace) -> IntTranslation:
+    """Integer bounds of thread A's coordinates, for :func:`variable_of`."""
+    limits = {
+        f"{name}.{axis}@A": n
+        for name, dims in (("tid", trace.block), ("ctaid", trace.grid))
+        for axis, n in zip("xyz", dims, strict=True)
+    }
+    return IntTranslation(limits)
+
+
+def _writes(
+    trace: Trace, ints: IntTranslation, accesses: list[Access]
+) -> tuple[dict[str, list[Access]], bool]:
+    """The writes of each shared variable, and whether some write's variable is not known (a
+    shared address no variable holds, or a generic pointer the trace could not place)."""
+    writes: dict[str, list[Access]] = {}
+    anywhere = False
+    for a in accesses:
+        if not a.write or z3.is_false(a.guard):
+            continue
+        if a.space == "shared":
+            alloc = variable_of(trace.layout, ints, "shared", a.addr)
+            if alloc is None:
+                anywhere = True
+            else:
+                writes.setdefault(alloc.name, []).append(a)
+        elif a.space == "global" and _generic(a.text) and provenance(a.addr) is None:
+            anywhere = True  # a generic pointer the trace could not place may point into shared
+    return writes, anywhere
+
+
 def _deciding(trace: Trace) -> set[str]:
     """Names of the variables an address, a guard or a loop's exit condition mentions."""
     # One walk over the terms together: the events share most of their subterms.
@@ -262,11 +275,13 @@ def _deciding(trace: Trace) -> set[str]:
     return set(constant_names(z3.And(terms))) if terms else set()
 
 
-def _covered(sweep: Sweep, load: Access, interval: int, writes: list[Access]) -> list[Access] | None:
+def covered(sweep: Sweep, load: Access, interval: int, writes: list[Access]) -> list[Access] | None:
     """The stores whose values ``load`` reads, when every thread's load address is covered by
-    some thread's store of its width in an earlier interval and every write of the variable is
-    in an earlier interval and, where it may touch a loaded byte, such a store at the load's own
-    address; None otherwise. Addresses are keyed by block (shared memory is a block's own)."""
+    some thread's store of its width in an earlier interval, and every write of the variable that
+    may touch a loaded byte is such a store at the load's own address, in an earlier interval;
+    None otherwise. A write in a later interval happens after a barrier the loading thread
+    reaches only after its load, and one in the load's interval must touch no loaded byte of any
+    thread. Addresses are keyed by block (shared memory is a block's own)."""
     site = sweep._site(load)
     if site is None:
         return None
@@ -277,8 +292,10 @@ def _covered(sweep: Sweep, load: Access, interval: int, writes: list[Access]) ->
     sources: list[Access] = []
     for w in writes:
         wi = _interval(w)
-        if wi is None or wi >= interval:
-            return None  # written in the load's interval, or in one the trace cannot order
+        if wi is None:
+            return None  # written in an interval the trace cannot order
+        if wi > interval:
+            continue
         wsite = sweep._site(w)
         if wsite is None:
             return None
@@ -288,12 +305,14 @@ def _covered(sweep: Sweep, load: Access, interval: int, writes: list[Access]) ->
         meet = np.searchsorted(wkey, key + U64(n), side="left") - np.searchsorted(
             wkey, key - np.minimum(key, U64(w.nbytes - 1)), side="left"
         )
+        if not np.any(meet):
+            continue  # touches no loaded byte
+        if wi == interval:
+            return None  # written where it is read, while it is read
         same = np.searchsorted(wkey, key, side="right") - np.searchsorted(wkey, key, side="left")
         plain = not w.atomic and w.nbytes == n and w.stored is not None
         if np.any(meet > (same if plain else 0)):
             return None  # a write touches a loaded byte other than as a whole stored word
-        if not plain:
-            continue
         sources.append(w)
         may, may_not = sweep.truth(w.guard)
         sure = (may & ~may_not)[wthreads]  # threads that certainly make the store
@@ -304,6 +323,76 @@ def _covered(sweep: Sweep, load: Access, interval: int, writes: list[Access]) ->
     if not sources or not covered.all():
         return None
     return sources
+
+
+def flows(trace: Trace, program: Program) -> dict[tuple[int, str], Flow]:
+    """The shared loads, by (line, opcode), each of whose accesses is :func:`covered` by the
+    accesses of one store instruction, whose writing threads and addresses are the same in every
+    block. Nothing when an asynchronous or another block's write may land in shared memory, or
+    some write's variable is not known."""
+    if _has_async(program):
+        return {}
+    accesses = [e for e in trace.events if isinstance(e, Access)]
+    writes, anywhere = _writes(trace, _ints(trace), accesses)
+    if anywhere:
+        return {}
+    ints = _ints(trace)
+    sites: dict[tuple[int, str], list[Access]] = {}
+    for a in accesses:
+        if a.space == "shared" and not a.atomic and not z3.is_false(a.guard):
+            sites.setdefault((a.line, a.text), []).append(a)
+    sweep: Sweep | None = None
+    out: dict[tuple[int, str], Flow] = {}
+    for site, loads in sites.items():
+        interval = _interval(loads[0])
+        if loads[0].write or interval is None or any(_interval(a) != interval for a in loads):
+            continue
+        alloc = variable_of(trace.layout, ints, "shared", loads[0].addr)
+        if alloc is None:
+            continue
+        sweep = sweep or Sweep.of(trace)
+        sources: set[tuple[int, str]] = set()
+        for a in loads:
+            got = covered(sweep, a, interval, writes.get(alloc.name, []))
+            if got is None:
+                break
+            sources |= {(w.line, w.text) for w in got}
+        else:
+            if len(sources) == 1:
+                store = sources.pop()
+                table = _writers(sweep, trace, sorted(sites[store], key=lambda w: w.index))
+                if table is not None:
+                    out[site] = Flow(store, len(sites[store]), table)
+    return out
+
+
+def _writers(sweep: Sweep, trace: Trace, elements: list[Access]) -> tuple[tuple[int, int, int], ...] | None:
+    """``(address, thread, element)`` for each address the store's ``elements`` certainly write,
+    with the lowest such thread; None when the threads and addresses differ between blocks, or
+    an element's interval is not one constant."""
+    nt = trace.block[0] * trace.block[1] * trace.block[2]
+    first: dict[int, tuple[int, int]] = {}
+    for k, w in enumerate(elements):
+        site = sweep._site(w)
+        if site is None or _interval(w) is None:
+            return None
+        threads, addr = site
+        may, may_not = sweep.truth(w.guard)
+        sure = (may & ~may_not)[threads]
+        threads, addr = threads[sure], addr[sure]
+        blocks = sweep.block_of[threads].astype(np.int64)
+        order = np.lexsort((threads, blocks))
+        tids, addr, blocks = (threads % nt)[order], addr[order], blocks[order]
+        count = np.bincount(blocks)
+        if len(count) == 0 or np.any(count != count[0]):
+            return None
+        rows = len(count)
+        tids, addr = tids.reshape(rows, -1), addr.reshape(rows, -1)
+        if np.any(tids != tids[0]) or np.any(addr != addr[0]):
+            return None  # another block writes other words, or from other threads
+        for t, x in zip(tids[0].tolist(), addr[0].tolist(), strict=True):
+            first.setdefault(int(x), (int(t), k))
+    return tuple((x, t, k) for x, (t, k) in sorted(first.items()))
 
 
 def _third_thread(trace: Trace, load: Access, stores: list[Access]) -> StoredValue:

@@ -226,6 +226,7 @@ class _Benign:
     proved: dict[int, str] = field(default_factory=dict)  # access index -> how it was shown
     refused: dict[int, str] = field(default_factory=dict)  # access index -> why values may differ
     undecided: dict[int, str] = field(default_factory=dict)  # access index -> why not decided
+    in_block: dict[int, str] = field(default_factory=dict)  # access index -> how a block's threads were
 
     def refine(self, q: Query, model: z3.ModelRef) -> Query | None:
         """None when the query's two stores are proved to store one value wherever they meet, or
@@ -245,22 +246,45 @@ class _Benign:
         apart = Query(z3.And(q.violation, self._apart(q)), q.events, tag=tag)
         return Query(q.violation, q.events, parts=(apart, Query(q.violation, q.events, tag=tag)))
 
-    def _by_warp(self, q: Query, model: z3.ModelRef) -> Query:
-        """A query of one store instruction whose threads may store different values: as it is
-        where the model's two threads are of different warps; else as the warp's lanes decide."""
+    def _by_warp(self, q: Query, model: z3.ModelRef) -> Query | None:
+        """A query of one store instruction whose threads may store different values: as the
+        block-wide proof decides where the model's two threads are of different warps (None: its
+        threads store one value; else as it is), and as the warp's lanes decide where they are of
+        one warp, the block-wide proof asked where those are not proved."""
         plain = Query(q.violation, q.events)
-        if not z3.is_true(model.eval(self.enc.same_warp(), model_completion=True)):
-            return plain
         a = q.events[0]
         assert isinstance(a, Access)
+        if not z3.is_true(model.eval(self.enc.same_warp(), model_completion=True)):
+            return None if self._block(a) else plain
         if a.index not in self.proved and a.index not in self.refused and a.index not in self.undecided:
             ok, detail = self.stores.same_value(a.line, a.text)
             {True: self.proved, False: self.refused, None: self.undecided}[ok][a.index] = detail
+        if a.index not in self.proved and self._block(a):  # loads read back: the lanes' values
+            self.undecided.pop(a.index, None)
+            self.refused.pop(a.index, None)
+            return None
         if a.index not in self.refused:
-            return Query(z3.And(q.violation, z3.Not(self.enc.same_warp())), q.events)
+            # Threads of other warps: the block-wide proof is asked for them when one is made.
+            tag = SPLIT if self._blockwide(a) else ""
+            return Query(z3.And(q.violation, z3.Not(self.enc.same_warp())), q.events, tag=tag)
         if self.stores.examples.get((a.line, a.text)) is not None:
             return q  # its witness is the input found to split the lanes (:meth:`example`)
         return plain
+
+    def _blockwide(self, a: Access) -> bool:
+        """Whether the block-wide same-value proof applies to ``a``: a store to shared memory in
+        a kernel where some shared load reads back one store instruction's values."""
+        return a.space == "shared" and bool(self.stores.flows)
+
+    def _block(self, a: Access) -> bool:
+        """Whether the threads of a block storing to one address at ``a``'s instruction are
+        proved to store one value there (:meth:`WarpStores.same_value_in_block`)."""
+        if not self._blockwide(a):
+            return False
+        ok, detail = self.stores.same_value_in_block(a.line, a.text)
+        if ok is True:
+            self.in_block[a.index] = detail
+        return ok is True
 
     def _apart(self, q: Query) -> Bool:
         """That the two stores of ``q`` write different values or to different addresses (true
@@ -351,11 +375,17 @@ class _Benign:
                 f"benign: threads store one value to one address at line(s) {self._pairs(self.equal)} "
                 f"(proved equal for every input; --strict counts them as races)"
             )
-        lines = sorted(self._lines(self.proved))
+        lines = sorted(self._lines(self.proved) - self._lines(self.in_block))
         if lines:
             out.append(
                 f"benign: the lanes of a warp store one value to one address at line(s) "
                 f"{', '.join(map(str, lines))} (proved equal; --strict counts them as races)"
+            )
+        for how in sorted(set(self.in_block.values())):
+            at = sorted(self._lines({i: h for i, h in self.in_block.items() if h == how}))
+            out.append(
+                f"benign: the threads of a block store one value to one address at line(s) "
+                f"{', '.join(map(str, at))} (proved equal, {how}; --strict counts them as races)"
             )
         return "; ".join(out)
 

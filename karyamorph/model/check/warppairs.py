@@ -208,7 +208,10 @@ class _Choices:
         if z3.is_app_of(t, z3.Z3_OP_EXTRACT):
             low = t.params()[1]
             return self.of(kids[0], hi + low, lo + low)
-        return (t if (hi, lo) == (t.size() - 1, 0) else z3.Extract(hi, lo, t),)
+        if (hi, lo) == (t.size() - 1, 0):
+            return (t,)
+        part = z3.Extract(hi, lo, t)
+        return (z3.simplify(part) if z3.is_bv_value(t) else part,)  # a constant pair's half: a constant
 
 
 def _merge(a: tuple[z3.BitVecRef, ...], b: tuple[z3.BitVecRef, ...]) -> tuple[z3.BitVecRef, ...]:

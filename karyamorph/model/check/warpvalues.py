@@ -22,6 +22,12 @@ can race those of one iteration (:mod:`karyamorph.model.check.warploop`). Terms 
 commutativity are compared first without z3 (:mod:`karyamorph.model.check.warpclasses`); where
 z3 cannot decide, inputs with one NaN are tried, which split lanes whose combine compares floats
 (:mod:`karyamorph.model.check.warpwitness`).
+
+Block mode (:meth:`WarpStores.same_value_in_block`) compares the threads of every warp of a
+block at one store to shared memory, for values that come back from shared memory: a load that
+reads back one earlier store instruction (:func:`karyamorph.model.check.memvalues.flows`) is
+that store's term for the writer of its address, the writer's warp and lane put in, and each
+thread's records are taken with its warp and lane constants.
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ from karyamorph.model.check.symexec import (
     provenance,
 )
 from karyamorph.model.check.terms import dag_size, uninterpreted
-from karyamorph.model.check.warpclasses import MAX_WARPS, apart_by_class, classes
+from karyamorph.model.check.warpclasses import MAX_WARPS, Item, apart_by_class, classes
 from karyamorph.model.check.warploop import enclosing_loop, same_start
 from karyamorph.model.check.warppairs import PREFIX, PairSelections, applications, operands, premises
 from karyamorph.model.check.warpwitness import PATTERNS, NanDifference, nan_difference
@@ -79,8 +85,23 @@ RLIMIT = 2_000_000
 # value as a shared graph. The Triton reductions proved here take at most about 3,200 nodes, and
 # argmax's butterfly, its selects made pair functions (warppairs), about 13,600; the same
 # butterfly with its float comparisons as bit-vector circuits takes about 16,500, and z3 does not
-# decide it within 30 s.
+# decide it within 30 s. In block mode (:meth:`WarpStores.same_value_in_block`) one thread's
+# records, its lane and warp constants, are measured: argmin's, the pairs of two warps read
+# back from shared memory, take about 11,500.
 MAX_NODES = 16_000
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """A shared load that reads back what one store instruction wrote in an earlier interval
+    (:func:`karyamorph.model.check.memvalues.flows`): for each address the load may read, a
+    thread of the block that certainly stored there, as ``(address, its linear thread index in
+    the block, element)``, the element being which of the store's accesses (a vector store's
+    words, in order) wrote it."""
+
+    store: tuple[int, str]  # (line, opcode) of the store instruction
+    elements: int  # the store's accesses per thread
+    writers: tuple[tuple[int, int, int], ...]
 
 
 class _Reached(Exception):
@@ -102,6 +123,15 @@ class _Lane:
     counter: int = 0
     pairs: PairSelections = field(default_factory=PairSelections)  # (value, index) combines
     records: list[tuple[Bool, BitVec, BitVec]] = field(default_factory=list)  # (guard, address, value)
+    # Block mode (every warp's lanes compared): the warp number (a term), the thread a free value belongs
+    # to (warp and lane; else the lane), the shared loads that read back a store by (line,
+    # opcode), that store's (guard, address, value) as the run makes it, and the lines of the
+    # loads made their writers' values.
+    warp_id: BitVec | None = None
+    thread: BitVec | None = None
+    flows: Mapping[tuple[int, str], Flow] = field(default_factory=dict)
+    stored: dict[tuple[int, str], list[tuple[Bool, BitVec, BitVec]]] = field(default_factory=dict)
+    read_back: set[int] = field(default_factory=set)
 
     @overload
     def fresh(self, name: str, sort: z3.BitVecSortRef, abstract: bool = True) -> BitVec: ...
@@ -111,7 +141,7 @@ class _Lane:
         """A free value of ``sort`` per lane: an uninterpreted function of the lane number."""
         self.counter += 1
         f: z3.FuncDeclRef[Term] = z3.Function(f"{name}#{self.counter}", z3.BitVecSort(32), sort)
-        out = f(self.lane)
+        out = f(self.lane if self.thread is None else self.thread)
         if not abstract and self.loop_line is not None and name == f"k{self.loop_line}":
             self.iteration = bitvec(out, name)  # the explorer's iteration of the target's loop
         return out
@@ -136,9 +166,39 @@ class _Lane:
                 f"{name}.u{ty.bits}", z3.BitVecSort(64), z3.BitVecSort(ty.bits)
             )
             return f(addr)
+        flow = self.flows.get((x.dec.line, x.dec.source.full_opcode)) if space == "shared" else None
+        if flow is not None:
+            got = self._read_back(flow, addr, ty)
+            if got is not None:
+                self.read_back.add(x.dec.line)
+                return got
         return self.fresh(f"ld{x.dec.line}", z3.BitVecSort(ty.bits))
 
+    def _read_back(self, flow: Flow, addr: BitVec, ty: PtxType) -> BitVec | None:
+        """What a shared load at ``addr`` reads in block mode: the value its writer stored, chosen
+        by address from the flow's writers (each the store's term with the writer's warp and
+        lane); None when the run's own record of the store does not give each writer's value."""
+        made = self.stored.get(flow.store, [])
+        if self.warp_id is None or len(made) != flow.elements:
+            return None
+        out = self.fresh(f"ld{flow.store[0]}.elsewhere", z3.BitVecSort(ty.bits))  # no writer's address
+        for address, t, k in reversed(flow.writers):
+            g, a, v = made[k]
+            lane, warp = z3.BitVecVal(t % self.width, 32), z3.BitVecVal(t // self.width, 32)
+            who = ((self.lane, lane), (self.warp_id, warp))
+            at = z3.simplify(z3.substitute(a, *who))
+            if v.size() != ty.bits or not z3.is_true(z3.simplify(z3.substitute(g, *who))):
+                return None
+            if not z3.is_bv_value(at) or at.as_long() != address:
+                return None
+            here = z3.BitVecVal(address, addr.size())
+            out = z3.If(addr == here, z3.simplify(z3.substitute(v, *who)), out)
+        return out
+
     def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None:
+        site = (x.dec.line, x.dec.source.full_opcode)
+        if space == "shared" and any(f.store == site for f in self.flows.values()):
+            self.stored.setdefault(site, []).append((x.cond, addr, value))
         if x.dec is self.target:
             if self.loop_line is not None and (
                 self.iteration is None or not same_start(x.frame.epoch, self.iteration, self.lane)
@@ -324,6 +384,8 @@ class WarpStores:
     deadline: float | None = None  # time.perf_counter() value past which OutOfTime is raised
     # read-only float buffers the spec fills with finite values, with what it says of them
     finite: Mapping[str, FiniteFloats] = field(default_factory=dict)
+    # shared loads that read back one store instruction's values (memvalues.flows)
+    flows: Mapping[tuple[int, str], Flow] = field(default_factory=dict)
     # answers by (line, opcode): an unrolled loop's copies of a store are one instruction here
     _answers: dict[tuple[int, str], tuple[bool | None, str]] = field(default_factory=dict)
     # the inputs found to make two lanes store different values, by (line, opcode)
@@ -375,9 +437,48 @@ class WarpStores:
             self._answers[key] = answer
         return self._answers[key]
 
-    def _decide(self, line: int, opcode: str, pairs: bool) -> tuple[tuple[bool | None, str], bool]:
-        """The answer of :meth:`same_value`, and whether a pair function stood for some selects
-        (with ``pairs``; an answer short of a proof is then to be asked again without)."""
+    def same_value_in_block(self, line: int, opcode: str) -> tuple[bool | None, str]:
+        """Whether every two threads of one block that store to one address at the instruction
+        at ``line`` store one value there, their loads of shared memory that read back one store
+        instruction (:attr:`flows`) made the values their writers stored: (True: proved, None:
+        not decided, or no such load; how, in a parenthesis's words, or why not). Every thread is
+        taken one by one, so a block of at most ``MAX_WARPS`` warps.
+
+        The writer of an address is one thread that certainly stored there. Any other stores the
+        same value, or the race check refutes that store's own pair, so the proof stands
+        beside the race check, not alone."""
+        key = (line, f"{opcode}@block")
+        if key not in self._answers:
+            n = self.block[0] * self.block[1] * self.block[2]
+            if not self._flows() or -(-n // self.warp_size) > MAX_WARPS:
+                self._answers[key] = (None, "no load of shared memory reads back one store")
+            else:
+                answer, paired = self._decide(line, opcode, pairs=True, block=True)
+                if answer[0] is not True and paired:
+                    answer, _ = self._decide(line, opcode, pairs=False, block=True)
+                self._answers[key] = answer
+        return self._answers[key]
+
+    def _flows(self) -> dict[tuple[int, str], Flow]:
+        """The flows whose load and store are each the one instruction of their line, outside
+        every loop (run once per thread)."""
+        decoded = self.program.decoded
+        out = {}
+        for site, flow in self.flows.items():
+            pcs = [
+                [i for i, d in enumerate(decoded) if (d.line, d.source.full_opcode) == where]
+                for where in (site, flow.store)
+            ]
+            if all(len(p) == 1 and not self._in_loop(p[0]) for p in pcs):
+                out[site] = flow
+        return out
+
+    def _decide(
+        self, line: int, opcode: str, pairs: bool, block: bool = False
+    ) -> tuple[tuple[bool | None, str], bool]:
+        """The answer of :meth:`same_value` (with ``block``: of :meth:`same_value_in_block`), and
+        whether a pair function stood for some selects (with ``pairs``; an answer short of a
+        proof is then to be asked again without)."""
         decoded = self.program.decoded
         pcs = [i for i, d in enumerate(decoded) if d.line == line and d.source.full_opcode == opcode]
         if len(pcs) != 1:
@@ -393,11 +494,11 @@ class WarpStores:
         n = self.block[0] * self.block[1] * self.block[2]
         width = min(self.warp_size, n)
         lane, warp = z3.BitVec("lane@W", 32), z3.BitVec("warp@W", 32)
-        block = [
+        coords = [
             z3.BitVec(f"ctaid.{a}@W", 32) if g > 1 else z3.BitVecVal(0, 32)
             for a, g in zip("xyz", self.grid, strict=True)
         ]
-        sp, valid = self._specials(lane, warp, block)
+        sp, valid = self._specials(lane, warp, coords)
         if n % self.warp_size == 0:
             # Whole warps: every lane of the warp (warp < warps, as the proof states) is a thread,
             # said as a constant so that lanes' terms agree syntactically, not only under it.
@@ -407,6 +508,8 @@ class WarpStores:
             exists = lambda j: z3.ULT(warp * self.warp_size + j, n)  # noqa: E731
         mem = _Lane(lane, width, exists, decoded[pcs[0]], self.readonly)
         mem.pairs.enabled = pairs
+        if block:
+            mem.warp_id, mem.thread, mem.flows = warp, warp * self.warp_size + lane, self._flows()
         mem.loop_line = None if around is None else decoded[around.latch].line
         x = _LaneExec(self.program, self.layout, sp, mem)
         # Counted loops are always abstracted (their state free per lane): the values a warp
@@ -432,17 +535,23 @@ class WarpStores:
             return (None, f"the store at line {line} is inside a loop, {mem.problem}"), mem.pairs.used
         if not mem.records:
             return (True, f"no lane stores at line {line}"), mem.pairs.used
-        size = dag_size(z3.And([z3.And(g, a == a, v == v) for g, a, v in mem.records]), MAX_NODES)
-        items = [
-            (
-                i,
-                mem.at(z3.And(g, valid), z3.BitVecVal(i, 32)),
-                mem.at(a, z3.BitVecVal(i, 32)),
-                mem.at(v, z3.BitVecVal(i, 32)),
-            )
-            for i in range(width)
-            for g, a, v in mem.records
-        ]
+        warps = -(-n // self.warp_size)
+        if block:
+            items = _every_thread(mem, valid, warps, self.warp_size)
+            terms = [z3.And(g, a == a, v == v) for t, g, a, v in items if t == 0]  # thread 0's
+            size = dag_size(z3.And(terms), MAX_NODES)
+        else:
+            size = dag_size(z3.And([z3.And(g, a == a, v == v) for g, a, v in mem.records]), MAX_NODES)
+            items = [
+                (
+                    i,
+                    mem.at(z3.And(g, valid), z3.BitVecVal(i, 32)),
+                    mem.at(a, z3.BitVecVal(i, 32)),
+                    mem.at(v, z3.BitVecVal(i, 32)),
+                )
+                for i in range(width)
+                for g, a, v in mem.records
+            ]
         if size > MAX_NODES:
             answer: tuple[bool | None, str] = (
                 None,
@@ -453,11 +562,19 @@ class WarpStores:
             )
         else:
             answer = _equal_where_same_address(
-                items, warp, block, self.grid, -(-n // self.warp_size), line, self._timeout_ms(), self.finite
+                items, warp, coords, self.grid, 1 if block else warps, line, self._timeout_ms(), self.finite
             )
+        if block:
+            if answer[0] is True:
+                read = ", ".join(map(str, sorted(mem.read_back)))
+                stored = ", ".join(sorted({str(f.store[0]) for f in mem.flows.values()}))
+                paired = answer[1].partition(" (")[2].rstrip(")")
+                how = f"reading back at line(s) {read} what line(s) {stored} stored"
+                answer = (True, "; ".join(x for x in (how, paired) if x))
+            return (answer[0] or None, answer[1]), mem.pairs.used
         if answer[0] is None and not mem.pairs.used:
             # Undecided: a float comparison's NaN case may be what keeps the lanes apart.
-            fixed = [(t, z3.BitVecVal(0, 32)) for t in (warp, *block) if not z3.is_bv_value(t)]
+            fixed = [(t, z3.BitVecVal(0, 32)) for t in (warp, *coords) if not z3.is_bv_value(t)]
             nan_able = [b for b in self.readonly.values() if b not in self.finite]
             inputs = {f"{b}.u{w}": b for b in nan_able for w in PATTERNS}
             found = nan_difference(items, inputs, fixed)
@@ -469,6 +586,22 @@ class WarpStores:
                 why = f"{answer[1]}; no NaN tried in {kept}, whose values the spec keeps finite"
                 return (None, why), False
         return answer, mem.pairs.used
+
+
+def _every_thread(mem: _Lane, valid: Bool, warps: int, warp_size: int) -> list[Item]:
+    """The lane's records as every thread of the block has them (thread ``w * warp_size + i``:
+    lane ``i`` of warp ``w``), simplified with both numbers constants."""
+    assert mem.warp_id is not None
+    out = []
+    for w in range(warps):
+        for i in range(mem.width):
+            who = ((mem.lane, z3.BitVecVal(i, 32)), (mem.warp_id, z3.BitVecVal(w, 32)))
+            for g, a, v in mem.records:
+                guard = boolean(z3.simplify(z3.substitute(z3.And(g, valid), *who)), "a store's guard")
+                addr = bitvec(z3.simplify(z3.substitute(a, *who)), "a store's address")
+                value = bitvec(z3.simplify(z3.substitute(v, *who)), "a stored value")
+                out.append((w * warp_size + i, guard, addr, value))
+    return out
 
 
 def _equal_where_same_address(

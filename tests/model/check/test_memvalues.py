@@ -77,15 +77,27 @@ def test_a_word_written_before_the_barrier_is_one_value_after_it() -> None:
     assert race.verdict == "proved" and "benign" in race.reason, race
 
 
-def test_a_word_written_in_the_interval_of_the_load_stays_free() -> None:
-    """Thread 0 writes B[63] while the others read B[7]: no race on B, but B is written in the
-    load's interval, so the value is not one value (not proved: the same-value stores are not
-    shown equal)."""
+def test_a_word_written_in_the_interval_of_the_load_elsewhere_is_read_back() -> None:
+    """Thread 0 writes B[63] while the others read B[7]: the write touches no word read, so
+    every thread reads back what thread 7 stored before the barrier, and the stores of it to A[i]
+    are one value."""
     before = """st.shared.u32 [%r9], %r7;
     bar.sync 0;
     setp.eq.u32 %p, %r7, 0;
     @%p st.shared.u32 [%r8+252], %r7;"""
-    assert _copy(before=before).verdict != "proved"
+    race = _copy(before=before)
+    assert race.verdict == "proved" and "reading back at line(s)" in race.reason, race
+
+
+def test_a_word_written_where_it_is_read_in_the_interval_of_the_load_races() -> None:
+    """Thread 0 writes B[7] while the others read it: a race, whatever the values."""
+    before = """st.shared.u32 [%r9], %r7;
+    bar.sync 0;
+    setp.eq.u32 %p, %r7, 0;
+    @%p st.shared.u32 [%r8+28], %r9;"""
+    race = _copy(before=before)
+    assert race.verdict == "refuted" and race.witness is not None, race
+    assert "reading back" not in race.reason, race
 
 
 def test_a_generic_store_the_trace_cannot_place_may_write_the_array() -> None:

@@ -62,19 +62,14 @@ NAN_RACES = {
     ("argmax_rows.sm_90a", "race"): ("st.shared.b32", "st.shared.b32"),
     ("argmin_rows.sm_90a", "race"): ("st.shared.v2.b32", "st.shared.v2.b32"),
 }
-# On the spec's finite inputs (x is randn), by (spec, property): unknown, with what the reason says.
+# Proved on the spec's finite inputs (x is randn), by (spec, property): what the reason says.
 # On finite values the combine commutes (no NaN, and the indices a butterfly pairs differ), so
-# every lane ends with the same pair: argmax is proved so
-# (tests/model/check/test_warp_value_pairs.py). argmin's stored pair comes from other lanes and
-# shared memory, free to the two-thread abstraction, so no witness of two different values holds
-# once they are pinned (a witness that left them free, a negative zero among subnormals, stored
-# one value from both threads when the interpreter replayed it).
-FINITE_UNKNOWN = {
-    ("argmin_rows.sm_90a", "race"): "which the two-thread abstraction leaves free",
-}
-# Proved on the spec's finite inputs, by (spec, property): what the reason says.
+# every lane ends with the same pair: argmax is proved so (tests/model/check/test_warp_value_pairs.py).
+# argmin's second stage combines the pairs two warps stored, loaded back from shared memory: the
+# block-wide proof reads them back as the writers' own terms (tests/model/check/test_read_back.py).
 FINITE_PROVED = {
     ("argmax_rows.sm_90a", "race"): "assuming the elements of x are finite f32 values",
+    ("argmin_rows.sm_90a", "race"): "reading back at line(s) 383, 386 what line(s) 377, 384 stored",
 }
 UP_TO_K = {("pairwise_gcd.sm_90", "*"), ("histogram_shared.sm_90", "histogram_atomic.sm_120.ptx")}
 # The builds whose every verdict is unknown, by (spec, build): what the reason says. (Triton's
@@ -191,9 +186,6 @@ def test_corpus_build_has_no_refuted_verdict(case: Case) -> None:
     verdicts = check_spec(kernel, prepare(kernel.spec), deadline_s=SLOW.get(case[0].stem, DEADLINE_S))
     for v in verdicts:
         key = (case[0].stem, v.property)
-        if key in FINITE_UNKNOWN:
-            assert v.verdict == "unknown" and FINITE_UNKNOWN[key] in v.reason, (key, v.reason)
-            continue
         if key in FINITE_PROVED:
             assert v.verdict == "proved" and FINITE_PROVED[key] in v.reason, (key, v.reason)
             continue
