@@ -537,7 +537,7 @@ class WarpStores:
             return (True, f"no lane stores at line {line}"), mem.pairs.used
         warps = -(-n // self.warp_size)
         if block:
-            items = _every_thread(mem, valid, warps, self.warp_size)
+            items = _every_thread(mem, valid, warps, self.warp_size, self.deadline)
             terms = [z3.And(g, a == a, v == v) for t, g, a, v in items if t == 0]  # thread 0's
             size = dag_size(z3.And(terms), MAX_NODES)
         else:
@@ -588,12 +588,17 @@ class WarpStores:
         return answer, mem.pairs.used
 
 
-def _every_thread(mem: _Lane, valid: Bool, warps: int, warp_size: int) -> list[Item]:
+def _every_thread(
+    mem: _Lane, valid: Bool, warps: int, warp_size: int, deadline: float | None = None
+) -> list[Item]:
     """The lane's records as every thread of the block has them (thread ``w * warp_size + i``:
-    lane ``i`` of warp ``w``), simplified with both numbers constants."""
+    lane ``i`` of warp ``w``), simplified with both numbers constants (OutOfTime past
+    ``deadline``, a ``time.perf_counter()`` value)."""
     assert mem.warp_id is not None
     out = []
     for w in range(warps):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise OutOfTime("while taking the lanes of every warp of a block")
         for i in range(mem.width):
             who = ((mem.lane, z3.BitVecVal(i, 32)), (mem.warp_id, z3.BitVecVal(w, 32)))
             for g, a, v in mem.records:

@@ -59,10 +59,9 @@ def _ptx(index: str = SAME, after: str = "") -> str:
     return READ_BACK.replace("INDEX", index).replace("AFTER", after)
 
 
-def _race(ptx: str, strict: bool = False) -> Verdict:
-    (v,) = check(
-        parse(ptx), "rb", ptx_machine(), (1, 64, 0), {"x": 8}, {}, properties=("race",), strict=strict
-    )
+def _race(ptx: str, strict: bool = False, block: int = 64) -> Verdict:
+    launch, buffers = (1, block, 0), {"x": block // 8}  # a float per warp
+    (v,) = check(parse(ptx), "rb", ptx_machine(), launch, buffers, {}, properties=("race",), strict=strict)
     return v
 
 
@@ -94,6 +93,13 @@ def test_threads_of_every_warp_storing_the_sum_read_back_store_one_value() -> No
     assert v.verdict == "proved", v
     assert f"the threads of a block store one value to one address at line(s) {SUM}" in v.reason, v.reason
     assert f"reading back at line(s) {LOAD}, {LOAD + 1} what line(s) {STORE} stored" in v.reason, v.reason
+
+
+def test_every_warp_of_a_block_of_1024_threads_is_compared() -> None:
+    # 32 warps store s[0..31]; the sum goes to s[48], past them.
+    ptx = _ptx().replace("s[64]", "s[256]").replace("[%s+32]", "[%s+192]")
+    v = _race(ptx, block=1024)
+    assert v.verdict == "proved" and f"at line(s) {SUM} (proved equal, reading back" in v.reason, v
 
 
 def test_strict_counts_the_sum_as_a_race() -> None:
