@@ -367,6 +367,13 @@ class TwoThreadLog:
     def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None:
         self._log(x, space, addr, ty, True, False, stored=value)
 
+    def span(self, x: SymExec, space: str, addr: BitVec, nbytes: int, write: bool) -> None:
+        """Log ``nbytes`` at ``addr`` read or written by an asynchronous bulk copy (no value)."""
+        self._log(x, space, addr, PtxType(f"b{8 * nbytes}", 8 * nbytes, "b"), write, False)
+        last = self.events[-1]
+        assert isinstance(last, Access)
+        last.warp_epoch = None  # asynchronous: a bar.warp.sync does not wait for it
+
     def read(self, x: SymExec, space: str, addr: BitVec, nbytes: int) -> Access:
         """Log a read of ``nbytes`` that yields no value here (a tile of a ``wgmma``)."""
         self._log(x, space, addr, PtxType(f"b{8 * nbytes}", 8 * nbytes, "b"), False, False)

@@ -16,6 +16,10 @@ a rule that is exact for bounds and barriers but not for races:
 - mbarrier waits (``mbarrier.test_wait``/``try_wait``) order the accesses before an arrival
   with those after the wait, which the encoding does not know: a refutation is unknown (a
   proof, made with fewer orderings than the kernel has, stands).
+- bulk copies (``cp.async.bulk``) land when their mbarrier's phase, or their bulk group,
+  completes, which the encoding does not order: their bytes are logged where the copy is issued
+  (so the bounds check covers them), and every race verdict of a kernel with one is unknown (a
+  proof would take a later barrier for the landing).
 
 Verdicts these limits cannot touch are kept: a refutation between two threads of different
 warps, or between accesses none of which is an in-flight copy.
@@ -39,6 +43,7 @@ class RaceCaveats:
     at_barriers: tuple[int, ...] = ()
     warp_barriers: tuple[int, ...] = ()
     mbarrier_waits: tuple[int, ...] = ()
+    bulk_copies: tuple[int, ...] = ()
 
     def encoded(self, copies: bool, warp_barriers: bool) -> RaceCaveats:
         """These caveats less those the encoding has ordered itself: the copies (``copies``),
@@ -62,6 +67,11 @@ class RaceCaveats:
             out.append(
                 f"bar.warp.sync at line(s) {_lines(self.warp_barriers)} orders lanes of a warp, which "
                 "the two-thread encoding does not encode"
+            )
+        if self.bulk_copies:
+            out.append(
+                f"bulk copies at line(s) {_lines(self.bulk_copies)} land when their mbarrier phase or "
+                "bulk group completes, which the two-thread encoding does not order"
             )
         if self.mbarrier_waits:
             out.append(
@@ -117,6 +127,7 @@ def race_caveats(program: Program, scheduling: str) -> RaceCaveats:
     """The caveats of a kernel's race verdicts (empty when the encoding is exact for it)."""
     warp = tuple(d.line for d in program.decoded if d.instr.name == "bar.warp.sync")
     waits = tuple(d.line for d in program.decoded if d.instr.name.startswith(MBARRIER_WAITS))
+    bulk = tuple(d.line for d in program.decoded if d.instr.name == "cp.async.bulk")
     if not any(d.instr.name.startswith("cp.async") for d in program.decoded):
         return RaceCaveats(warp_barriers=warp if scheduling == "its" else (), mbarrier_waits=waits)
     n = len(program.decoded)
@@ -142,7 +153,7 @@ def race_caveats(program: Program, scheduling: str) -> RaceCaveats:
             copies |= uncommitted | pending
             barriers.add(dec.line)
     its = warp if scheduling == "its" else ()
-    return RaceCaveats(tuple(sorted(copies)), tuple(sorted(barriers)), its, waits)
+    return RaceCaveats(tuple(sorted(copies)), tuple(sorted(barriers)), its, waits, bulk)
 
 
 def _linear(t: ThreadId, block: tuple[int, int, int]) -> int:
@@ -155,11 +166,11 @@ def apply_race_caveats(
     """``v`` (a race verdict), or an unknown verdict when the caveats may have decided it."""
     refuted_past_waits = v.verdict == "refuted" and bool(caveats.mbarrier_waits)
     if v.verdict == "unknown" or not (
-        caveats.copies_in_flight or caveats.warp_barriers or refuted_past_waits
+        caveats.copies_in_flight or caveats.warp_barriers or refuted_past_waits or caveats.bulk_copies
     ):
         return v
     w = v.witness
-    if w is not None and len(w.threads) == 2:
+    if w is not None and len(w.threads) == 2 and not caveats.bulk_copies:
         a, b = w.threads
         same_warp = a.block == b.block and _linear(a, block) // warp_size == _linear(b, block) // warp_size
         copy_involved = any(line in caveats.copies_in_flight for line in w.lines)

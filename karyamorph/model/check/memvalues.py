@@ -333,10 +333,10 @@ def flows(trace: Trace, program: Program) -> dict[tuple[int, str], Flow]:
     if _has_async(program):
         return {}
     accesses = [e for e in trace.events if isinstance(e, Access)]
-    writes, anywhere = _writes(trace, _ints(trace), accesses)
+    ints = _ints(trace)
+    writes, anywhere = _writes(trace, ints, accesses)
     if anywhere:
         return {}
-    ints = _ints(trace)
     sites: dict[tuple[int, str], list[Access]] = {}
     for a in accesses:
         if a.space == "shared" and not a.atomic and not z3.is_false(a.guard):

@@ -23,6 +23,7 @@ from karyamorph.model.check.syncstate import COMMITTED, COMPLETED, WARP_EPOCH, a
 from karyamorph.model.interp.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from karyamorph.model.interp.program import Program
 from karyamorph.model.interp.simt import immediate_bits
+from karyamorph.model.ptx.cluster import RANK_SHIFT
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands
 from karyamorph.model.semantics.symbolic import BitVec, Bool, SymbolicDomain
 from karyamorph.model.semantics.types import PtxType
@@ -376,6 +377,42 @@ class SymExec(DecodedOperands):
             self.memory.store(self, sp, a, self.D._bv(value, ty.bits), ty)
         finally:
             self.cond = outer
+
+    def bulk_copy(
+        self,
+        dst_space: str,
+        dst: BitVec,
+        dst_bits: int,
+        src_space: str,
+        src: BitVec,
+        src_bits: int,
+        size: BitVec,
+        grouped: bool,
+        mbar: tuple[BitVec, int] | None,
+    ) -> None:
+        """A bulk copy (``cp.async.bulk``, :mod:`karyamorph.model.ptx.bulk_copy`): its source and
+        destination logged as one read and one write of ``size`` bytes where it is issued, for
+        the bounds check. It lands when its mbarrier's phase (or its bulk group) completes, which
+        the race encoding does not order: race verdicts of a kernel with one are unknown
+        (:mod:`karyamorph.model.check.caveats`)."""
+        n = as_const(z3.simplify(size))
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise Unsupported(f"{self.where()}: a bulk copy's size is not a positive constant")
+        span = getattr(self.memory, "span", None)  # optional: memory models that log byte spans
+        if span is None:
+            raise Unsupported(f"{self.where()}: bulk copies are followed by the two-thread trace only")
+        for space, addr, bits, write in ((src_space, src, src_bits, False), (dst_space, dst, dst_bits, True)):
+            if space == "shared::cluster":  # the cluster window: below the first rank, the CTA's own
+                own = as_const(z3.LShR(addr, RANK_SHIFT))
+                if own != 0:
+                    raise Unsupported(f"{self.where()}: a bulk copy into another CTA's shared memory")
+                space = "shared"
+            sp, a = self.resolve(space, addr, bits)
+            span(self, sp, a, n, write)
+
+    def bulk_group(self, op: str, n: int = 0) -> None:
+        """``cp.async.bulk.commit_group``/``wait_group``: nothing to count here (a kernel with bulk
+        copies has no race proof)."""
 
     def copy_async(
         self, dst: BitVec, dst_bits: int, src: BitVec, src_bits: int, nbytes: int, src_nbytes: BitVec

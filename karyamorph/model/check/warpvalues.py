@@ -123,10 +123,10 @@ class _Lane:
     counter: int = 0
     pairs: PairSelections = field(default_factory=PairSelections)  # (value, index) combines
     records: list[tuple[Bool, BitVec, BitVec]] = field(default_factory=list)  # (guard, address, value)
-    # Block mode (every warp's lanes compared): the warp number (a term), the thread a free value belongs
-    # to (warp and lane; else the lane), the shared loads that read back a store by (line,
-    # opcode), that store's (guard, address, value) as the run makes it, and the lines of the
-    # loads made their writers' values.
+    # Block mode (every warp's lanes compared): the warp number (a term), the thread a free value
+    # belongs to (warp and lane; else the lane), the shared loads that read back a store by
+    # (line, opcode), that store's (guard, address, value) as the run makes it, and the lines of
+    # the loads made their writers' values.
     warp_id: BitVec | None = None
     thread: BitVec | None = None
     flows: Mapping[tuple[int, str], Flow] = field(default_factory=dict)
@@ -450,8 +450,10 @@ class WarpStores:
         key = (line, f"{opcode}@block")
         if key not in self._answers:
             n = self.block[0] * self.block[1] * self.block[2]
-            if not self._flows() or -(-n // self.warp_size) > MAX_WARPS:
+            if not self._flows():
                 self._answers[key] = (None, "no load of shared memory reads back one store")
+            elif -(-n // self.warp_size) > MAX_WARPS:
+                self._answers[key] = (None, f"a block of more than {MAX_WARPS} warps")
             else:
                 answer, paired = self._decide(line, opcode, pairs=True, block=True)
                 if answer[0] is not True and paired:
