@@ -89,6 +89,8 @@ RLIMIT = 2_000_000
 # records, its lane and warp constants, are measured: argmin's, the pairs of two warps read
 # back from shared memory, take about 11,500.
 MAX_NODES = 16_000
+# What a proof that used the (value, index) pair functions' law says of it.
+PAIRED = "a (value, index) combine commutes there: no NaN, and the indices it pairs differ"
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,14 +452,15 @@ class WarpStores:
         key = (line, f"{opcode}@block")
         if key not in self._answers:
             n = self.block[0] * self.block[1] * self.block[2]
-            if not self._flows():
+            flows = self._flows()
+            if not flows:
                 self._answers[key] = (None, "no load of shared memory reads back one store")
             elif -(-n // self.warp_size) > MAX_WARPS:
                 self._answers[key] = (None, f"a block of more than {MAX_WARPS} warps")
             else:
-                answer, paired = self._decide(line, opcode, pairs=True, block=True)
+                answer, paired = self._decide(line, opcode, pairs=True, flows=flows)
                 if answer[0] is not True and paired:
-                    answer, _ = self._decide(line, opcode, pairs=False, block=True)
+                    answer, _ = self._decide(line, opcode, pairs=False, flows=flows)
                 self._answers[key] = answer
         return self._answers[key]
 
@@ -476,11 +479,11 @@ class WarpStores:
         return out
 
     def _decide(
-        self, line: int, opcode: str, pairs: bool, block: bool = False
+        self, line: int, opcode: str, pairs: bool, flows: Mapping[tuple[int, str], Flow] | None = None
     ) -> tuple[tuple[bool | None, str], bool]:
-        """The answer of :meth:`same_value` (with ``block``: of :meth:`same_value_in_block`), and
-        whether a pair function stood for some selects (with ``pairs``; an answer short of a
-        proof is then to be asked again without)."""
+        """The answer of :meth:`same_value` (given ``flows``, the loads read back: of
+        :meth:`same_value_in_block`), and whether a pair function stood for some selects (with
+        ``pairs``; an answer short of a proof is then to be asked again without)."""
         decoded = self.program.decoded
         pcs = [i for i, d in enumerate(decoded) if d.line == line and d.source.full_opcode == opcode]
         if len(pcs) != 1:
@@ -510,8 +513,9 @@ class WarpStores:
             exists = lambda j: z3.ULT(warp * self.warp_size + j, n)  # noqa: E731
         mem = _Lane(lane, width, exists, decoded[pcs[0]], self.readonly)
         mem.pairs.enabled = pairs
-        if block:
-            mem.warp_id, mem.thread, mem.flows = warp, warp * self.warp_size + lane, self._flows()
+        block = flows is not None
+        if flows is not None:
+            mem.warp_id, mem.thread, mem.flows = warp, warp * self.warp_size + lane, flows
         mem.loop_line = None if around is None else decoded[around.latch].line
         x = _LaneExec(self.program, self.layout, sp, mem)
         # Counted loops are always abstracted (their state free per lane): the values a warp
@@ -570,9 +574,8 @@ class WarpStores:
             if answer[0] is True:
                 read = ", ".join(map(str, sorted(mem.read_back)))
                 stored = ", ".join(sorted({str(f.store[0]) for f in mem.flows.values()}))
-                paired = answer[1].partition(" (")[2].rstrip(")")
                 how = f"reading back at line(s) {read} what line(s) {stored} stored"
-                answer = (True, "; ".join(x for x in (how, paired) if x))
+                answer = (True, f"{how}; {PAIRED}" if PAIRED in answer[1] else how)
             return (answer[0] or None, answer[1]), mem.pairs.used
         if answer[0] is None and not mem.pairs.used:
             # Undecided: a float comparison's NaN case may be what keeps the lanes apart.
@@ -637,7 +640,7 @@ def _equal_where_same_address(
         if warps > MAX_WARPS or not premises(apps, facts, finite, warp, warps, RLIMIT):
             return None, f"line {line}: a (value, index) combine may meet a NaN or one index twice"
         laws = (*COMMUTATIVE, PREFIX)
-        paired = " (a (value, index) combine commutes there: no NaN, and the indices it pairs differ)"
+        paired = f" ({PAIRED})"
     # Fastest first: the lanes' values are one term up to commutativity, or lanes whose terms
     # differ store to different addresses (a butterfly over part of a warp, one slot per group).
     cls = classes(items, laws)
