@@ -168,6 +168,7 @@ def check_spec(
         input_ranges=input_ranges(kernel, entry) if assume_inits else None,
         # Outputs are poisoned before a launch: only inputs given as zeros start at zero.
         zeroed=[p.name for a, p in pairs if a.is_pointer and a.role != "out" and a.init.kind == "zeros"],
+        cluster=kernel.spec.launch.cluster,
     )
 
 

@@ -16,6 +16,7 @@ from typing import overload
 import z3
 
 from karyamorph.isa import ast
+from karyamorph.model.check.clusterwindow import Remote, cluster_registers
 from karyamorph.model.check.explore import Cut, Explorer
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.check.loops import counted_loops
@@ -34,7 +35,7 @@ from karyamorph.model.check.symexec import (
     provenance,
     slot_base,
 )
-from karyamorph.model.check.syncstate import COMMITTED, COMPLETED, WARP_EPOCH
+from karyamorph.model.check.syncstate import CLUSTER_EPOCH, COMMITTED, COMPLETED, MBARRIER_PASSED, WARP_EPOCH
 from karyamorph.model.check.syncstate import initial as initial_counters
 from karyamorph.model.check.warpgroups import Warpgroups, in_window
 from karyamorph.model.interp.program import Program
@@ -76,12 +77,22 @@ class Access:
     group: BitVec | None = None  # a cp.async access: the async-group its copy joins
     completed: BitVec | None = None  # async-groups complete when the access is made
     warp_epoch: BitVec | None = None  # bar.warp.sync barriers passed before it
+    cluster_epoch: BitVec | None = None  # barrier.cluster waits passed before it
+    remote: Remote | None = None  # a .shared::cluster access: the CTA whose shared memory it reaches
+    passed: BitVec | None = None  # mbarriers whose phase 0 the thread has seen complete (a bit each)
+    mbarrier: int | None = None  # a bulk copy's access: the bit of the mbarrier it completes on
+    tx: BitVec | None = None  # an mbarrier update: its change of the tx-count
 
     def substitute_counters(self, sub: Callable[[BitVec], BitVec]) -> None:
-        """Apply ``sub`` to the synchronisation counters (as to the access's other terms)."""
+        """Apply ``sub`` to the synchronisation counters and the remote CTA (as to the access's
+        other terms)."""
         self.group = sub(self.group) if self.group is not None else None
         self.completed = sub(self.completed) if self.completed is not None else None
         self.warp_epoch = sub(self.warp_epoch) if self.warp_epoch is not None else None
+        self.cluster_epoch = sub(self.cluster_epoch) if self.cluster_epoch is not None else None
+        self.remote = self.remote.substituted(sub) if self.remote is not None else None
+        self.passed = sub(self.passed) if self.passed is not None else None
+        self.tx = sub(self.tx) if self.tx is not None else None
 
 
 @dataclass(slots=True)
@@ -97,10 +108,12 @@ class BarrierEvent:
     epoch: BitVec | None = None
     loops: tuple[BitVec, ...] = ()
     completed: BitVec | None = None  # async-groups complete on arrival (None: not counted)
+    passed: BitVec | None = None  # mbarriers whose phase 0 the thread has seen complete
 
     def substitute_counters(self, sub: Callable[[BitVec], BitVec]) -> None:
-        """Apply ``sub`` to the synchronisation counter."""
+        """Apply ``sub`` to the synchronisation counters."""
         self.completed = sub(self.completed) if self.completed is not None else None
+        self.passed = sub(self.passed) if self.passed is not None else None
 
 
 @dataclass(slots=True)
@@ -126,6 +139,14 @@ class Trace:
     # after, a fact for every event from ``position`` on (a thread there has left the loop)
     assumptions: list[tuple[BitVec, Bool, int]] = field(default_factory=list)
     stated: list[str] = field(default_factory=list)  # assumptions on inputs, in words
+    cluster: Dim3 = (1, 1, 1)  # CTAs per cluster
+    mbarriers: dict[int, int] = field(default_factory=dict)  # shared address -> its MBARRIER_PASSED bit
+
+    @property
+    def clustered(self) -> bool:
+        """Whether the CTAs of a cluster reach one another's shared memory: some access's bytes
+        may be another CTA's."""
+        return any(isinstance(e, Access) and e.remote is not None for e in self.events)
 
 
 def build_layout(
@@ -218,9 +239,10 @@ def _decls(statements: tuple[ast.Statement, ...]) -> list[ast.VarDecl]:
 
 
 def thread_coords(
-    tag: str, grid: Dim3, block: Dim3, warp_size: int
+    tag: str, grid: Dim3, block: Dim3, warp_size: int, cluster: Dim3 | None = None
 ) -> tuple[dict[str, BitVec], dict[str, BitVec]]:
-    """(special registers, coordinates) of a symbolic thread; a dimension of 1 gives constant 0."""
+    """(special registers, coordinates) of a symbolic thread; a dimension of 1 gives constant 0.
+    With ``cluster`` (CTAs per cluster), the cluster registers too."""
     coords: dict[str, BitVec] = {}
     for name, dims in (("tid", block), ("ctaid", grid)):
         for axis, n in zip("xyz", dims, strict=True):
@@ -236,6 +258,8 @@ def thread_coords(
     sp["%warpid"] = z3.UDiv(linear, warp_size)
     nthreads = block[0] * block[1] * block[2]
     sp["%nwarpid"] = z3.BitVecVal(-(-nthreads // warp_size), 32)
+    if cluster is not None:
+        sp.update(cluster_registers(coords, grid, cluster))
     return sp, coords
 
 
@@ -292,6 +316,7 @@ class TwoThreadLog:
     abstract: set[str] = field(default_factory=set)
     counter: int = 0
     host_constants: bool = False  # .const contents are the host's, not the initializers (memvalues)
+    mbarriers: dict[int, int] = field(default_factory=dict)  # shared address -> MBARRIER_PASSED bit
 
     @overload
     def fresh(self, name: str, sort: z3.BitVecSortRef, abstract: bool = True) -> BitVec: ...
@@ -325,6 +350,7 @@ class TwoThreadLog:
         stored: BitVec | None = None,
         op: str = "",
         operand: BitVec | None = None,
+        tx: BitVec | None = None,
     ) -> None:
         d = x.dec
         regs = x.frame.regs
@@ -347,6 +373,10 @@ class TwoThreadLog:
                 _counter(regs, COMMITTED) if x.copying else None,
                 _counter(regs, COMPLETED),
                 _counter(regs, WARP_EPOCH),
+                _counter(regs, CLUSTER_EPOCH),
+                x.remote,
+                _counter(regs, MBARRIER_PASSED),
+                tx=tx,
             )
         )
 
@@ -367,12 +397,29 @@ class TwoThreadLog:
     def store(self, x: SymExec, space: str, addr: BitVec, value: BitVec, ty: PtxType) -> None:
         self._log(x, space, addr, ty, True, False, stored=value)
 
-    def span(self, x: SymExec, space: str, addr: BitVec, nbytes: int, write: bool) -> None:
-        """Log ``nbytes`` at ``addr`` read or written by an asynchronous bulk copy (no value)."""
+    def span(
+        self, x: SymExec, space: str, addr: BitVec, nbytes: int, write: bool, mbarrier: int | None = None
+    ) -> None:
+        """Log ``nbytes`` at ``addr`` read or written by an asynchronous bulk copy (no value);
+        ``mbarrier``: the bit of the mbarrier it completes on (:meth:`mbarrier_bit`)."""
         self._log(x, space, addr, PtxType(f"b{8 * nbytes}", 8 * nbytes, "b"), write, False)
         last = self.events[-1]
         assert isinstance(last, Access)
         last.warp_epoch = None  # asynchronous: a bar.warp.sync does not wait for it
+        last.mbarrier = mbarrier
+
+    def mbarrier_bit(self, address: int) -> int | None:
+        """The ``MBARRIER_PASSED`` bit of the mbarrier at shared ``address`` (numbered as met;
+        None past the counter's 64 bits)."""
+        if address not in self.mbarriers and len(self.mbarriers) < 64:
+            self.mbarriers[address] = len(self.mbarriers)
+        return self.mbarriers.get(address)
+
+    def rank(self, x: SymExec, rank: BitVec) -> None:
+        """Log ``mapa``'s rank operand as a one-byte access of the pseudo-space ``cluster`` at
+        address ``rank``: the bounds check holds it below the cluster's CTA count."""
+        wide = z3.ZeroExt(64 - rank.size(), rank) if rank.size() < 64 else rank
+        self._log(x, "cluster", wide, PtxType("b8", 8, "b"), False, False)
 
     def read(self, x: SymExec, space: str, addr: BitVec, nbytes: int) -> Access:
         """Log a read of ``nbytes`` that yields no value here (a tile of a ``wgmma``)."""
@@ -403,7 +450,7 @@ class TwoThreadLog:
         c: BitVec | None,
     ) -> BitVec:
         old = self.fresh(f"atom{x.dec.line}", z3.BitVecSort(ty.bits))
-        self._log(x, space, addr, ty, True, True, old, op=op, operand=b)
+        self._log(x, space, addr, ty, True, True, old, op=op, operand=b, tx=c if op == "mbarrier" else None)
         return old
 
     def warp(self, x: SymExec, kind: str, args: tuple[Term, ...]) -> WarpAnswer:
@@ -445,14 +492,18 @@ def build_trace(
     max_steps: int = 200_000,
     deadline: float | None = None,
     host_constants: bool = False,
+    cluster: Dim3 = (1, 1, 1),
 ) -> Trace:
     """Explore thread ``A``'s code for a launch and return its trace (``deadline``: a
     ``time.perf_counter()`` value past which :class:`~karyamorph.model.check.intquery.OutOfTime` is
     raised; ``host_constants``: ``.const`` loads stay free for
-    :mod:`karyamorph.model.check.memvalues`, not read from the initializers)."""
+    :mod:`karyamorph.model.check.memvalues`, not read from the initializers; ``cluster``: CTAs
+    per cluster, which must tile the grid)."""
+    if any(g % c for g, c in zip(grid, cluster, strict=True)):
+        raise ValueError(f"a grid of {grid} CTAs is not a whole number of clusters of {cluster}")
     layout, free = build_layout(program, module, buffers, scalars, shared_bytes)
     layout = in_window(program, layout)
-    specials, coords = thread_coords("A", grid, block, warp_size)
+    specials, coords = thread_coords("A", grid, block, warp_size, cluster)
     log = TwoThreadLog(host_constants=host_constants)
     x = SymExec(program, layout, specials, log)
     nthreads = block[0] * block[1] * block[2]
@@ -480,8 +531,8 @@ def build_trace(
         if event[0] == "barrier":
             _, dec, fr, cond, loops = event
             n, text = len(log.events), dec.source.full_opcode
-            done = _counter(fr.regs, COMPLETED)
-            log.events.append(BarrierEvent(n, dec.line, text, cond, fr.exited, fr.epoch, loops, done))
+            done, passed = _counter(fr.regs, COMPLETED), _counter(fr.regs, MBARRIER_PASSED)
+            log.events.append(BarrierEvent(n, dec.line, text, cond, fr.exited, fr.epoch, loops, done, passed))
     wgmma.finish(ex.abstracted)
     for v in coords.values():
         if not z3.is_bv_value(v):
@@ -502,4 +553,6 @@ def build_trace(
         ex.latches,
         ex.exits,
         ex.stated,
+        cluster,
+        log.mbarriers,
     )

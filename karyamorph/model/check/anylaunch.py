@@ -25,7 +25,7 @@ from karyamorph.kernel.spec import LaunchRanges
 from karyamorph.model.check.accesses import BarrierEvent, Trace, TwoThreadLog, build_layout, dim3
 from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
 from karyamorph.model.check.checker import CHECKS, PLANS, check
-from karyamorph.model.check.clusters import cluster_reason
+from karyamorph.model.check.clusters import any_launch_reason
 from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.explore import Explorer
 from karyamorph.model.check.intquery import OutOfTime
@@ -119,7 +119,7 @@ def check_any_launch(
     t0 = time.perf_counter()
     deadline = None if deadline_s is None else t0 + deadline_s
     program = prepare(module, entry, machine)
-    clustered = cluster_reason(program)
+    clustered = any_launch_reason(program)
     if clustered is not None:  # CTAs of a cluster share their shared memory: not encoded
         return [Verdict(p, "unknown", reason=clustered) for p in properties]
     fn = module.entry(entry)

@@ -24,6 +24,7 @@ holds them constant, so a kernel with copies and an abstracted loop keeps the co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import z3
@@ -34,8 +35,15 @@ from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 
 def tracked(a: Access) -> bool:
-    """Whether ``a`` is an access of a copy whose landing the encoding follows."""
-    return a.group is not None
+    """Whether ``a`` is an access of a copy whose landing the encoding follows: a ``cp.async``
+    of a counted group, or a bulk copy on a one-phase mbarrier
+    (:mod:`karyamorph.model.check.mbarrierphase`)."""
+    return a.group is not None or a.mbarrier is not None
+
+
+def has_bit(passed: BitVec, bit: int) -> Bool:
+    """Whether an ``MBARRIER_PASSED`` counter has the bit of one mbarrier set."""
+    return z3.Extract(bit, bit, passed) == 1
 
 
 def track_copies(trace: Trace) -> bool:
@@ -71,19 +79,16 @@ class Ordering:
     arrivals: dict[str, list[tuple[Bool, BitVec, BitVec]]] = field(default_factory=dict)
     # (epoch, completed) of the unguarded arrivals whose counters are constants (either thread's)
     sure: list[tuple[int, int]] = field(default_factory=list)
+    # (guard, epoch, mbarriers passed) of each barrier event, for thread A and thread B
+    passes: dict[str, list[tuple[Bool, BitVec, BitVec]]] = field(default_factory=dict)
     _landed: dict[tuple[str, int, int], Bool] = field(default_factory=dict)
 
     @staticmethod
     def of(enc: Encoding) -> Ordering:
         out = Ordering(enc)
-        mine = [
-            (z3.simplify(e.guard), z3.simplify(e.epoch), z3.simplify(e.completed))
-            for e in enc.trace.events
-            if isinstance(e, BarrierEvent) and e.completed is not None and e.epoch is not None
-        ]
-        out.arrivals["A"] = mine
-        out.arrivals["B"] = [(enc.b(g), enc.b(ep), enc.b(done)) for g, ep, done in mine]
-        for guard, epoch, done in mine:
+        out.arrivals = _at_barriers(enc, lambda e: e.completed)
+        out.passes = _at_barriers(enc, lambda e: e.passed)
+        for guard, epoch, done in out.arrivals["A"]:
             e, d = _value(epoch), _value(done)
             if z3.is_true(guard) and e is not None and d is not None:
                 out.sure.append((e, d))
@@ -99,7 +104,7 @@ class Ordering:
         return self._surely_before(a, ea, ec) or self._surely_before(c, ec, ea)
 
     def _surely_before(self, x: Access, mine: int, other: int) -> bool:
-        if mine >= other:
+        if mine >= other or x.mbarrier is not None:
             return False
         if x.group is None:
             return True
@@ -139,13 +144,48 @@ class Ordering:
         group = enc.b(x.group) if who == "B" else x.group
         return z3.And(earlier, self.landed(group, interval, who))
 
+    def handed(self, bit: int, before: BitVec, who: str) -> Bool:
+        """Whether thread ``who`` had seen phase 0 of mbarrier ``bit`` complete on arriving at
+        one of its barriers that it passes with fewer than ``before`` (the other thread's term)
+        barriers behind it."""
+        out = [
+            z3.And(guard, z3.ULT(epoch, before), has_bit(passed, bit))
+            for guard, epoch, passed in self.passes[who]
+        ]
+        return z3.Or(out) if out else z3.BoolVal(False)
+
+    def _precedes(self, x: Access, who: str, y: Access) -> Bool:
+        """Whether ``x``, made by thread ``who``, is ordered before ``y`` of the other thread."""
+        enc, other = self.enc, "B" if who == "A" else "A"
+        assert y.epoch is not None
+        interval = enc.b(y.epoch) if other == "B" else y.epoch
+        if x.mbarrier is None:
+            return self._before(x, who, interval)  # before y's interval (y's issue, for a copy)
+        if tracked(y) or y.passed is None:
+            return z3.BoolVal(False)
+        # y follows a successful wait of its own thread, or a barrier x's thread reached after one
+        passed = enc.b(y.passed) if other == "B" else y.passed
+        return z3.Or(has_bit(passed, x.mbarrier), self.handed(x.mbarrier, interval, who))
+
     def unordered(self, a: Access, c: Access) -> Bool:
         """Whether ``a`` of thread ``A`` and ``c`` of thread ``B`` (of one block) may happen in an
         order no barrier fixes, for accesses of which one or both belong to a tracked copy (for
         two plain accesses this is "equal epochs")."""
         assert a.epoch is not None and c.epoch is not None
-        ea, ec = a.epoch, self.enc.b(c.epoch)
-        return z3.And(z3.Not(self._before(a, "A", ec)), z3.Not(self._before(c, "B", ea)))
+        return z3.And(z3.Not(self._precedes(a, "A", c)), z3.Not(self._precedes(c, "B", a)))
+
+
+def _at_barriers(
+    enc: Encoding, counter: Callable[[BarrierEvent], BitVec | None]
+) -> dict[str, list[tuple[Bool, BitVec, BitVec]]]:
+    """(guard, epoch, counter) of each barrier event that has the counter, for thread A and
+    thread B."""
+    mine = [
+        (z3.simplify(e.guard), z3.simplify(e.epoch), z3.simplify(c))
+        for e in enc.trace.events
+        if isinstance(e, BarrierEvent) and (c := counter(e)) is not None and e.epoch is not None
+    ]
+    return {"A": mine, "B": [(enc.b(g), enc.b(ep), enc.b(c)) for g, ep, c in mine]}
 
 
 def own_hazard(copy: Access, later: Access) -> Bool | None:
@@ -153,14 +193,22 @@ def own_hazard(copy: Access, later: Access) -> Bool | None:
     to bytes ``copy`` may still be moving, with one of the two a write: ``copy``'s group is not
     complete yet. None when the two cannot conflict (both reads, other spaces, the group known
     to be complete)."""
-    if copy.group is None or later.index <= copy.index or copy.space != later.space:
+    if not tracked(copy) or later.index <= copy.index or copy.space != later.space:
         return None
-    if not (copy.write or later.write) or later.completed is None:
+    if not (copy.write or later.write):
         return None
-    done, group = _value(later.completed), _value(copy.group)
-    if done is not None and group is not None and done > group:
-        return None
-    pending = z3.ULE(later.completed, copy.group)
+    if copy.mbarrier is not None:  # pending until the thread has seen phase 0 complete
+        if later.passed is None:
+            return None
+        pending = z3.Not(has_bit(later.passed, copy.mbarrier))
+    else:
+        assert copy.group is not None
+        if later.completed is None:
+            return None
+        done, group = _value(later.completed), _value(copy.group)
+        if done is not None and group is not None and done > group:
+            return None
+        pending = z3.ULE(later.completed, copy.group)
     overlap = z3.And(
         z3.ULT(copy.addr, later.addr + later.nbytes), z3.ULT(later.addr, copy.addr + copy.nbytes)
     )

@@ -17,9 +17,10 @@ a rule that is exact for bounds and barriers but not for races:
   with those after the wait, which the encoding does not know: a refutation is unknown (a
   proof, made with fewer orderings than the kernel has, stands).
 - bulk copies (``cp.async.bulk``) land when their mbarrier's phase, or their bulk group,
-  completes, which the encoding does not order: their bytes are logged where the copy is issued
-  (so the bounds check covers them), and every race verdict of a kernel with one is unknown (a
-  proof would take a later barrier for the landing).
+  completes. Their bytes are logged where the copy is issued (so the bounds check covers them);
+  a copy on a one-phase mbarrier is ordered by the encoding
+  (:mod:`karyamorph.model.check.mbarrierphase`), and while any other is left, every race verdict
+  of the kernel is unknown (a proof would take a later barrier for the landing).
 
 Verdicts these limits cannot touch are kept: a refutation between two threads of different
 warps, or between accesses none of which is an in-flight copy.
@@ -28,6 +29,7 @@ warps, or between accesses none of which is an in-flight copy.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from karyamorph.isa import ast
@@ -44,15 +46,22 @@ class RaceCaveats:
     warp_barriers: tuple[int, ...] = ()
     mbarrier_waits: tuple[int, ...] = ()
     bulk_copies: tuple[int, ...] = ()
+    bulk_why: tuple[str, ...] = ()  # why the encoding does not order those bulk copies
 
-    def encoded(self, copies: bool, warp_barriers: bool) -> RaceCaveats:
+    def encoded(
+        self, copies: bool, warp_barriers: bool, bulk: Mapping[int, str] | None = None
+    ) -> RaceCaveats:
         """These caveats less those the encoding has ordered itself: the copies (``copies``),
-        the warp barriers (``warp_barriers``)."""
+        the warp barriers (``warp_barriers``), the bulk copies but those of ``bulk`` (why each
+        line left is untracked; None: every bulk copy is left)."""
+        left = self.bulk_copies if bulk is None else tuple(ln for ln in self.bulk_copies if ln in bulk)
         return dataclasses.replace(
             self,
             copies_in_flight=() if copies else self.copies_in_flight,
             at_barriers=() if copies else self.at_barriers,
             warp_barriers=() if warp_barriers else self.warp_barriers,
+            bulk_copies=left,
+            bulk_why=tuple(dict.fromkeys(bulk[ln] for ln in left)) if bulk is not None else (),
         )
 
     def reason(self) -> str:
@@ -69,9 +78,10 @@ class RaceCaveats:
                 "the two-thread encoding does not encode"
             )
         if self.bulk_copies:
+            why = f" ({'; '.join(self.bulk_why)})" if self.bulk_why else ""
             out.append(
                 f"bulk copies at line(s) {_lines(self.bulk_copies)} land when their mbarrier phase or "
-                "bulk group completes, which the two-thread encoding does not order"
+                f"bulk group completes, which the two-thread encoding does not order{why}"
             )
         if self.mbarrier_waits:
             out.append(
@@ -165,6 +175,9 @@ def apply_race_caveats(
 ) -> Verdict:
     """``v`` (a race verdict), or an unknown verdict when the caveats may have decided it."""
     refuted_past_waits = v.verdict == "refuted" and bool(caveats.mbarrier_waits)
+    if v.verdict == "unknown" and caveats.bulk_copies:  # the copies left untracked, and why
+        bulk = dataclasses.replace(caveats, copies_in_flight=(), warp_barriers=(), mbarrier_waits=())
+        return dataclasses.replace(v, reason="; ".join(x for x in (v.reason, bulk.reason()) if x))
     if v.verdict == "unknown" or not (
         caveats.copies_in_flight or caveats.warp_barriers or refuted_past_waits or caveats.bulk_copies
     ):

@@ -27,6 +27,7 @@ from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.equiv import EquivInstance, Side, check_equivalence
 from karyamorph.model.check.inputranges import FiniteFloats, InputRange, ValueRange
 from karyamorph.model.check.intquery import OutOfTime
+from karyamorph.model.check.mbarrierphase import track_bulk_copies
 from karyamorph.model.check.memvalues import bind, flows, settle
 from karyamorph.model.check.pairs import check_race, plan_race
 from karyamorph.model.check.properties import (
@@ -45,6 +46,7 @@ from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.check.witnesses import UserTerms, in_user_terms
 from karyamorph.model.interp.program import prepare
 from karyamorph.model.interp.spin import GRID_SYNC_REASON, grid_sync_line
+from karyamorph.model.ptx.cluster import cluster_shape
 from karyamorph.model.semantics.simt_machine import SCHEDULING, Machine
 
 CHECKS = {"bounds": check_bounds, "race": check_race, "barrier": check_barrier}
@@ -77,6 +79,7 @@ def check(
     structs: Mapping[str, StructLayout] | None = None,
     host_constants: bool = False,
     input_ranges: Mapping[str, ValueRange] | None = None,
+    cluster: tuple[int, int, int] | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -96,7 +99,8 @@ def check(
     properties
         Any of ``bounds`` (every global, shared and local access inside its allocation),
         ``race`` (no two threads access one location between barriers, one of them writing,
-        unless both are atomics; across blocks for global memory) and ``barrier`` (no barrier is
+        unless both are atomics; across blocks for global memory, and across the CTAs of a
+        cluster for the cluster's shared window) and ``barrier`` (no barrier is
         reached by some but not all non-exited threads of a block).
     scheduling
         ``its`` (sm_70+ independent thread scheduling: lanes of a warp are unordered) or
@@ -143,6 +147,12 @@ def check(
         thread writes is read as an input, and each load of one of its elements is assumed to
         read a value in the range: the verdicts hold for such inputs only, and a witness names
         values within them. None (the default): every value.
+    cluster
+        The launch's cluster shape in CTAs, for an ``.explicitcluster`` kernel without
+        ``.reqnctapercluster`` (a spec's ``[launch] cluster``); the kernel's own attribute
+        otherwise. Accesses of the cluster's shared window reach the CTA they name, and
+        ``barrier.cluster`` orders the threads of the cluster
+        (:mod:`karyamorph.model.check.clusters`).
 
     Returns
     -------
@@ -174,8 +184,8 @@ def check(
     if sync is not None:  # every block must run at once: neither encoding nor replay can
         reason = f"line {sync}: {GRID_SYNC_REASON}"
         return [Verdict(p, "unknown", reason=reason, seconds=time.perf_counter() - t0) for p in properties]
-    clustered = cluster_reason(program)
-    if clustered is not None:  # CTAs of a cluster share their shared memory: not encoded
+    clustered = cluster_reason(program, cluster)
+    if clustered is not None:  # a cluster barrier the encoding cannot place, or no cluster shape
         return [Verdict(p, "unknown", reason=clustered, seconds=time.perf_counter() - t0) for p in properties]
     grid, block = dim3(launch[0], "grid"), dim3(launch[1], "block")
 
@@ -197,6 +207,7 @@ def check(
             unroll,
             deadline=deadline,
             host_constants=host_constants,
+            cluster=cluster_shape(program.fn, cluster) or (1, 1, 1),
         )
     except Unsupported as e:
         spent = time.perf_counter() - t0
@@ -206,6 +217,7 @@ def check(
         return [Verdict(p, "unknown", reason=out_of_time(0, None), seconds=spent) for p in properties]
     # Which copies and warp barriers the race encoding orders itself (before any substitution).
     copies_ordered = track_copies(trace)
+    bulk_left = track_bulk_copies(trace)
     warps_ordered = track_warp_barriers(trace, program, machine.warp_size)
     tickets, refused = issue(trace, program, frozenset(zeroed))
     read_back = flows(trace, program)
@@ -235,7 +247,7 @@ def check(
         def vet(prop: str, w: Witness) -> Replay:
             r = replay_witness(
                 module, entry, machine, launch, buffers, scalars, Verdict(prop, "refuted", witness=w),
-                element_bytes=widths, scheduling=sched, structs=structs, strict=enc.strict,
+                element_bytes=widths, scheduling=sched, structs=structs, strict=enc.strict, cluster=cluster,
             )  # fmt: skip
             replayed[0] += r.seconds
             return r
@@ -249,7 +261,7 @@ def check(
         spent = time.perf_counter() - t0
         reason = out_of_time(enc.done, enc.planned)
         return [Verdict(p, "unknown", reason=reason, seconds=spent) for p in properties]
-    caveats = race_caveats(program, sched).encoded(copies_ordered, warps_ordered)
+    caveats = race_caveats(program, sched).encoded(copies_ordered, warps_ordered, bulk_left)
     base = time.perf_counter() - t0
     notes = [
         f"loop at line {n}: all iterations (free iteration variable)" for n in sorted(set(trace.abstracted))

@@ -1,29 +1,34 @@
-"""What the checker does not encode of thread-block clusters, and the verdicts that therefore stand.
+"""Which thread-block clusters the checker encodes, and the verdicts that stand where it cannot.
 
-The two-thread encoding has one CTA's shared memory, and takes ``barrier.cluster.wait`` for a
-CTA barrier. That is exact for a cluster of one CTA whose threads arrive (``.release``, the
-default) right before they wait, with no memory access or label between: the form compilers emit
-for ``cluster.sync()``. Outside it the encoding would order too much, so every verdict is
-``unknown`` with :func:`cluster_reason`:
+The two-thread encoding follows a cluster of CTAs (:mod:`karyamorph.model.check.clusterwindow`):
+an access of the cluster's shared window (``mapa``, ``ld``/``st``/``atom`` of
+``.shared::cluster``) reaches the shared memory of the CTA its rank field names, and two
+threads of different CTAs of a cluster are ordered exactly when they passed different numbers of
+``barrier.cluster.wait``. An arrive is taken at its wait, which is exact when the thread arrives
+(``.release``, the default) right before it waits, with no memory access or label between: the
+form compilers emit for ``cluster.sync()``. Outside it the encoding would order too much, so
+every verdict is ``unknown`` with :func:`cluster_reason`:
 
-- a kernel launched in clusters of more than one CTA, or one that reaches a cluster's shared
-  window (``mapa``, ``ld``/``st`` of ``.shared::cluster``): a race between CTAs of a cluster
-  ordered (or not) by ``barrier.cluster``, and the bounds of an access to another CTA's shared
-  memory, have no terms;
 - an arrive whose wait is not next to it: what a thread does between them is unordered with what
-  the others do after their wait (PTX ISA, barrier.cluster), while a CTA barrier at the wait
-  would order it;
-- ``barrier.cluster.arrive.relaxed``: it orders no memory access at all.
+  the others do after their wait (PTX ISA, barrier.cluster), while the encoding's barrier at the
+  wait would order it;
+- ``barrier.cluster.arrive.relaxed``: it orders no memory access at all;
+- an ``.explicitcluster`` kernel without ``.reqnctapercluster`` whose launch gives no cluster
+  shape.
 
-The interpreter runs all of these (its randomized order lets the CTAs of a cluster meet at
-``barrier.cluster`` in any order), which is where a missing cluster barrier shows
-(:mod:`karyamorph.model.interp.clusters`).
+The barrier property holds the threads of a block to each cluster barrier, as to a CTA barrier
+(the encoding's ordering within a block rests on it); a thread of another CTA that never arrives
+holds the cluster's wait only until it exits (PTX ISA: the wait is for the non-exited threads).
+
+``--any-launch`` does not follow clusters of more than one CTA (:func:`any_launch_reason`).
+What neither encodes, a CTA that exits while another CTA of its cluster still reads its shared
+memory, the interpreter shows (:mod:`karyamorph.model.interp.clusters`).
 """
 
 from __future__ import annotations
 
 from karyamorph.model.interp.program import Program
-from karyamorph.model.ptx.cluster import cluster_shape
+from karyamorph.model.ptx.cluster import Dim3, cluster_shape
 
 _WINDOW_OPCODES = ("ld", "st", "mapa")
 
@@ -56,8 +61,7 @@ def _split_barriers(program: Program) -> list[str]:
     return out
 
 
-def cluster_reason(program: Program) -> str | None:
-    """Why the checker cannot encode ``program``'s clusters, naming the lines; None when it can."""
+def _across(program: Program) -> list[str]:
     fn = program.fn
     shape = cluster_shape(fn)
     why = []
@@ -71,10 +75,29 @@ def cluster_reason(program: Program) -> str | None:
     ]
     if lines:
         why.append(f"the cluster's shared window at line(s) {_lines(lines)}")
-    if why:
+    return why
+
+
+def cluster_reason(program: Program, given: Dim3 | None = None) -> str | None:
+    """Why the checker cannot encode ``program``'s clusters, naming the lines; None when it can.
+    ``given``: the launch's cluster shape (for an ``.explicitcluster`` kernel)."""
+    fn = program.fn
+    if cluster_shape(fn, given) is None:
         return (
-            f"{' and '.join(why)}: the two-thread encoding has one CTA's shared memory and no "
-            "barrier.cluster between CTAs, so races and bounds across the CTAs of a cluster are not encoded"
+            f"clusters of launch-given CTAs (.explicitcluster at line {fn.loc.line} without "
+            ".reqnctapercluster): the checker is not given the launch's cluster shape"
         )
     split = _split_barriers(program)
     return "; ".join(split) if split else None
+
+
+def any_launch_reason(program: Program) -> str | None:
+    """Why ``--any-launch`` cannot encode ``program``'s clusters (None when it can): it follows
+    one CTA's shared memory and takes ``barrier.cluster`` for a CTA barrier."""
+    why = _across(program)
+    if why:
+        return (
+            f"{' and '.join(why)}: the any-launch encoding has one CTA's shared memory and no "
+            "barrier.cluster between CTAs, so races and bounds across the CTAs of a cluster are not encoded"
+        )
+    return cluster_reason(program)

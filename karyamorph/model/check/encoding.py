@@ -33,6 +33,9 @@ _E = TypeVar("_E", bound=z3.ExprRef)
 
 # Iterations of a loop with a symbolic range that a witness may pick (each one is confirmed).
 CONFIRMED_ITERATIONS = 4096
+# The bounds on those iterations a witness is looked for under, in turn, once z3's first model
+# picks one that is not reached.
+ITERATION_BOUNDS = (CONFIRMED_ITERATIONS, 64, 2)
 
 
 def consts(term: z3.ExprRef, out: dict[str, z3.ExprRef]) -> dict[str, z3.ExprRef]:
@@ -176,6 +179,25 @@ class Encoding:
             or [z3.BoolVal(True)]
         )
 
+    def same_cluster(self) -> Bool:
+        """That threads A and B are in one cluster of CTAs (one block, for clusters of one)."""
+        parts = []
+        for axis, c in zip("xyz", self.trace.cluster, strict=True):
+            a = self.trace.coords[f"ctaid.{axis}"]
+            if not z3.is_bv_value(a):
+                parts.append(z3.UDiv(a, c) == z3.UDiv(self.b(a), c) if c > 1 else a == self.b(a))
+        return z3.And(parts) if parts else z3.BoolVal(True)
+
+    def same_memory(self, a: Access, c: Access) -> Bool:
+        """That shared access ``a`` of thread A and ``c`` of thread B reach the shared memory of
+        one CTA (each its own thread's block, unless it is of the cluster's window)."""
+        if a.remote is None and c.remote is None:
+            return self.same_block()
+        own = tuple(self.trace.coords[f"ctaid.{axis}"] for axis in "xyz")
+        mine = a.remote.cta if a.remote is not None else own
+        theirs = c.remote.cta if c.remote is not None else own
+        return z3.And([x == self.b(y) for x, y in zip(mine, theirs, strict=True)])
+
     def distinct(self) -> Bool:
         return z3.Or([a != b for a, b in self._coord_pairs()] or [z3.BoolVal(False)])
 
@@ -227,15 +249,19 @@ class Encoding:
             if k.decl().name() in names
         ]
         if not _iterations_reached(latches, model):
-            # Look again among the first CONFIRMED_ITERATIONS iterations of every such loop.
-            again = self.check(violation, *[z3.ULT(k, CONFIRMED_ITERATIONS) for k, _ in latches])
-            if again.model is None or not _iterations_reached(latches, again.model):
+            # Look again among the first CONFIRMED_ITERATIONS iterations of every such loop, then
+            # among fewer: a model may pick an iteration whose earlier back edges are not taken.
+            for first in ITERATION_BOUNDS:
+                again = self.check(violation, *[z3.ULT(k, first) for k, _ in latches])
+                if again.model is not None and _iterations_reached(latches, again.model):
+                    model = again.model
+                    break
+            else:
                 lines = sorted({int(m.group(1)) for k, _ in latches if (m := _LOOP.match(k.decl().name()))})
                 return None, (
                     f"an iteration of the loop at line(s) {', '.join(map(str, lines))} past the first "
                     f"{CONFIRMED_ITERATIONS} (whose back edges the checker confirms one by one)"
                 )
-            model = again.model
         if self.genuine(violation, model):
             return model, ""
         return None, f"{self.free_values(violation)}, which the two-thread abstraction leaves free"

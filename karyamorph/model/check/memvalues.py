@@ -166,7 +166,7 @@ def settle(trace: Trace, program: Program, host_constants: bool = False) -> Sett
     encoded: the new variables are thread A's); returns what was done and what :func:`bind`
     completes once the trace is encoded. ``host_constants``: the ``.const`` variables hold what
     the host set, not their initializers."""
-    ints = _ints(trace)
+    ints = thread_bounds(trace)
     accesses = [e for e in trace.events if isinstance(e, Access)]
     shared_async = _has_async(program)
     writes, anywhere = _writes(trace, ints, accesses)
@@ -235,7 +235,7 @@ def settle(trace: Trace, program: Program, host_constants: bool = False) -> Sett
     return Settled(tuple(constant), tuple(unwritten), tuple(stored), host_constants)
 
 
-def _ints(trace: Trace) -> IntTranslation:
+def thread_bounds(trace: Trace) -> IntTranslation:
     """Integer bounds of thread A's coordinates, for :func:`variable_of`."""
     limits = {
         f"{name}.{axis}@A": n
@@ -333,7 +333,7 @@ def flows(trace: Trace, program: Program) -> dict[tuple[int, str], Flow]:
     if _has_async(program):
         return {}
     accesses = [e for e in trace.events if isinstance(e, Access)]
-    ints = _ints(trace)
+    ints = thread_bounds(trace)
     writes, anywhere = _writes(trace, ints, accesses)
     if anywhere:
         return {}

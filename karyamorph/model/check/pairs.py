@@ -48,6 +48,7 @@ class _Site:
 
 def _sites(enc: Encoding) -> list[_Site]:
     out: list[_Site] = []
+    clustered = enc.trace.clustered
     for e in enc.trace.events:
         if not isinstance(e, Access) or e.space not in ("global", "shared") or z3.is_false(e.guard):
             continue
@@ -61,7 +62,9 @@ def _sites(enc: Encoding) -> list[_Site]:
             raise ValueError(f"line {e.line}: {e.text} has no barrier epoch")
         ea, eb = z3.simplify(e.epoch), z3.simplify(enc.b(e.epoch))
         interval = int(ea.as_long()) if z3.is_bv_value(ea) and ea.eq(eb) else None
-        if asynccopies.tracked(e):
+        if asynccopies.tracked(e) or (clustered and e.space == "shared"):
+            # (another CTA of the cluster reaches shared memory too, and barriers order only
+            # the threads of one block)
             interval = None  # a copy lands in some interval from its issue on
         hull = (span[0], span[1] + e.nbytes) if span is not None else None
         out.append(_Site(len(out), e, prov, hull, ea, eb, interval))
@@ -168,6 +171,23 @@ def _own_hazards(enc: Encoding, sites: list[_Site]) -> list[tuple[int, int, Quer
     return out
 
 
+# The operations of an mbarrier's life after its init: each is atomic on the object (PTX ISA,
+# mbarrier), so two of them never race; an init, an inval or a plain access of its word can.
+_OBJECT_OPS = (
+    "mbarrier.arrive",
+    "mbarrier.expect_tx",
+    "mbarrier.complete_tx",
+    "mbarrier.test_wait",
+    "mbarrier.try_wait",
+)
+
+
+def _on_object(a: Access) -> bool:
+    """Whether ``a`` is an mbarrier operation that is atomic on its object (a bulk copy's
+    complete-tx included)."""
+    return a.text.startswith(_OBJECT_OPS) or (a.atomic and a.op == "mbarrier")
+
+
 def _pair(
     enc: Encoding,
     sa: _Site,
@@ -178,7 +198,7 @@ def _pair(
     order: asynccopies.Ordering | None = None,
 ) -> Query | None:
     a, c = sa.acc, sc.acc
-    if not (a.write or c.write) or (a.atomic and c.atomic):
+    if not (a.write or c.write) or (a.atomic and c.atomic) or (_on_object(a) and _on_object(c)):
         return None
     # Every pointer parameter is its own allocation: an access that leaves its buffer is a
     # bounds violation, not a race with the neighbouring buffer.
@@ -202,7 +222,14 @@ def _pair(
     if by_warp is not None:  # lanes of a warp that passed different numbers of bar.warp.sync
         together = z3.And(together, z3.Not(by_warp))
     shared = a.space == "shared"
-    unordered = z3.And(same_block, together) if shared else z3.Or(z3.Not(same_block), together)
+    if enc.trace.cluster != (1, 1, 1):
+        # Threads of two CTAs of one cluster are ordered by the cluster barriers between them.
+        ea, ec = a.cluster_epoch, c.cluster_epoch
+        level = z3.BoolVal(True) if ea is None or ec is None else ea == enc.b(ec)
+        across = z3.If(same_block, together, z3.Or(z3.Not(enc.same_cluster()), level))
+        unordered = z3.And(enc.same_memory(a, c), across) if shared else across
+    else:
+        unordered = z3.And(same_block, together) if shared else z3.Or(z3.Not(same_block), together)
     if same_warp is not None and a.index != c.index and not copying:
         unordered = z3.And(unordered, z3.Not(same_warp))  # lockstep: one instruction at a time
     cb = enc.b(c.addr)

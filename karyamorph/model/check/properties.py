@@ -10,10 +10,12 @@ checker replays witnesses, once the interpreter does not contradict it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
 import z3
 
 from karyamorph.model.check.accesses import Access, BarrierEvent
@@ -155,28 +157,65 @@ CONTRADICTED = "counterexample contradicted by its replay"
 
 
 def _in_bounds(enc: Encoding, acc: Access) -> Bool:
+    if acc.space == "cluster":  # mapa's rank (accesses.TwoThreadLog.rank)
+        return z3.ULT(acc.addr, math.prod(enc.trace.cluster))
     ok = []
     for al in enc.trace.layout.of_space(acc.space):
         if al.size < acc.nbytes:
             continue
         ok.append(z3.And(z3.UGE(acc.addr, al.base), z3.ULE(acc.addr - al.base, al.size - acc.nbytes)))
-    return z3.Or(ok) if ok else z3.BoolVal(False)
+    inside = z3.Or(ok) if ok else z3.BoolVal(False)
+    return inside if acc.remote is None else z3.And(inside, _in_cluster(enc, acc))
+
+
+def _in_cluster(enc: Encoding, acc: Access) -> Bool:
+    """That a ``.shared::cluster`` access names a CTA of the thread's cluster (its rank below
+    ``%cluster_nctarank``)."""
+    assert acc.remote is not None
+    return z3.ULT(acc.remote.rank, math.prod(enc.trace.cluster))
+
+
+def _rank_sure(enc: Encoding, acc: Access) -> bool:
+    """Whether ``acc`` names a CTA of the cluster for every thread that may make it (always, for
+    an access of the thread's own shared memory)."""
+    if acc.remote is None:
+        return True
+    n = math.prod(enc.trace.cluster)
+    rank = z3.simplify(acc.remote.rank)
+    if z3.is_bv_value(rank):
+        return rank.as_long() < n
+    if enc.sweep is None:
+        return False
+    may, _ = enc.sweep.truth(acc.guard)
+    value, known = enc.sweep.value(rank)
+    return bool(np.all(known[may]) and np.all(value[may] < n))
 
 
 def plan_bounds(enc: Encoding) -> list[Query]:
     out = []
     for acc in (e for e in enc.trace.events if isinstance(e, Access)):
-        if acc.space not in ("global", "shared", "local", "const") or z3.is_false(acc.guard):
+        if acc.space not in ("global", "shared", "local", "const", "cluster") or z3.is_false(acc.guard):
             continue
+        sure = _rank_sure(enc, acc)  # (the shortcuts below look at the offset alone)
         span = enc.span(acc.addr)
-        if span is not None and any(
-            al.base <= span[0] and span[1] + acc.nbytes <= al.base + al.size
-            for al in enc.trace.layout.of_space(acc.space)
+        if acc.space == "cluster" and span is not None and span[1] < math.prod(enc.trace.cluster):
+            continue  # every rank it can take is a CTA of the cluster
+        if (
+            sure
+            and span is not None
+            and any(
+                al.base <= span[0] and span[1] + acc.nbytes <= al.base + al.size
+                for al in enc.trace.layout.of_space(acc.space)
+            )
         ):
             continue  # every address it can take lies inside one allocation
-        if enc.sweep is not None and any(
-            enc.sweep.in_bounds(acc, al.base, al.base + al.size)
-            for al in enc.trace.layout.of_space(acc.space)
+        if (
+            sure
+            and enc.sweep is not None
+            and any(
+                enc.sweep.in_bounds(acc, al.base, al.base + al.size)
+                for al in enc.trace.layout.of_space(acc.space)
+            )
         ):
             continue  # every thread that may make it stays inside one allocation
         violation = z3.And(acc.guard, z3.Not(_in_bounds(enc, acc)), *enc.facts(acc.index))
@@ -219,6 +258,8 @@ def plan_barrier(enc: Encoding) -> list[Query]:
         guard_b, exited_b = enc.b(b.guard), enc.b(b.exited)
         if same_iter:
             guard_b, exited_b = z3.substitute(guard_b, *same_iter), z3.substitute(exited_b, *same_iter)
+        # (A cluster barrier too: its wait is a CTA barrier as well, while a thread of another
+        # CTA that never arrives holds it only until it exits, as every thread does.)
         violation = z3.And(
             same_block, distinct, b.guard, z3.Not(guard_b), z3.Not(exited_b), *map(z3.Not, cut_b)
         )

@@ -45,8 +45,8 @@ MAX_THREAD_INSTRUCTIONS = 2e7
 MAX_GROUP_STEPS = 3e5
 MAX_REPLAY_BYTES = 1 << 28  # a buffer the replay fills whole, in this process's memory
 MAX_PAIRS = 64  # overlapping pairs of one stored value kept from one order, looking for two values
-_ERROR = re.compile(r"line (\d+): (\S+?)(?: \((block \([^)]*\) thread \([^)]*\))\))?:")
-_SPACE = re.compile(r": (\w+) access of (\d+) bytes at address (0x[0-9a-f]+): (.*)$")
+_ERROR = re.compile(r"line (\d+): ((?:[^\s:]|::)+)(?: \((block \([^)]*\) thread \([^)]*\))\))?:")
+_SPACE = re.compile(r": ([\w:]+) access of (\d+) bytes at address (0x[0-9a-f]+): (.*)$")
 _INPUT = re.compile(r"(\w+)\[(\d+)\]")
 
 
@@ -64,6 +64,7 @@ def replay(
     scheduling: str | None = None,
     structs: Mapping[str, StructLayout] | None = None,
     strict: bool = False,
+    cluster: tuple[int, int, int] | None = None,
 ) -> Replay:
     """Run the witness of a refuted ``verdict`` on the interpreter, for the checker's launch.
 
@@ -92,6 +93,9 @@ def replay(
         The check counted same-value stores as races. When it did not, a race between two plain
         stores is confirmed only once the two threads store different values in some order:
         one value in every order is ``not confirmed`` with ``same_value`` set.
+    cluster
+        The launch's cluster shape, for an ``.explicitcluster`` kernel without
+        ``.reqnctapercluster`` (as the check was given it).
 
     Returns
     -------
@@ -111,7 +115,7 @@ def replay(
         machine = machine.with_options(scheduling=scheduling)
     shapes = dict(structs or {})
     out = _replay(module, entry, machine, launch, buffers, scalars, verdict.property, w, seeds, element_bytes,
-                  shapes, not strict)  # fmt: skip
+                  shapes, not strict, cluster)  # fmt: skip
     status, detail, same = out if len(out) == 3 else (*out, False)
     return Replay(status, detail, time.perf_counter() - t0, same_value=same)
 
@@ -129,6 +133,7 @@ def _replay(
     element_bytes: dict[str, int] | None,
     structs: dict[str, StructLayout],
     benign: bool,
+    cluster: tuple[int, int, int] | None = None,
 ) -> tuple[str, str] | tuple[str, str, bool]:
     if prop not in ("bounds", "race", "barrier"):
         return "not replayable", f"no replay for a {prop} witness"
@@ -165,7 +170,7 @@ def _replay(
         widths = element_bytes or {}
         steps_left = int(4 * steps)
         return _race(
-            module, entry, machine, full, arguments, program, w, seeds, steps_left, constants, benign
+            module, entry, machine, full, arguments, program, w, seeds, steps_left, constants, benign, cluster
         )
     if n * instructions > MAX_THREAD_INSTRUCTIONS:
         return "not replayable", (
@@ -175,7 +180,10 @@ def _replay(
     want = MemoryAccessError if prop == "bounds" else DivergentBarrierError
     limit = int(4 * MAX_THREAD_INSTRUCTIONS // n)
     try:
-        interpret(module, entry, machine, full, args, max_steps=limit, variables=constants, proxy_order=False)
+        interpret(
+            module, entry, machine, full, args, max_steps=limit, variables=constants, proxy_order=False,
+            cluster=cluster,
+        )  # fmt: skip
     except StepLimitError:
         return "not replayable", f"the launch ran past {limit} instruction steps"
     except LaunchError as exc:
@@ -197,8 +205,14 @@ def _match_error(prop: str, w: Witness, exc: ExecutionError, want: type[Executio
         return "not confirmed", f"the interpreter stopped at line {line}, not line {w.lines[0]}: {text}"
     if prop == "barrier":
         return "confirmed", f"divergent barrier at line {line}: {text.split(': divergent barrier: ')[-1]}"
+    if w.space == "cluster":  # mapa's rank outside the cluster
+        if "mapa to rank" not in text:
+            return "not confirmed", f"the fault at line {line} is not a rank outside the cluster: {text}"
+        return "confirmed", f"mapa at line {line}: {text[text.index('mapa to rank') :]}"
     s = _SPACE.search(text)
     space = s.group(1) if s else None
+    if space == "shared::cluster":  # another CTA's shared memory, as the checker encodes it
+        space = "shared"
     if space not in (w.space, "generic"):
         return "not confirmed", f"the fault at line {line} is in {space} memory, not {w.space}: {text}"
     if s and s.group(4).startswith("misaligned"):
@@ -219,9 +233,10 @@ class _Access:
     nbytes: int
     phase: int
     space: str
-    offset: int  # inside its buffer (global) or its block's shared window
+    offset: int  # inside its buffer (global) or the shared window of the block it reaches
     block: int
     value: int | None = None  # what a plain store writes (None: not a store, or not known)
+    cluster_phase: int = 0  # cluster barriers the thread has passed
 
 
 def _race(
@@ -236,6 +251,7 @@ def _race(
     max_steps: int,
     constants: dict[str, np.ndarray],
     benign: bool,
+    cluster: tuple[int, int, int] | None = None,
 ) -> tuple[str, str, bool]:
     """Replay a race witness in ``seeds`` randomized orders on ``args(0)`` (the witness's inputs,
     other elements filled with pattern 0); where the rule counts only stores of different values
@@ -261,14 +277,18 @@ def _race(
             for i in np.flatnonzero((threads == ta) | (threads == tb)):
                 buf, start, t = int(bufs[i]), int(elems[i]) * nbytes, int(threads[i])
                 b = int(g.geo.block_index[t])
-                offset = start - b * g.memory.shared_stride if buf == n_globals else start
+                # (shared memory: the window of the block it reaches, which the cluster's
+                # window lets be another block's)
+                offset = start % g.memory.shared_stride if buf == n_globals else start
                 space = "global" if buf < n_globals else "shared" if buf == n_globals else "local"
                 value = _stored(g, t - g.lo) if values else None
-                log.append(_Access(line, t, buf, start, nbytes, g.phase, space, offset, b, value))
+                waits = int(g.cluster.waits[t]) if g.cluster is not None else 0
+                log.append(_Access(line, t, buf, start, nbytes, g.phase, space, offset, b, value, waits))
 
         result = interpret(
             module, entry, machine, launch, _copy(arguments), randomize_order=True, interleave=True,
             seed=seed, max_steps=max_steps, observe=observe, variables=constants, proxy_order=False,
+            cluster=cluster,
         )  # fmt: skip
         return log, b"".join(v.tobytes() for v in result.outputs.values())
 
@@ -352,7 +372,11 @@ def _pairs(
         for b in seconds:
             if a.buffer != b.buffer or a.start + a.nbytes <= b.start or b.start + b.nbytes <= a.start:
                 continue
-            if a.phase == b.phase or (a.space == "global" and a.block != b.block):
+            if a.block != b.block:  # ordered only by the cluster barriers they passed
+                unordered = a.space == "global" or a.cluster_phase == b.cluster_phase
+            else:
+                unordered = a.phase == b.phase
+            if unordered:
                 out.append((a, b))
                 if not values or _differ([(a, b)], values) or len(out) >= MAX_PAIRS:
                     return out

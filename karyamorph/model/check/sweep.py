@@ -45,6 +45,7 @@ class Sweep:
     size: int
     blockwide: bool  # the domain is one block (block coordinates unknown)
     block_of: np.ndarray  # each thread's linear block index (0 when blockwide)
+    grid: tuple[int, int, int] = (1, 1, 1)  # blocks of the launch, by axis
     # id -> (term kept alive, result)
     _memo: dict[int, tuple[z3.ExprRef, Value | Truth]] = field(default_factory=dict)
 
@@ -66,7 +67,7 @@ class Sweep:
                 continue
             for tag in ("A", "B"):
                 coords[f"{k}@{tag}"] = dims[k].astype(U64)
-        return Sweep(coords, size, blockwide, b.astype(U64))
+        return Sweep(coords, size, blockwide, b.astype(U64), grid)
 
     # --- evaluation ---------------------------------------------------------------------------
     def value(self, t: z3.ExprRef) -> Value:
@@ -227,6 +228,22 @@ class Sweep:
         last = np.searchsorted(xs, xa + U64(na), side="left")
         return order, first, last
 
+    def _owner(self, acc: Access, threads: np.ndarray) -> np.ndarray | None:
+        """The linear index of the block whose shared memory ``acc`` reaches, for each of
+        ``threads`` (None when some is unknown, as every remote one is in a one-block domain)."""
+        if acc.remote is None:
+            owners: np.ndarray = self.block_of[threads]
+            return owners
+        if self.blockwide:
+            return None
+        out, scale = np.zeros(len(threads), U64), 1
+        for cta, extent in zip(acc.remote.cta, self.grid, strict=True):
+            v, known = self.value(cta)
+            if not np.all(known[threads]):
+                return None
+            out, scale = out + v[threads] * U64(scale), scale * extent
+        return out
+
     def disjoint(self, a: Access, c: Access) -> bool:
         """Whether no thread's ``a`` overlaps any thread's ``c`` (the same thread's included)."""
         sa, sc = self._site(a), self._site(c)
@@ -245,8 +262,12 @@ class Sweep:
         if not len(ta) or not len(tc):
             return True
         if a.space == "shared":
-            # Each block has its own shared memory: threads of two blocks never meet there.
-            xa, xc = xa + (self.block_of[ta] << U64(44)), xc + (self.block_of[tc] << U64(44))
+            # Each block has its own shared memory: threads of two blocks never meet there
+            # (unless one reaches another CTA's through the cluster's window).
+            ba, bc = self._owner(a, ta), self._owner(c, tc)
+            if ba is None or bc is None:
+                return False
+            xa, xc = xa + (ba << U64(44)), xc + (bc << U64(44))
         # c's accesses overlapping a's [x, x + na): those starting in (x - nc, x + na).
         order, first, last = self._meetings(xa, a.nbytes, xc, c.nbytes)
         tc = tc[order]

@@ -18,12 +18,20 @@ from typing import Protocol, TypeVar
 import z3
 
 from karyamorph.isa import ast
+from karyamorph.model.check.clusterwindow import Remote, cluster_of, window
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
-from karyamorph.model.check.syncstate import COMMITTED, COMPLETED, WARP_EPOCH, async_step
+from karyamorph.model.check.syncstate import (
+    CLUSTER_EPOCH,
+    COMMITTED,
+    COMPLETED,
+    MBARRIER_PASSED,
+    WARP_EPOCH,
+    async_step,
+)
 from karyamorph.model.interp.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from karyamorph.model.interp.program import Program
 from karyamorph.model.interp.simt import immediate_bits
-from karyamorph.model.ptx.cluster import RANK_SHIFT
+from karyamorph.model.ptx.cluster import RANK_SHIFT, RANK_STRIDE
 from karyamorph.model.semantics.decode import Decoded, DecodedOperands
 from karyamorph.model.semantics.symbolic import BitVec, Bool, SymbolicDomain
 from karyamorph.model.semantics.types import PtxType
@@ -197,6 +205,7 @@ class SymExec(DecodedOperands):
     cond: Bool = field(default=None)  # type: ignore[assignment]
     ctl: tuple[str, ...] | None = None
     copying: bool = False  # inside a cp.async: its accesses are asynchronous (see syncstate)
+    remote: Remote | None = None  # the CTA the access being logged reaches (.shared::cluster)
 
     def set(self, dec: Decoded, frame: Frame, guard: Bool | None) -> None:
         self.dec, self.frame, self.guard, self.ctl = dec, frame, guard, None
@@ -328,7 +337,27 @@ class SymExec(DecodedOperands):
         named = {1: "shared", 2: "local", 3: "param"}.get(w if isinstance(w, int) else 0)
         if named is None:
             return "global", a
+        if named == "shared" and cluster_of(self.specials) is not None:
+            # The generic window holds the cluster's shared window (mapa of a generic address).
+            return "shared::cluster", a - WINDOWS[named]
         return named, a - WINDOWS[named]
+
+    def _owned(self, sp: str, a: BitVec) -> tuple[str, BitVec]:
+        """An access of the cluster's shared window as a plain shared one, with :attr:`remote`
+        set to the CTA it reaches (:mod:`karyamorph.model.check.clusterwindow`); other spaces
+        unchanged (and :attr:`remote` cleared)."""
+        self.remote = None
+        if sp != "shared::cluster":
+            return sp, a
+        got = window(self.specials, a)
+        if got is None:
+            raise Unsupported(
+                f"{self.where()}: the cluster's shared window is followed by the two-thread trace only"
+            )
+        if any(al.base + al.size > RANK_STRIDE for al in self.layout.of_space("shared")):
+            raise Unsupported(f"{self.where()}: shared variables past the cluster window's first rank")
+        a, self.remote = got
+        return "shared", a
 
     def _narrowed(self, when: Bool | None) -> Bool:
         """The active condition narrowed by a per-thread ``when`` (None: unchanged), or False."""
@@ -340,7 +369,7 @@ class SymExec(DecodedOperands):
         return z3.BoolVal(False) if c is False else z3.simplify(z3.And(self.cond, when))
 
     def load(self, space: str, addr: BitVec, addr_bits: int, ty: PtxType, when: Bool | None = None) -> BitVec:
-        sp, a = self.resolve(space, addr, addr_bits)
+        sp, a = self._owned(*self.resolve(space, addr, addr_bits))
         if sp == "param":
             return self._param(a, ty)
         cond, outer = self._narrowed(when), self.cond
@@ -366,7 +395,7 @@ class SymExec(DecodedOperands):
     def store(
         self, space: str, addr: BitVec, addr_bits: int, value: BitVec, ty: PtxType, when: Bool | None = None
     ) -> None:
-        sp, a = self.resolve(space, addr, addr_bits)
+        sp, a = self._owned(*self.resolve(space, addr, addr_bits))
         if sp == "param":
             raise Unsupported(f"{self.where()}: stores to the parameter space are not modeled")
         cond, outer = self._narrowed(when), self.cond
@@ -401,6 +430,7 @@ class SymExec(DecodedOperands):
         span = getattr(self.memory, "span", None)  # optional: memory models that log byte spans
         if span is None:
             raise Unsupported(f"{self.where()}: bulk copies are followed by the two-thread trace only")
+        bit = self._mbarrier_bit(*mbar) if mbar is not None else None
         for space, addr, bits, write in ((src_space, src, src_bits, False), (dst_space, dst, dst_bits, True)):
             if space == "shared::cluster":  # the cluster window: below the first rank, the CTA's own
                 own = as_const(z3.LShR(addr, RANK_SHIFT))
@@ -408,7 +438,31 @@ class SymExec(DecodedOperands):
                     raise Unsupported(f"{self.where()}: a bulk copy into another CTA's shared memory")
                 space = "shared"
             sp, a = self.resolve(space, addr, bits)
-            span(self, sp, a, n, write)
+            span(self, sp, a, n, write, mbarrier=bit)
+
+    def _mbarrier_bit(self, addr: BitVec, bits: int) -> int | None:
+        """The bit of the ``MBARRIER_PASSED`` counter for the mbarrier at shared address ``addr``
+        (None: the address is not a constant, or the memory model does not number mbarriers)."""
+        number = getattr(self.memory, "mbarrier_bit", None)  # optional, as ``span`` is
+        at = as_const(self.resolve("shared", addr, bits)[1])
+        if number is None or not isinstance(at, int) or isinstance(at, bool):
+            return None
+        out: int | None = number(at)
+        return out
+
+    def mbarrier_waited(self, addr: BitVec, bits: int, waited: BitVec, done: Bool) -> None:
+        """A ``test_wait``/``try_wait`` on the mbarrier at ``addr`` for the phase of parity
+        ``waited``, true when ``done``: a frame that counts them (``MBARRIER_PASSED``) sets the
+        mbarrier's bit where a wait for parity 0 returns true (phase 0 has completed)."""
+        regs = self.frame.regs
+        if MBARRIER_PASSED not in regs or as_const(z3.simplify(waited)) != 0:
+            return
+        bit = self._mbarrier_bit(addr, bits)
+        if bit is None:
+            return
+        passed = bitvec(regs[MBARRIER_PASSED], MBARRIER_PASSED)
+        mask = z3.BitVecVal(1 << bit, passed.size())
+        self._assign(MBARRIER_PASSED, passed | z3.If(done, mask, z3.BitVecVal(0, passed.size())))
 
     def bulk_group(self, op: str, n: int = 0) -> None:
         """``cp.async.bulk.commit_group``/``wait_group``: nothing to count here (a kernel with bulk
@@ -465,7 +519,7 @@ class SymExec(DecodedOperands):
             fn, b, c = None, update, b
         if b is None:
             raise Unsupported(f"{self.where()}: atomic without an operand")
-        sp, a = self.resolve(space, addr, addr_bits)
+        sp, a = self._owned(*self.resolve(space, addr, addr_bits))
         return self.memory.atomic(self, sp, op, a, ty, fn, b, c)
 
     def cvta(self, space: str, to_space: bool, value: BitVec, bits: int) -> BitVec:
@@ -509,6 +563,22 @@ class SymExec(DecodedOperands):
         # this thread's path keeps every execution the hardware can have (and more), so what
         # is proved with it holds; a barrier waits only for threads that have not exited.
         self.ctl = ("exit",)
+
+    def cluster_rank(self, rank: BitVec) -> None:
+        """``mapa``'s rank operand: a memory model that checks ranks (the two-thread log's
+        ``rank``) logs it, for the bounds check to hold it below the cluster's size."""
+        log = getattr(self.memory, "rank", None)  # optional, as ``span`` is
+        if log is not None:
+            log(self, rank)
+
+    def cluster_barrier(self, op: str) -> bool:
+        """``barrier.cluster.arrive``/``wait``: a frame that counts cluster barriers (the
+        two-thread encoding's) counts the wait; False, so that the wait is a CTA barrier too (the
+        threads of the block meet there as well). The arrive is the wait's: the checker encodes
+        only an arrive with its wait right after it (:mod:`karyamorph.model.check.clusters`)."""
+        if op == "wait" and CLUSTER_EPOCH in self.frame.regs:
+            self._assign(CLUSTER_EPOCH, bitvec(self.frame.regs[CLUSTER_EPOCH], CLUSTER_EPOCH) + 1)
+        return False
 
     def barrier(self, barrier_id: BitVec, count: BitVec | None) -> None:
         if count is not None:

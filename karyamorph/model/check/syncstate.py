@@ -10,6 +10,11 @@ after a loop probe treat them exactly as they treat registers:
   ``cp.async.wait_group N``: every committed group but the ``N`` most recent is complete), so
   the complete ones are a prefix: group ``g`` is complete once ``COMPLETED > g``.
 - ``WARP_EPOCH``: the ``bar.warp.sync`` barriers the thread has passed.
+- ``CLUSTER_EPOCH``: the ``barrier.cluster.wait`` barriers the thread has passed (two threads
+  of different CTAs of a cluster are ordered exactly when they passed different numbers).
+- ``MBARRIER_PASSED``: a bit per mbarrier (by its constant shared address, numbered as the
+  trace meets them) whose phase 0 the thread has seen complete: a ``test_wait``/``try_wait``
+  of parity 0 that returned true (:mod:`karyamorph.model.check.mbarrierphase`).
 
 A frame without them (the equivalence driver's, or the any-launch encoding's) is left alone:
 its copies and warp barriers are then ordered as the caveats of
@@ -25,7 +30,9 @@ from karyamorph.model.semantics.symbolic import BitVec
 COMMITTED = "%cp.async.committed"
 COMPLETED = "%cp.async.completed"
 WARP_EPOCH = "%bar.warp.epoch"
-COUNTERS = (COMMITTED, COMPLETED, WARP_EPOCH)
+CLUSTER_EPOCH = "%barrier.cluster.epoch"
+MBARRIER_PASSED = "%mbarrier.passed"
+COUNTERS = (COMMITTED, COMPLETED, WARP_EPOCH, CLUSTER_EPOCH, MBARRIER_PASSED)
 BITS = 64
 
 

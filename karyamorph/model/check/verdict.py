@@ -88,6 +88,8 @@ class Witness:
             for n, i, s in zip(self.lines, self.instructions, src, strict=False)
         )
         where = f" {self.space} {self.buffer or '<no allocation>'}+{self.address}" if self.space else ""
+        if self.space == "cluster":  # mapa's rank operand (the bounds check's pseudo-space)
+            where = f" cluster rank {self.address}"
         ins = f" inputs {dict(self.inputs)}" if self.inputs else ""
         if self.launch is not None:
             (gx, gy, gz), (bx, by, bz) = self.launch

@@ -327,7 +327,11 @@ def _red(x: Exec[V, B]) -> None:
 
 ATOM_OPS = ("add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec")
 ATOM_TYPES = ("b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64")
-ATOM_GROUPS: dict[str, tuple[str, ...]] = {"space": ("global", "shared"), "op": ATOM_OPS, "vec": ("v2", "v4")}
+# atom and red also reach the shared memory of the other CTAs of a cluster, as ld and st do
+# (the distributed shared memory histogram's atomicAdd through cluster.map_shared_rank).
+ATOM_GROUPS: dict[str, tuple[str, ...]] = {
+    "space": ("global", "shared", "shared::cluster"), "op": ATOM_OPS, "vec": ("v2", "v4"),
+}  # fmt: skip
 
 
 def _atom_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
@@ -349,7 +353,7 @@ def _atom_rule(types: tuple[str, ...], mods: dict[str, str]) -> str | None:
 
 
 # ld and st also reach the shared memory of the other CTAs of a cluster (.shared::cluster addresses:
-# karyamorph.model.ptx.cluster); atomics there are not modeled.
+# karyamorph.model.ptx.cluster).
 MEM_GROUPS: dict[str, tuple[str, ...]] = {"space": (*SPACES, "shared::cluster"), "vec": ("v2", "v4")}
 
 DATA: tuple[Instr, ...] = (

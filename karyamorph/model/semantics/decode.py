@@ -28,7 +28,7 @@ SPACE_ALIASES = {"shared::cta": "shared", "param::entry": "param"}
 # takes the modifier.
 UNMODELED_SPACES = {
     "shared::cluster": "the .shared::cluster state space (shared memory of the CTAs of a "
-    "thread-block cluster) is modeled for ld, st and mapa only",
+    "thread-block cluster) is modeled for ld, st, atom, red and mapa only",
 }
 
 

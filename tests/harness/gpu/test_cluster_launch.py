@@ -48,3 +48,23 @@ def test_the_kernel_sees_the_spec_cluster_on_a_gpu() -> None:
     result = run_pipeline(load_spec(SPEC), device=device, stages=[CompileStage(), CorrectnessStage()])
     correctness = result.result("correctness")
     assert correctness is not None and correctness.status.value == "pass", correctness
+
+
+CORPUS_SPECS = Path(__file__).resolve().parents[2] / "model" / "corpus"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["cluster_histogram.sm_90.toml", "cluster_exchange.sm_90.toml"])
+def test_nvccs_cluster_kernels_match_torch_on_a_gpu(name: str) -> None:
+    # The builds the checker proves (tests/model/check/test_cluster_histogram.py): on the GPU,
+    # atomicAdd into another CTA's shared memory and the partner's value read through mapa give
+    # the reference's result, as the model's interpreter does.
+    device = current_device()
+    if device is None:
+        pytest.skip("no CUDA device")
+    if device.compute_capability < (9, 0):
+        pytest.skip(f"{device.name} has no thread block clusters (sm_90 and later)")
+    spec = load_spec(CORPUS_SPECS / name)
+    result = run_pipeline(spec, device=device, stages=[CompileStage(), CorrectnessStage()])
+    correctness = result.result("correctness")
+    assert correctness is not None and correctness.status.value == "pass", correctness

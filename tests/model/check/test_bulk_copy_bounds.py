@@ -1,7 +1,6 @@
 """Bulk copies (``cp.async.bulk`` global -> shared, completing on an mbarrier) in the checker: the
 bytes a copy reads and writes are logged where it is issued, so the bounds check covers both
-ends, while its races stay unknown (it lands when the mbarrier's phase completes, which the
-two-thread encoding does not order). On nvcc's build of ``bulk_copy_scale`` (tests/corpus)."""
+ends. On nvcc's build of ``bulk_copy_scale`` (tests/corpus)."""
 
 from __future__ import annotations
 
@@ -34,11 +33,11 @@ def _check(
     return {v.property: v for v in verdicts}
 
 
-def test_a_copy_inside_both_buffers_is_in_bounds_and_its_races_are_unknown() -> None:
+def test_a_copy_inside_both_buffers_is_in_bounds_and_race_free() -> None:
+    # (its landing is ordered by its one-phase mbarrier: tests/model/check/test_bulk_copy_race.py)
     v = _check(700)
     assert v["bounds"].verdict in ("proved", "proved-up-to-k"), v["bounds"]
-    assert v["race"].verdict == "unknown", v["race"]
-    assert f"bulk copies at line(s) {COPY_LINE} land when their mbarrier phase" in v["race"].reason
+    assert v["race"].verdict in ("proved", "proved-up-to-k"), v["race"]
 
 
 def test_a_copy_past_the_shared_buffer_is_refuted_at_the_copy() -> None:

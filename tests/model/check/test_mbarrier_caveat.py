@@ -1,6 +1,7 @@
 """The race property of kernels that synchronise through an mbarrier: the two-thread encoding
-does not order an arrival before a wait, so a refutation is unknown; bulk copies are not
-encodable."""
+does not order an arrival before a wait, so a race it finds there is unknown; a bulk copy is
+ordered by a one-phase mbarrier's waits (tests/model/check/test_bulk_copy_race.py), and one
+outside that rule leaves the race verdict unknown."""
 
 from __future__ import annotations
 
@@ -60,16 +61,31 @@ def _race(body: str):  # type: ignore[no-untyped-def]
 
 
 def test_a_race_ordered_by_an_mbarrier_is_not_refuted() -> None:
+    # (the arrive and the waits are atomic on the mbarrier: the store and the load of `value`
+    # are the pair left, and it hinges on what the wait reads of the mbarrier's phase)
     v = _race(HANDOFF)
-    assert v.verdict == "unknown" and "mbarrier waits at line(s)" in v.reason, (v.verdict, v.reason)
+    assert v.verdict == "unknown", (v.verdict, v.reason)
+    assert "lines 30 and 24 may race depending on the value loaded at line 22" in v.reason, v.reason
 
 
-def test_a_bulk_copy_leaves_the_race_verdict_unknown() -> None:
-    body = """
-    @%p1 mbarrier.arrive.expect_tx.shared::cta.b64 %rd4, [%r2], 16;
+COPY = """
+    @%p1 mbarrier.arrive.expect_tx.shared::cta.b64 %rd4, [%r2], TX;
     mov.u32 %r4, value;
-    @%p1 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd1], 16, [%r2];
+    @%p1 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd1], 4, [%r2];
 """
-    v = _race(body)
-    assert v.verdict == "unknown" and "bulk copies at line(s)" in v.reason, v.reason
+
+
+def test_a_bulk_copy_outside_the_one_phase_rule_leaves_the_race_verdict_unknown() -> None:
+    assert _race(COPY.replace("TX", "4")).verdict == "proved"
+    v = _race(COPY.replace("TX", "2"))  # its arrival expects 2 of the copy's 4 bytes
+    assert v.verdict == "unknown" and "bulk copies at line(s) 21" in v.reason, v.reason
     assert "land when their mbarrier phase or bulk group completes" in v.reason, v.reason
+    assert "expects fewer bytes than the 4" in v.reason, v.reason
+
+
+def test_a_race_found_in_a_kernel_that_waits_on_an_mbarrier_is_unknown() -> None:
+    # Every thread stores its id to `value` first: a race the encoding refutes, which the
+    # checker reports unknown, since an arrival and a wait (which it does not order) may order it.
+    v = _race("    st.shared.u32 [value], %r1;\n" + HANDOFF)
+    assert v.verdict == "unknown" and v.witness is None, v
+    assert "mbarrier waits at line(s) 23 order threads" in v.reason, v.reason

@@ -150,13 +150,16 @@ def test_f16x2_fma_kernel_equals_numpy() -> None:
     assert np.isnan(got[3, 4])
 
 
-def test_shared_cluster_atomics_are_refused_with_their_reason() -> None:
-    # ld and st reach a cluster's shared window (tests/model/interp/test_clusters.py); atomics
-    # there are not modeled.
-    mod = parse(_kernel("    atom.shared::cluster.add.u32 %r2, [%r1], 1;"), "k.ptx")
+def test_other_shared_cluster_forms_are_refused_with_their_reason() -> None:
+    # ld, st, atom and red reach a cluster's shared window (tests/model/interp/test_clusters.py,
+    # nvcc's cluster_histogram in tests/model/check/test_cluster_histogram.py); cp.async into it
+    # is not modeled.
+    for form in ("ld.shared::cluster.u32 %r2, [%r1];", "atom.shared::cluster.add.u32 %r2, [%r1], 1;",
+                 "red.shared::cluster.add.u32 [%r1], 1;"):  # fmt: skip
+        assert unmodeled(parse(_kernel(f"    {form}"), "k.ptx"), MACHINE) == [], form
+    mod = parse(_kernel("    cp.async.ca.shared::cluster.global [%r1], [%rd1], 4;"), "k.ptx")
     (u,) = unmodeled(mod, MACHINE)
-    assert "shared::cluster" in u.reason and "ld, st and mapa only" in u.reason
-    assert unmodeled(parse(_kernel("    ld.shared::cluster.u32 %r2, [%r1];"), "k.ptx"), MACHINE) == []
+    assert "shared::cluster" in u.reason and "ld, st, atom, red and mapa only" in u.reason
 
 
 def test_an_unmodeled_form_is_named_with_its_operand_count() -> None:

@@ -79,24 +79,15 @@ UP_TO_K = {
 }
 # The builds whose every verdict is unknown, by (spec, build): what the reason says. (Triton's
 # sm_90a matmul, wgmma, is proved: tests/model/check/test_wgmma_check.py has its planted bugs.)
-# Clusters of two CTAs (another CTA's shared memory, barrier.cluster between CTAs) are not
-# encoded (karyamorph/model/check/clusters.py).
-_CLUSTERS = "races and bounds across the CTAs of a cluster are not encoded"
+# (Clusters of two CTAs, nvcc's cluster_exchange, are proved: tests/model/interp/test_clusters.py.)
 NOT_ENCODED: dict[tuple[str, str], Sequence[str]] = {
-    ("cluster_exchange.sm_90", "bulk_copy_cluster.sm_90.ptx"): _CLUSTERS,
-    ("cluster_exchange.sm_90", "bulk_copy_cluster.sm_120.ptx"): _CLUSTERS,
     # TMA: the interpreter runs the copies (equal to torch above); no proof follows them.
     ("matmul_tma.sm_90a", "matmul_tma.sm_90a.ptx"): "the checks do not model tensor-map arguments",
     ("matmul_tma.sm_90a", "matmul_tma.sm_120a.ptx"): "the checks do not model tensor-map arguments",
 }
 # Verdicts that are not proofs at one build only, by (spec, build, property): what the reason says.
-# A bulk copy's bytes are checked for bounds where it is issued; it lands when its mbarrier's
-# phase completes, which the race encoding does not order (karyamorph/model/check/caveats.py).
-_BULK = "bulk copies at line(s) 81 land when their mbarrier phase or bulk group completes"
-NOT_PROVED_AT: dict[tuple[str, str, str], str] = {
-    ("bulk_copy_scale.sm_90", "bulk_copy_cluster.sm_90.ptx", "race"): _BULK,
-    ("bulk_copy_scale.sm_90", "bulk_copy_cluster.sm_120.ptx", "race"): _BULK.replace("81", "83"),
-}
+# (bulk_copy_scale's copy lands on a one-phase mbarrier: karyamorph/model/check/mbarrierphase.py.)
+NOT_PROVED_AT: dict[tuple[str, str, str], str] = {}
 
 
 @cache
@@ -154,13 +145,14 @@ def _id(case: Case) -> str:
 
 
 def test_every_build_decodes() -> None:
-    """111 of 111 builds decode: nvcc's sm_120 build of CUB's BlockRadixSort and Triton's sm_120a
+    """113 of 113 builds decode: nvcc's sm_120 build of CUB's BlockRadixSort and Triton's sm_120a
     fp8 matmul (bytes split and packed with `prmt`), the bulk_copy_cluster builds (a cluster of two
-    CTAs: mapa, ld.shared::cluster, barrier.cluster; mbarrier and cp.async.bulk), Triton's sm_90a
+    CTAs: mapa, ld.shared::cluster, barrier.cluster; mbarrier and cp.async.bulk), the
+    cluster_histogram builds (atom.shared::cluster through cooperative groups), Triton's sm_90a
     f16 matmul (wgmma), its TMA matmul (cp.async.bulk.tensor through host-side descriptors,
     elect.sync), its sm_120a mxfp4 matmul
     (`mma.sync...kind::mxf4nvf4.block_scale`) and split-K matmul (`atom.global.add.v4.f32`)."""
-    assert len(BUILDS) >= 111
+    assert len(BUILDS) >= 113
     assert sorted(b.name for b in BUILDS if not decodes(b)) == []
 
 

@@ -1,0 +1,185 @@
+"""One-phase mbarriers: the bulk copies that have landed once a thread's wait for phase 0 returns
+true, for the two-thread race encoding.
+
+PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier": the current phase
+completes when its pending arrival count and its tx-count are both zero; ``arrive.expect_tx``
+raises the tx-count by its operand, then arrives; a bulk copy that names the mbarrier
+(``.mbarrier::complete_tx::bytes``) lowers the tx-count by its bytes as they land;
+``test_wait``/``try_wait.parity`` with parity 0 returns true once the phase of parity 0 has
+completed.
+
+An mbarrier ``M`` (a constant shared address) is *one-phase* when, in every block:
+
+- one ``mbarrier.init`` makes it, by one thread, in a barrier interval before every other
+  operation on it, with an arrival count ``N``;
+- its only other operations are waits and ``arrive.expect_tx`` of one arrival each, made by at
+  most ``N`` threads in all: every arrival is phase 0's;
+- each bulk copy that names it follows, on its own thread's path (under the same condition), an
+  ``arrive.expect_tx`` on ``M`` whose tx-count covers the bytes of the copies from there to it;
+- no other access reaches its word (accesses are held to their variables, as the race check
+  holds them: one that leaves its variable is a bounds violation).
+
+Then phase 0 completes only after every copy that names ``M`` has landed: a copy's bytes are in
+the tx-count from its thread's arrival, before it is issued, until they land, and phase 0 needs
+all ``N`` arrivals. So a copy is ordered before an access made after its thread's successful
+wait for parity 0 on ``M`` (the thread's ``MBARRIER_PASSED`` bit, :mod:`karyamorph.model.check.syncstate`),
+and before what other threads do after a CTA barrier the copy's thread reached with that bit
+set (:class:`karyamorph.model.check.asynccopies.Ordering`). A copy on an mbarrier outside the
+rule, or one made (or whose mbarrier is armed) in a loop abstracted with a free iteration
+variable (one event of the trace then stands for every iteration's), is left untracked, and the
+race verdicts keep the bulk-copy caveat
+(:mod:`karyamorph.model.check.caveats`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import z3
+
+from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
+from karyamorph.model.check.memvalues import thread_bounds, variable_of
+from karyamorph.model.check.sweep import Sweep
+from karyamorph.model.check.terms import constant_names
+from karyamorph.model.ptx.mbarrier import PENDING
+
+WAITS = ("mbarrier.try_wait", "mbarrier.test_wait")
+COUNT_MASK = (1 << PENDING[1]) - 1
+_ITERATION = re.compile(r"k\d+(\.exit)?#\d+@[AB]")  # the explorer's iteration variables
+
+
+def _const(t: z3.ExprRef | None) -> int | None:
+    if t is None:
+        return None
+    s = z3.simplify(t)
+    return int(s.as_long()) if z3.is_bv_value(s) else None
+
+
+def _in_loop(a: Access) -> bool:
+    """Whether ``a`` is made in a loop abstracted with a free iteration variable (``k<line>``):
+    one event of the trace then stands for every iteration's."""
+    return any(_ITERATION.fullmatch(name) for name in constant_names(a.guard))
+
+
+def _threads(sweep: Sweep, guard: z3.BoolRef) -> tuple[int, int]:
+    """(the most threads of a block that may, the fewest that surely) make an event under
+    ``guard``."""
+    may, may_not = sweep.truth(guard)
+    blocks = int(sweep.block_of.max()) + 1 if sweep.size else 1
+    sure = may & ~may_not
+    most = np.bincount(sweep.block_of[may].astype(np.int64), minlength=blocks).max()
+    least = np.bincount(sweep.block_of[sure].astype(np.int64), minlength=blocks).min()
+    return int(most), int(least)
+
+
+def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[Access]) -> str | None:
+    """Why the mbarrier at ``address`` is not one-phase (None: it is)."""
+    ints = thread_bounds(trace)
+    var = variable_of(trace.layout, ints, "shared", z3.BitVecVal(address, 64))
+    ops = [
+        a
+        for a in accesses
+        if a.space == "shared"
+        and a.remote is None
+        and a.text.startswith("mbarrier")
+        and _const(a.addr) == address
+    ]
+    ids = {id(a) for a in ops}
+    for a in accesses:
+        if a.space != "shared" or id(a) in ids or z3.is_false(a.guard):
+            continue
+        if a.atomic and a.op == "mbarrier" and a.text.startswith("cp.async.bulk"):
+            continue  # a copy's complete_tx: its landing, which the rule is about
+        at = _const(a.addr)
+        if at is not None and a.remote is None:
+            if at < address + 8 and address < at + a.nbytes:
+                return f"line {a.line} ({a.text}) touches its word"
+            continue
+        if (
+            var is None
+            or a.remote is not None
+            or variable_of(trace.layout, ints, "shared", a.addr) in (var, None)
+        ):
+            return f"line {a.line} ({a.text}) may touch its word"
+    inits = [a for a in ops if a.text.startswith("mbarrier.init")]
+    if len(inits) != 1:
+        return f"{len(inits)} mbarrier.init on it in the trace, not one"
+    init = inits[0]
+    most, least = _threads(sweep, init.guard)
+    count, start = _const(init.stored), _const(init.epoch)
+    if (most, least) != (1, 1) or count is None or start is None:
+        return f"the mbarrier.init at line {init.line} is not made by exactly one thread of each block"
+    expected = count & COUNT_MASK
+    arrivals = 0
+    for a in ops:
+        if a is init:
+            continue
+        epoch = _const(a.epoch)
+        if epoch is None or epoch <= start:
+            return f"line {a.line} ({a.text}) may come before the barrier after its mbarrier.init"
+        if a.text.startswith(WAITS):
+            continue
+        if not a.text.startswith("mbarrier.arrive.expect_tx") or _const(a.operand) != 1:
+            return f"line {a.line} ({a.text}) is not an arrive.expect_tx of one arrival"
+        arrivals += _threads(sweep, a.guard)[0]
+    if arrivals > expected:
+        return f"up to {arrivals} arrivals on it, past its count of {expected}: some may be a later phase's"
+    for c in accesses:
+        if c.mbarrier != bit or not c.write:
+            continue
+        before = [
+            a
+            for a in ops
+            if a.index < c.index and a.text.startswith("mbarrier.arrive") and a.guard.eq(c.guard)
+        ]
+        if not before:
+            return f"the bulk copy at line {c.line} follows no arrive.expect_tx of its own thread"
+        arrive = before[-1]
+        copied = sum(
+            x.nbytes for x in accesses if x.mbarrier == bit and x.write and arrive.index < x.index <= c.index
+        )
+        tx = _const(arrive.tx)
+        if tx is None or tx < copied:
+            return (
+                f"the arrive.expect_tx at line {arrive.line} expects fewer bytes than the {copied} "
+                f"its thread's copies up to line {c.line} bring"
+            )
+    return None
+
+
+def track_bulk_copies(trace: Trace) -> dict[int, str]:
+    """Mark the bulk copies of ``trace`` whose landing the race encoding orders (their
+    ``mbarrier`` bit kept), clearing the others; returns why each copy left untracked is (by
+    line). Empty when every bulk copy is tracked (or there is none)."""
+    accesses = [e for e in trace.events if isinstance(e, Access)]
+    copies = [a for a in accesses if a.text.startswith("cp.async.bulk") and a.warp_epoch is None]
+    if not copies:
+        return {}
+    counted = all(a.passed is not None for a in accesses) and all(
+        b.passed is not None for b in trace.events if isinstance(b, BarrierEvent)
+    )
+    looped = {a.line for a in accesses if a.text.startswith(("mbarrier", "cp.async.bulk")) and _in_loop(a)}
+    why: dict[int, str] = {}
+    sweep = Sweep.of(trace)
+    refused: dict[int, str | None] = {}
+    by_bit = {bit: address for address, bit in trace.mbarriers.items()}
+    for c in copies:
+        bit = c.mbarrier
+        if not counted:
+            why[c.line] = "the trace does not count the waits passed"
+        elif looped:
+            lines = ", ".join(map(str, sorted(looped)))
+            why[c.line] = f"mbarrier operations or bulk copies at line(s) {lines} in a loop of free iteration"
+        elif bit is None:
+            why[c.line] = "it names no mbarrier at a constant shared address"
+        else:
+            if bit not in refused:
+                refused[bit] = _refusal(trace, sweep, by_bit[bit], bit, accesses)
+            reason = refused[bit]
+            if reason is not None:
+                why[c.line] = f"its mbarrier is not one-phase: {reason}"
+    for c in copies:
+        if c.line in why:
+            c.mbarrier = None
+    return why

@@ -1,0 +1,81 @@
+"""A bulk copy on a one-phase mbarrier in the race check (karyamorph/model/check/mbarrierphase.py):
+it lands before what a thread does after its own wait for phase 0 returns true, so nvcc's
+``bulk_copy_scale`` (tests/corpus: thread 0 arms the mbarrier with the copy's bytes and issues
+it; every thread spins on ``try_wait.parity 0``, then reads the buffer) is race free. Each way
+out of the rule is planted: the race is then not proved, and the reason says why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from karyamorph.isa.parser import parse
+from karyamorph.model.check.checker import check
+from karyamorph.model.check.verdict import Verdict
+from karyamorph.model.ptx.ptx_machine import ptx_machine
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "nvcc"
+BLOCKS, THREADS, N = 3, 128, 700
+SM90 = (CORPUS / "bulk_copy_cluster.sm_90.ptx").read_text()
+COPY, READ = 81, 117  # the cp.async.bulk and the ld.shared of buf after the spin loop (sm_90)
+ARRIVE = "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], %r11;"
+BAR = "mov.u32 \t%r14, _ZZ15bulk_copy_scaleE3bar;"  # the waits' address, after the copy
+
+
+def _race(text: str) -> Verdict:
+    buffers = {"bulk_copy_scale_param_0": 4 * BLOCKS * N, "bulk_copy_scale_param_1": 4 * BLOCKS * N}
+    scalars: dict[str, int | float] = {"bulk_copy_scale_param_2": 2.5, "bulk_copy_scale_param_3": N}
+    (v,) = check(
+        parse(text), "bulk_copy_scale", ptx_machine("sm_90"), (BLOCKS, THREADS, 0), buffers, scalars,
+        properties=("race",),
+    )  # fmt: skip
+    return v
+
+
+@pytest.mark.parametrize("build", ["bulk_copy_cluster.sm_90.ptx", "bulk_copy_cluster.sm_120.ptx"])
+def test_the_copy_lands_before_the_reads_after_the_wait(build: str) -> None:
+    v = _race((CORPUS / build).read_text())
+    # (the spin loop is unrolled: its exit hangs on the mbarrier's state)
+    assert v.verdict == "proved-up-to-k", v
+    assert "bulk copies" not in v.reason and "mbarrier waits" not in v.reason, v.reason
+
+
+def _planted(old: str, new: str) -> str:
+    assert SM90.count(old) == 1, old
+    return SM90.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("mov.u32 \t%r15, 0;", "mov.u32 \t%r15, 1;"),  # waits for parity 1: returns at once
+        ("@%p3 bra \t$L__BB0_5;", ""),  # one try, whatever it returns
+    ],
+    ids=["parity-1", "no-spin"],
+)
+def test_reading_without_a_successful_parity_0_wait_is_not_proved(old: str, new: str) -> None:
+    v = _race(_planted(old, new))
+    assert v.verdict == "unknown", v
+    assert f"lines {READ} and {COPY} may race depending on the value loaded at line 96" in v.reason, v.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        (ARRIVE, ARRIVE.replace("%r11", "16"), "expects fewer bytes than the 2800 its thread's copies"),
+        ("@%p1 bra \t$L__BB0_4;", "", "up to 128 arrivals on it, past its count of 1"),
+        ("mbarrier.init.shared::cta.b64 [%r7], 1;", "mbarrier.init.shared::cta.b64 [%r7], 1;\n\t"
+         "mbarrier.init.shared::cta.b64 [%r7], 1;", "2 mbarrier.init on it in the trace, not one"),
+        (BAR, f"{BAR}\n\tst.shared.u64 [%r14], 0;", "touches its word"),
+    ],
+    ids=["too-few-bytes", "every-thread-arrives", "two-inits", "a-store-to-its-word"],
+)  # fmt: skip
+def test_an_mbarrier_outside_the_one_phase_rule_leaves_the_copy_untracked(
+    old: str, new: str, why: str
+) -> None:
+    v = _race(_planted(old, new))
+    assert v.verdict != "proved" and v.verdict != "proved-up-to-k", v
+    copy = COPY + (new.count("\n") if old != BAR else 0)  # (lines planted before the copy)
+    assert f"bulk copies at line(s) {copy}" in v.reason and why in v.reason, v.reason
