@@ -30,7 +30,7 @@ from __future__ import annotations
 from karyamorph.model.interp.program import Program
 from karyamorph.model.ptx.cluster import Dim3, cluster_shape
 
-_WINDOW_OPCODES = ("ld", "st", "mapa")
+_WINDOW_OPCODES = ("ld", "st", "atom", "red", "mapa")
 
 
 def _lines(lines: list[int]) -> str:
