@@ -147,12 +147,15 @@ class Ordering:
     def handed(self, bit: int, before: BitVec, who: str) -> Bool:
         """Whether thread ``who`` had seen phase 0 of mbarrier ``bit`` complete on arriving at
         one of its barriers that it passes with fewer than ``before`` (the other thread's term)
-        barriers behind it."""
+        barriers behind it. True too where ``who`` is on a path the exploration cut (a spin
+        loop unrolled no deeper): it is not followed past the cut, where it may still arrive,
+        and a reachable cut leaves the verdict proved up to k only."""
         out = [
             z3.And(guard, z3.ULT(epoch, before), has_bit(passed, bit))
             for guard, epoch, passed in self.passes[who]
         ]
-        return z3.Or(out) if out else z3.BoolVal(False)
+        cuts = [c.cond if who == "A" else self.enc.b(c.cond) for c in self.enc.trace.cuts]
+        return z3.Or(out + cuts) if out or cuts else z3.BoolVal(False)
 
     def _precedes(self, x: Access, who: str, y: Access) -> Bool:
         """Whether ``x``, made by thread ``who``, is ordered before ``y`` of the other thread."""

@@ -79,3 +79,20 @@ def test_an_mbarrier_outside_the_one_phase_rule_leaves_the_copy_untracked(
     assert v.verdict != "proved" and v.verdict != "proved-up-to-k", v
     copy = COPY + (new.count("\n") if old != BAR else 0)  # (lines planted before the copy)
     assert f"bulk copies at line(s) {copy}" in v.reason and why in v.reason, v.reason
+
+
+def _only_thread_0_waits(then: str) -> str:
+    """The build with threads other than 0 skipping the spin loop, all meeting at ``then``."""
+    text = _planted("$L__BB0_5:", "@%p1 bra \t$L__SKIP;\n$L__BB0_5:")
+    assert text.count("@%p3 bra \t$L__BB0_5;") == 1
+    return text.replace("@%p3 bra \t$L__BB0_5;", f"@%p3 bra \t$L__BB0_5;\n$L__SKIP:\n{then}")
+
+
+def test_a_barrier_after_the_copying_threads_wait_orders_the_copy_for_every_thread() -> None:
+    # Thread 0 alone waits for phase 0, then the block meets at bar.sync: the copy has landed
+    # before what any thread does after the barrier.
+    v = _race(_only_thread_0_waits("\tbar.sync \t0;"))
+    assert v.verdict == "proved-up-to-k", v
+    v = _race(_only_thread_0_waits(""))  # the other threads read the buffer at once
+    assert v.verdict not in ("proved", "proved-up-to-k"), v
+    assert f"and {COPY} may race" in v.reason, v.reason
