@@ -108,8 +108,10 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
     init = inits[0]
     most, least = _threads(sweep, init.guard)
     count, start = _const(init.stored), _const(init.epoch)
-    if (most, least) != (1, 1) or count is None or start is None:
+    if (most, least) != (1, 1):
         return f"the mbarrier.init at line {init.line} is not made by exactly one thread of each block"
+    if count is None or start is None:
+        return f"the mbarrier.init at line {init.line} has no constant count or barrier interval"
     expected = count & COUNT_MASK
     arrivals = 0
     for a in ops:
