@@ -41,6 +41,7 @@ import z3
 from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
 from karyamorph.model.check.memvalues import thread_bounds, variable_of
 from karyamorph.model.check.sweep import Sweep
+from karyamorph.model.check.symexec import as_const
 from karyamorph.model.check.terms import constant_names
 from karyamorph.model.ptx.mbarrier import PENDING
 
@@ -50,10 +51,8 @@ _ITERATION = re.compile(r"k\d+(\.exit)?#\d+@[AB]")  # the explorer's iteration v
 
 
 def _const(t: z3.ExprRef | None) -> int | None:
-    if t is None:
-        return None
-    s = z3.simplify(t)
-    return int(s.as_long()) if z3.is_bv_value(s) else None
+    """The value of a bit-vector term that simplifies to a constant (None: none, or no term)."""
+    return None if t is None else as_const(t)
 
 
 def _in_loop(a: Access) -> bool:

@@ -121,6 +121,7 @@ def plan_race(enc: Encoding) -> list[Query]:
     for s in sites:
         buckets[_bucket(s)].append(s)
     same_block, distinct = enc.same_block(), enc.distinct()
+    same_cluster = enc.same_cluster() if enc.trace.cluster != (1, 1, 1) else None
     same_warp = enc.same_warp() if enc.scheduling == "lockstep" else None
     order = asynccopies.Ordering.of(enc) if any(asynccopies.tracked(s.acc) for s in sites) else None
     leaves: list[tuple[int, int, Query]] = []
@@ -138,7 +139,7 @@ def plan_race(enc: Encoding) -> list[Query]:
             if k1 != k2:
                 pairs += [(r, w) for w, r in _candidates(writes2, reads1, False)]
             for a, c in pairs:
-                q = _pair(enc, a, c, same_block, distinct, same_warp, order)
+                q = _pair(enc, a, c, same_block, same_cluster, distinct, same_warp, order)
                 if q is not None:
                     leaves.append((min(a.index, c.index), max(a.index, c.index), q))
     leaves += _own_hazards(enc, sites)
@@ -193,6 +194,7 @@ def _pair(
     sa: _Site,
     sc: _Site,
     same_block: Bool,
+    same_cluster: Bool | None,  # (None: clusters of one CTA)
     distinct: Bool,
     same_warp: Bool | None,
     order: asynccopies.Ordering | None = None,
@@ -222,11 +224,11 @@ def _pair(
     if by_warp is not None:  # lanes of a warp that passed different numbers of bar.warp.sync
         together = z3.And(together, z3.Not(by_warp))
     shared = a.space == "shared"
-    if enc.trace.cluster != (1, 1, 1):
+    if same_cluster is not None:
         # Threads of two CTAs of one cluster are ordered by the cluster barriers between them.
         ea, ec = a.cluster_epoch, c.cluster_epoch
         level = z3.BoolVal(True) if ea is None or ec is None else ea == enc.b(ec)
-        across = z3.If(same_block, together, z3.Or(z3.Not(enc.same_cluster()), level))
+        across = z3.If(same_block, together, z3.Or(z3.Not(same_cluster), level))
         unordered = z3.And(enc.same_memory(a, c), across) if shared else across
     else:
         unordered = z3.And(same_block, together) if shared else z3.Or(z3.Not(same_block), together)

@@ -38,16 +38,22 @@ def test_a_grid_that_is_no_whole_number_of_clusters_is_a_spec_error() -> None:
         launch_shape(kernel)
 
 
-@pytest.mark.gpu
-def test_the_kernel_sees_the_spec_cluster_on_a_gpu() -> None:
+def _correct_on_a_gpu(spec: Path) -> None:
+    """Compile ``spec``'s kernel and check its output against the reference on the GPU (skipped
+    where there is none, or it has no thread block clusters)."""
     device = current_device()
     if device is None:
         pytest.skip("no CUDA device")
     if device.compute_capability < (9, 0):
         pytest.skip(f"{device.name} has no thread block clusters (sm_90 and later)")
-    result = run_pipeline(load_spec(SPEC), device=device, stages=[CompileStage(), CorrectnessStage()])
+    result = run_pipeline(load_spec(spec), device=device, stages=[CompileStage(), CorrectnessStage()])
     correctness = result.result("correctness")
     assert correctness is not None and correctness.status.value == "pass", correctness
+
+
+@pytest.mark.gpu
+def test_the_kernel_sees_the_spec_cluster_on_a_gpu() -> None:
+    _correct_on_a_gpu(SPEC)
 
 
 CORPUS_SPECS = Path(__file__).resolve().parents[2] / "model" / "corpus"
@@ -59,12 +65,4 @@ def test_nvccs_cluster_kernels_match_torch_on_a_gpu(name: str) -> None:
     # The builds the checker proves (tests/model/check/test_cluster_histogram.py): on the GPU,
     # atomicAdd into another CTA's shared memory and the partner's value read through mapa give
     # the reference's result, as the model's interpreter does.
-    device = current_device()
-    if device is None:
-        pytest.skip("no CUDA device")
-    if device.compute_capability < (9, 0):
-        pytest.skip(f"{device.name} has no thread block clusters (sm_90 and later)")
-    spec = load_spec(CORPUS_SPECS / name)
-    result = run_pipeline(spec, device=device, stages=[CompileStage(), CorrectnessStage()])
-    correctness = result.result("correctness")
-    assert correctness is not None and correctness.status.value == "pass", correctness
+    _correct_on_a_gpu(CORPUS_SPECS / name)
