@@ -36,6 +36,9 @@ CONFIRMED_ITERATIONS = 4096
 # The bounds on those iterations a witness is looked for under, in turn, once z3's first model
 # picks one that is not reached.
 ITERATION_BOUNDS = (CONFIRMED_ITERATIONS, 64, 2)
+# Under a bound this small the query itself says every earlier back edge is taken, so a model
+# it finds is reached by construction rather than by the solver's choice.
+SPELLED_ITERATIONS = 64
 
 
 def consts(term: z3.ExprRef, out: dict[str, z3.ExprRef]) -> dict[str, z3.ExprRef]:
@@ -111,6 +114,7 @@ class Encoding:
     # Replays a witness on the interpreter (None: witnesses are not replayed while deciding)
     vet: Callable[[str, Witness], Replay] | None = None
     strict: bool = False  # same-value stores by the lanes of a warp count as races
+    loads_agree: bool = True  # the same-value proof may count on loads of one word agreeing
     stores: WarpStores | None = None  # proves such stores (None: none are benign)
     readonly: dict[int, str] = field(default_factory=dict)  # global window -> buffer no thread writes
     sweep: Sweep | None = None  # every thread's values of coordinate-only terms
@@ -252,7 +256,7 @@ class Encoding:
             # Look again among the first CONFIRMED_ITERATIONS iterations of every such loop, then
             # among fewer: a model may pick an iteration whose earlier back edges are not taken.
             for first in ITERATION_BOUNDS:
-                again = self.check(violation, *[z3.ULT(k, first) for k, _ in latches])
+                again = self.check(violation, *_within(latches, first))
                 if again.model is not None and _iterations_reached(latches, again.model):
                     model = again.model
                     break
@@ -366,6 +370,19 @@ _WORDS = {
     "ballot": "the vote at line {line}",
     "vote": "the vote at line {line}",
 }
+
+
+def _within(latches: list[tuple[BitVec, Bool]], first: int) -> list[Bool]:
+    """Each loop's iteration below ``first``; under a small bound, also every back edge before it
+    taken (the condition :func:`_iterations_reached` checks on a model)."""
+    out: list[Bool] = []
+    for k, latch in latches:
+        out.append(z3.ULT(k, first))
+        if first <= SPELLED_ITERATIONS:
+            for j in range(first - 1):
+                at = z3.BitVecVal(j, k.size())
+                out.append(z3.Implies(z3.ULT(at, k), z3.substitute(latch, (k, at))))
+    return out
 
 
 def _iterations_reached(latches: list[tuple[BitVec, Bool]], model: z3.ModelRef) -> bool:
