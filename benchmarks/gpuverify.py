@@ -33,7 +33,8 @@ def main() -> None:
         answers[row.name] = outcome.answer
         total_s += outcome.seconds
         changed = " !" if outcome.answer != row.ours else ""
-        note = row.reason or ("strict" if row.strict else row.scheduling or "")
+        flags = [f for f, on in (("strict", row.strict), ("equality abstraction", row.equality)) if on]
+        note = row.reason or ", ".join(flags) or row.scheduling or ""
         print(
             f"| `{row.name}` | {row.expected} | {outcome.answer}{changed} | {outcome.seconds:.1f} | {note} |"
         )

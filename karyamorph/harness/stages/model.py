@@ -103,6 +103,7 @@ def check_spec(
     machine: Any = None,
     deadline_s: float | None = None,
     strict: bool = False,
+    loads_agree: bool = True,
     ranges: LaunchRanges | None = None,
     host_constants: bool = False,
     assume_inits: bool = True,
@@ -110,7 +111,9 @@ def check_spec(
     """Run the z3 checks of ``properties`` for the spec's launch; one Verdict per property.
 
     With ``deadline_s``, what is not decided when the time runs out is ``unknown`` (with why);
-    ``strict`` counts same-value stores of one warp's lanes as races. Witnesses name the spec's
+    ``strict`` counts same-value stores as races; ``loads_agree=False`` keeps them benign only
+    where the values are equal whatever each thread's loads read (for the spec's launch; see
+    :func:`karyamorph.model.check.checker.check`). Witnesses name the spec's
     arguments. ``ranges`` (default: the spec's ``[check]``) of mode ``any`` checks every launch
     in them instead (:func:`karyamorph.model.check.anylaunch.check_any_launch`).
     ``host_constants``: the ``.const`` tables are the host's to set (for the spec's launch only;
@@ -145,6 +148,8 @@ def check_spec(
                   "a symbolic launch does not carry (proved_blocks checks each block size)")  # fmt: skip
         return [Verdict(p, "unknown", reason=reason) for p in properties]
     if ranges.mode == "any":
+        if not loads_agree:
+            raise ValueError("loads_agree=False is for the spec's launch only, not a launch of mode any")
         return check_any_launch(
             module, kernel.entry, machine or ptx_machine(), launch, buffers, scalars, ranges,
             properties=properties, scheduling=scheduling, unroll=unroll, deadline_s=deadline_s,
@@ -162,6 +167,7 @@ def check_spec(
         unroll=unroll,
         deadline_s=deadline_s,
         strict=strict,
+        loads_agree=loads_agree,
         names=names,
         structs=structs,
         host_constants=host_constants,

@@ -74,6 +74,7 @@ def check(
     deadline_s: float | None = None,
     replay: bool = True,
     strict: bool = False,
+    loads_agree: bool = True,
     names: UserTerms | None = None,
     zeroed: Sequence[str] = (),
     structs: Mapping[str, StructLayout] | None = None,
@@ -125,6 +126,11 @@ def check(
         Count stores of one value to one address by two threads (of any warps) as races; by
         default they are benign once z3 proves the values equal (the verdict's reason names
         their lines).
+    loads_agree
+        Whether the same-value proof may count on two threads' loads of one word reading one
+        value. False: a store is benign only where its value is equal whatever each thread's
+        loads (and the memory it reads) give, as GPUVerify's default abstraction has it (its
+        ``--equality-abstraction`` is this default); two stores of one loaded value race.
     names
         The names (and element sizes) a witness should use for ``.param`` names: a spec's
         arguments; by default the PTX's own.
@@ -226,6 +232,7 @@ def check(
     serve(enc, tickets)
     bind(enc, settled)
     enc.strict = strict
+    enc.loads_agree = loads_agree
     finite = {b: r for b, r in (input_ranges or {}).items() if isinstance(r, FiniteFloats)}
     enc.stores = WarpStores(
         program,
@@ -247,7 +254,10 @@ def check(
         def vet(prop: str, w: Witness) -> Replay:
             r = replay_witness(
                 module, entry, machine, launch, buffers, scalars, Verdict(prop, "refuted", witness=w),
-                element_bytes=widths, scheduling=sched, structs=structs, strict=enc.strict, cluster=cluster,
+                element_bytes=widths, scheduling=sched, structs=structs,
+                # A pair that reaches the replay is a race by the rule the check applied: with
+                # loads_agree off, one value stored from loads is one too.
+                strict=enc.strict or not loads_agree, cluster=cluster,
             )  # fmt: skip
             replayed[0] += r.seconds
             return r

@@ -23,6 +23,7 @@ from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.memvalues import variable_of
 from karyamorph.model.check.properties import Finish, Query, batched, decide
 from karyamorph.model.check.symexec import provenance
+from karyamorph.model.check.terms import uninterpreted
 from karyamorph.model.check.verdict import Replay, ThreadId, Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.semantics.symbolic import BitVec, Bool
@@ -183,6 +184,18 @@ _OBJECT_OPS = (
 )
 
 
+def _own_functions(term: BitVec) -> BitVec:
+    """``term`` with each uninterpreted function (an input buffer's words, a variable's
+    contents) replaced by a copy of its own: what one thread reads, unrelated to the other's."""
+    held = {t.decl() for t in uninterpreted(term, constants=False, applications=True)}
+    pairs = []
+    for f in held:
+        domain = [f.domain(i) for i in range(f.arity())]
+        own = z3.Function(f"{f.name()}@own", *domain, f.range())
+        pairs.append((f, own(*[z3.Var(i, s) for i, s in enumerate(domain)])))
+    return z3.substitute_funs(term, *pairs) if pairs else term
+
+
 def _on_object(a: Access) -> bool:
     """Whether ``a`` is an mbarrier operation that is atomic on its object (a bulk copy's
     complete-tx included)."""
@@ -271,7 +284,8 @@ class _Benign:
             return q
         if self._same_value(q) is not False:
             return None
-        tag = SPLIT if q.tag == SAME_STORE else ""
+        # The warps' proofs run the lanes on one input: only where loads may agree.
+        tag = SPLIT if q.tag == SAME_STORE and self.enc.loads_agree else ""
         apart = Query(z3.And(q.violation, self._apart(q)), q.events, tag=tag)
         return Query(q.violation, q.events, parts=(apart, Query(q.violation, q.events, tag=tag)))
 
@@ -315,14 +329,19 @@ class _Benign:
             self.in_block[a.index] = detail
         return ok is True
 
-    def _apart(self, q: Query) -> Bool:
+    def _apart(self, q: Query, own_loads: bool = False) -> Bool:
         """That the two stores of ``q`` write different values or to different addresses (true
-        where the values cannot be compared)."""
+        where the values cannot be compared). ``own_loads``: thread B's value reads its own
+        copy of every input and memory content (an uninterpreted function), so values equal
+        only through loads of one word count as apart."""
         a, c = q.events
         assert isinstance(a, Access) and isinstance(c, Access)
         if a.stored is None or c.stored is None or a.stored.size() != c.stored.size():
             return z3.BoolVal(True)
-        return z3.Not(z3.And(a.addr == self.enc.b(c.addr), a.stored == self.enc.b(c.stored)))
+        theirs = self.enc.b(c.stored)
+        if own_loads:
+            theirs = _own_functions(theirs)
+        return z3.Not(z3.And(a.addr == self.enc.b(c.addr), a.stored == theirs))
 
     def _same_value(self, q: Query) -> bool | None:
         """Whether the two stores of ``q`` write one value wherever they conflict: the query
@@ -337,7 +356,7 @@ class _Benign:
             if a.stored is None or c.stored is None or a.stored.size() != c.stored.size():
                 self.unequal.add(key)
             else:
-                out = enc.check(q.violation, self._apart(q))
+                out = enc.check(q.violation, self._apart(q, own_loads=not enc.loads_agree))
                 if out.result == z3.unknown:
                     self.unsure[key] = out.reason or "z3 gave up"
                 else:
