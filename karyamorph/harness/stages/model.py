@@ -42,6 +42,8 @@ def check_inputs(kernel: BoundKernel, entry: ast.Function) -> tuple[dict[str, in
     buffers: dict[str, int] = {}
     scalars: dict[str, int | float] = {}
     for arg, name in _named(kernel, entry):
+        if arg.is_tensormap:  # its tensor is the map's (check's tensormaps), not a buffer
+            continue
         if arg.is_pointer:
             count = 1
             for d in kernel.shapes[arg.name]:
@@ -60,7 +62,7 @@ def input_ranges(kernel: BoundKernel, entry: ast.Function) -> dict[str, ValueRan
     and an output (poisoned before the launch) give none."""
     out: dict[str, ValueRange] = {}
     for arg, name in _named(kernel, entry):
-        if not arg.is_pointer or arg.role == "out":
+        if not arg.is_pointer or arg.role == "out" or arg.is_tensormap:
             continue
         init = arg.init
         if arg.dtype.kind == "f":
@@ -121,20 +123,22 @@ def check_spec(
     inputs the spec describes, its integer inputs' values within their inits' ranges
     (:func:`input_ranges`); False: for every input. (A launch of mode ``any`` assumes none.)"""
 
-    mapped = [a.name for a in kernel.args if a.is_tensormap]
-    if mapped:
-        # The checks do not follow a copy through a tensor map: what it writes to shared
-        # memory, and when, would be missing from the race and bounds proofs.
-        reason = f"the checks do not model tensor-map arguments ({', '.join(mapped)})"
-        return [Verdict(p, "unknown", reason=reason) for p in properties]
     entry = module.entry(kernel.entry)
+    ranges = ranges or kernel.spec.check_launch
+    maps = {
+        p.name: kernel.tensormaps[a.name]
+        for a, p in zip(kernel.args, entry.params, strict=True)
+        if a.is_tensormap
+    }
+    if maps and ranges.mode == "any":
+        reason = f"a launch of mode any does not follow tensor maps ({', '.join(maps)})"
+        return [Verdict(p, "unknown", reason=reason) for p in properties]
     buffers, scalars = check_inputs(kernel, entry)
     launch = kernel.launch
     pairs = list(zip(kernel.args, entry.params, strict=True))
     named = _named(kernel, entry)
     names = UserTerms({n: a.name for a, n in named}, {n: a.dtype.bytes for a, n in named})
     structs = {p.name: struct_layout(a) for a, p in pairs if a.is_struct}
-    ranges = ranges or kernel.spec.check_launch
     if structs and ranges.mode == "any":
         raise SpecError(
             f"{kernel.spec.where}: check.launch",
@@ -173,8 +177,13 @@ def check_spec(
         host_constants=host_constants,
         input_ranges=input_ranges(kernel, entry) if assume_inits else None,
         # Outputs are poisoned before a launch: only inputs given as zeros start at zero.
-        zeroed=[p.name for a, p in pairs if a.is_pointer and a.role != "out" and a.init.kind == "zeros"],
+        zeroed=[
+            p.name
+            for a, p in pairs
+            if a.is_pointer and not a.is_tensormap and a.role != "out" and a.init.kind == "zeros"
+        ],
         cluster=kernel.spec.launch.cluster,
+        tensormaps=maps,
     )
 
 
@@ -210,8 +219,8 @@ def proved_blocks(
     spec's grid); one Verdict per property, all ``proved`` when the block is safe (see
     :func:`karyamorph.model.check.anylaunch.proved_blocks`)."""
     mapped = [a.name for a in kernel.args if a.is_tensormap]
-    if mapped:  # as in check_spec: no proof covers a copy through a tensor map
-        reason = f"the checks do not model tensor-map arguments ({', '.join(mapped)})"
+    if mapped:  # as in check_spec: a launch of mode any does not follow tensor maps
+        reason = f"a launch of mode any does not follow tensor maps ({', '.join(mapped)})"
         return {n: [Verdict(p, "unknown", reason=reason) for p in PROPERTIES] for n in candidates}
     entry = module.entry(kernel.entry)
     buffers, scalars = check_inputs(kernel, entry)

@@ -9,13 +9,14 @@ once per kernel and instantiated for the second thread by renaming its variables
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import overload
 
 import z3
 
 from karyamorph.isa import ast
+from karyamorph.kernel.tensormap import TensorMap
 from karyamorph.model.check.clusterwindow import Remote, cluster_registers
 from karyamorph.model.check.explore import Cut, Explorer
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
@@ -29,15 +30,19 @@ from karyamorph.model.check.symexec import (
     Layout,
     SymExec,
     Term,
+    Unsupported,
     WarpAnswer,
+    as_const,
     bitvec,
     global_base,
     provenance,
     slot_base,
+    tensor_window,
 )
 from karyamorph.model.check.syncstate import CLUSTER_EPOCH, COMMITTED, COMPLETED, MBARRIER_PASSED, WARP_EPOCH
 from karyamorph.model.check.syncstate import initial as initial_counters
 from karyamorph.model.check.warpgroups import Warpgroups, in_window
+from karyamorph.model.interp.memory import GLOBAL_STRIDE
 from karyamorph.model.interp.program import Program
 from karyamorph.model.semantics.concrete import float_bits
 from karyamorph.model.semantics.symbolic import BitVec, Bool
@@ -462,8 +467,30 @@ class TwoThreadLog:
                 self.fresh(f"shflp{line}", z3.BoolSort()),
             )
         if kind == "vote.ballot":
-            return self.fresh(f"ballot{line}", z3.BitVecSort(32))
+            full = _whole_ballot(x, args)
+            return full if full is not None else self.fresh(f"ballot{line}", z3.BitVecSort(32))
         return self.fresh(f"vote{line}", z3.BoolSort())
+
+
+def _whole_ballot(x: SymExec, args: tuple[Term, ...]) -> BitVec | None:
+    """The ballot of a predicate every member holds (``elect.sync``'s), where the membermask is
+    a constant and the block is whole warps: the membermask itself. PTX ISA, ``vote.sync`` /
+    ``elect.sync``: every thread the mask names executes the instruction before any resumes, so
+    each member's vote is in (a member that does not come is undefined behaviour). None
+    otherwise: the other lanes' votes are free."""
+    p, mask = args
+    m = as_const(mask) if isinstance(mask, z3.BitVecRef) else None
+    if not (isinstance(p, z3.BoolRef) and z3.is_true(p)) or not isinstance(m, int) or isinstance(m, bool):
+        return None
+    nthreads = 1
+    for axis in "xyz":
+        n = as_const(x.specials[f"%ntid.{axis}"])
+        if not isinstance(n, int) or isinstance(n, bool):
+            return None
+        nthreads *= n
+    if nthreads % 32 or m >> 32:
+        return None
+    return z3.BitVecVal(m, 32)
 
 
 def _counter(regs: dict[str, Term], name: str) -> BitVec | None:
@@ -493,16 +520,27 @@ def build_trace(
     deadline: float | None = None,
     host_constants: bool = False,
     cluster: Dim3 = (1, 1, 1),
+    tensormaps: Mapping[str, TensorMap] | None = None,
 ) -> Trace:
     """Explore thread ``A``'s code for a launch and return its trace (``deadline``: a
     ``time.perf_counter()`` value past which :class:`~karyamorph.model.check.intquery.OutOfTime` is
     raised; ``host_constants``: ``.const`` loads stay free for
     :mod:`karyamorph.model.check.memvalues`, not read from the initializers; ``cluster``: CTAs
-    per cluster, which must tile the grid)."""
+    per cluster, which must tile the grid; ``tensormaps``: the fields of each tensor-map
+    parameter, by name, for the tensor copies through it)."""
     if any(g % c for g, c in zip(grid, cluster, strict=True)):
         raise ValueError(f"a grid of {grid} CTAs is not a whole number of clusters of {cluster}")
     layout, free = build_layout(program, module, buffers, scalars, shared_bytes)
     layout = in_window(program, layout)
+    layout.tensormaps = dict(tensormaps or {})
+    k = len(layout.of_space("global"))
+    for name, tm in layout.tensormaps.items():
+        free.pop(name, None)  # an opaque object, not an input the verdicts range over
+        _, size = tensor_window(tm)  # its tensor: a window of its own, which tensor stores write
+        if size > GLOBAL_STRIDE:
+            raise Unsupported(f"the tensor of tensor map {name} is too large for the checker's window")
+        layout.allocations.append(Allocation(name, "global", global_base(k), size))
+        k += 1
     specials, coords = thread_coords("A", grid, block, warp_size, cluster)
     log = TwoThreadLog(host_constants=host_constants)
     x = SymExec(program, layout, specials, log)
@@ -522,6 +560,7 @@ def build_trace(
         handler=wgmma,
         bounds=IntTranslation({v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}),
     )
+    wgmma.cuts = ex.cuts
     regs: dict[str, Term] = {}
     for name, t in program.registers.items():
         regs[name] = z3.BoolVal(False) if t.kind == "pred" else z3.BitVecVal(0, t.bits)

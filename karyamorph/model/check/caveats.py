@@ -16,11 +16,12 @@ a rule that is exact for bounds and barriers but not for races:
 - mbarrier waits (``mbarrier.test_wait``/``try_wait``) order the accesses before an arrival
   with those after the wait, which the encoding does not know: a refutation is unknown (a
   proof, made with fewer orderings than the kernel has, stands).
-- bulk copies (``cp.async.bulk``) land when their mbarrier's phase, or their bulk group,
-  completes. Their bytes are logged where the copy is issued (so the bounds check covers them);
-  a copy on a one-phase mbarrier is ordered by the encoding
-  (:mod:`karyamorph.model.check.mbarrierphase`), and while any other is left, every race verdict
-  of the kernel is unknown (a proof would take a later barrier for the landing).
+- bulk copies (``cp.async.bulk``, and tensor copies, ``cp.async.bulk.tensor``) land when
+  their mbarrier's phase, or their bulk group, completes. Their bytes are logged where the
+  copy is issued (so the bounds check covers them); a copy on a one-phase mbarrier is ordered
+  by the encoding (:mod:`karyamorph.model.check.mbarrierphase`), and while any other is left,
+  every race verdict of the kernel is unknown (a proof would take a later barrier for the
+  landing).
 
 Verdicts these limits cannot touch are kept: a refutation between two threads of different
 warps, or between accesses none of which is an in-flight copy.
@@ -92,6 +93,7 @@ class RaceCaveats:
 
 
 MBARRIER_WAITS = ("mbarrier.test_wait", "mbarrier.try_wait")
+BULK_COPIES = ("cp.async.bulk", "cp.async.bulk.tensor")
 
 
 def _lines(lines: tuple[int, ...]) -> str:
@@ -137,7 +139,7 @@ def race_caveats(program: Program, scheduling: str) -> RaceCaveats:
     """The caveats of a kernel's race verdicts (empty when the encoding is exact for it)."""
     warp = tuple(d.line for d in program.decoded if d.instr.name == "bar.warp.sync")
     waits = tuple(d.line for d in program.decoded if d.instr.name.startswith(MBARRIER_WAITS))
-    bulk = tuple(d.line for d in program.decoded if d.instr.name == "cp.async.bulk")
+    bulk = tuple(d.line for d in program.decoded if d.instr.name in BULK_COPIES)
     if not any(d.instr.name.startswith("cp.async") for d in program.decoded):
         return RaceCaveats(warp_barriers=warp if scheduling == "its" else (), mbarrier_waits=waits)
     n = len(program.decoded)
@@ -174,7 +176,9 @@ def apply_race_caveats(
     v: Verdict, caveats: RaceCaveats, block: tuple[int, int, int], warp_size: int
 ) -> Verdict:
     """``v`` (a race verdict), or an unknown verdict when the caveats may have decided it."""
-    refuted_past_waits = v.verdict == "refuted" and bool(caveats.mbarrier_waits)
+    # A race the interpreter's landing check confirmed stands: that check follows the phases.
+    landed = v.replay is not None and v.replay.landed
+    refuted_past_waits = v.verdict == "refuted" and bool(caveats.mbarrier_waits) and not landed
     if v.verdict == "unknown" and caveats.bulk_copies:  # the copies left untracked, and why
         bulk = dataclasses.replace(caveats, copies_in_flight=(), warp_barriers=(), mbarrier_waits=())
         return dataclasses.replace(v, reason="; ".join(x for x in (v.reason, bulk.reason()) if x))

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from karyamorph.isa import ast
 from karyamorph.kernel.structs import StructLayout
+from karyamorph.kernel.tensormap import TensorMap
 from karyamorph.model.check.accesses import build_trace, dim3
 from karyamorph.model.check.asynccopies import track_copies
 from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
@@ -81,6 +82,7 @@ def check(
     host_constants: bool = False,
     input_ranges: Mapping[str, ValueRange] | None = None,
     cluster: tuple[int, int, int] | None = None,
+    tensormaps: Mapping[str, TensorMap] | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for one launch.
 
@@ -159,6 +161,14 @@ def check(
         otherwise. Accesses of the cluster's shared window reach the CTA they name, and
         ``barrier.cluster`` orders the threads of the cluster
         (:mod:`karyamorph.model.check.clusters`).
+    tensormaps
+        The fields of each tensor-map parameter (``.param .align 64 .b8 name[128]``), by name: a
+        tensor copy through it writes (or reads) the span its box takes in shared memory, which
+        the bounds check holds to its variable, and a load lands on its mbarrier as a bulk copy
+        does (:mod:`karyamorph.model.check.mbarrierphase`). Its tensor is reached by tensor copies
+        alone, which clip the box to it: a load's global side needs no check, and a store writes
+        its box's rows in a window of the tensor's own
+        (:func:`karyamorph.model.check.symexec.tensor_window`), in its bulk async-group.
 
     Returns
     -------
@@ -214,6 +224,7 @@ def check(
             deadline=deadline,
             host_constants=host_constants,
             cluster=cluster_shape(program.fn, cluster) or (1, 1, 1),
+            tensormaps=tensormaps,
         )
     except Unsupported as e:
         spent = time.perf_counter() - t0
@@ -254,7 +265,7 @@ def check(
         def vet(prop: str, w: Witness) -> Replay:
             r = replay_witness(
                 module, entry, machine, launch, buffers, scalars, Verdict(prop, "refuted", witness=w),
-                element_bytes=widths, scheduling=sched, structs=structs,
+                element_bytes=widths, scheduling=sched, structs=structs, tensormaps=tensormaps,
                 # A pair that reaches the replay is a race by the rule the check applied: with
                 # loads_agree off, one value stored from loads is one too.
                 strict=enc.strict or not loads_agree, cluster=cluster,

@@ -13,8 +13,9 @@ An mbarrier ``M`` (a constant shared address) is *one-phase* when, in every bloc
 - one ``mbarrier.init`` makes it, by one thread, in a barrier interval before every other
   operation on it, with an arrival count ``N``;
 - its only other operations are waits and ``arrive.expect_tx`` of one arrival each, made by at
-  most ``N`` threads in all: every arrival is phase 0's;
-- each bulk copy that names it follows, on its own thread's path (under the same condition), an
+  most ``N`` threads in all (every arrival is phase 0's), and ``mbarrier.inval`` in a barrier
+  interval after every other of them;
+- each bulk copy that names it follows, on its own thread's path (under a condition that implies its), an
   ``arrive.expect_tx`` on ``M`` whose tx-count covers the bytes of the copies from there to it;
 - no other access reaches its word (accesses are held to their variables, as the race check
   holds them: one that leaves its variable is a bounds violation).
@@ -61,6 +62,17 @@ def _in_loop(a: Access) -> bool:
     return any(_ITERATION.fullmatch(name) for name in constant_names(a.guard))
 
 
+def _implies(p: z3.BoolRef, q: z3.BoolRef) -> bool:
+    """Whether every thread (and input) for which ``p`` holds has ``q`` too (False: not shown
+    within a second)."""
+    if p.eq(q) or z3.is_true(q):
+        return True
+    s = z3.Solver()
+    s.set("timeout", 1000)
+    s.add(p, z3.Not(q))
+    return s.check() == z3.unsat
+
+
 def _threads(sweep: Sweep, guard: z3.BoolRef) -> tuple[int, int]:
     """(the most threads of a block that may, the fewest that surely) make an event under
     ``guard``."""
@@ -95,6 +107,8 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
             if at < address + 8 and address < at + a.nbytes:
                 return f"line {a.line} ({a.text}) touches its word"
             continue
+        if a.remote is None and sweep.avoids(a, address, address + 8):
+            continue  # every thread's address, evaluated, is elsewhere
         if (
             var is None
             or a.remote is not None
@@ -113,12 +127,18 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
         return f"the mbarrier.init at line {init.line} has no constant count or barrier interval"
     expected = count & COUNT_MASK
     arrivals = 0
+    invals = [a for a in ops if a.text.startswith("mbarrier.inval")]
+    ended = {id(v) for v in invals}
     for a in ops:
-        if a is init:
+        if a is init or id(a) in ended:
             continue
         epoch = _const(a.epoch)
         if epoch is None or epoch <= start:
             return f"line {a.line} ({a.text}) may come before the barrier after its mbarrier.init"
+        # an inval ends the object: only in a barrier interval after every other use of it
+        late = next((v for v in invals if (_const(v.epoch) or 0) <= epoch), None)
+        if late is not None:
+            return f"the mbarrier.inval at line {late.line} may come before line {a.line} ({a.text})"
         if a.text.startswith(WAITS):
             continue
         if not a.text.startswith("mbarrier.arrive.expect_tx") or _const(a.operand) != 1:
@@ -132,7 +152,7 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
         before = [
             a
             for a in ops
-            if a.index < c.index and a.text.startswith("mbarrier.arrive") and a.guard.eq(c.guard)
+            if a.index < c.index and a.text.startswith("mbarrier.arrive") and _implies(c.guard, a.guard)
         ]
         if not before:
             return f"the bulk copy at line {c.line} follows no arrive.expect_tx of its own thread"
@@ -154,7 +174,10 @@ def track_bulk_copies(trace: Trace) -> dict[int, str]:
     ``mbarrier`` bit kept), clearing the others; returns why each copy left untracked is (by
     line). Empty when every bulk copy is tracked (or there is none)."""
     accesses = [e for e in trace.events if isinstance(e, Access)]
-    copies = [a for a in accesses if a.text.startswith("cp.async.bulk") and a.warp_epoch is None]
+    # (a store whose bulk async-group is counted is ordered as cp.async copies are)
+    copies = [
+        a for a in accesses if a.text.startswith("cp.async.bulk") and a.warp_epoch is None and a.group is None
+    ]
     if not copies:
         return {}
     counted = all(a.passed is not None for a in accesses) and all(
@@ -172,6 +195,9 @@ def track_bulk_copies(trace: Trace) -> dict[int, str]:
         elif looped:
             lines = ", ".join(map(str, sorted(looped)))
             why[c.line] = f"mbarrier operations or bulk copies at line(s) {lines} in a loop of free iteration"
+        elif "bulk_group" in c.text:  # a store: the encoding follows no bulk async-group
+            tensor = "a tensor store, whose global box is not encoded: " if ".tensor" in c.text else ""
+            why[c.line] = f"{tensor}it completes on a bulk async-group, which the encoding does not follow"
         elif bit is None:
             why[c.line] = "it names no mbarrier at a constant shared address"
         else:

@@ -21,6 +21,7 @@ import numpy as np
 
 from karyamorph.isa import ast
 from karyamorph.kernel.structs import StructArg, StructLayout
+from karyamorph.kernel.tensormap import TensorMap, TensorMapArg
 from karyamorph.model.check.verdict import Replay, ThreadId, Verdict, Witness
 from karyamorph.model.interp.errors import (
     DivergentBarrierError,
@@ -31,6 +32,7 @@ from karyamorph.model.interp.errors import (
     StepLimitError,
 )
 from karyamorph.model.interp.interpreter import KernelArg, interpret
+from karyamorph.model.interp.landing import LandingError
 from karyamorph.model.interp.program import Program, prepare
 from karyamorph.model.interp.simt import GroupExec
 from karyamorph.model.semantics.simt_machine import Machine
@@ -65,6 +67,7 @@ def replay(
     structs: Mapping[str, StructLayout] | None = None,
     strict: bool = False,
     cluster: tuple[int, int, int] | None = None,
+    tensormaps: Mapping[str, TensorMap] | None = None,
 ) -> Replay:
     """Run the witness of a refuted ``verdict`` on the interpreter, for the checker's launch.
 
@@ -96,6 +99,9 @@ def replay(
     cluster
         The launch's cluster shape, for an ``.explicitcluster`` kernel without
         ``.reqnctapercluster`` (as the check was given it).
+    tensormaps
+        The fields of each tensor-map parameter (as the check was given them); its tensor is
+        filled as a buffer is.
 
     Returns
     -------
@@ -115,9 +121,14 @@ def replay(
         machine = machine.with_options(scheduling=scheduling)
     shapes = dict(structs or {})
     out = _replay(module, entry, machine, launch, buffers, scalars, verdict.property, w, seeds, element_bytes,
-                  shapes, not strict, cluster)  # fmt: skip
+                  shapes, not strict, cluster, dict(tensormaps or {}))  # fmt: skip
     status, detail, same = out if len(out) == 3 else (*out, False)
-    return Replay(status, detail, time.perf_counter() - t0, same_value=same)
+    landed = status == "confirmed" and detail.startswith(LANDED)
+    return Replay(status, detail, time.perf_counter() - t0, same_value=same, landed=landed)
+
+
+# How a race confirmed by the interpreter's landing check reads (Replay.landed)
+LANDED = "a read came before the copy it races with landed"
 
 
 def _replay(
@@ -134,6 +145,7 @@ def _replay(
     structs: dict[str, StructLayout],
     benign: bool,
     cluster: tuple[int, int, int] | None = None,
+    tensormaps: dict[str, TensorMap] | None = None,
 ) -> tuple[str, str] | tuple[str, str, bool]:
     if prop not in ("bounds", "race", "barrier"):
         return "not replayable", f"no replay for a {prop} witness"
@@ -152,7 +164,8 @@ def _replay(
             f"buffer {name} of {int(size)} bytes is over the {MAX_REPLAY_BYTES >> 20} MiB the interpreter "
             "replays in memory"
         )
-    args = _arguments(program, buffers, scalars, w.inputs, element_bytes or {})
+    maps = tensormaps or {}
+    args = _arguments(program, buffers, scalars, w.inputs, element_bytes or {}, maps=maps)
     constants = _constants(program, w.inputs, element_bytes or {})
     full = (grid, block, int(launch[2]))
     if prop == "race":
@@ -165,7 +178,7 @@ def _replay(
         seeds = min(seeds, int(MAX_GROUP_STEPS // steps))
 
         def arguments(fill: int) -> dict[str, KernelArg]:
-            return args if fill == 0 else _arguments(program, buffers, scalars, w.inputs, widths, fill)
+            return args if fill == 0 else _arguments(program, buffers, scalars, w.inputs, widths, fill, maps)
 
         widths = element_bytes or {}
         steps_left = int(4 * steps)
@@ -302,6 +315,11 @@ def _race(
             return "not replayable", f"a randomized order ran past {max_steps} instruction steps", False
         except LaunchError as exc:
             return "not replayable", str(exc), False
+        except LandingError as exc:
+            if sorted((exc.read_line, exc.copy_line)) == sorted(w.lines):
+                # the interpreter's own check of the pair: the read came before the copy landed
+                return "confirmed", f"{LANDED} (seed {seed}): {exc}", False
+            return "not confirmed", f"the interpreter stopped with an error (seed {seed}): {exc}", False
         except ExecutionError as exc:
             return "not confirmed", f"the interpreter stopped with an error (seed {seed}): {exc}", False
         outputs.setdefault(key, seed)
@@ -439,14 +457,20 @@ def _arguments(
     inputs: tuple[tuple[str, int], ...],
     element_bytes: dict[str, int],
     fill: int = 0,
+    maps: Mapping[str, TensorMap] | None = None,
 ) -> dict[str, KernelArg]:
     """Concrete arguments: byte buffers with small values (of :func:`_filled`'s pattern
-    ``fill``), the witness's elements and scalars."""
+    ``fill``), the witness's elements and scalars; a tensor map's tensor filled alike."""
     given = dict(inputs)
     args: dict[str, KernelArg] = {}
     for p in program.fn.params:
         if p.name in buffers:
             args[p.name] = _filled(int(buffers[p.name]), element_bytes.get(p.name, 4), fill)
+        elif maps and p.name in maps:
+            tm = maps[p.name]
+            span = tm.strides[-1] * tm.dims[-1] if tm.rank > 1 else tm.dims[0] * tm.elem_bytes
+            tensor = _filled(span, tm.elem_bytes, fill).view(f"<u{tm.elem_bytes}")
+            args[p.name] = TensorMapArg(tensor, tm)
         elif p.name in program.structs:
             layout = program.structs[p.name]
             values: dict[str, object] = {}

@@ -217,6 +217,14 @@ class Sweep:
         _, addr = site
         return bool(np.all((addr >= U64(lo)) & (addr + U64(acc.nbytes) <= U64(hi))))
 
+    def avoids(self, acc: Access, lo: int, hi: int) -> bool:
+        """Whether no thread that may make ``acc`` touches a byte of ``[lo, hi)``."""
+        site = self._site(acc)
+        if site is None:
+            return False
+        _, addr = site
+        return bool(np.all((addr + U64(acc.nbytes) <= U64(lo)) | (addr >= U64(hi))))
+
     def _meetings(
         self, xa: np.ndarray, na: int, xc: np.ndarray, nc: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

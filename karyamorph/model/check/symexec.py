@@ -11,6 +11,8 @@ free values (:mod:`karyamorph.model.check.accesses`), the equivalence driver kee
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -18,6 +20,7 @@ from typing import Protocol, TypeVar
 import z3
 
 from karyamorph.isa import ast
+from karyamorph.kernel.tensormap import TensorMap
 from karyamorph.model.check.clusterwindow import Remote, cluster_of, window
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.check.syncstate import (
@@ -73,6 +76,15 @@ class Layout:
     allocations: list[Allocation]
     symbols: dict[str, int]
     params: dict[str, tuple[int, int, BitVec]]  # name -> (offset in param space, bytes, value term)
+    tensormaps: dict[str, TensorMap] = field(default_factory=dict)  # tensor-map parameters' fields
+
+    def tensormap_at(self, offset: int) -> tuple[str, TensorMap] | None:
+        """The tensor-map parameter whose object starts at param-space ``offset``, and its
+        fields (None: none given there)."""
+        for name, (start, _, _) in self.params.items():
+            if start == offset and name in self.tensormaps:
+                return name, self.tensormaps[name]
+        return None
 
     def of_space(self, space: str) -> list[Allocation]:
         return [a for a in self.allocations if a.space == space]
@@ -84,6 +96,15 @@ class Layout:
             if a.base <= address < a.base + stride:
                 return a, address - a.base
         return None, address
+
+
+def tensor_window(tm: TensorMap) -> tuple[tuple[int, ...], int]:
+    """The extents (elements along each dimension) and bytes of the window the checker gives a
+    tensor map's tensor: each dimension widened by the box on both sides, so that a box row that
+    starts in reach of the tensor never runs into the next row. Only tensor copies reach the
+    tensor, so its layout is the checker's to choose."""
+    extents = tuple(d + 2 * b for d, b in zip(tm.dims, tm.box, strict=True))
+    return extents, tm.elem_bytes * math.prod(extents)
 
 
 def global_base(k: int) -> int:
@@ -420,9 +441,11 @@ class SymExec(DecodedOperands):
         mbar: tuple[BitVec, int] | None,
     ) -> None:
         """A bulk copy (``cp.async.bulk``, :mod:`karyamorph.model.ptx.bulk_copy`): its source and
-        destination logged as one read and one write of ``size`` bytes where it is issued, for
-        the bounds check. It lands when its mbarrier's phase (or its bulk group) completes, which
-        the race encoding does not order: race verdicts of a kernel with one are unknown
+        destination logged as one read and one write of ``size`` bytes where it is issued. It
+        lands when its mbarrier's phase completes, which the race encoding orders for one-phase
+        mbarriers (:mod:`karyamorph.model.check.mbarrierphase`), or when its bulk async-group
+        does, which it orders as it orders ``cp.async`` groups where the groups are counted; the
+        race verdicts of a kernel with any other are unknown
         (:mod:`karyamorph.model.check.caveats`)."""
         n = as_const(z3.simplify(size))
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
@@ -431,7 +454,23 @@ class SymExec(DecodedOperands):
         if span is None:
             raise Unsupported(f"{self.where()}: bulk copies are followed by the two-thread trace only")
         bit = self._mbarrier_bit(*mbar) if mbar is not None else None
-        for space, addr, bits, write in ((src_space, src, src_bits, False), (dst_space, dst, dst_bits, True)):
+        # A store's spans belong to the thread's next bulk async-group (its group counted)
+        self.copying = grouped and self._bulk_groups_counted()
+        try:
+            self._bulk_spans(
+                span, n, bit, ((src_space, src, src_bits, False), (dst_space, dst, dst_bits, True))
+            )
+        finally:
+            self.copying = False
+
+    def _bulk_spans(
+        self,
+        span: Callable[..., None],
+        n: int,
+        bit: int | None,
+        sides: tuple[tuple[str, BitVec, int, bool], ...],
+    ) -> None:
+        for space, addr, bits, write in sides:
             if space == "shared::cluster":  # the cluster window: below the first rank, the CTA's own
                 own = as_const(z3.LShR(addr, RANK_SHIFT))
                 if own != 0:
@@ -439,6 +478,86 @@ class SymExec(DecodedOperands):
                 space = "shared"
             sp, a = self.resolve(space, addr, bits)
             span(self, sp, a, n, write, mbarrier=bit)
+
+    def tensor_copy(
+        self,
+        direction: str,
+        smem: BitVec,
+        smem_bits: int,
+        tmap: BitVec,
+        tmap_bits: int,
+        coords: list[BitVec],
+        mbar: tuple[BitVec, int] | None = None,
+        mask: BitVec | None = None,
+    ) -> BitVec:
+        """A tensor copy through a tensor map (:mod:`karyamorph.model.ptx.tensor_copy`): the box's
+        bytes in shared memory logged as one write (a load, landing on ``mbar``) or one read (a
+        store, in a bulk async-group) of the span the box takes there, where it is issued. The
+        global side is the map's tensor, which only tensor copies reach and which they clip to
+        its bounds: a load's needs no check and is not logged; a store's box is logged row by
+        row (:meth:`_box_rows`), in its bulk async-group too. Returns the box's bytes (what
+        complete-tx counts)."""
+        if mask is not None:
+            raise Unsupported(f"{self.where()}: a multicast tensor copy is followed by the interpreter only")
+        sp, at = self.resolve("generic", tmap, tmap_bits)
+        offset = as_const(at)
+        found = self.layout.tensormap_at(offset) if sp == "param" and isinstance(offset, int) else None
+        if found is None:
+            raise Unsupported(
+                f"{self.where()}: the copy's tensor map is not a tensor-map parameter given to the check"
+            )
+        _, tm = found
+        span = getattr(self.memory, "span", None)
+        if span is None:
+            raise Unsupported(f"{self.where()}: tensor copies are followed by the two-thread trace only")
+        if as_const(z3.LShR(z3.ZeroExt(64 - smem_bits, smem) if smem_bits < 64 else smem, RANK_SHIFT)) != 0:
+            raise Unsupported(f"{self.where()}: a tensor copy into another CTA's shared memory")
+        bit = self._mbarrier_bit(*mbar) if mbar is not None else None
+        _, a = self.resolve("shared", smem, smem_bits)
+        if direction == "load":
+            span(self, "shared", a, tm.shared_bytes, True, mbarrier=bit)
+            return z3.BitVecVal(tm.box_bytes, 32)
+        # A store joins the thread's next bulk async-group: its shared read, then its box's rows
+        self.copying = self._bulk_groups_counted()
+        try:
+            span(self, "shared", a, tm.shared_bytes, False)
+            self._box_rows(span, found[0], tm, coords)
+        finally:
+            self.copying = False
+        return z3.BitVecVal(tm.box_bytes, 32)
+
+    def _box_rows(self, span: Callable[..., None], name: str, tm: TensorMap, coords: list[BitVec]) -> None:
+        """Log a tensor store's box as a write of each of its rows (innermost dimension) that lies
+        in the tensor, at its place in the tensor's window (:func:`tensor_window`): rows of two
+        boxes meet there exactly where the boxes do (less the columns past the tensor's edges,
+        which a row keeps)."""
+        base = next(al.base for al in self.layout.of_space("global") if al.name == name)
+        extents, _ = tensor_window(tm)
+        wide = [z3.SignExt(64 - c.size(), c) if c.size() < 64 else c for c in coords]
+        zero = z3.BitVecVal(0, 64)
+        inner = z3.And(wide[0] < tm.dims[0], wide[0] + tm.box[0] > zero)  # some column inside
+        outer, cond = self.cond, self.cond
+        rows = itertools.product(*[range(n) for n in tm.box_elements[1:]])
+        try:
+            for row in rows:
+                where = [wide[d + 1] + i * tm.element_strides[d + 1] for d, i in enumerate(row)]
+                inside = [z3.And(w >= zero, w < tm.dims[d + 1]) for d, w in enumerate(where)]
+                self.cond = z3.simplify(z3.And(cond, inner, *inside))
+                if z3.is_false(self.cond):
+                    continue
+                offset, scale = wide[0] + tm.box[0], 1
+                for d, w in enumerate(where):
+                    scale *= extents[d]
+                    offset = offset + (w + tm.box[d + 1]) * scale
+                span(
+                    self,
+                    "global",
+                    z3.simplify(base + offset * tm.elem_bytes),
+                    tm.box[0] * tm.elem_bytes,
+                    True,
+                )
+        finally:
+            self.cond = outer
 
     def _mbarrier_bit(self, addr: BitVec, bits: int) -> int | None:
         """The bit of the ``MBARRIER_PASSED`` counter for the mbarrier at shared address ``addr``
@@ -450,23 +569,48 @@ class SymExec(DecodedOperands):
         out: int | None = number(at)
         return out
 
-    def mbarrier_waited(self, addr: BitVec, bits: int, waited: BitVec, done: Bool) -> None:
+    def mbarrier_waited(self, addr: BitVec, bits: int, waited: BitVec, done: Bool) -> Bool | None:
         """A ``test_wait``/``try_wait`` on the mbarrier at ``addr`` for the phase of parity
         ``waited``, true when ``done``: a frame that counts them (``MBARRIER_PASSED``) sets the
-        mbarrier's bit where a wait for parity 0 returns true (phase 0 has completed)."""
+        mbarrier's bit where a wait for parity 0 returns true (phase 0 has completed).
+
+        ``done`` reads the mbarrier's word, state the two-thread encoding leaves free, so a
+        proof holds for either result already. With a memory model that makes choices
+        (``fresh``), the result is a choice of the thread instead: a witness picks when each wait
+        returns true, which its replay on the interpreter then confirms or not (a wait passes
+        only once its phase completed there), rather than hinging on that state."""
         regs = self.frame.regs
+        fresh = getattr(self.memory, "fresh", None)  # optional: the two-thread log's
+        kept = None
+        if fresh is not None and MBARRIER_PASSED in regs:
+            kept = done = fresh(f"wait{self.dec.line}", z3.BoolSort(), abstract=False)
         if MBARRIER_PASSED not in regs or as_const(z3.simplify(waited)) != 0:
-            return
+            return kept
         bit = self._mbarrier_bit(addr, bits)
         if bit is None:
-            return
+            return kept
         passed = bitvec(regs[MBARRIER_PASSED], MBARRIER_PASSED)
         mask = z3.BitVecVal(1 << bit, passed.size())
         self._assign(MBARRIER_PASSED, passed | z3.If(done, mask, z3.BitVecVal(0, passed.size())))
+        return kept
+
+    def _bulk_groups_counted(self) -> bool:
+        """Whether the frame's async-group counters count bulk async-groups: the two-thread
+        encoding's frame, in a kernel without ``cp.async`` groups of its own (the two kinds of
+        group are counted apart by the hardware, by one pair of counters here)."""
+        return COMMITTED in self.frame.regs and not any(
+            d.instr.name.startswith("cp.async") and not d.instr.name.startswith("cp.async.bulk")
+            for d in self.program.decoded
+        )
 
     def bulk_group(self, op: str, n: int = 0) -> None:
-        """``cp.async.bulk.commit_group``/``wait_group``: nothing to count here (a kernel with bulk
-        copies has no race proof)."""
+        """``cp.async.bulk.commit_group`` (``commit``), ``wait_group n`` (``wait``) and
+        ``wait_group.read n`` (``wait.read``: the sources are read, the writes may still be in
+        flight, so no group counts as complete): counted as ``cp.async`` groups are
+        (:meth:`async_group`) where :meth:`_bulk_groups_counted`."""
+        if op == "wait.read" or not self._bulk_groups_counted():
+            return
+        self.async_group(op, n)
 
     def copy_async(
         self, dst: BitVec, dst_bits: int, src: BitVec, src_bits: int, nbytes: int, src_nbytes: BitVec

@@ -114,12 +114,17 @@ class Replay:
         ``not confirmed`` because the two stores of a race witness wrote one value in every
         order tried (a same-value store, benign unless strict), while the check had left the
         values free: the abstraction's limit, not a contradiction of a decided witness.
+    landed : bool
+        ``confirmed`` by the interpreter's check of asynchronous copies' landings
+        (:mod:`karyamorph.model.interp.landing`), which follows mbarrier phases: a read came
+        before the copy it races with landed, whatever else the waits order.
     """
 
     status: str
     detail: str
     seconds: float = 0.0
     same_value: bool = False
+    landed: bool = False
 
     def __post_init__(self) -> None:
         if self.status not in REPLAY_STATUSES:

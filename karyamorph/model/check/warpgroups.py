@@ -36,6 +36,7 @@ from typing import Generic, Protocol, TypeVar
 import numpy as np
 import z3
 
+from karyamorph.model.check.explore import Cut
 from karyamorph.model.check.symexec import Layout as MemoryLayout
 from karyamorph.model.check.symexec import SymExec, Unsupported, as_const
 from karyamorph.model.check.terms import constant_names
@@ -101,6 +102,8 @@ class Warpgroups(Generic[A]):
     groups: list[list[_Issued[A]]] = field(default_factory=list)  # committed, oldest first
     commits: list[Bool] = field(default_factory=list)  # the condition each group was committed under
     in_loops: dict[int, int] = field(default_factory=dict)  # loop line -> a wgmma line inside
+    # The explorer's cuts (paths not followed: a spin loop past its unrolling), as they grow
+    cuts: list[Cut] = field(default_factory=list)
 
     def __call__(self, dec: Decoded, loops: tuple[BitVec, ...]) -> bool:
         if dec.instr.opcode != "wgmma":
@@ -154,11 +157,52 @@ class Warpgroups(Generic[A]):
                 f"{x.where()}: a block of {self.block_threads} threads holds an incomplete warpgroup"
             )
         cond = z3.simplify(x.cond)
-        if not z3.is_true(cond) and not set(constant_names(cond)) <= self.inputs:
+        if (
+            not z3.is_true(cond)
+            and not set(constant_names(cond)) <= self.inputs
+            and not self._followed(cond)
+            and not self._per_warpgroup(cond)
+        ):
             raise Unsupported(
                 f"{x.where()}: wgmma under a path condition that depends on the thread or on values "
                 "the checker leaves free (it encodes wgmma only where a warpgroup executes it together)"
             )
+
+    def _per_warpgroup(self, cond: Bool) -> bool:
+        """Whether ``cond`` is one value for all threads of a warpgroup on the paths the
+        exploration follows (a warp-specialised kernel's role test, ``tid.x / 128 >= 1``, past
+        spin loops each thread leaves at its own iteration): with every thread-private term
+        renamed for a second thread of the same warpgroup, neither thread on a cut path, the two
+        may not differ."""
+        sp = self.x.specials
+        followed = [z3.Not(c.cond) for c in self.cuts]
+        names: dict[str, z3.ExprRef] = {}
+        for term in (cond, *followed):
+            names.update(constant_names(term))
+        own: list[tuple[z3.ExprRef, z3.ExprRef]] = [
+            (v, z3.BitVec(f"{n}~", v.size()) if isinstance(v, z3.BitVecRef) else z3.Bool(f"{n}~"))
+            for n, v in names.items()
+            if n not in self.inputs
+        ]
+        if not own:
+            return True
+        renamed = z3.substitute(cond, *own)
+        group = z3.UDiv(sp["%warpid"], WARPGROUP_WARPS)
+        facts = [group == z3.substitute(group, *own), cond != renamed]
+        facts += followed + [z3.substitute(f, *own) for f in followed]
+        for axis in "xyz":  # both threads inside the block
+            t, n = sp[f"%tid.{axis}"], sp[f"%ntid.{axis}"]
+            facts += [z3.ULT(t, n), z3.ULT(z3.substitute(t, *own), n)]
+        return _never(z3.And(*facts))
+
+    def _followed(self, cond: Bool) -> bool:
+        """Whether ``cond`` holds on every path the exploration follows: it is false only where a
+        cut path (a spin loop still waiting past the unrolling, say) goes on. Every thread that
+        gets here past such a loop then executes the instruction; the cut leaves the verdict
+        proved up to k."""
+        if z3.is_true(cond):
+            return True
+        return _never(z3.And(z3.Not(cond), *[z3.Not(c.cond) for c in self.cuts]))
 
     def _havoc_d(self, dec: Decoded) -> None:
         name = f"mma{dec.line}"
@@ -217,7 +261,9 @@ class Warpgroups(Generic[A]):
         if n < 0:
             raise x.operand_error(f"wgmma.wait_group needs a count of at least 0, got {n}")
         cond = z3.simplify(x.cond)
-        if n and not all(z3.is_true(c) or c.eq(cond) for c in self.commits):
+        if n and not all(
+            z3.is_true(c) or c.eq(cond) or (self._followed(c) and self._followed(cond)) for c in self.commits
+        ):
             # Which groups are the newest n differs between paths that committed differently.
             raise Unsupported(f"{x.where()}: wgmma groups committed under other path conditions")
         keep = max(len(self.groups) - n, 0)
@@ -229,7 +275,7 @@ class Warpgroups(Generic[A]):
             for issued in group:
                 done = z3.simplify(z3.And(issued.pending, cond))
                 issued.pending = z3.simplify(z3.And(issued.pending, z3.Not(cond)))
-                if not _never(issued.pending):
+                if not self._followed(z3.Not(issued.pending)):
                     left.append(issued)
                 if not _never(done):
                     self._in_flight(issued, done)

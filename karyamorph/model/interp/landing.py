@@ -33,7 +33,12 @@ from karyamorph.model.semantics.decode import Decoded
 
 class LandingError(ExecutionError):
     """A read of shared bytes an asynchronous copy lands in, by a thread that has not waited for
-    the mbarrier phase the copy completes on."""
+    the mbarrier phase the copy completes on: the read's line and the copy's."""
+
+    def __init__(self, message: str, read_line: int = 0, copy_line: int = 0) -> None:
+        super().__init__(message)
+        self.read_line = read_line
+        self.copy_line = copy_line
 
 
 class Landings:
@@ -141,5 +146,7 @@ class Landings:
             f"{byte % self.memory.shared_stride:#x} of its block's shared memory, which the "
             f"asynchronous copy of line {int(self.line[at][i])} lands in, before the reader has "
             f"seen the mbarrier phase the copy completes on (parity {int(self.parity[at][i])}) "
-            "complete: wait for it with mbarrier.try_wait (and a bar.sync where another thread waited)"
+            "complete: wait for it with mbarrier.try_wait (and a bar.sync where another thread waited)",
+            dec.line,
+            int(self.line[at][i]),
         )

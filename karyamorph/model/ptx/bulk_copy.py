@@ -12,7 +12,8 @@ membar/fence":
 - ``cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`` copies shared to global and
   joins the thread's next bulk async-group; ``cp.async.bulk.commit_group`` closes the group and
   ``cp.async.bulk.wait_group{.read} N`` waits until at most ``N`` of the most recent groups are
-  pending (``.read``: until their sources are read; the model completes them whole);
+  pending (``.read``: until their sources are read; the interpreter completes them whole, and
+  the hook is told ``wait.read`` so that a check orders nothing more by it);
 - ``fence.proxy.async{.space}`` orders the thread's generic-proxy accesses with its later
   async-proxy ones (the bulk copies). Values do not change with it in the model, which runs each
   access when it is issued, but drivers record it (hook ``proxy_fence``) so that a check can
@@ -67,7 +68,8 @@ def _commit(x: Exec[V, B]) -> None:
 
 
 def _wait(x: Exec[V, B]) -> None:
-    _hook(x, "bulk_group")("wait", x.imm("n"))
+    # .read: only the groups' sources are read when it returns; their writes may be in flight
+    _hook(x, "bulk_group")("wait.read" if x.mod("read") else "wait", x.imm("n"))
 
 
 def _fence(x: Exec[V, B]) -> None:

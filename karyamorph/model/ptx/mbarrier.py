@@ -160,7 +160,9 @@ def _complete_tx(x: Exec[V, B]) -> None:
 def _completed(x: Exec[V, B], parity: bool) -> B:
     """Whether the phase the ``state`` (or with ``.parity`` the ``phaseParity``) operand names
     has completed: the current phase's parity is no longer its parity. A driver that tracks
-    what waits order (hook ``mbarrier_waited(addr, bits, parity, done)``) is told."""
+    what waits order (hook ``mbarrier_waited(addr, bits, parity, done)``) is told; it may
+    return the result to keep instead (a symbolic driver's choice, which its witnesses are held
+    to by a replay)."""
     d = x.D
     addr, bits = _track(x, "wait")
     current = field(d, x.load("shared", addr, bits, U64), PHASE)
@@ -169,7 +171,9 @@ def _completed(x: Exec[V, B], parity: bool) -> B:
     done = d.bnot(d.eq(current, waited, 64))
     hook = getattr(x, "mbarrier_waited", None)  # optional: drivers that order reads after waits
     if hook is not None:
-        hook(addr, bits, waited, done)
+        kept = hook(addr, bits, waited, done)
+        if kept is not None:
+            done = kept
     return done
 
 

@@ -122,8 +122,8 @@ HOPPER_SLIPS: tuple[Slip, ...] = (
         BULK,
         "_wait",
         ("cp.async.bulk.wait_group",),
-        '_hook(x, "bulk_group")("wait", x.imm("n"))',
-        '_hook(x, "bulk_group")("wait", x.imm("n") + 1)',
+        '("wait.read" if x.mod("read") else "wait", x.imm("n"))',
+        '("wait.read" if x.mod("read") else "wait", x.imm("n") + 1)',
     ),
     Slip(
         "fence.proxy.async is not recorded",
