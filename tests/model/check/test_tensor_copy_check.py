@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from karyamorph.harness.stages.model import check_inputs, check_spec
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
@@ -43,8 +45,16 @@ def test_one_tile_through_a_tensor_map_is_proved() -> None:
         assert "tma_tile_param_0" not in v.reason, v.reason  # the map is no input to range over
 
 
-def test_reading_the_tile_without_the_wait_races_with_the_copy() -> None:
-    race = _verdicts(TILE, ("@!%p2 bra \t$L__wait;", ""))["race"]
+@pytest.mark.parametrize(
+    "edit",
+    [
+        ("@!%p2 bra \t$L__wait;", ""),  # one try, whatever it returns
+        ("mov.u32 \t%r10, 0;", "mov.u32 \t%r10, 1;"),  # the preceding phase's parity: at once
+    ],
+    ids=["no-spin", "parity-1"],
+)
+def test_reading_the_tile_before_its_phase_races_with_the_copy(edit: tuple[str, str]) -> None:
+    race = _verdicts(TILE, edit)["race"]
     assert race.verdict == "refuted" and race.witness is not None, race
     assert race.witness.instructions == ("ld.shared.f32", COPY), race.witness
     assert race.witness.buffer == "tile", race.witness
