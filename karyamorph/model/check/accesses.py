@@ -39,7 +39,14 @@ from karyamorph.model.check.symexec import (
     slot_base,
     tensor_window,
 )
-from karyamorph.model.check.syncstate import CLUSTER_EPOCH, COMMITTED, COMPLETED, MBARRIER_PASSED, WARP_EPOCH
+from karyamorph.model.check.syncstate import (
+    CLUSTER_EPOCH,
+    COMMITTED,
+    COMPLETED,
+    MAX_MBARRIERS,
+    MBARRIER_PASSED,
+    WARP_EPOCH,
+)
 from karyamorph.model.check.syncstate import initial as initial_counters
 from karyamorph.model.check.warpgroups import Warpgroups, in_window
 from karyamorph.model.interp.memory import GLOBAL_STRIDE
@@ -84,9 +91,10 @@ class Access:
     warp_epoch: BitVec | None = None  # bar.warp.sync barriers passed before it
     cluster_epoch: BitVec | None = None  # barrier.cluster waits passed before it
     remote: Remote | None = None  # a .shared::cluster access: the CTA whose shared memory it reaches
-    passed: BitVec | None = None  # mbarriers whose phase 0 the thread has seen complete (a bit each)
-    mbarrier: int | None = None  # a bulk copy's access: the bit of the mbarrier it completes on
+    passed: BitVec | None = None  # the phases of each mbarrier the thread has seen complete
+    mbarrier: int | None = None  # a bulk copy's access: the field of the mbarrier it completes on
     tx: BitVec | None = None  # an mbarrier update: its change of the tx-count
+    phase: BitVec | None = None  # a bulk copy's access: the phase it completes on (None: 0)
 
     def substitute_counters(self, sub: Callable[[BitVec], BitVec]) -> None:
         """Apply ``sub`` to the synchronisation counters and the remote CTA (as to the access's
@@ -98,6 +106,7 @@ class Access:
         self.remote = self.remote.substituted(sub) if self.remote is not None else None
         self.passed = sub(self.passed) if self.passed is not None else None
         self.tx = sub(self.tx) if self.tx is not None else None
+        self.phase = sub(self.phase) if self.phase is not None else None
 
 
 @dataclass(slots=True)
@@ -113,7 +122,7 @@ class BarrierEvent:
     epoch: BitVec | None = None
     loops: tuple[BitVec, ...] = ()
     completed: BitVec | None = None  # async-groups complete on arrival (None: not counted)
-    passed: BitVec | None = None  # mbarriers whose phase 0 the thread has seen complete
+    passed: BitVec | None = None  # the phases of each mbarrier the thread has seen complete
 
     def substitute_counters(self, sub: Callable[[BitVec], BitVec]) -> None:
         """Apply ``sub`` to the synchronisation counters."""
@@ -416,7 +425,7 @@ class TwoThreadLog:
     def mbarrier_bit(self, address: int) -> int | None:
         """The ``MBARRIER_PASSED`` bit of the mbarrier at shared ``address`` (numbered as met;
         None past the counter's 64 bits)."""
-        if address not in self.mbarriers and len(self.mbarriers) < 64:
+        if address not in self.mbarriers and len(self.mbarriers) < MAX_MBARRIERS:
             self.mbarriers[address] = len(self.mbarriers)
         return self.mbarriers.get(address)
 

@@ -31,6 +31,7 @@ import z3
 
 from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
 from karyamorph.model.check.encoding import Encoding
+from karyamorph.model.check.syncstate import seen
 from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 
@@ -41,9 +42,11 @@ def tracked(a: Access) -> bool:
     return a.group is not None or a.mbarrier is not None
 
 
-def has_bit(passed: BitVec, bit: int) -> Bool:
-    """Whether an ``MBARRIER_PASSED`` counter has the bit of one mbarrier set."""
-    return z3.Extract(bit, bit, passed) == 1
+def has_seen(passed: BitVec, copy: Access, phase: BitVec | None) -> Bool:
+    """Whether an ``MBARRIER_PASSED`` counter has seen phase ``phase`` (the one a bulk copy
+    completes on, in the copy's thread's terms; None: 0) of the copy's mbarrier complete."""
+    assert copy.mbarrier is not None
+    return seen(passed, copy.mbarrier, phase)
 
 
 def track_copies(trace: Trace) -> bool:
@@ -144,14 +147,14 @@ class Ordering:
         group = enc.b(x.group) if who == "B" else x.group
         return z3.And(earlier, self.landed(group, interval, who))
 
-    def handed(self, bit: int, before: BitVec, who: str) -> Bool:
-        """Whether thread ``who`` had seen phase 0 of mbarrier ``bit`` complete on arriving at
-        one of its barriers that it passes with fewer than ``before`` (the other thread's term)
-        barriers behind it. True too where ``who`` is on a path the exploration cut (a spin
+    def handed(self, x: Access, before: BitVec, who: str) -> Bool:
+        """Whether thread ``who`` had seen the phase its bulk copy ``x`` completes on complete on
+        arriving at one of its barriers that it passes with fewer than ``before`` (the other
+        thread's term) barriers behind it. True too where ``who`` is on a path the exploration cut (a spin
         loop unrolled no deeper): it is not followed past the cut, where it may still arrive,
         and a reachable cut leaves the verdict proved up to k only."""
         out = [
-            z3.And(guard, z3.ULT(epoch, before), has_bit(passed, bit))
+            z3.And(guard, z3.ULT(epoch, before), has_seen(passed, x, self._phase(x, who)))
             for guard, epoch, passed in self.passes[who]
         ]
         cuts = [c.cond if who == "A" else self.enc.b(c.cond) for c in self.enc.trace.cuts]
@@ -168,7 +171,12 @@ class Ordering:
             return z3.BoolVal(False)
         # y follows a successful wait of its own thread, or a barrier x's thread reached after one
         passed = enc.b(y.passed) if other == "B" else y.passed
-        return z3.Or(has_bit(passed, x.mbarrier), self.handed(x.mbarrier, interval, who))
+        phase = self._phase(x, who)
+        return z3.Or(has_seen(passed, x, phase), self.handed(x, interval, who))
+
+    def _phase(self, x: Access, who: str) -> BitVec | None:
+        """The phase bulk copy ``x`` completes on, in the terms of ``who``, its thread."""
+        return self.enc.b(x.phase) if who == "B" and x.phase is not None else x.phase
 
     def unordered(self, a: Access, c: Access) -> Bool:
         """Whether ``a`` of thread ``A`` and ``c`` of thread ``B`` (of one block) may happen in an
@@ -203,7 +211,7 @@ def own_hazard(copy: Access, later: Access) -> Bool | None:
     if copy.mbarrier is not None:  # pending until the thread has seen phase 0 complete
         if later.passed is None:
             return None
-        pending = z3.Not(has_bit(later.passed, copy.mbarrier))
+        pending = z3.Not(has_seen(later.passed, copy, copy.phase))
     else:
         assert copy.group is not None
         if later.completed is None:

@@ -1,35 +1,39 @@
-"""One-phase mbarriers: the bulk copies that have landed once a thread's wait for phase 0 returns
-true, for the two-thread race encoding.
+"""mbarrier phases: the bulk copies that have landed once a thread has seen the phase they
+complete on complete, for the two-thread race encoding.
 
 PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier": the current phase
 completes when its pending arrival count and its tx-count are both zero; ``arrive.expect_tx``
 raises the tx-count by its operand, then arrives; a bulk copy that names the mbarrier
 (``.mbarrier::complete_tx::bytes``) lowers the tx-count by its bytes as they land;
-``test_wait``/``try_wait.parity`` with parity 0 returns true once the phase of parity 0 has
-completed.
+``test_wait``/``try_wait.parity`` returns true once the phase of that parity before the current
+one has completed (a thread counts the phases it saw so: :mod:`karyamorph.model.check.syncstate`).
 
-An mbarrier ``M`` (a constant shared address) is *one-phase* when, in every block:
+The copies on an mbarrier ``M`` (a constant shared address) are ordered when, in every block:
 
 - one ``mbarrier.init`` makes it, by one thread, in a barrier interval before every other
   operation on it, with an arrival count ``N``;
-- its only other operations are waits and ``arrive.expect_tx`` of one arrival each, made by at
-  most ``N`` threads in all (every arrival is phase 0's), and ``mbarrier.inval`` in a barrier
-  interval after every other of them;
-- each bulk copy that names it follows, on its own thread's path (under a condition that implies its), an
-  ``arrive.expect_tx`` on ``M`` whose tx-count covers the bytes of the copies from there to it;
+- its only other operations are waits, ``arrive.expect_tx`` of one arrival each, and
+  ``mbarrier.inval`` in a barrier interval after every other of them;
+- each bulk copy that names it follows, on its own thread's path (under a condition that
+  implies the arrival's, no other arrival on ``M`` between), an ``arrive.expect_tx`` on ``M``
+  whose tx-count covers the bytes of the copies from there to it;
 - no other access reaches its word (accesses are held to their variables, as the race check
-  holds them: one that leaves its variable is a bounds violation).
+  holds them: one that leaves its variable is a bounds violation);
+- and the arrivals fall into phases the trace tells: either at most ``N`` threads arrive in all
+  (*one-phase*: every arrival, every copy is phase 0's), or ``N`` is 1, one thread of the block
+  (the *producer*) makes every arrival, and it makes its ``j``-th only once it saw phase
+  ``j - 1`` complete. Then the ``j``-th arrival is phase ``j``'s: phase ``j - 1`` is over, and
+  phase ``j`` cannot complete without it. ``j`` counts the arrivals before it (a term where
+  they are predicated).
 
-Then phase 0 completes only after every copy that names ``M`` has landed: a copy's bytes are in
-the tx-count from its thread's arrival, before it is issued, until they land, and phase 0 needs
-all ``N`` arrivals. So a copy is ordered before an access made after its thread's successful
-wait for parity 0 on ``M`` (the thread's ``MBARRIER_PASSED`` bit, :mod:`karyamorph.model.check.syncstate`),
-and before what other threads do after a CTA barrier the copy's thread reached with that bit
-set (:class:`karyamorph.model.check.asynccopies.Ordering`). A copy on an mbarrier outside the
-rule, or one made (or whose mbarrier is armed) in a loop abstracted with a free iteration
-variable (one event of the trace then stands for every iteration's), is left untracked, and the
-race verdicts keep the bulk-copy caveat
-(:mod:`karyamorph.model.check.caveats`).
+Then phase ``j`` completes only after every copy armed by its arrival has landed: a copy's bytes
+are in the tx-count from its thread's arrival, before it is issued, until they land. So a copy
+of phase ``j`` is ordered before an access made after its thread saw phase ``j`` complete, and
+before what other threads do after a CTA barrier the copy's thread reached having seen it
+(:class:`karyamorph.model.check.asynccopies.Ordering`). A copy on an mbarrier outside the rule,
+or one made (or whose mbarrier is armed) in a loop abstracted with a free iteration variable
+(one event of the trace then stands for every iteration's), is left untracked, and the race
+verdicts keep the bulk-copy caveat (:mod:`karyamorph.model.check.caveats`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
 from karyamorph.model.check.memvalues import thread_bounds, variable_of
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.symexec import as_const
+from karyamorph.model.check.syncstate import PHASE_BITS, phases_seen
 from karyamorph.model.check.terms import constant_names
 from karyamorph.model.ptx.mbarrier import PENDING
 
@@ -144,19 +149,23 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
         if not a.text.startswith("mbarrier.arrive.expect_tx") or _const(a.operand) != 1:
             return f"line {a.line} ({a.text}) is not an arrive.expect_tx of one arrival"
         arrivals += _threads(sweep, a.guard)[0]
+    arrives = [a for a in ops if a.text.startswith("mbarrier.arrive")]
+    phases: dict[int, z3.BitVecRef] = {}  # arrive index -> the phase it arrives in (several phases)
     if arrivals > expected:
-        return f"up to {arrivals} arrivals on it, past its count of {expected}: some may be a later phase's"
+        why = _producer_phases(sweep, bit, expected, arrives, phases)
+        if why is not None:
+            return (
+                f"up to {arrivals} arrivals on it, past its count of {expected}: some may be a later "
+                f"phase's, and {why}"
+            )
     for c in accesses:
         if c.mbarrier != bit or not c.write:
             continue
-        before = [
-            a
-            for a in ops
-            if a.index < c.index and a.text.startswith("mbarrier.arrive") and _implies(c.guard, a.guard)
-        ]
-        if not before:
+        before = [a for a in arrives if a.index < c.index]
+        if not before or not _implies(c.guard, before[-1].guard):
             return f"the bulk copy at line {c.line} follows no arrive.expect_tx of its own thread"
         arrive = before[-1]
+        c.phase = phases.get(arrive.index)
         copied = sum(
             x.nbytes for x in accesses if x.mbarrier == bit and x.write and arrive.index < x.index <= c.index
         )
@@ -169,10 +178,39 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
     return None
 
 
+def _producer_phases(
+    sweep: Sweep, bit: int, expected: int, arrives: list[Access], phases: dict[int, z3.BitVecRef]
+) -> str | None:
+    """The phase each of ``arrives`` arrives in, into ``phases``, for an mbarrier of one arrival
+    a phase whose arrivals one thread of each block makes (its *producer*), each after it has
+    seen the phase before complete; else why not (``phases`` left empty).
+
+    Each phase then takes exactly one of the producer's arrivals: its ``j``-th arrival comes once
+    phase ``j - 1`` is complete (it saw so), and phase ``j`` cannot complete without it. ``j``
+    counts the arrivals made before it (a term: an arrival may be predicated)."""
+    if expected != 1:
+        return f"its count of {expected} is not one arrival a phase"
+    may = np.zeros(sweep.size, bool) if sweep.size else np.zeros(0, bool)
+    for a in arrives:
+        may |= sweep.truth(a.guard)[0]
+    blocks = int(sweep.block_of.max()) + 1 if sweep.size else 1
+    if sweep.size and np.bincount(sweep.block_of[may].astype(np.int64), minlength=blocks).max() > 1:
+        return "its arrivals are made by more than one thread of a block"
+    made: z3.BitVecRef = z3.BitVecVal(0, PHASE_BITS)
+    for a in arrives:
+        if a.passed is None:
+            return "the trace does not count the waits passed"
+        if not _implies(a.guard, z3.UGE(phases_seen(a.passed, bit), made)):
+            return f"the arrive at line {a.line} may come before its thread saw the phase before complete"
+        phases[a.index] = made
+        made = z3.simplify(made + z3.If(a.guard, z3.BitVecVal(1, PHASE_BITS), z3.BitVecVal(0, PHASE_BITS)))
+    return None
+
+
 def track_bulk_copies(trace: Trace) -> dict[int, str]:
     """Mark the bulk copies of ``trace`` whose landing the race encoding orders (their
-    ``mbarrier`` bit kept), clearing the others; returns why each copy left untracked is (by
-    line). Empty when every bulk copy is tracked (or there is none)."""
+    ``mbarrier`` field kept, their ``phase`` set), clearing the others; returns why each copy
+    left untracked is (by line). Empty when every bulk copy is tracked (or there is none)."""
     accesses = [e for e in trace.events if isinstance(e, Access)]
     # (a store whose bulk async-group is counted is ordered as cp.async copies are)
     copies = [

@@ -31,6 +31,7 @@ from karyamorph.model.check.syncstate import (
     WARP_EPOCH,
     async_step,
 )
+from karyamorph.model.check.syncstate import waited as mbarrier_waited
 from karyamorph.model.interp.memory import GLOBAL_STRIDE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from karyamorph.model.interp.program import Program
 from karyamorph.model.interp.simt import immediate_bits
@@ -560,7 +561,7 @@ class SymExec(DecodedOperands):
             self.cond = outer
 
     def _mbarrier_bit(self, addr: BitVec, bits: int) -> int | None:
-        """The bit of the ``MBARRIER_PASSED`` counter for the mbarrier at shared address ``addr``
+        """The field of the ``MBARRIER_PASSED`` counter for the mbarrier at shared address ``addr``
         (None: the address is not a constant, or the memory model does not number mbarriers)."""
         number = getattr(self.memory, "mbarrier_bit", None)  # optional, as ``span`` is
         at = as_const(self.resolve("shared", addr, bits)[1])
@@ -571,8 +572,9 @@ class SymExec(DecodedOperands):
 
     def mbarrier_waited(self, addr: BitVec, bits: int, waited: BitVec, done: Bool) -> Bool | None:
         """A ``test_wait``/``try_wait`` on the mbarrier at ``addr`` for the phase of parity
-        ``waited``, true when ``done``: a frame that counts them (``MBARRIER_PASSED``) sets the
-        mbarrier's bit where a wait for parity 0 returns true (phase 0 has completed).
+        ``waited``, true when ``done``: a frame that counts them (``MBARRIER_PASSED``) counts one
+        more phase of the mbarrier seen where the wait was for the next one's parity
+        (:func:`karyamorph.model.check.syncstate.waited`).
 
         ``done`` reads the mbarrier's word, state the two-thread encoding leaves free, so a
         proof holds for either result already. With a memory model that makes choices
@@ -584,14 +586,13 @@ class SymExec(DecodedOperands):
         kept = None
         if fresh is not None and MBARRIER_PASSED in regs:
             kept = done = fresh(f"wait{self.dec.line}", z3.BoolSort(), abstract=False)
-        if MBARRIER_PASSED not in regs or as_const(z3.simplify(waited)) != 0:
+        if MBARRIER_PASSED not in regs:
             return kept
-        bit = self._mbarrier_bit(addr, bits)
-        if bit is None:
+        field = self._mbarrier_bit(addr, bits)
+        if field is None:
             return kept
         passed = bitvec(regs[MBARRIER_PASSED], MBARRIER_PASSED)
-        mask = z3.BitVecVal(1 << bit, passed.size())
-        self._assign(MBARRIER_PASSED, passed | z3.If(done, mask, z3.BitVecVal(0, passed.size())))
+        self._assign(MBARRIER_PASSED, z3.simplify(mbarrier_waited(passed, field, waited, done)))
         return kept
 
     def _bulk_groups_counted(self) -> bool:

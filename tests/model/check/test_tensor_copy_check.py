@@ -2,7 +2,7 @@
 shared memory is held to its variable, and a load lands on its mbarrier as a bulk copy does. A
 one-tile TMA kernel is proved, each planted bug is refuted with a witness the interpreter
 confirms or left unknown with the reason; Triton's three-stage TMA matmul, whose C leaves by a
-tensor store, is proved at sm_90a (its two-stage sm_120a build rearms an mbarrier: unknown)."""
+tensor store, is proved, at sm_90a and at sm_120a, where a stage's mbarrier passes two phases."""
 
 from __future__ import annotations
 
@@ -92,14 +92,49 @@ def test_tritons_tma_matmul_is_proved() -> None:
         assert "bulk copies" not in v.reason, v.reason
 
 
-def test_a_stage_whose_mbarrier_passes_two_phases_leaves_the_race_unknown() -> None:
-    # The sm_120a build pipelines over two stages: the third K tile rearms the first stage's
-    # mbarrier for its second phase, which the one-phase rule does not follow
-    verdicts = _verdicts(MATMUL, ptx=TESTS / "corpus" / "triton" / "matmul_tma.sm_120a.ptx")
-    for prop in ("bounds", "barrier"):
-        assert verdicts[prop].verdict == "proved-up-to-k", verdicts[prop]
-    race = verdicts["race"]
+SM120 = TESTS / "corpus" / "triton" / "matmul_tma.sm_120a.ptx"
+
+
+def test_a_stage_rearmed_for_its_second_phase_is_proved() -> None:
+    # The sm_120a build pipelines its three K tiles over two stages: the third rearms the first
+    # stage's mbarrier, after the one thread that arms them saw its first phase complete
+    for v in _verdicts(MATMUL, ptx=SM120).values():
+        assert v.verdict == "proved-up-to-k", v
+        assert "bulk copies" not in v.reason, v.reason
+
+
+def _without_lines(path: Path, *numbers: int) -> str:
+    lines = path.read_text().splitlines(keepends=True)
+    assert all(lines[n - 1].strip() == "bar.sync \t0;" for n in numbers), numbers
+    return "".join(ln for k, ln in enumerate(lines, 1) if k not in numbers)
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        # every wait for parity 0: the second phase's wait passes at once
+        ("xor.b32 \t%r147, %r147, %r81;", "mov.b32 \t%r147, %r147;"),
+        # the barriers before the third tile's copies: B's box lands while warps still read it
+        (335, 345, 356),
+    ],
+    ids=["stale-parity", "no-barrier-before-the-rearm"],
+)
+def test_a_broken_two_phase_pipeline_is_not_proved(planted: tuple[str, str] | tuple[int, ...]) -> None:
+    if isinstance(planted[0], str):
+        text = SM120.read_text()
+        assert text.count(str(planted[0])) == 1
+        text = text.replace(str(planted[0]), str(planted[1]))
+    else:
+        text = _without_lines(SM120, *(int(n) for n in planted))
+    spec = load_spec(MATMUL)
+    kernel = bind(dataclasses.replace(spec, ptx=text))
+    (race,) = check_spec(kernel, prepare(kernel.spec), properties=("race",), deadline_s=60)
+    # refuted by the encoding, and left unknown: the waits order the other threads' accesses too
     assert race.verdict == "unknown", race
-    assert "up to 2 arrivals on it, past its count of 1: some may be a later phase's" in race.reason, (
-        race.reason
-    )
+    assert "mbarrier waits at line(s) 221 order threads" in race.reason, race.reason
+
+
+def test_arrivals_by_every_thread_leave_a_rearmed_stage_unordered() -> None:
+    race = _verdicts(MATMUL, ("and.pred \t%p24, %p13, %p27;", "mov.pred \t%p24, %p27;"), ptx=SM120)["race"]
+    assert race.verdict == "unknown", race
+    assert "its arrivals are made by more than one thread of a block" in race.reason, race.reason
