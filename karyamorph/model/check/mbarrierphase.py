@@ -183,7 +183,7 @@ def _producer_phases(
 ) -> str | None:
     """The phase each of ``arrives`` arrives in, into ``phases``, for an mbarrier of one arrival
     a phase whose arrivals one thread of each block makes (its *producer*), each after it has
-    seen the phase before complete; else why not (``phases`` left empty).
+    seen the phase before complete; else why not (what ``phases`` holds then is of no use).
 
     Each phase then takes exactly one of the producer's arrivals: its ``j``-th arrival comes once
     phase ``j - 1`` is complete (it saw so), and phase ``j`` cannot complete without it. ``j``
