@@ -190,7 +190,7 @@ def _producer_phases(
     counts the arrivals made before it (a term: an arrival may be predicated)."""
     if expected != 1:
         return f"its count of {expected} is not one arrival a phase"
-    may = np.zeros(sweep.size, bool) if sweep.size else np.zeros(0, bool)
+    may = np.zeros(sweep.size, bool)
     for a in arrives:
         may |= sweep.truth(a.guard)[0]
     blocks = int(sweep.block_of.max()) + 1 if sweep.size else 1

@@ -537,13 +537,13 @@ class SymExec(DecodedOperands):
         wide = [z3.SignExt(64 - c.size(), c) if c.size() < 64 else c for c in coords]
         zero = z3.BitVecVal(0, 64)
         inner = z3.And(wide[0] < tm.dims[0], wide[0] + tm.box[0] > zero)  # some column inside
-        outer, cond = self.cond, self.cond
+        outer = self.cond
         rows = itertools.product(*[range(n) for n in tm.box_elements[1:]])
         try:
             for row in rows:
                 where = [wide[d + 1] + i * tm.element_strides[d + 1] for d, i in enumerate(row)]
                 inside = [z3.And(w >= zero, w < tm.dims[d + 1]) for d, w in enumerate(where)]
-                self.cond = z3.simplify(z3.And(cond, inner, *inside))
+                self.cond = z3.simplify(z3.And(outer, inner, *inside))
                 if z3.is_false(self.cond):
                     continue
                 offset, scale = wide[0] + tm.box[0], 1
