@@ -35,8 +35,8 @@ from karyamorph.search.session import search_arch
 from karyamorph.search.space import Value
 from karyamorph.search.templates import TEMPLATES
 
-# The HGEMM search's winner on an H100 (2026-12-06, 204 configurations, benchmarks/RESULTS.md).
-WINNER = "bm=128,bn=256,stages=4,consumers=2,regs=setmaxnreg,grid=grouped"
+# The HGEMM search's winner on an H100 (2026-12-06, 646 configurations, benchmarks/RESULTS.md).
+WINNER = "bm=128,bn=256,stages=4,consumers=2,regs=setmaxnreg,grid=grouped,cluster=1,epilogue=staged"
 EXPRESSIONS = ("a @ b", "a @ b.T")
 
 

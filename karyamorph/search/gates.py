@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from karyamorph.harness.gpu.launch import launch_shape
 from karyamorph.harness.stages.model import check_spec
 from karyamorph.harness.tools.ptxas import PtxasError, assemble
 from karyamorph.harness.tools.toolchain import Toolchain
@@ -129,6 +130,7 @@ def model_gate(
     try:
         module = parse(spec.ptx, f"{spec.entry}.ptx")
         kernel = bind(spec, arch)
+        launch_shape(kernel)  # a grid of whole clusters
     except (PtxError, SpecError) as exc:
         return Outcome.failed(Failure.COMPILE, f"at the check sizes: {exc}")
     key = model_key(kernel)

@@ -4,6 +4,7 @@ spec file a GPU worker job points to keeps the table."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import tomllib
 from pathlib import Path
@@ -12,11 +13,12 @@ import numpy as np
 
 from karyamorph.harness.gpu.worker import spec_toml
 from karyamorph.harness.model_run import model_arguments
-from karyamorph.harness.stages.model import PROPERTIES, check_spec, proved_blocks
+from karyamorph.harness.stages.model import PROPERTIES, check_spec
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.inputs import make_inputs
 from karyamorph.kernel.loader import load_spec, spec_from_dict
 from karyamorph.kernel.signature import prepare
+from karyamorph.kernel.spec import LaunchRanges
 from karyamorph.kernel.tensormap import TensorMap, TensorMapArg
 
 SPEC = Path(__file__).parent / "gpu" / "data" / "tma_tile.toml"
@@ -43,17 +45,19 @@ def test_the_map_follows_the_run_sizes() -> None:
     assert src.map.dims == (4, 3) and src.map.strides == (16,) and src.array.shape == (3, 4)
 
 
-def test_the_checks_follow_the_map_for_the_specs_launch_only() -> None:
+def test_the_checks_follow_the_map() -> None:
     kernel = bind(load_spec(SPEC))
     module = prepare(kernel.spec)
     verdicts = check_spec(kernel, module)
     assert [v.property for v in verdicts] == list(PROPERTIES)
     # the spin on the mbarrier is unrolled: proved up to k
     assert {v.verdict for v in verdicts} == {"proved-up-to-k"}, verdicts
-    blocks = proved_blocks(kernel, module, [64, 128])  # every block size: a launch of mode any
-    assert sorted(blocks) == [64, 128]
-    assert all(v.verdict == "unknown" for vs in blocks.values() for v in vs)
-    assert all("does not follow tensor maps (src)" in v.reason for vs in blocks.values() for v in vs)
+    # a launch of mode any takes the spec's map too; past the tile's 128 threads, the kernel
+    # reads outside its shared memory
+    spec = dataclasses.replace(kernel.spec, check_launch=LaunchRanges("any", (128, 256), 128, None))
+    verdicts = check_spec(bind(spec), module, properties=("bounds",))
+    assert verdicts[0].verdict == "refuted" and verdicts[0].witness is not None, verdicts
+    assert verdicts[0].witness.launch is not None and verdicts[0].witness.launch[1] == (256, 1, 1)
 
 
 def test_the_worker_job_spec_keeps_the_tensormap() -> None:

@@ -14,6 +14,7 @@ from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.expressions import names as expression_names
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, LaunchRanges, SpecError, struct_layout
+from karyamorph.kernel.tensormap import TensorMap
 from karyamorph.model.check.anylaunch import check_any_launch
 from karyamorph.model.check.anylaunch import proved_blocks as any_launch_blocks
 from karyamorph.model.check.checker import FiniteFloats, InputRange, ValueRange, check
@@ -125,14 +126,7 @@ def check_spec(
 
     entry = module.entry(kernel.entry)
     ranges = ranges or kernel.spec.check_launch
-    maps = {
-        p.name: kernel.tensormaps[a.name]
-        for a, p in zip(kernel.args, entry.params, strict=True)
-        if a.is_tensormap
-    }
-    if maps and ranges.mode == "any":
-        reason = f"a launch of mode any does not follow tensor maps ({', '.join(maps)})"
-        return [Verdict(p, "unknown", reason=reason) for p in properties]
+    maps = _tensormaps(kernel, entry)
     buffers, scalars = check_inputs(kernel, entry)
     launch = kernel.launch
     pairs = list(zip(kernel.args, entry.params, strict=True))
@@ -157,7 +151,7 @@ def check_spec(
         return check_any_launch(
             module, kernel.entry, machine or ptx_machine(), launch, buffers, scalars, ranges,
             properties=properties, scheduling=scheduling, unroll=unroll, deadline_s=deadline_s,
-            strict=strict, names=names,
+            strict=strict, names=names, tensormaps=maps,
         )  # fmt: skip
     return check(
         module,
@@ -185,6 +179,15 @@ def check_spec(
         cluster=kernel.spec.launch.cluster,
         tensormaps=maps,
     )
+
+
+def _tensormaps(kernel: BoundKernel, entry: ast.Function) -> dict[str, TensorMap]:
+    """The fields of each tensor-map argument, by the entry's parameter name."""
+    return {
+        p.name: kernel.tensormaps[a.name]
+        for a, p in zip(kernel.args, entry.params, strict=True)
+        if a.is_tensormap
+    }
 
 
 def _follows_block(spec: KernelSpec) -> list[str]:
@@ -218,15 +221,11 @@ def proved_blocks(
     Each candidate is checked for every grid of the spec's ``[check] grid`` (``"launch"``: the
     spec's grid); one Verdict per property, all ``proved`` when the block is safe (see
     :func:`karyamorph.model.check.anylaunch.proved_blocks`)."""
-    mapped = [a.name for a in kernel.args if a.is_tensormap]
-    if mapped:  # as in check_spec: a launch of mode any does not follow tensor maps
-        reason = f"a launch of mode any does not follow tensor maps ({', '.join(mapped)})"
-        return {n: [Verdict(p, "unknown", reason=reason) for p in PROPERTIES] for n in candidates}
     entry = module.entry(kernel.entry)
     buffers, scalars = check_inputs(kernel, entry)
     return any_launch_blocks(
         module, kernel.entry, machine or ptx_machine(), kernel.launch, buffers, scalars, candidates,
-        grid=kernel.spec.check_launch.grid, deadline_s=deadline_s,
+        grid=kernel.spec.check_launch.grid, deadline_s=deadline_s, tensormaps=_tensormaps(kernel, entry),
     )  # fmt: skip
 
 

@@ -515,6 +515,61 @@ def _module_variable(layout: Layout, addr: BitVec) -> bool:
     return alloc is not None and alloc.init is not None
 
 
+def trace_layout(
+    program: Program,
+    module: ast.Module,
+    buffers: dict[str, int],
+    scalars: dict[str, int | float],
+    shared_bytes: int,
+    tensormaps: Mapping[str, TensorMap] | None,
+) -> tuple[Layout, dict[str, z3.BitVecRef]]:
+    """The memory layout of a two-thread trace, and its free inputs: :func:`build_layout`, a
+    ``wgmma`` kernel's shared variable at its window (:func:`in_window`), and each tensor map's
+    tensor in a global window of its own (:func:`tensor_window`), which tensor copies alone reach."""
+    layout, free = build_layout(program, module, buffers, scalars, shared_bytes)
+    layout = in_window(program, layout)
+    layout.tensormaps = dict(tensormaps or {})
+    k = len(layout.of_space("global"))
+    for name, tm in layout.tensormaps.items():
+        free.pop(name, None)  # an opaque object, not an input the verdicts range over
+        _, size = tensor_window(tm)  # its tensor: a window of its own, which tensor stores write
+        if size > GLOBAL_STRIDE:
+            raise Unsupported(f"the tensor of tensor map {name} is too large for the checker's window")
+        layout.allocations.append(Allocation(name, "global", global_base(k), size))
+        k += 1
+    return layout, free
+
+
+def warpgroups(
+    x: SymExec, log: TwoThreadLog, threads: int, warp_size: int, free: Mapping[str, z3.ExprRef]
+) -> Warpgroups[Access]:
+    """The explorer's ``wgmma`` handler for a block of ``threads`` (its free scalar inputs
+    ``free``: one value for every thread)."""
+    fresh = lambda name, bits: log.fresh(name, z3.BitVecSort(bits))  # noqa: E731
+    return Warpgroups(x, log, fresh, threads, warp_size, frozenset(v.decl().name() for v in free.values()))
+
+
+def explore(ex: Explorer, log: TwoThreadLog, program: Program, wgmma: Warpgroups[Access] | None) -> None:
+    """Run thread ``A``'s exploration from zeroed registers and fresh synchronisation counters,
+    logging each barrier it reaches with the counters there; ``wgmma`` (the explorer's handler,
+    if any) then refuses what it could not encode."""
+    if wgmma is not None:
+        wgmma.cuts = ex.cuts
+    regs: dict[str, Term] = {}
+    for name, t in program.registers.items():
+        regs[name] = z3.BoolVal(False) if t.kind == "pred" else z3.BitVecVal(0, t.bits)
+    regs.update(initial_counters())
+    frame = Frame(regs, z3.BoolVal(True), z3.BoolVal(False))
+    for event in ex.run(frame):
+        if event[0] == "barrier":
+            _, dec, fr, cond, loops = event
+            n, text = len(log.events), dec.source.full_opcode
+            done, passed = _counter(fr.regs, COMPLETED), _counter(fr.regs, MBARRIER_PASSED)
+            log.events.append(BarrierEvent(n, dec.line, text, cond, fr.exited, fr.epoch, loops, done, passed))
+    if wgmma is not None:
+        wgmma.finish(ex.abstracted)
+
+
 def build_trace(
     program: Program,
     module: ast.Module,
@@ -539,23 +594,12 @@ def build_trace(
     parameter, by name, for the tensor copies through it)."""
     if any(g % c for g, c in zip(grid, cluster, strict=True)):
         raise ValueError(f"a grid of {grid} CTAs is not a whole number of clusters of {cluster}")
-    layout, free = build_layout(program, module, buffers, scalars, shared_bytes)
-    layout = in_window(program, layout)
-    layout.tensormaps = dict(tensormaps or {})
-    k = len(layout.of_space("global"))
-    for name, tm in layout.tensormaps.items():
-        free.pop(name, None)  # an opaque object, not an input the verdicts range over
-        _, size = tensor_window(tm)  # its tensor: a window of its own, which tensor stores write
-        if size > GLOBAL_STRIDE:
-            raise Unsupported(f"the tensor of tensor map {name} is too large for the checker's window")
-        layout.allocations.append(Allocation(name, "global", global_base(k), size))
-        k += 1
+    layout, free = trace_layout(program, module, buffers, scalars, shared_bytes, tensormaps)
     specials, coords = thread_coords("A", grid, block, warp_size, cluster)
     log = TwoThreadLog(host_constants=host_constants)
     x = SymExec(program, layout, specials, log)
     nthreads = block[0] * block[1] * block[2]
-    fresh = lambda name, bits: log.fresh(name, z3.BitVecSort(bits))  # noqa: E731
-    wgmma = Warpgroups(x, log, fresh, nthreads, warp_size, frozenset(v.decl().name() for v in free.values()))
+    wgmma = warpgroups(x, log, nthreads, warp_size, free)
     ex = Explorer(
         x,
         unroll=unroll,
@@ -569,19 +613,7 @@ def build_trace(
         handler=wgmma,
         bounds=IntTranslation({v.decl().name(): n for v, n in _coord_limits(coords, grid, block)}),
     )
-    wgmma.cuts = ex.cuts
-    regs: dict[str, Term] = {}
-    for name, t in program.registers.items():
-        regs[name] = z3.BoolVal(False) if t.kind == "pred" else z3.BitVecVal(0, t.bits)
-    regs.update(initial_counters())
-    frame = Frame(regs, z3.BoolVal(True), z3.BoolVal(False))
-    for event in ex.run(frame):
-        if event[0] == "barrier":
-            _, dec, fr, cond, loops = event
-            n, text = len(log.events), dec.source.full_opcode
-            done, passed = _counter(fr.regs, COMPLETED), _counter(fr.regs, MBARRIER_PASSED)
-            log.events.append(BarrierEvent(n, dec.line, text, cond, fr.exited, fr.epoch, loops, done, passed))
-    wgmma.finish(ex.abstracted)
+    explore(ex, log, program, wgmma)
     for v in coords.values():
         if not z3.is_bv_value(v):
             log.thread_vars.append(v)

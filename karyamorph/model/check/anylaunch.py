@@ -15,14 +15,17 @@ launch decides is no longer unrolled concretely: where the explorer had to cut i
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import z3
 
 from karyamorph.isa import ast
 from karyamorph.kernel.spec import LaunchRanges
-from karyamorph.model.check.accesses import BarrierEvent, Trace, TwoThreadLog, build_layout, dim3
+from karyamorph.kernel.tensormap import TensorMap
+from karyamorph.model.check.accesses import Trace, TwoThreadLog, dim3, explore, trace_layout, warpgroups
+from karyamorph.model.check.asynccopies import track_copies
 from karyamorph.model.check.caveats import apply_race_caveats, race_caveats
 from karyamorph.model.check.checker import CHECKS, PLANS, check
 from karyamorph.model.check.clusters import any_launch_reason
@@ -32,9 +35,10 @@ from karyamorph.model.check.intquery import OutOfTime
 from karyamorph.model.check.launches import AXES, Dim3, SymbolicLaunch, symbolic_launch
 from karyamorph.model.check.launchsolver import LaunchProducts, LaunchSolver
 from karyamorph.model.check.loops import counted_loops
+from karyamorph.model.check.mbarrierphase import track_bulk_copies
 from karyamorph.model.check.properties import cut_reason
 from karyamorph.model.check.sweep import MAX_THREADS
-from karyamorph.model.check.symexec import Frame, SymExec, Term, Unsupported
+from karyamorph.model.check.symexec import SymExec, Unsupported, as_const
 from karyamorph.model.check.terms import constant_names
 from karyamorph.model.check.verdict import Replay, Verdict, Witness
 from karyamorph.model.check.witnesses import UserTerms
@@ -72,6 +76,7 @@ def check_any_launch(
     deadline_s: float | None = None,
     strict: bool = False,
     names: UserTerms | None = None,
+    tensormaps: Mapping[str, TensorMap] | None = None,
 ) -> list[Verdict]:
     """Prove or refute properties of ``entry`` for every launch in ``ranges``.
 
@@ -79,6 +84,9 @@ def check_any_launch(
     ----------
     module, entry, machine, buffers, scalars, properties, scheduling, unroll, timeout_ms, strict, names
         As for :func:`karyamorph.model.check.checker.check`.
+    tensormaps
+        As for :func:`~karyamorph.model.check.checker.check`: like the buffers, the spec's maps
+        whatever the launch.
     launch
         The spec's ``(grid, block, dynamic_shared_bytes)``: which axes the kernel is launched
         with, its grid when ``ranges.grid`` is None, and its dynamic shared memory.
@@ -128,7 +136,10 @@ def check_any_launch(
         space = symbolic_launch(ranges, grid, block, fn.attribute("reqntid"), fn.attribute("maxntid"))
     except ValueError as exc:  # no block of the range is one the kernel accepts
         return [Verdict(p, "unknown", reason=f"no launch to check: {exc}") for p in properties]
-    args = _Args(module, entry, machine, launch, buffers, scalars, sched, unroll, timeout_ms, strict, names)
+    maps = dict(tensormaps or {})
+    args = _Args(
+        module, entry, machine, launch, buffers, scalars, sched, unroll, timeout_ms, strict, names, maps
+    )
     verdicts = _symbolic(program, args, space, properties, t0, deadline)
     out = []
     for v in verdicts:
@@ -153,6 +164,7 @@ class _Args:
     timeout_ms: int
     strict: bool
     names: UserTerms | None
+    tensormaps: dict[str, TensorMap]
 
 
 def _symbolic(
@@ -178,6 +190,9 @@ def _symbolic(
         return unknown(f"not encodable for a symbolic launch: {e}")
     except OutOfTime:
         return unknown("time budget ran out while exploring the kernel")
+    # Which copies the race encoding orders itself (their counters exact along the trace).
+    copies_ordered = track_copies(trace)
+    bulk_left = track_bulk_copies(trace)
     enc = Encoding.of(trace, args.scheduling, args.timeout_ms, deadline)
     enc.strict = args.strict
     enc.stores = None  # the same-value stores of a warp are proved per concrete launch only
@@ -200,7 +215,7 @@ def _symbolic(
     # one launch.
     names = set(space.variables)
     launch_cut = bool(cut) and any(names & set(constant_names(c.cond)) for c in trace.cuts)
-    caveats = race_caveats(program, args.scheduling)
+    caveats = race_caveats(program, args.scheduling).encoded(copies_ordered, False, bulk_left)
     notes = [f"for every {space.ranges}"]
     notes += [f"loop at line {n}: all iterations" for n in sorted(set(trace.abstracted))]
     notes += [f"assuming {s}" for s in trace.stated]
@@ -246,7 +261,9 @@ def _symbolic(
 def _trace(program: Program, args: _Args, space: SymbolicLaunch, deadline: float | None) -> Trace:
     """Thread ``A``'s trace with the launch's extents as variables (the trace of
     :func:`~karyamorph.model.check.accesses.build_trace`, whose extents are numbers)."""
-    layout, free = build_layout(program, args.module, args.buffers, args.scalars, int(args.launch[2]))
+    layout, free = trace_layout(
+        program, args.module, args.buffers, args.scalars, int(args.launch[2]), args.tensormaps
+    )
     coords: dict[str, z3.BitVecRef] = {}
     for name, top in (("tid", space.block_max), ("ctaid", space.grid_max)):
         for axis, n in zip(AXES, top, strict=True):
@@ -262,8 +279,13 @@ def _trace(program: Program, args: _Args, space: SymbolicLaunch, deadline: float
     threads = space.ntid[0] * space.ntid[1] * space.ntid[2]
     specials["%nwarpid"] = z3.simplify(z3.UDiv(threads + (ws - 1), ws))
     log = TwoThreadLog()
+    x = SymExec(program, layout, specials, log)
+    block = [as_const(t) for t in space.ntid]
+    wgmma = None
+    if all(isinstance(n, int) for n in block):  # wgmma takes whole warpgroups: a block of one size
+        wgmma = warpgroups(x, log, math.prod(n for n in block if isinstance(n, int)), ws, free)
     ex = Explorer(
-        SymExec(program, layout, specials, log),
+        x,
         unroll=args.unroll,
         max_steps=200_000,
         loops=counted_loops(program.decoded, program.labels),
@@ -273,15 +295,9 @@ def _trace(program: Program, args: _Args, space: SymbolicLaunch, deadline: float
         deadline=deadline,
         opaque_products=True,
         bounds=LaunchProducts(space.limits(coords)),
+        handler=wgmma,
     )
-    regs: dict[str, Term] = {}
-    for name, ty in program.registers.items():
-        regs[name] = z3.BoolVal(False) if ty.kind == "pred" else z3.BitVecVal(0, ty.bits)
-    for event in ex.run(Frame(regs, z3.BoolVal(True), z3.BoolVal(False))):
-        if event[0] == "barrier":
-            _, dec, fr, cond, loops = event
-            n, text = len(log.events), dec.source.full_opcode
-            log.events.append(BarrierEvent(n, dec.line, text, cond, fr.exited, fr.epoch, loops))
+    explore(ex, log, program, wgmma)
     log.thread_vars += [v for v in coords.values() if not z3.is_bv_value(v)]
     # The launch's extents are inputs shared by both threads: a witness reads them back.
     return Trace(
@@ -300,6 +316,7 @@ def _trace(program: Program, args: _Args, space: SymbolicLaunch, deadline: float
         latches=ex.latches,
         assumptions=ex.exits,
         stated=ex.stated,
+        mbarriers=log.mbarriers,
     )
 
 
@@ -336,6 +353,7 @@ def _confirm(
             args.module, args.entry, args.machine, (g, block, args.launch[2]), args.buffers, args.scalars,
             properties=(v.property,), scheduling=args.scheduling, unroll=args.unroll,
             timeout_ms=args.timeout_ms, deadline_s=left, strict=args.strict, names=args.names,
+            tensormaps=args.tensormaps,
         )[0]  # fmt: skip
         if concrete.verdict == "refuted" and concrete.witness is not None:
             w = dataclasses.replace(concrete.witness, launch=(g, block))
@@ -385,6 +403,7 @@ def proved_blocks(
     grid: tuple[int, int] | None = None,
     properties: Sequence[str] = ("bounds", "race", "barrier"),
     deadline_s: float | None = None,
+    tensormaps: Mapping[str, TensorMap] | None = None,
 ) -> dict[int, list[Verdict]]:
     """For each candidate block size (threads, launched 1-D on x), the verdicts of the kernel at
     that block for every grid in ``grid`` (None: the spec's grid).
@@ -402,6 +421,7 @@ def proved_blocks(
         out[b] = check_any_launch(
             module, entry, machine, (launch[0], b, launch[2]), buffers, scalars,
             LaunchRanges("any", (b, b), 1, grid), properties=properties, deadline_s=left,
+            tensormaps=tensormaps,
         )  # fmt: skip
     return out
 

@@ -303,7 +303,13 @@ class Explorer:
         try:
             mark = self.mark()
             probe = st.fork(st.active)
-            yield from self.region(loop.header, loop.latch, probe, loop.header)
+            try:
+                yield from self.region(loop.header, loop.latch, probe, loop.header)
+            except Unsupported:
+                # The body cannot run for a free iteration (say, a tensor copy into the stage
+                # k picks, which must be a constant): run the loop as it comes.
+                self.truncate(mark)
+                return None
             latch = self._again(loop, probe)
             self.truncate(mark)
             if latch is None or latch is False or free_vars(latch) & havoc:

@@ -183,6 +183,9 @@ class Sweep:
             if k == z3.Z3_OP_AND:
                 return np.logical_and.reduce(trues), np.logical_or.reduce(falses)
             return np.logical_or.reduce(trues), np.logical_and.reduce(falses)
+        if k == z3.Z3_OP_ITE:  # a merged path's condition: If(c, then, else)
+            (c_true, c_false), (x_true, x_false), (y_true, y_false) = map(self.truth, ch)
+            return (c_true & x_true) | (c_false & y_true), (c_true & x_false) | (c_false & y_false)
         cmp = {
             z3.Z3_OP_ULT: np.less, z3.Z3_OP_ULEQ: np.less_equal, z3.Z3_OP_UGT: np.greater,
             z3.Z3_OP_UGEQ: np.greater_equal, z3.Z3_OP_SLT: np.less, z3.Z3_OP_SLEQ: np.less_equal,

@@ -204,6 +204,12 @@ class Warpgroups(Generic[A]):
             return True
         return _never(z3.And(z3.Not(cond), *[z3.Not(c.cond) for c in self.cuts]))
 
+    def _committed(self, commit: Bool, cond: Bool) -> bool:
+        """Whether every path the exploration follows to a wait under ``cond`` ran the commit
+        under ``commit`` (the wait's cond past one more spin loop than the commit's, say): the
+        groups such a wait counts are then the same on all of them."""
+        return _never(z3.And(cond, z3.Not(commit), *[z3.Not(c.cond) for c in self.cuts]))
+
     def _havoc_d(self, dec: Decoded) -> None:
         name = f"mma{dec.line}"
         self.x.havoc("d", lambda bits: self.fresh(name, bits))
@@ -218,7 +224,9 @@ class Warpgroups(Generic[A]):
         if not from_registers:
             a = layout(d, x.read("a", _B64))
             valid = z3.And(valid, readable(d, a, trans_a))
-        if not z3.is_true(z3.simplify(z3.Implies(x.cond, valid))):
+        if not z3.is_true(z3.simplify(z3.Implies(x.cond, valid))) and not _never(
+            z3.And(x.cond, z3.Not(valid))
+        ):
             raise Unsupported(
                 f"{x.where()}: a descriptor the model may not read (a base offset, or an MN-major "
                 "matrix without swizzling), for some thread"
@@ -261,9 +269,7 @@ class Warpgroups(Generic[A]):
         if n < 0:
             raise x.operand_error(f"wgmma.wait_group needs a count of at least 0, got {n}")
         cond = z3.simplify(x.cond)
-        if n and not all(
-            z3.is_true(c) or c.eq(cond) or (self._followed(c) and self._followed(cond)) for c in self.commits
-        ):
+        if n and not all(z3.is_true(c) or c.eq(cond) or self._committed(c, cond) for c in self.commits):
             # Which groups are the newest n differs between paths that committed differently.
             raise Unsupported(f"{x.where()}: wgmma groups committed under other path conditions")
         keep = max(len(self.groups) - n, 0)

@@ -119,7 +119,7 @@ def shape(config: Mapping[str, Value], kind: str = "f16") -> HopperShape:
 
 def registers(s: HopperShape) -> int:
     """Registers a thread is launched with: what ptxas gives the block's threads (the kernel is
-    built with ``.maxntid``), at most 168 for 384 threads and 255 for 256."""
+    built with ``.reqntid``), at most 168 for 384 threads and 255 for 256."""
     return min(255, 65536 // s.threads // 8 * 8)
 
 
@@ -155,8 +155,8 @@ def _spec(s: HopperShape, arch: Arch, sizes: Mapping[str, int]) -> KernelSpec:
     if s.persistent and s.cluster == 1:
         grid = (f"min(({tiles[0]}) * ({tiles[1]}), sms)",)
     elif s.persistent:  # whole clusters: a multiple of the cluster's CTAs
-        pairs = f"(({tiles[0]}) * ({tiles[1]}) / {s.cluster})"
-        grid = (f"min({pairs}, sms / {s.cluster}) * {s.cluster}",)
+        pairs = f"(({tiles[0]}) * ({tiles[1]}) // {s.cluster})"
+        grid = (f"min({pairs}, sms // {s.cluster}) * {s.cluster}",)
     cluster = None if s.cluster == 1 else (s.cluster, 1, 1) if s.persistent else (1, s.cluster, 1)
     launch = Launch(grid, (s.threads,), s.shared_bytes, cluster)
     ab = s.element_bytes

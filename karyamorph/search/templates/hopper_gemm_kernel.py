@@ -104,7 +104,7 @@ def hopper_gemm_ptx(s: HopperShape, arch: Arch) -> str:
     m_param = kb.param("M", "u32") if s.persistent else None
     n_param, k_param = kb.param("N", "u32"), kb.param("K", "u32")
     scales = [kb.param(name, "f32") for name in ("scale_a", "scale_b")] if s.kind == "e4m3" else []
-    kb.maxntid(s.threads)
+    kb.reqntid(s.threads)  # a producer warpgroup and the consumers: no other block runs it
     if s.cluster > 1:
         kb.reqnctapercluster(*((s.cluster, 1, 1) if s.persistent else (1, s.cluster, 1)))
     c = kb.to_global(kb.ld_param(c_param))

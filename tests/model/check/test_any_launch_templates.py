@@ -76,13 +76,25 @@ def test_a_gemm_grid_wider_than_the_matrix_is_refuted_with_its_launch() -> None:
 
 
 @pytest.mark.parametrize("name", ["hopper_gemm", "hopper_fp8_gemm"])
-def test_hopper_baselines_are_unknown_and_say_why(name: str) -> None:
-    """A launch of mode any does not follow a copy through a tensor map; the spec's launch
-    follows the copies, but not the wgmma descriptors of the K loop's rotating stages (the loop
-    abstracted, its stage a free value): the Hopper GEMMs get no proof, and say why."""
-    verdicts = _check(_baseline(name), LaunchRanges("any", grid=None))
-    assert all(v.verdict == "unknown" for v in verdicts.values()), verdicts
-    assert all("a launch of mode any does not follow tensor maps" in v.reason for v in verdicts.values())
-    verdicts = _check(_baseline(name), LaunchRanges())
-    assert all(v.verdict == "unknown" for v in verdicts.values()), verdicts
-    assert all("a descriptor the model may not read" in v.reason for v in verdicts.values()), verdicts
+def test_hopper_baselines_bounds_and_barriers_hold_at_their_block_for_the_spec_grid(name: str) -> None:
+    """The checks follow the tensor copies and the wgmma reads of the K loop's stages, for the
+    one block the kernel takes (``.reqntid``: a producer warpgroup and two consumers) and for a
+    launch of mode any: bounds and barriers hold up to the spin loops' unrolling."""
+    spec = _baseline(name)
+    assert _block_clause(spec) == "every block 384x1x1 (.reqntid)"
+    verdicts = _check(spec, LaunchRanges("any", grid=None), properties=("bounds", "barrier"))
+    assert {p: v.verdict for p, v in verdicts.items()} == dict.fromkeys(verdicts, "proved-up-to-k"), verdicts
+    assert all(f"{_block_clause(spec)} x the spec's grid" in v.reason for v in verdicts.values()), verdicts
+
+
+@pytest.mark.parametrize("name", ["hopper_gemm", "hopper_fp8_gemm"])
+def test_hopper_baselines_races_are_unknown_and_say_why(name: str) -> None:
+    """The ring of stages is handed between the producer and the consumers through two mbarriers
+    a stage (full: the copies landed; empty: the consumers are done reading), which the race
+    encoding does not follow: the producer rearms a full barrier after waiting on the empty one,
+    not on the full one, so which phase each of its arrivals is stays unproved."""
+    v = _check(_baseline(name), LaunchRanges(), properties=("race",))["race"]
+    assert v.verdict == "unknown", v
+    assert (
+        "bulk copies at line(s)" in v.reason and "may come before its thread saw the phase before" in v.reason
+    )

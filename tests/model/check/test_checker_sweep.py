@@ -166,3 +166,20 @@ def test_signed_division_addresses_need_no_solver_query() -> None:
     assert sum(isinstance(e, Access) and e.space == "shared" for e in trace.events) > 100
     queries = len(plan_race(enc))  # (a failure message listing the terms would run for minutes)
     assert queries == 0
+
+
+def test_sweep_truth_of_a_merged_path_condition_follows_its_branches() -> None:
+    """A path merged past a spin loop is ``If(w, c and w, ...)`` with ``w`` free: each branch
+    holds ``tid.x == 0``, so only thread 0 may take it (and it may not take it too)."""
+    sweep = _domain()
+    waits = [z3.Bool(f"wait{i}") for i in range(3)]
+    first = TID == 0
+    cond = z3.If(
+        waits[0], z3.And(first, waits[0]), z3.If(waits[1], z3.And(first, waits[1]), z3.BoolVal(False))
+    )
+    may_true, may_false = sweep.truth(cond)
+    assert np.flatnonzero(may_true).tolist() == [0, 64, 128, 192]  # thread 0 of each block
+    assert may_false.all()
+    sure = z3.If(waits[2], first, first)
+    may_true, may_false = sweep.truth(sure)
+    assert (may_true == (np.arange(sweep.size) % 64 == 0)).all() and (may_false != may_true).all()

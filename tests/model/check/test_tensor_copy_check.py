@@ -15,6 +15,7 @@ from karyamorph.harness.stages.model import check_inputs, check_spec
 from karyamorph.kernel.bound import bind
 from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
+from karyamorph.kernel.spec import LaunchRanges
 from karyamorph.model.check.checker import check
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.ptx.ptx_machine import ptx_machine
@@ -26,7 +27,11 @@ COPY = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_t
 
 
 def _verdicts(
-    spec_path: Path, edit: tuple[str, str] | None = None, ptx: Path | None = None
+    spec_path: Path,
+    edit: tuple[str, str] | None = None,
+    ptx: Path | None = None,
+    ranges: LaunchRanges | None = None,
+    properties: tuple[str, ...] = ("bounds", "race", "barrier"),
 ) -> dict[str, Verdict]:
     spec = load_spec(spec_path)
     assert spec.ptx_path is not None
@@ -35,7 +40,8 @@ def _verdicts(
         assert text.count(edit[0]) == 1, edit
         text = text.replace(*edit)
     kernel = bind(dataclasses.replace(spec, ptx=text))
-    return {v.property: v for v in check_spec(kernel, prepare(kernel.spec), deadline_s=60)}
+    verdicts = check_spec(kernel, prepare(kernel.spec), properties=properties, ranges=ranges, deadline_s=60)
+    return {v.property: v for v in verdicts}
 
 
 def test_one_tile_through_a_tensor_map_is_proved() -> None:
@@ -59,6 +65,25 @@ def test_reading_the_tile_before_its_phase_races_with_the_copy(edit: tuple[str, 
     assert race.witness.instructions == ("ld.shared.f32", COPY), race.witness
     assert race.witness.buffer == "tile", race.witness
     # the interpreter's landing check sees the read come before the box lands
+    assert race.replay is not None and race.replay.status == "confirmed" and race.replay.landed, race.replay
+
+
+def test_a_launch_of_mode_any_follows_the_map_for_every_block_it_proves() -> None:
+    """The map, like a buffer, is the spec's whatever the launch: at its block of 128 threads
+    and every grid the spec's sizes give, all three properties hold; a block of more threads
+    reads past the tile, and a wait for the wrong parity races, each with a launch and a replay
+    the interpreter confirms."""
+    at_128 = LaunchRanges("any", (128, 128), 1, None)
+    for v in _verdicts(TILE, ranges=at_128).values():
+        assert v.verdict == "proved-up-to-k" and "for every block 128 x the spec's grid" in v.reason, v
+    wider = _verdicts(TILE, ranges=LaunchRanges("any", (32, 256), 32, None), properties=("bounds",))["bounds"]
+    assert wider.verdict == "refuted" and wider.witness is not None and wider.witness.launch is not None
+    assert wider.witness.launch[1][0] > 128, wider.witness.launch
+    assert wider.replay is not None and wider.replay.status == "confirmed", wider.replay
+    stale = _verdicts(TILE, ("mov.u32 \t%r10, 0;", "mov.u32 \t%r10, 1;"), ranges=at_128, properties=("race",))
+    race = stale["race"]
+    assert race.verdict == "refuted" and race.witness is not None and race.witness.launch is not None, race
+    assert race.witness.instructions == ("ld.shared.f32", COPY), race.witness
     assert race.replay is not None and race.replay.status == "confirmed" and race.replay.landed, race.replay
 
 

@@ -191,3 +191,12 @@ def test_a_multicast_that_leaves_out_the_other_cta_leaves_it_waiting() -> None:
     mask = _line(CLUSTER, "mov.b16")
     why = _refused(_planted(mask, mask.replace(", 3;", ", 1;"), CLUSTER))
     assert "deadlock" in why, why
+
+
+@pytest.mark.parametrize("sms", [3, 7, 132])
+def test_a_persistent_cluster_grid_is_whole_clusters_at_any_sm_count(sms: int) -> None:
+    """Clusters of two on a persistent grid take an even number of SMs, also where the count is
+    odd (the model's check sizes give 3): the grid is a whole number of clusters."""
+    spec = TEMPLATE.spec(CLUSTER, ARCH, {"M": 512, "N": 512, "K": 256, "sms": sms})
+    kernel = bind(spec, ARCH)
+    assert kernel.grid[0] % 2 == 0 and 0 < kernel.grid[0] <= sms, (sms, kernel.grid)
