@@ -280,10 +280,10 @@ def _trace(program: Program, args: _Args, space: SymbolicLaunch, deadline: float
     specials["%nwarpid"] = z3.simplify(z3.UDiv(threads + (ws - 1), ws))
     log = TwoThreadLog()
     x = SymExec(program, layout, specials, log)
-    block = [as_const(t) for t in space.ntid]
+    block = [n for n in map(as_const, space.ntid) if isinstance(n, int)]
     wgmma = None
-    if all(isinstance(n, int) for n in block):  # wgmma takes whole warpgroups: a block of one size
-        wgmma = warpgroups(x, log, math.prod(n for n in block if isinstance(n, int)), ws, free)
+    if len(block) == len(space.ntid):  # wgmma takes whole warpgroups: a block of one size
+        wgmma = warpgroups(x, log, math.prod(block), ws, free)
     ex = Explorer(
         x,
         unroll=args.unroll,

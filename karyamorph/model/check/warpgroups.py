@@ -175,7 +175,7 @@ class Warpgroups(Generic[A]):
         renamed for a second thread of the same warpgroup, neither thread on a cut path, the two
         may not differ."""
         sp = self.x.specials
-        followed = [z3.Not(c.cond) for c in self.cuts]
+        followed = self._uncut()
         names: dict[str, z3.ExprRef] = {}
         for term in (cond, *followed):
             names.update(constant_names(term))
@@ -195,20 +195,22 @@ class Warpgroups(Generic[A]):
             facts += [z3.ULT(t, n), z3.ULT(z3.substitute(t, *own), n)]
         return _never(z3.And(*facts))
 
+    def _uncut(self) -> list[Bool]:
+        """The conditions of the paths the exploration follows: on none of its cuts."""
+        return [z3.Not(c.cond) for c in self.cuts]
+
     def _followed(self, cond: Bool) -> bool:
         """Whether ``cond`` holds on every path the exploration follows: it is false only where a
         cut path (a spin loop still waiting past the unrolling, say) goes on. Every thread that
         gets here past such a loop then executes the instruction; the cut leaves the verdict
         proved up to k."""
-        if z3.is_true(cond):
-            return True
-        return _never(z3.And(z3.Not(cond), *[z3.Not(c.cond) for c in self.cuts]))
+        return z3.is_true(cond) or self._committed(cond, z3.BoolVal(True))
 
     def _committed(self, commit: Bool, cond: Bool) -> bool:
         """Whether every path the exploration follows to a wait under ``cond`` ran the commit
         under ``commit`` (the wait's cond past one more spin loop than the commit's, say): the
         groups such a wait counts are then the same on all of them."""
-        return _never(z3.And(cond, z3.Not(commit), *[z3.Not(c.cond) for c in self.cuts]))
+        return _never(z3.And(cond, z3.Not(commit), *self._uncut()))
 
     def _havoc_d(self, dec: Decoded) -> None:
         name = f"mma{dec.line}"
