@@ -192,7 +192,7 @@ def _symbolic(
         return unknown("time budget ran out while exploring the kernel")
     # Which copies the race encoding orders itself (their counters exact along the trace).
     copies_ordered = track_copies(trace)
-    bulk_left = track_bulk_copies(trace)
+    bulk_left = track_bulk_copies(trace) if "race" in properties else {}  # (only races ask)
     enc = Encoding.of(trace, args.scheduling, args.timeout_ms, deadline)
     enc.strict = args.strict
     enc.stores = None  # the same-value stores of a warp are proved per concrete launch only

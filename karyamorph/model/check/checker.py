@@ -234,7 +234,7 @@ def check(
         return [Verdict(p, "unknown", reason=out_of_time(0, None), seconds=spent) for p in properties]
     # Which copies and warp barriers the race encoding orders itself (before any substitution).
     copies_ordered = track_copies(trace)
-    bulk_left = track_bulk_copies(trace)
+    bulk_left = track_bulk_copies(trace) if "race" in properties else {}  # (only races ask)
     warps_ordered = track_warp_barriers(trace, program, machine.warp_size)
     tickets, refused = issue(trace, program, frozenset(zeroed))
     read_back = flows(trace, program)

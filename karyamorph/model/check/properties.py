@@ -197,6 +197,16 @@ def plan_bounds(enc: Encoding) -> list[Query]:
         if acc.space not in ("global", "shared", "local", "const", "cluster") or z3.is_false(acc.guard):
             continue
         sure = _rank_sure(enc, acc)  # (the shortcuts below look at the offset alone)
+        if (
+            sure
+            and acc.space != "cluster"
+            and enc.sweep is not None
+            and any(
+                enc.sweep.in_bounds(acc, al.base, al.base + al.size)
+                for al in enc.trace.layout.of_space(acc.space)
+            )
+        ):
+            continue  # every thread that may make it stays inside one allocation
         span = enc.span(acc.addr)
         if acc.space == "cluster" and span is not None and span[1] < math.prod(enc.trace.cluster):
             continue  # every rank it can take is a CTA of the cluster
@@ -209,15 +219,6 @@ def plan_bounds(enc: Encoding) -> list[Query]:
             )
         ):
             continue  # every address it can take lies inside one allocation
-        if (
-            sure
-            and enc.sweep is not None
-            and any(
-                enc.sweep.in_bounds(acc, al.base, al.base + al.size)
-                for al in enc.trace.layout.of_space(acc.space)
-            )
-        ):
-            continue  # every thread that may make it stays inside one allocation
         violation = z3.And(acc.guard, z3.Not(_in_bounds(enc, acc)), *enc.facts(acc.index))
         out.append(Query(violation, (acc,)))
     return batched(out)

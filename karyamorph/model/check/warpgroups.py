@@ -41,7 +41,7 @@ from karyamorph.model.check.symexec import Layout as MemoryLayout
 from karyamorph.model.check.symexec import SymExec, Unsupported, as_const
 from karyamorph.model.check.terms import constant_names
 from karyamorph.model.interp.program import Program
-from karyamorph.model.ptx.wgmma import K, Layout, address, layout, operands, readable
+from karyamorph.model.ptx.wgmma import K, Layout, Operands, address, layout, operands, readable
 from karyamorph.model.semantics.concrete import BoolArray, ConcreteDomain, UIntArray
 from karyamorph.model.semantics.decode import Decoded
 from karyamorph.model.semantics.symbolic import BitVec, Bool, SymbolicDomain
@@ -104,6 +104,12 @@ class Warpgroups(Generic[A]):
     in_loops: dict[int, int] = field(default_factory=dict)  # loop line -> a wgmma line inside
     # The explorer's cuts (paths not followed: a spin loop past its unrolling), as they grow
     cuts: list[Cut] = field(default_factory=list)
+    # (condition id, cuts seen) -> (the condition, kept alive; whether a warpgroup runs it together)
+    _together: dict[tuple[int, int], tuple[Bool, bool]] = field(default_factory=dict)
+    # (operands, descriptor fields' ids) -> (the terms, kept alive; the pieces of the tiles)
+    _pieces: dict[tuple[object, ...], tuple[list[BitVec], list[tuple[BitVec, int]]]] = field(
+        default_factory=dict
+    )
 
     def __call__(self, dec: Decoded, loops: tuple[BitVec, ...]) -> bool:
         if dec.instr.opcode != "wgmma":
@@ -157,16 +163,27 @@ class Warpgroups(Generic[A]):
                 f"{x.where()}: a block of {self.block_threads} threads holds an incomplete warpgroup"
             )
         cond = z3.simplify(x.cond)
-        if (
-            not z3.is_true(cond)
-            and not set(constant_names(cond)) <= self.inputs
-            and not self._followed(cond)
-            and not self._per_warpgroup(cond)
-        ):
+        if not self._runs_together(cond):
             raise Unsupported(
                 f"{x.where()}: wgmma under a path condition that depends on the thread or on values "
                 "the checker leaves free (it encodes wgmma only where a warpgroup executes it together)"
             )
+
+    def _runs_together(self, cond: Bool) -> bool:
+        """Whether a warpgroup executes an instruction under ``cond`` together (asked once per
+        condition while the cuts stay as they are: a loop's iteration asks it of each of its
+        warpgroup instructions)."""
+        key = (cond.get_id(), len(self.cuts))
+        hit = self._together.get(key)
+        if hit is None:
+            ok = (
+                z3.is_true(cond)
+                or set(constant_names(cond)) <= self.inputs
+                or self._followed(cond)
+                or self._per_warpgroup(cond)
+            )
+            hit = self._together[key] = (cond, ok)
+        return hit[1]
 
     def _per_warpgroup(self, cond: Bool) -> bool:
         """Whether ``cond`` is one value for all threads of a warpgroup on the paths the
@@ -220,11 +237,11 @@ class Warpgroups(Generic[A]):
         x, d = self.x, self.x.D
         ops = operands(x)  # every kind's rows hold 32 bytes of K: the same pieces below
         n, from_registers, trans_a, trans_b = ops.n, ops.from_registers, ops.trans_a, ops.trans_b
-        b = layout(d, x.read("b", _B64))
+        b = _known(layout(d, x.read("b", _B64)))
         valid = readable(d, b, trans_b)
         a: Layout[BitVec, Bool] | None = None
         if not from_registers:
-            a = layout(d, x.read("a", _B64))
+            a = _known(layout(d, x.read("a", _B64)))
             valid = z3.And(valid, readable(d, a, trans_a))
         if not z3.is_true(z3.simplify(z3.Implies(x.cond, valid))) and not _never(
             z3.And(x.cond, z3.Not(valid))
@@ -233,29 +250,41 @@ class Warpgroups(Generic[A]):
                 f"{x.where()}: a descriptor the model may not read (a base offset, or an MN-major "
                 "matrix without swizzling), for some thread"
             )
-        lane = z3.ZeroExt(32, x.lane())
-        warp = z3.ZeroExt(32, z3.URem(x.specials["%warpid"], WARPGROUP_WARPS))
-        g, t = z3.LShR(lane, 2), lane & 3
-        places: list[tuple[BitVec, int]] = []  # (32-bit shared address, bytes)
-        if a is not None:  # rows 16 w + g and 16 w + g + 8 of A, every k
-            for r in range(2):
-                row = warp * 16 + g + 8 * r
-                places += _row(d, a, row, trans_a, 1)
-        if trans_b:
-            places += _shared_columns(d, b, n, t, warp * 8 + g)
-        else:
-            for c in range(0, n // 4, 2):  # columns 8 (c / 2) + 2 t and the next one, every k
-                places += _row(d, b, t * 2 + 8 * (c // 2), False, 2)
         self._in_window()
-        reads = []
-        for addr, nbytes in places:
-            at = z3.simplify(z3.ZeroExt(32, addr))
-            reads.append(self.log.read(x, "shared", at, nbytes))
+        reads = [self.log.read(x, "shared", at, nbytes) for at, nbytes in self._places(ops, a, b)]
         tiles = [(b, trans_b, n)] + ([(a, trans_a, 64)] if a is not None else [])
         hulls = [_hull(m, mn_major, extent) for m, mn_major, extent in tiles]
         known = None if None in hulls else [(lo, hi - lo) for lo, hi in filter(None, hulls)]
         self.uncommitted.append(_Issued(dec.line, reads, x.frame.epoch, known, z3.simplify(x.cond)))
         self._havoc_d(dec)
+
+    def _places(
+        self, ops: Operands, a: Layout[BitVec, Bool] | None, b: Layout[BitVec, Bool]
+    ) -> list[tuple[BitVec, int]]:
+        """The (64-bit shared address, bytes) pieces of the tiles this thread's share holds,
+        built once per pair of descriptors: a pipelined loop's stages repeat them."""
+        x, d = self.x, self.x.D
+        lane = z3.ZeroExt(32, x.lane())
+        warp = z3.ZeroExt(32, z3.URem(x.specials["%warpid"], WARPGROUP_WARPS))
+        terms = [lane, warp, *(t for m in (a, b) if m is not None for t in _fields(m))]
+        key = (ops, a is None, *(t.get_id() for t in terms))
+        hit = self._pieces.get(key)
+        if hit is not None:
+            return hit[1]
+        g, t = z3.LShR(lane, 2), lane & 3
+        places: list[tuple[BitVec, int]] = []  # (32-bit shared address, bytes)
+        if a is not None:  # rows 16 w + g and 16 w + g + 8 of A, every k
+            for r in range(2):
+                row = warp * 16 + g + 8 * r
+                places += _row(d, a, row, ops.trans_a, 1)
+        if ops.trans_b:
+            places += _shared_columns(d, b, ops.n, t, warp * 8 + g)
+        else:
+            for c in range(0, ops.n // 4, 2):  # columns 8 (c / 2) + 2 t and the next one, every k
+                places += _row(d, b, t * 2 + 8 * (c // 2), False, 2)
+        out = [(z3.simplify(z3.ZeroExt(32, addr)), nbytes) for addr, nbytes in places]
+        self._pieces[key] = (terms, out)
+        return out
 
     def _in_window(self) -> None:
         """Refuse a layout whose shared memory :func:`in_window` could not place."""
@@ -334,6 +363,20 @@ def in_window(program: Program, memory: MemoryLayout) -> MemoryLayout:
     return MemoryLayout(allocations, symbols, memory.params)
 
 
+def _fields(m: Layout[BitVec, Bool]) -> tuple[BitVec, ...]:
+    return (m.start, m.lbo, m.sbo, m.base_offset, m.mode)
+
+
+def _known(m: Layout[BitVec, Bool]) -> Layout[BitVec, Bool]:
+    """``m`` with its fields simplified, and its swizzle mode marked where it is a constant (a
+    kernel's descriptors mostly are: the addresses then cost a few terms, not a case split)."""
+    fields = [z3.simplify(t) for t in _fields(m)]
+    value = as_const(fields[-1])
+    known = value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 4 else None
+    start, lbo, sbo, base_offset, mode = fields
+    return Layout(start, lbo, sbo, base_offset, mode, known_mode=known)
+
+
 def _never(cond: Bool) -> bool:
     """Whether ``cond`` (over free scalar parameters) is unsatisfiable; False when not decided."""
     if z3.is_false(cond):
@@ -392,7 +435,8 @@ def _hull(m: Layout[BitVec, Bool], mn_major: bool, extent: int) -> tuple[int, in
             return None
         fields.append(f)
     cd = ConcreteDomain()
-    c: Layout[UIntArray, BoolArray] = Layout(*(cd.const(f, 64) for f in fields))
+    start, lbo, sbo, base_offset, mode = (cd.const(f, 64) for f in fields)
+    c: Layout[UIntArray, BoolArray] = Layout(start, lbo, sbo, base_offset, mode)
     step = 8 if mn_major else 1
     rows = np.arange(0, extent, step, dtype=np.uint64)
     ks = range(K) if mn_major else (0, 8)  # the first element of each 16-byte piece

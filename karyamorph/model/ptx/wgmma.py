@@ -97,11 +97,14 @@ def _field(d: Domain[V, B], desc: V, lo: int, bits: int) -> V:
     return d.and_(d.lshr(desc, d.const(lo, 64), 64), d.const((1 << bits) - 1, 64), 64)
 
 
-def _pick(d: Domain[V, B], mode: V, values: tuple[int, ...]) -> V:
-    """``values[mode]`` for a 64-bit ``mode`` in 0..3."""
+def _pick(d: Domain[V, B], m: Layout[V, B], values: tuple[int, ...]) -> V:
+    """``values[mode]`` for the 64-bit swizzle ``mode`` of ``m`` (0..3)."""
+    if m.known_mode is not None:
+        return d.const(values[m.known_mode], 64)
+    mode = m.mode
     out = d.const(values[3], 64)
-    for m in (2, 1, 0):
-        out = d.ite(d.eq(mode, d.const(m, 64), 64), d.const(values[m], 64), out, 64)
+    for i in (2, 1, 0):
+        out = d.ite(d.eq(mode, d.const(i, 64), 64), d.const(values[i], 64), out, 64)
     return out
 
 
@@ -114,6 +117,7 @@ class Layout(Generic[V, B]):
     sbo: V
     base_offset: V
     mode: V
+    known_mode: int | None = None  # ``mode`` where a driver knows it is that constant
 
 
 def layout(d: Domain[V, B], desc: V) -> Layout[V, B]:
@@ -139,10 +143,10 @@ def readable(d: Domain[V, B], m: Layout[V, B], mn_major: bool) -> B:
 def address(d: Domain[V, B], m: Layout[V, B], mn: V, k: int, mn_major: bool, size: int = 2) -> V:
     """The 32-bit shared address of element ``(mn, k)`` (row ``mn`` of A or column of B, a
     64-bit value; ``k`` below ``32 / size``) of ``size``-byte elements (MN-major: 2 bytes)."""
-    pitch = _pick(d, m.mode, SWIZZLE_BYTES)
+    pitch = _pick(d, m, SWIZZLE_BYTES)
     seven, three = d.const(7, 64), d.const(3, 64)
     if mn_major:  # atoms of 8 rows of K, each ``pitch`` bytes of consecutive M or N
-        shift = _pick(d, m.mode, tuple(s - size.bit_length() + 1 for s in _LOG_SWIZZLE))
+        shift = _pick(d, m, tuple(s - size.bit_length() + 1 for s in _LOG_SWIZZLE))
         atom = d.lshr(mn, shift, 64)  # which atom along M or N, LBO apart
         inside = d.sub(mn, d.shl(atom, shift, 64), 64)
         at = d.add(d.mul(d.const(k // 8, 64), m.sbo, 64), d.mul(d.const(k % 8, 64), pitch, 64), 64)
@@ -151,11 +155,14 @@ def address(d: Domain[V, B], m: Layout[V, B], mn: V, k: int, mn_major: bool, siz
     else:  # core-matrix groups of 8 rows of M or N, SBO apart
         kb = size * k
         plain_k = d.add(d.mul(d.const(kb // 16, 64), m.lbo, 64), d.const(kb % 16, 64), 64)
-        k_bytes = d.ite(d.eq(m.mode, d.const(0, 64), 64), plain_k, d.const(kb, 64), 64)
+        if m.known_mode is None:
+            k_bytes = d.ite(d.eq(m.mode, d.const(0, 64), 64), plain_k, d.const(kb, 64), 64)
+        else:
+            k_bytes = plain_k if m.known_mode == 0 else d.const(kb, 64)
         group, row = d.lshr(mn, three, 64), d.and_(mn, seven, 64)
         at = d.add(m.start, d.add(d.mul(group, m.sbo, 64), d.mul(row, pitch, 64), 64), 64)
         at = d.add(at, k_bytes, 64)
-    chunk = d.and_(d.lshr(at, seven, 64), _pick(d, m.mode, SWIZZLE_MASK), 64)
+    chunk = d.and_(d.lshr(at, seven, 64), _pick(d, m, SWIZZLE_MASK), 64)
     return d.trunc(d.xor(at, d.shl(chunk, d.const(4, 64), 64), 64), 64, 32)
 
 
