@@ -9,9 +9,9 @@ once per kernel and instantiated for the second thread by renaming its variables
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import overload
+from typing import Protocol, TypeVar, overload
 
 import z3
 
@@ -67,6 +67,15 @@ def dim3(v: Dim, what: str) -> Dim3:
     return (*t, 1, 1)[:3]  # type: ignore[return-value]
 
 
+_E = TypeVar("_E", bound=z3.ExprRef)
+
+
+class Renaming(Protocol):
+    """A substitution of terms that keeps their sort (``encoding.Substitution``)."""
+
+    def __call__(self, term: _E) -> _E: ...
+
+
 @dataclass(slots=True)
 class Access:
     """A load, store or atomic of the trace (``index`` orders events in program order)."""
@@ -94,9 +103,13 @@ class Access:
     passed: BitVec | None = None  # the phases of each mbarrier the thread has seen complete
     mbarrier: int | None = None  # a bulk copy's access: the field of the mbarrier it completes on
     tx: BitVec | None = None  # an mbarrier update: its change of the tx-count
-    phase: BitVec | None = None  # a bulk copy's access: the phase it completes on (None: 0)
+    phase: BitVec | None = None  # a bulk copy's access: the phase it completes on (None: 0);
+    # an arrival of an mbarrier whose phases the trace tells: the phase it arrives in
+    # An asynchronous read (a wgmma's tiles): (trace position, condition) of each wait that
+    # retires it; None for an access complete where it is made
+    retired: list[tuple[int, Bool]] | None = None
 
-    def substitute_counters(self, sub: Callable[[BitVec], BitVec]) -> None:
+    def substitute_counters(self, sub: Renaming) -> None:
         """Apply ``sub`` to the synchronisation counters and the remote CTA (as to the access's
         other terms)."""
         self.group = sub(self.group) if self.group is not None else None
@@ -107,6 +120,8 @@ class Access:
         self.passed = sub(self.passed) if self.passed is not None else None
         self.tx = sub(self.tx) if self.tx is not None else None
         self.phase = sub(self.phase) if self.phase is not None else None
+        if self.retired is not None:
+            self.retired = [(at, sub(cond)) for at, cond in self.retired]
 
 
 @dataclass(slots=True)
@@ -124,7 +139,7 @@ class BarrierEvent:
     completed: BitVec | None = None  # async-groups complete on arrival (None: not counted)
     passed: BitVec | None = None  # the phases of each mbarrier the thread has seen complete
 
-    def substitute_counters(self, sub: Callable[[BitVec], BitVec]) -> None:
+    def substitute_counters(self, sub: Renaming) -> None:
         """Apply ``sub`` to the synchronisation counters."""
         self.completed = sub(self.completed) if self.completed is not None else None
         self.passed = sub(self.passed) if self.passed is not None else None
@@ -155,6 +170,11 @@ class Trace:
     stated: list[str] = field(default_factory=list)  # assumptions on inputs, in words
     cluster: Dim3 = (1, 1, 1)  # CTAs per cluster
     mbarriers: dict[int, int] = field(default_factory=dict)  # shared address -> its MBARRIER_PASSED bit
+    # (MBARRIER_PASSED bit, arrival) of the arrivals whose phase (in ``Access.phase``) is told
+    # (karyamorph.model.check.mbarrierphase): a wait that sees that phase complete follows them
+    released: list[tuple[int, Access]] = field(default_factory=list)
+    # (earlier, later) trace indices of a thread's bulk copies, the earlier landed at the later
+    landed: set[tuple[int, int]] = field(default_factory=set)
 
     @property
     def clustered(self) -> bool:
@@ -441,7 +461,13 @@ class TwoThreadLog:
         last = self.events[-1]
         assert isinstance(last, Access)
         last.warp_epoch = None  # asynchronous: a bar.warp.sync does not wait for it
+        last.retired = []
         return last
+
+    def retire(self, access: Access, guard: Bool) -> None:
+        """Note that a read of :meth:`read` is complete from here on, on the paths ``guard``."""
+        assert access.retired is not None
+        access.retired.append((len(self.events), guard))
 
     def again(
         self, access: Access, epoch: BitVec, guard: Bool, addr: BitVec | None = None, nbytes: int = 0
@@ -449,7 +475,10 @@ class TwoThreadLog:
         """Log ``access`` once more, in the barrier interval ``epoch`` under ``guard`` (a read still
         in flight), or a read of ``nbytes`` at ``addr`` by the same instruction."""
         at, width = (addr, nbytes) if addr is not None else (access.addr, access.nbytes)
-        more = replace(access, index=len(self.events), epoch=epoch, guard=guard, addr=at, nbytes=width)
+        # (logged where the wait retires it: complete there)
+        more = replace(
+            access, index=len(self.events), epoch=epoch, guard=guard, addr=at, nbytes=width, retired=None
+        )
         self.events.append(more)
 
     def atomic(

@@ -16,6 +16,13 @@ are both monotone along a thread's path, so one such barrier suffices. The issui
 may touch the destination (or write the source) only once the group is complete
 (:func:`own_hazard`).
 
+A bulk copy on an mbarrier lands once the phase it completes on completes
+(:mod:`karyamorph.model.check.mbarrierphase`); it is issued after whatever was complete before
+an arrival in a phase its thread saw complete, on an mbarrier whose phases are told
+(:mod:`karyamorph.model.check.handover`): a consumer's reads of a stage, before the release of
+it by its own thread, or, for a ``wgmma``'s reads, by the first thread of its warp or warpgroup
+after the aligned ``wgmma.wait_group`` that retired them (:meth:`Ordering._released`).
+
 The counters this reads (:mod:`karyamorph.model.check.syncstate`) are exact along every path the
 explorer follows one iteration at a time; a loop abstracted with a free iteration variable
 holds them constant, so a kernel with copies and an abstracted loop keeps the coarser rule of
@@ -26,12 +33,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import z3
 
 from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
-from karyamorph.model.check.encoding import Encoding
+from karyamorph.model.check.encoding import Encoding, Substitution
 from karyamorph.model.check.syncstate import seen
+from karyamorph.model.check.warpgroups import WARPGROUP_WARPS
 from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 
@@ -85,6 +94,11 @@ class Ordering:
     # (guard, epoch, mbarriers passed) of each barrier event, for thread A and thread B
     passes: dict[str, list[tuple[Bool, BitVec, BitVec]]] = field(default_factory=dict)
     _landed: dict[tuple[str, int, int], Bool] = field(default_factory=dict)
+    _released_at: dict[tuple[object, ...], Bool] = field(default_factory=dict)
+    _unordered: dict[tuple[object, ...], Bool] = field(default_factory=dict)
+    _arrived: dict[tuple[str, int], list[list[tuple[int, Bool]]]] = field(default_factory=dict)
+    _leader_subs: dict[str, list[Callable[[Any], Any]]] = field(default_factory=dict)
+    _leader_cuts: dict[str, list[list[Bool]]] = field(default_factory=dict)
 
     @staticmethod
     def of(enc: Encoding) -> Ordering:
@@ -166,13 +180,97 @@ class Ordering:
         assert y.epoch is not None
         interval = enc.b(y.epoch) if other == "B" else y.epoch
         if x.mbarrier is None:
-            return self._before(x, who, interval)  # before y's interval (y's issue, for a copy)
+            before = self._before(x, who, interval)  # before y's interval (y's issue, for a copy)
+            if y.mbarrier is None or y.passed is None or not enc.trace.released:
+                return before
+            return z3.Or(before, self._released(x, who, y))
         if tracked(y) or y.passed is None:
             return z3.BoolVal(False)
         # y follows a successful wait of its own thread, or a barrier x's thread reached after one
         passed = enc.b(y.passed) if other == "B" else y.passed
         phase = self._phase(x, who)
         return z3.Or(has_seen(passed, x, phase), self.handed(x, interval, who))
+
+    def _released(self, x: Access, who: str, y: Access) -> Bool:
+        """Whether ``x``, made by thread ``who``, is complete before an arrival in a phase that
+        the thread of bulk copy ``y`` had seen complete when it issued ``y``
+        (:mod:`karyamorph.model.check.handover`): an arrival of ``x``'s thread after it, or, for
+        a warpgroup's asynchronous read, one of the first thread of its warp or warpgroup after
+        the aligned wait that retired it (that thread on a path the exploration cut counts as
+        arrived, as in :meth:`handed`)."""
+        enc = self.enc
+        own = enc.b if who == "B" else _same
+        # (trace position from which the arrivals come after it, condition)
+        spots = x.retired if x.retired is not None else [(x.index + 1, x.guard)]
+        key = (tuple((at, cond.get_id()) for at, cond in spots), who, y.index)
+        hit = self._released_at.get(key)
+        if hit is not None:
+            return hit
+        out = []
+        for n, arrivals in enumerate(self._arrivals(who, y)):
+            if n and x.retired is None:
+                break  # (a synchronous access: its own thread's arrivals only)
+            for index, arrived in arrivals:
+                out += [z3.And(own(cond), arrived) for at, cond in spots if index >= at]
+            out += self._leader_cuts[who][n]
+        hit = z3.Or(out) if out else z3.BoolVal(False)
+        self._released_at[key] = hit
+        return hit
+
+    def _arrivals(self, who: str, y: Access) -> list[list[tuple[int, Bool]]]:
+        """For the thread ``who`` and each of its leaders (:meth:`_leaders`), the arrivals with
+        told phases it may make, as (trace index, "it made it, in a phase the other thread saw
+        complete at bulk copy ``y``")."""
+        key = (who, y.index)
+        hit = self._arrived.get(key)
+        if hit is not None:
+            return hit
+        enc = self.enc
+        assert y.passed is not None
+        passed = enc.b(y.passed) if who == "A" else y.passed
+        if who not in self._leader_subs:
+            leaders = self._leaders(who)
+            self._leader_subs[who] = leaders
+            own: Callable[[Any], Any] = enc.b if who == "B" else _same
+            self._leader_cuts[who] = [[sub(c.cond) for c in enc.trace.cuts] for sub in [own, *leaders]]
+        threads: list[Callable[[_T], _T]] = [enc.b if who == "B" else _same, *self._leader_subs[who]]
+        out = []
+        for sub in threads:
+            made = []
+            for bit, e in enc.trace.released:
+                assert e.phase is not None
+                made.append((e.index, z3.And(sub(e.guard), seen(passed, bit, sub(e.phase)))))
+            out.append(made)
+        self._arrived[key] = out
+        return out
+
+    def _leaders(self, who: str) -> list[Callable[[_T], _T]]:
+        """Renamings of thread ``A``'s terms to the first thread of the warp and of the warpgroup
+        of thread ``who`` (a third thread with private values of its own); none but for blocks of
+        one dimension."""
+        trace = self.enc.trace
+        if trace.block[1:] != (1, 1) or trace.block[0] % (WARPGROUP_WARPS * trace.warp_size):
+            return []
+        tid = trace.coords["tid.x"]
+        mine = self.enc.b(tid) if who == "B" else tid
+        coords = {v.get_id() for v in trace.coords.values()}
+        out: list[Callable[[_T], _T]] = []
+        for size in (trace.warp_size, WARPGROUP_WARPS * trace.warp_size):
+            tag = f"@{who}{size}"
+            pairs = [
+                (v, z3.Const(v.decl().name().replace("@A", tag), v.sort()))
+                for v in trace.thread_vars
+                if v.get_id() not in coords
+            ]
+            pairs += [
+                (v, self.enc.b(v) if who == "B" else v)
+                for k, v in trace.coords.items()
+                if k.startswith("ctaid")
+            ]
+            if not z3.is_bv_value(tid):
+                pairs.append((tid, mine & ~z3.BitVecVal(size - 1, 32)))
+            out.append(Substitution([p for p in pairs if not p[0].eq(p[1])]))
+        return out
 
     def _phase(self, x: Access, who: str) -> BitVec | None:
         """The phase bulk copy ``x`` completes on, in the terms of ``who``, its thread."""
@@ -183,7 +281,28 @@ class Ordering:
         order no barrier fixes, for accesses of which one or both belong to a tracked copy (for
         two plain accesses this is "equal epochs")."""
         assert a.epoch is not None and c.epoch is not None
-        return z3.And(z3.Not(self._precedes(a, "A", c)), z3.Not(self._precedes(c, "B", a)))
+        key = (_order_key(a), _order_key(c))
+        hit = self._unordered.get(key)
+        if hit is None:
+            hit = z3.And(z3.Not(self._precedes(a, "A", c)), z3.Not(self._precedes(c, "B", a)))
+            self._unordered[key] = hit
+        return hit
+
+
+def _order_key(x: Access) -> tuple[object, ...]:
+    """What the ordering of ``x`` with another access depends on: accesses of one key (the
+    pieces of one ``wgmma``'s tiles, say) are ordered alike."""
+    terms = (x.guard, x.epoch, x.group, x.phase, x.passed, x.completed)
+    ids = tuple(None if t is None else t.get_id() for t in terms)
+    retired = ("at", x.index) if x.retired is None else tuple((at, cond.get_id()) for at, cond in x.retired)
+    return (*ids, x.mbarrier, retired, x.index if x.mbarrier is not None else None)
+
+
+_T = TypeVar("_T", bound=z3.ExprRef)
+
+
+def _same(t: _T) -> _T:
+    return t
 
 
 def _at_barriers(

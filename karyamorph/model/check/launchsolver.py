@@ -68,6 +68,8 @@ class LaunchSolver(QuerySolver):
     _relaxed: z3.Solver = dataclasses.field(default_factory=z3.Solver)
     _ready: int = 0  # background constraints given to ``_relaxed`` so far
     _given: set[int] = dataclasses.field(default_factory=set)  # ids of the ranges it has
+    # term id -> (the term, kept alive; its relaxation)
+    _relaxations: dict[int, tuple[Bool, Bool | None]] = dataclasses.field(default_factory=dict)
 
     def check(self, *constraints: Bool, effort: int = 0) -> Outcome:
         timeout = self._timeout()
@@ -108,7 +110,14 @@ class LaunchSolver(QuerySolver):
     def _relax(self, c: Bool) -> Bool | None:
         """An integer formula implied by ``c`` (None: only ``True`` is): ``c`` itself where it
         translates; else a conjunction keeps the conjuncts that relax, a disjunction relaxes
-        every disjunct (a batch of queries is a disjunction of conjunctions)."""
+        every disjunct (a batch of queries is a disjunction of conjunctions). Each term once:
+        a query shares its subterms (an ordering condition is in many disjuncts)."""
+        hit = self._relaxations.get(c.get_id())
+        if hit is None:
+            hit = self._relaxations[c.get_id()] = (c, self._relax_new(c))
+        return hit[1]
+
+    def _relax_new(self, c: Bool) -> Bool | None:
         kind = c.decl().kind()
         inner = c.arg(0) if kind == z3.Z3_OP_NOT else None
         inner_kind = inner.decl().kind() if inner is not None else None

@@ -20,17 +20,19 @@ The copies on an mbarrier ``M`` (a constant shared address) are ordered when, in
 - no other access reaches its word (accesses are held to their variables, as the race check
   holds them: one that leaves its variable is a bounds violation);
 - and the arrivals fall into phases the trace tells: either at most ``N`` threads arrive in all
-  (*one-phase*: every arrival, every copy is phase 0's), or ``N`` is 1, one thread of the block
-  (the *producer*) makes every arrival, and it makes its ``j``-th only once it saw phase
-  ``j - 1`` complete. Then the ``j``-th arrival is phase ``j``'s: phase ``j - 1`` is over, and
-  phase ``j`` cannot complete without it. ``j`` counts the arrivals before it (a term where
-  they are predicated).
+  (*one-phase*: every arrival, every copy is phase 0's), or each thread's ``j``-th arrival is
+  phase ``j``'s (:mod:`karyamorph.model.check.handover`: at most ``N`` threads arrive, each
+  ``j``-th arrival once phase ``j - 1`` completed, which its thread saw itself or through an
+  mbarrier handed over to it, the empty barrier of a pipeline's stage). ``j`` counts the
+  arrivals before it (a term where they are predicated).
 
 Then phase ``j`` completes only after every copy armed by its arrival has landed: a copy's bytes
 are in the tx-count from its thread's arrival, before it is issued, until they land. So a copy
 of phase ``j`` is ordered before an access made after its thread saw phase ``j`` complete, and
 before what other threads do after a CTA barrier the copy's thread reached having seen it
-(:class:`karyamorph.model.check.asynccopies.Ordering`). A copy on an mbarrier outside the rule,
+(:class:`karyamorph.model.check.asynccopies.Ordering`); and after what is complete before an
+arrival on another mbarrier with told phases in a phase its thread saw complete before issuing
+it (a stage's refill after the consumers' release of it). A copy on an mbarrier outside the rule,
 or one made (or whose mbarrier is armed) in a loop abstracted with a free iteration variable
 (one event of the trace then stands for every iteration's), is left untracked, and the race
 verdicts keep the bulk-copy caveat (:mod:`karyamorph.model.check.caveats`).
@@ -44,10 +46,11 @@ import numpy as np
 import z3
 
 from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
+from karyamorph.model.check.handover import Handovers, Told, few_enough, numbered
 from karyamorph.model.check.memvalues import thread_bounds, variable_of
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.symexec import as_const
-from karyamorph.model.check.syncstate import PHASE_BITS, phases_seen
+from karyamorph.model.check.syncstate import PHASE_BITS
 from karyamorph.model.check.terms import constant_names
 from karyamorph.model.ptx.mbarrier import PENDING
 
@@ -89,8 +92,33 @@ def _threads(sweep: Sweep, guard: z3.BoolRef) -> tuple[int, int]:
     return int(most), int(least)
 
 
-def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[Access]) -> str | None:
-    """Why the mbarrier at ``address`` is not one-phase (None: it is)."""
+def near_words(trace: Trace, sweep: Sweep, accesses: list[Access]) -> list[Access]:
+    """The shared accesses of ``accesses`` that may touch the word of some mbarrier of the trace
+    (the others touch none: :func:`operations` need not look at them)."""
+    if not trace.mbarriers:
+        return []
+    lo, hi = min(trace.mbarriers), max(trace.mbarriers) + 8
+    out = []
+    for a in accesses:
+        if a.space != "shared" or z3.is_false(a.guard):
+            continue
+        if a.remote is None:
+            at = _const(a.addr)
+            if at is not None and not (at < hi and lo < at + a.nbytes):
+                continue
+            if at is None and sweep.avoids(a, lo, hi):
+                continue
+        out.append(a)
+    return out
+
+
+def operations(
+    trace: Trace, sweep: Sweep, address: int, accesses: list[Access]
+) -> tuple[str | None, list[Access], Access | None]:
+    """(why not, the operations on it, its init) of the mbarrier at ``address``: one
+    ``mbarrier.init`` by one thread of each block, every other operation on its word an
+    mbarrier operation after it, an inval after all of them. ``accesses``: every access that
+    may touch the word (:func:`near_words`)."""
     ints = thread_bounds(trace)
     var = variable_of(trace.layout, ints, "shared", z3.BitVecVal(address, 64))
     ops = [
@@ -110,7 +138,7 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
         at = _const(a.addr)
         if at is not None and a.remote is None:
             if at < address + 8 and address < at + a.nbytes:
-                return f"line {a.line} ({a.text}) touches its word"
+                return f"line {a.line} ({a.text}) touches its word", ops, None
             continue
         if a.remote is None and sweep.avoids(a, address, address + 8):
             continue  # every thread's address, evaluated, is elsewhere
@@ -119,45 +147,101 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
             or a.remote is not None
             or variable_of(trace.layout, ints, "shared", a.addr) in (var, None)
         ):
-            return f"line {a.line} ({a.text}) may touch its word"
+            return f"line {a.line} ({a.text}) may touch its word", ops, None
     inits = [a for a in ops if a.text.startswith("mbarrier.init")]
     if len(inits) != 1:
-        return f"{len(inits)} mbarrier.init on it in the trace, not one"
+        return f"{len(inits)} mbarrier.init on it in the trace, not one", ops, None
     init = inits[0]
     most, least = _threads(sweep, init.guard)
     count, start = _const(init.stored), _const(init.epoch)
     if (most, least) != (1, 1):
-        return f"the mbarrier.init at line {init.line} is not made by exactly one thread of each block"
+        return (
+            f"the mbarrier.init at line {init.line} is not made by exactly one thread of each block",
+            ops,
+            None,
+        )
     if count is None or start is None:
-        return f"the mbarrier.init at line {init.line} has no constant count or barrier interval"
-    expected = count & COUNT_MASK
-    arrivals = 0
+        return f"the mbarrier.init at line {init.line} has no constant count or barrier interval", ops, None
     invals = [a for a in ops if a.text.startswith("mbarrier.inval")]
-    ended = {id(v) for v in invals}
     for a in ops:
-        if a is init or id(a) in ended:
+        if a is init or a in invals:
             continue
         epoch = _const(a.epoch)
         if epoch is None or epoch <= start:
-            return f"line {a.line} ({a.text}) may come before the barrier after its mbarrier.init"
+            return f"line {a.line} ({a.text}) may come before the barrier after its mbarrier.init", ops, None
         # an inval ends the object: only in a barrier interval after every other use of it
         late = next((v for v in invals if (_const(v.epoch) or 0) <= epoch), None)
         if late is not None:
-            return f"the mbarrier.inval at line {late.line} may come before line {a.line} ({a.text})"
-        if a.text.startswith(WAITS):
+            return (
+                f"the mbarrier.inval at line {late.line} may come before line {a.line} ({a.text})",
+                ops,
+                None,
+            )
+    return None, ops, init
+
+
+def _arrivals(ops: list[Access]) -> list[Access]:
+    return [a for a in ops if a.text.startswith("mbarrier.arrive")]
+
+
+def _candidates(trace: Trace, sweep: Sweep, near: list[Access]) -> tuple[dict[int, Told], dict[int, str]]:
+    """The mbarriers whose phases :mod:`karyamorph.model.check.handover` may tell (clean objects
+    of arrivals of one each, on which at most their count of threads of a block arrive), and why
+    each other is not one (by bit)."""
+    out, why = {}, {}
+    for address, bit in trace.mbarriers.items():
+        reason, ops, init = operations(trace, sweep, address, near)
+        if reason is not None or init is None:
+            why[bit] = reason or "no mbarrier.init"
+            continue
+        arrivals = _arrivals(ops)
+        if any("noComplete" in a.text or _const(a.operand) != 1 for a in arrivals):
+            why[bit] = "an arrival on it counts other than one"
+            continue
+        count = _const(init.stored)
+        assert count is not None
+        told = numbered(bit, count & COUNT_MASK, arrivals)
+        if few_enough(sweep, told):
+            out[bit] = told
+        else:
+            why[bit] = f"its arrivals are made by more threads of a block than its count of {told.count}"
+    return out, why
+
+
+def _refusal(
+    trace: Trace,
+    sweep: Sweep,
+    address: int,
+    bit: int,
+    accesses: list[Access],
+    near: list[Access],
+    told: Handovers,
+    why: str,
+) -> str | None:
+    """Why the bulk copies on the mbarrier at ``address`` are not ordered (None: they are; each
+    copy's ``phase`` is set); ``why``: why its phases are not told, where they are not."""
+    reason, ops, init = operations(trace, sweep, address, near)
+    if reason is not None or init is None:
+        return reason
+    count = _const(init.stored)
+    assert count is not None
+    expected = count & COUNT_MASK
+    arrivals = 0
+    for a in ops:
+        if a is init or a.text.startswith(("mbarrier.inval", *WAITS)):
             continue
         if not a.text.startswith("mbarrier.arrive.expect_tx") or _const(a.operand) != 1:
             return f"line {a.line} ({a.text}) is not an arrive.expect_tx of one arrival"
         arrivals += _threads(sweep, a.guard)[0]
-    arrives = [a for a in ops if a.text.startswith("mbarrier.arrive")]
+    arrives = _arrivals(ops)
     phases: dict[int, z3.BitVecRef] = {}  # arrive index -> the phase it arrives in (several phases)
     if arrivals > expected:
-        why = _producer_phases(sweep, bit, expected, arrives, phases)
-        if why is not None:
+        if bit not in told.told:
             return (
                 f"up to {arrivals} arrivals on it, past its count of {expected}: some may be a later "
                 f"phase's, and {why}"
             )
+        phases = told.told[bit].before
     for c in accesses:
         if c.mbarrier != bit or not c.write:
             continue
@@ -175,35 +259,6 @@ def _refusal(trace: Trace, sweep: Sweep, address: int, bit: int, accesses: list[
                 f"the arrive.expect_tx at line {arrive.line} expects fewer bytes than the {copied} "
                 f"its thread's copies up to line {c.line} bring"
             )
-    return None
-
-
-def _producer_phases(
-    sweep: Sweep, bit: int, expected: int, arrives: list[Access], phases: dict[int, z3.BitVecRef]
-) -> str | None:
-    """The phase each of ``arrives`` arrives in, into ``phases``, for an mbarrier of one arrival
-    a phase whose arrivals one thread of each block makes (its *producer*), each after it has
-    seen the phase before complete; else why not (what ``phases`` holds then is of no use).
-
-    Each phase then takes exactly one of the producer's arrivals: its ``j``-th arrival comes once
-    phase ``j - 1`` is complete (it saw so), and phase ``j`` cannot complete without it. ``j``
-    counts the arrivals made before it (a term: an arrival may be predicated)."""
-    if expected != 1:
-        return f"its count of {expected} is not one arrival a phase"
-    may = np.zeros(sweep.size, bool)
-    for a in arrives:
-        may |= sweep.truth(a.guard)[0]
-    blocks = int(sweep.block_of.max()) + 1 if sweep.size else 1
-    if sweep.size and np.bincount(sweep.block_of[may].astype(np.int64), minlength=blocks).max() > 1:
-        return "its arrivals are made by more than one thread of a block"
-    made: z3.BitVecRef = z3.BitVecVal(0, PHASE_BITS)
-    for a in arrives:
-        if a.passed is None:
-            return "the trace does not count the waits passed"
-        if not _implies(a.guard, z3.UGE(phases_seen(a.passed, bit), made)):
-            return f"the arrive at line {a.line} may come before its thread saw the phase before complete"
-        phases[a.index] = made
-        made = z3.simplify(made + z3.If(a.guard, z3.BitVecVal(1, PHASE_BITS), z3.BitVecVal(0, PHASE_BITS)))
     return None
 
 
@@ -226,6 +281,12 @@ def track_bulk_copies(trace: Trace) -> dict[int, str]:
     sweep = Sweep.of(trace)
     refused: dict[int, str | None] = {}
     by_bit = {bit: address for address, bit in trace.mbarriers.items()}
+    told = Handovers(trace)
+    near = near_words(trace, sweep, accesses)
+    untold: dict[int, str] = {}
+    if counted and not looped:
+        candidates, untold = _candidates(trace, sweep, near)
+        untold.update(told.settle(candidates))
     for c in copies:
         bit = c.mbarrier
         if not counted:
@@ -240,11 +301,37 @@ def track_bulk_copies(trace: Trace) -> dict[int, str]:
             why[c.line] = "it names no mbarrier at a constant shared address"
         else:
             if bit not in refused:
-                refused[bit] = _refusal(trace, sweep, by_bit[bit], bit, accesses)
+                refused[bit] = _refusal(
+                    trace, sweep, by_bit[bit], bit, accesses, near, told, untold.get(bit, "")
+                )
             reason = refused[bit]
             if reason is not None:
                 why[c.line] = f"its mbarrier is not one-phase: {reason}"
     for c in copies:
         if c.line in why:
             c.mbarrier = None
+    for bit, t in told.told.items():
+        for a in t.arrivals:
+            a.phase = t.before[a.index]
+            trace.released.append((bit, a))
+    _landed_refills(trace, told, [c for c in copies if c.mbarrier is not None])
     return why
+
+
+def _landed_refills(trace: Trace, told: Handovers, copies: list[Access]) -> None:
+    """Note in ``trace.landed`` the pairs of a thread's bulk copies on one mbarrier, the later
+    made once the earlier has landed: its thread saw the phase the earlier completes on complete
+    through an mbarrier handed over to it (a pipeline's refill of a stage)."""
+    for i, c in enumerate(copies):
+        assert c.mbarrier is not None
+        at_least = (c.phase if c.phase is not None else z3.BitVecVal(0, PHASE_BITS)) + 1
+        for later in copies[i + 1 :]:
+            if later.mbarrier != c.mbarrier or later.passed is None:
+                continue
+            guard = z3.And(c.guard, later.guard)
+            if any(
+                told.implied(guard, later.passed, c.mbarrier, at_least, via)
+                for b, via in told.told.items()
+                if b != c.mbarrier
+            ):
+                trace.landed.add((c.index, later.index))

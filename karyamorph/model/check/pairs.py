@@ -163,6 +163,8 @@ def _own_hazards(enc: Encoding, sites: list[_Site]) -> list[tuple[int, int, Quer
         group, after = asynccopies.counter(x.acc.group), done[y.index]
         if group is not None and after is not None and after > group:
             continue  # the copy has landed by then (told from constants)
+        if (x.acc.index, y.acc.index) in enc.trace.landed:
+            continue  # a refill made once the stage's last copy landed (mbarriers handed over)
         # (Sweep.disjoint, not Sweep.apart: a thread meeting itself is what is asked here)
         if enc.sweep is not None and enc.sweep.disjoint(x.acc, y.acc):
             continue

@@ -60,3 +60,13 @@ def dag_size(term: z3.ExprRef, limit: int | None = None) -> int:
         if limit is not None and count > limit:
             break
     return count
+
+
+def unsatisfiable(cond: z3.BoolRef, timeout_ms: int) -> bool:
+    """Whether ``cond`` has no model, shown within ``timeout_ms`` (False: not shown)."""
+    if z3.is_false(cond):
+        return True
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(cond)
+    return solver.check() == z3.unsat

@@ -39,7 +39,7 @@ import z3
 from karyamorph.model.check.explore import Cut
 from karyamorph.model.check.symexec import Layout as MemoryLayout
 from karyamorph.model.check.symexec import SymExec, Unsupported, as_const
-from karyamorph.model.check.terms import constant_names
+from karyamorph.model.check.terms import constant_names, unsatisfiable
 from karyamorph.model.interp.program import Program
 from karyamorph.model.ptx.wgmma import K, Layout, Operands, address, layout, operands, readable
 from karyamorph.model.semantics.concrete import BoolArray, ConcreteDomain, UIntArray
@@ -69,6 +69,11 @@ class ReadLog(Protocol[A]):
     ) -> None:
         """Log ``access`` once more, in the barrier interval ``epoch`` under ``guard`` (at
         ``addr``, ``nbytes`` wide, where given)."""
+        ...
+
+    def retire(self, access: A, guard: Bool) -> None:
+        """Note that ``access`` (a read of :meth:`read`) is complete from here on, on the paths
+        ``guard``."""
         ...
 
 
@@ -316,6 +321,8 @@ class Warpgroups(Generic[A]):
                     left.append(issued)
                 if not _never(done):
                     self._in_flight(issued, done)
+                    for r in issued.reads:
+                        self.log.retire(r, done)
             if left:
                 still.append(left)
         self.groups = still + self.groups
@@ -379,12 +386,7 @@ def _known(m: Layout[BitVec, Bool]) -> Layout[BitVec, Bool]:
 
 def _never(cond: Bool) -> bool:
     """Whether ``cond`` (over free scalar parameters) is unsatisfiable; False when not decided."""
-    if z3.is_false(cond):
-        return True
-    solver = z3.Solver()
-    solver.set("timeout", NEVER_TIMEOUT_MS)
-    solver.add(cond)
-    return solver.check() == z3.unsat
+    return unsatisfiable(cond, NEVER_TIMEOUT_MS)
 
 
 def _row(

@@ -26,8 +26,8 @@ WGMMA_SLIPS: tuple[Slip, ...] = (
         WGMMA,
         "address",
         MMA_ASYNC,
-        "chunk = d.and_(d.lshr(at, seven, 64), _pick(d, m.mode, SWIZZLE_MASK), 64)",
-        "chunk = d.and_(d.lshr(at, d.const(8, 64), 64), _pick(d, m.mode, SWIZZLE_MASK), 64)",
+        "chunk = d.and_(d.lshr(at, seven, 64), _pick(d, m, SWIZZLE_MASK), 64)",
+        "chunk = d.and_(d.lshr(at, d.const(8, 64), 64), _pick(d, m, SWIZZLE_MASK), 64)",
     ),
     Slip(
         "wgmma steps along K by SBO without swizzling",
