@@ -33,11 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import z3
 
-from karyamorph.model.check.accesses import Access, BarrierEvent, Trace
+from karyamorph.model.check.accesses import Access, BarrierEvent, Renaming, Trace
 from karyamorph.model.check.encoding import Encoding, Substitution
 from karyamorph.model.check.syncstate import seen
 from karyamorph.model.check.warpgroups import WARPGROUP_WARPS
@@ -97,7 +96,7 @@ class Ordering:
     _released_at: dict[tuple[object, ...], Bool] = field(default_factory=dict)
     _unordered: dict[tuple[object, ...], Bool] = field(default_factory=dict)
     _arrived: dict[tuple[str, int], list[list[tuple[int, Bool]]]] = field(default_factory=dict)
-    _leader_subs: dict[str, list[Callable[[Any], Any]]] = field(default_factory=dict)
+    _leader_subs: dict[str, list[Renaming]] = field(default_factory=dict)
     _leader_cuts: dict[str, list[list[Bool]]] = field(default_factory=dict)
 
     @staticmethod
@@ -199,7 +198,7 @@ class Ordering:
         the aligned wait that retired it (that thread on a path the exploration cut counts as
         arrived, as in :meth:`handed`)."""
         enc = self.enc
-        own = enc.b if who == "B" else _same
+        own = enc.b if who == "B" else _SAME
         # (trace position from which the arrivals come after it, condition)
         spots = x.retired if x.retired is not None else [(x.index + 1, x.guard)]
         key = (tuple((at, cond.get_id()) for at, cond in spots), who, y.index)
@@ -231,9 +230,9 @@ class Ordering:
         if who not in self._leader_subs:
             leaders = self._leaders(who)
             self._leader_subs[who] = leaders
-            own: Callable[[Any], Any] = enc.b if who == "B" else _same
+            own = enc.b if who == "B" else _SAME
             self._leader_cuts[who] = [[sub(c.cond) for c in enc.trace.cuts] for sub in [own, *leaders]]
-        threads: list[Callable[[_T], _T]] = [enc.b if who == "B" else _same, *self._leader_subs[who]]
+        threads: list[Renaming] = [enc.b if who == "B" else _SAME, *self._leader_subs[who]]
         out = []
         for sub in threads:
             made = []
@@ -244,7 +243,7 @@ class Ordering:
         self._arrived[key] = out
         return out
 
-    def _leaders(self, who: str) -> list[Callable[[_T], _T]]:
+    def _leaders(self, who: str) -> list[Renaming]:
         """Renamings of thread ``A``'s terms to the first thread of the warp and of the warpgroup
         of thread ``who`` (a third thread with private values of its own); none but for blocks of
         one dimension."""
@@ -254,7 +253,7 @@ class Ordering:
         tid = trace.coords["tid.x"]
         mine = self.enc.b(tid) if who == "B" else tid
         coords = {v.get_id() for v in trace.coords.values()}
-        out: list[Callable[[_T], _T]] = []
+        out: list[Renaming] = []
         for size in (trace.warp_size, WARPGROUP_WARPS * trace.warp_size):
             tag = f"@{who}{size}"
             pairs = [
@@ -298,11 +297,7 @@ def _order_key(x: Access) -> tuple[object, ...]:
     return (*ids, x.mbarrier, retired, x.index if x.mbarrier is not None else None)
 
 
-_T = TypeVar("_T", bound=z3.ExprRef)
-
-
-def _same(t: _T) -> _T:
-    return t
+_SAME = Substitution([])  # thread A's terms as they are
 
 
 def _at_barriers(
