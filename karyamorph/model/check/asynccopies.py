@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import z3
 
 from karyamorph.model.check.accesses import Access, BarrierEvent, Renaming, Trace
-from karyamorph.model.check.encoding import Encoding, Substitution
+from karyamorph.model.check.encoding import Encoding, Substitution, renamed
 from karyamorph.model.check.syncstate import seen
 from karyamorph.model.check.warpgroups import WARPGROUP_WARPS
 from karyamorph.model.semantics.symbolic import BitVec, Bool
@@ -197,8 +197,7 @@ class Ordering:
         a warpgroup's asynchronous read, one of the first thread of its warp or warpgroup after
         the aligned wait that retired it (that thread on a path the exploration cut counts as
         arrived, as in :meth:`handed`)."""
-        enc = self.enc
-        own = enc.b if who == "B" else _SAME
+        own = self._own(who)
         # (trace position from which the arrivals come after it, condition)
         spots = x.retired if x.retired is not None else [(x.index + 1, x.guard)]
         key = (tuple((at, cond.get_id()) for at, cond in spots), who, y.index)
@@ -228,11 +227,10 @@ class Ordering:
         assert y.passed is not None
         passed = enc.b(y.passed) if who == "A" else y.passed
         if who not in self._leader_subs:
-            leaders = self._leaders(who)
-            self._leader_subs[who] = leaders
-            own = enc.b if who == "B" else _SAME
-            self._leader_cuts[who] = [[sub(c.cond) for c in enc.trace.cuts] for sub in [own, *leaders]]
-        threads: list[Renaming] = [enc.b if who == "B" else _SAME, *self._leader_subs[who]]
+            self._leader_subs[who] = self._leaders(who)
+        threads: list[Renaming] = [self._own(who), *self._leader_subs[who]]
+        if who not in self._leader_cuts:
+            self._leader_cuts[who] = [[sub(c.cond) for c in enc.trace.cuts] for sub in threads]
         out = []
         for sub in threads:
             made = []
@@ -243,6 +241,10 @@ class Ordering:
         self._arrived[key] = out
         return out
 
+    def _own(self, who: str) -> Renaming:
+        """Thread ``A``'s terms as thread ``who``'s."""
+        return self.enc.b if who == "B" else _SAME
+
     def _leaders(self, who: str) -> list[Renaming]:
         """Renamings of thread ``A``'s terms to the first thread of the warp and of the warpgroup
         of thread ``who`` (a third thread with private values of its own); none but for blocks of
@@ -251,21 +253,13 @@ class Ordering:
         if trace.block[1:] != (1, 1) or trace.block[0] % (WARPGROUP_WARPS * trace.warp_size):
             return []
         tid = trace.coords["tid.x"]
-        mine = self.enc.b(tid) if who == "B" else tid
+        mine = self._own(who)(tid)
         coords = {v.get_id() for v in trace.coords.values()}
         out: list[Renaming] = []
         for size in (trace.warp_size, WARPGROUP_WARPS * trace.warp_size):
             tag = f"@{who}{size}"
-            pairs = [
-                (v, z3.Const(v.decl().name().replace("@A", tag), v.sort()))
-                for v in trace.thread_vars
-                if v.get_id() not in coords
-            ]
-            pairs += [
-                (v, self.enc.b(v) if who == "B" else v)
-                for k, v in trace.coords.items()
-                if k.startswith("ctaid")
-            ]
+            pairs = renamed([v for v in trace.thread_vars if v.get_id() not in coords], tag)
+            pairs += [(v, self._own(who)(v)) for k, v in trace.coords.items() if k.startswith("ctaid")]
             if not z3.is_bv_value(tid):
                 pairs.append((tid, mine & ~z3.BitVecVal(size - 1, 32)))
             out.append(Substitution([p for p in pairs if not p[0].eq(p[1])]))

@@ -77,6 +77,12 @@ class Substitution:
         return cast(_E, out)
 
 
+def renamed(variables: Sequence[Term], tag: str) -> list[tuple[Term, Term]]:
+    """Thread ``A``'s private ``variables`` paired with their copies for another thread (``@A``
+    in each name becomes ``tag``: ``@B`` for thread ``B``)."""
+    return [(v, z3.Const(v.decl().name().replace("@A", tag), v.sort())) for v in variables]
+
+
 def substitute_trace(trace: Trace, sub: Substitution) -> None:
     """``sub`` applied to every term of ``trace`` in place: guards, epochs and sync counters,
     addresses and stored values, exits, loop cuts, latches and assumptions."""
@@ -137,7 +143,7 @@ class Encoding:
             for axis, n in zip("xyz", dims, strict=True):
                 limits[f"{name}.{axis}@A"] = limits[f"{name}.{axis}@B"] = n
         inputs, written = _read_only_loads(trace, sweep, limits)
-        rename = [(v, z3.Const(v.decl().name().replace("@A", "@B"), v.sort())) for v in trace.thread_vars]
+        rename = renamed(trace.thread_vars, "@B")
         abstract = set(trace.abstract)
         ro_names = {a.value.decl().name() for a, _, _ in inputs if a.value is not None}
         for e in trace.events:

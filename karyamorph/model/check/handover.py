@@ -45,7 +45,7 @@ import numpy as np
 import z3
 
 from karyamorph.model.check.accesses import Access, Trace
-from karyamorph.model.check.encoding import Substitution
+from karyamorph.model.check.encoding import Substitution, renamed
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.syncstate import PHASE_BITS, phases_seen
 from karyamorph.model.check.terms import unsatisfiable
@@ -101,9 +101,7 @@ class Handovers:
     _shown: dict[tuple[object, ...], bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._b = Substitution(
-            [(v, z3.Const(v.decl().name().replace("@A", "@B"), v.sort())) for v in self.trace.thread_vars]
-        )
+        self._b = Substitution(renamed(self.trace.thread_vars, "@B"))
         self._same_block = [
             v == self.b(v)
             for k, v in self.trace.coords.items()

@@ -51,7 +51,7 @@ from karyamorph.model.check.memvalues import thread_bounds, variable_of
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.symexec import as_const
 from karyamorph.model.check.syncstate import PHASE_BITS
-from karyamorph.model.check.terms import constant_names
+from karyamorph.model.check.terms import constant_names, unsatisfiable
 from karyamorph.model.ptx.mbarrier import PENDING
 
 WAITS = ("mbarrier.try_wait", "mbarrier.test_wait")
@@ -73,12 +73,7 @@ def _in_loop(a: Access) -> bool:
 def _implies(p: z3.BoolRef, q: z3.BoolRef) -> bool:
     """Whether every thread (and input) for which ``p`` holds has ``q`` too (False: not shown
     within a second)."""
-    if p.eq(q) or z3.is_true(q):
-        return True
-    s = z3.Solver()
-    s.set("timeout", 1000)
-    s.add(p, z3.Not(q))
-    return s.check() == z3.unsat
+    return p.eq(q) or z3.is_true(q) or unsatisfiable(z3.And(p, z3.Not(q)), 1000)
 
 
 def _threads(sweep: Sweep, guard: z3.BoolRef) -> tuple[int, int]:
@@ -184,13 +179,15 @@ def _arrivals(ops: list[Access]) -> list[Access]:
     return [a for a in ops if a.text.startswith("mbarrier.arrive")]
 
 
-def _candidates(trace: Trace, sweep: Sweep, near: list[Access]) -> tuple[dict[int, Told], dict[int, str]]:
-    """The mbarriers whose phases :mod:`karyamorph.model.check.handover` may tell (clean objects
-    of arrivals of one each, on which at most their count of threads of a block arrive), and why
-    each other is not one (by bit)."""
+Object = tuple[str | None, list[Access], Access | None]  # what :func:`operations` tells of one
+
+
+def _candidates(sweep: Sweep, objects: dict[int, Object]) -> tuple[dict[int, Told], dict[int, str]]:
+    """The mbarriers (``objects``: by bit) whose phases :mod:`karyamorph.model.check.handover`
+    may tell (clean objects of arrivals of one each, on which at most their count of threads of
+    a block arrive), and why each other is not one (by bit)."""
     out, why = {}, {}
-    for address, bit in trace.mbarriers.items():
-        reason, ops, init = operations(trace, sweep, address, near)
+    for bit, (reason, ops, init) in objects.items():
         if reason is not None or init is None:
             why[bit] = reason or "no mbarrier.init"
             continue
@@ -209,18 +206,12 @@ def _candidates(trace: Trace, sweep: Sweep, near: list[Access]) -> tuple[dict[in
 
 
 def _refusal(
-    trace: Trace,
-    sweep: Sweep,
-    address: int,
-    bit: int,
-    accesses: list[Access],
-    near: list[Access],
-    told: Handovers,
-    why: str,
+    sweep: Sweep, bit: int, accesses: list[Access], mbarrier: Object, told: Handovers, why: str
 ) -> str | None:
-    """Why the bulk copies on the mbarrier at ``address`` are not ordered (None: they are; each
-    copy's ``phase`` is set); ``why``: why its phases are not told, where they are not."""
-    reason, ops, init = operations(trace, sweep, address, near)
+    """Why the bulk copies on mbarrier ``bit`` (what :func:`operations` tells of it) are not
+    ordered (None: they are; each copy's ``phase`` is set); ``why``: why its phases are not
+    told, where they are not."""
+    reason, ops, init = mbarrier
     if reason is not None or init is None:
         return reason
     count = _const(init.stored)
@@ -280,12 +271,13 @@ def track_bulk_copies(trace: Trace) -> dict[int, str]:
     why: dict[int, str] = {}
     sweep = Sweep.of(trace)
     refused: dict[int, str | None] = {}
-    by_bit = {bit: address for address, bit in trace.mbarriers.items()}
     told = Handovers(trace)
-    near = near_words(trace, sweep, accesses)
     untold: dict[int, str] = {}
+    objects: dict[int, Object] = {}
     if counted and not looped:
-        candidates, untold = _candidates(trace, sweep, near)
+        near = near_words(trace, sweep, accesses)
+        objects = {bit: operations(trace, sweep, address, near) for address, bit in trace.mbarriers.items()}
+        candidates, untold = _candidates(sweep, objects)
         untold.update(told.settle(candidates))
     for c in copies:
         bit = c.mbarrier
@@ -301,9 +293,7 @@ def track_bulk_copies(trace: Trace) -> dict[int, str]:
             why[c.line] = "it names no mbarrier at a constant shared address"
         else:
             if bit not in refused:
-                refused[bit] = _refusal(
-                    trace, sweep, by_bit[bit], bit, accesses, near, told, untold.get(bit, "")
-                )
+                refused[bit] = _refusal(sweep, bit, accesses, objects[bit], told, untold.get(bit, ""))
             reason = refused[bit]
             if reason is not None:
                 why[c.line] = f"its mbarrier is not one-phase: {reason}"
