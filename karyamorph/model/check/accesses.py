@@ -76,6 +76,17 @@ class Renaming(Protocol):
     def __call__(self, term: _E) -> _E: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Tiles:
+    """The whole tiles of one ``wgmma`` issue, of which a read is a piece of a thread's share:
+    ``first``, the index of the issue's first read (it stands for the issue); ``ranges``, the
+    ``(lo, bytes)`` shared byte ranges of its tiles (``lo`` a 64-bit term of thread A), which
+    hold every piece."""
+
+    first: int
+    ranges: tuple[tuple[BitVec, int], ...]
+
+
 @dataclass(slots=True)
 class Access:
     """A load, store or atomic of the trace (``index`` orders events in program order)."""
@@ -108,10 +119,11 @@ class Access:
     # An asynchronous read (a wgmma's tiles): (trace position, condition) of each wait that
     # retires it; None for an access complete where it is made
     retired: list[tuple[int, Bool]] | None = None
+    tiles: Tiles | None = None  # a piece of a wgmma's tiles, where their ranges are constants
 
     def substitute_counters(self, sub: Renaming) -> None:
-        """Apply ``sub`` to the synchronisation counters and the remote CTA (as to the access's
-        other terms)."""
+        """Apply ``sub`` to the synchronisation counters, the remote CTA and the tiles' ranges (as
+        to the access's other terms)."""
         self.group = sub(self.group) if self.group is not None else None
         self.completed = sub(self.completed) if self.completed is not None else None
         self.warp_epoch = sub(self.warp_epoch) if self.warp_epoch is not None else None
@@ -122,6 +134,8 @@ class Access:
         self.phase = sub(self.phase) if self.phase is not None else None
         if self.retired is not None:
             self.retired = [(at, sub(cond)) for at, cond in self.retired]
+        if self.tiles is not None:
+            self.tiles = Tiles(self.tiles.first, tuple((sub(lo), n) for lo, n in self.tiles.ranges))
 
 
 @dataclass(slots=True)
@@ -469,6 +483,13 @@ class TwoThreadLog:
         assert access.retired is not None
         access.retired.append((len(self.events), guard))
 
+    def tile(self, reads: list[Access], ranges: tuple[tuple[BitVec, int], ...]) -> None:
+        """Note that ``reads`` are the pieces of one ``wgmma`` issue's tiles, which ``ranges``
+        hold (the race plan asks about the tiles first, :func:`karyamorph.model.check.pairs.plan_race`)."""
+        tiles = Tiles(reads[0].index, ranges)
+        for r in reads:
+            r.tiles = tiles
+
     def again(
         self, access: Access, epoch: BitVec, guard: Bool, addr: BitVec | None = None, nbytes: int = 0
     ) -> None:
@@ -477,8 +498,9 @@ class TwoThreadLog:
         at, width = (addr, nbytes) if addr is not None else (access.addr, access.nbytes)
         # (logged where the wait retires it: complete there)
         more = replace(
-            access, index=len(self.events), epoch=epoch, guard=guard, addr=at, nbytes=width, retired=None
-        )
+            access, index=len(self.events), epoch=epoch, guard=guard, addr=at, nbytes=width, retired=None,
+            tiles=None,
+        )  # fmt: skip
         self.events.append(more)
 
     def atomic(

@@ -260,6 +260,7 @@ def check(
     replayed = [0.0]  # seconds spent replaying: not part of a check's time
     # Witness inputs name elements in units of the loads that read them.
     widths = {buf: nbytes for _, buf, nbytes in enc.loads}
+    widths |= {c.key.partition("[")[0]: c.nbytes for c in enc.counters}
     if replay:
 
         def vet(prop: str, w: Witness) -> Replay:

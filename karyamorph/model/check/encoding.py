@@ -102,6 +102,19 @@ def substitute_trace(trace: Trace, sub: Substitution) -> None:
     trace.assumptions = [(k, sub(f), at) for k, f, at in trace.assumptions]
 
 
+@dataclass(frozen=True, slots=True)
+class Counter:
+    """An atomic counter's content at launch that a witness names (:mod:`tickets`): thread A's
+    term, the element ``variable[index]`` and its bytes; ``settable``: the replay writes the
+    witness's value there (a buffer argument), else the replay's memory holds zero there (a
+    ``.shared`` counter no thread sets)."""
+
+    init: BitVec
+    key: str
+    nbytes: int
+    settable: bool
+
+
 @dataclass(slots=True)
 class Encoding:
     """A trace made ready for queries: inputs substituted, thread ``B`` defined, solver set up."""
@@ -112,6 +125,8 @@ class Encoding:
     abstract: set[str]
     loads: list[tuple[Access, str, int]]  # read-only global loads: (access, buffer, element bytes)
     solver: QuerySolver
+    counters: list[Counter] = field(default_factory=list)  # atomic counters' starts a witness names
+    served: set[str] = field(default_factory=set)  # names of both threads' atomic tickets
     planned: int = 0  # queries of the plans in hand
     done: int = 0  # planned queries decided
     cached: int = 0  # queries answered from the cache
@@ -322,6 +337,22 @@ class Encoding:
                 said[f"what shared {var[:-7]} held" if shared else f"the contents of {var}"] = None
         return ", ".join(said) or "memory contents or loop state"
 
+    def counted_from_zero(self, violation: Bool, model: z3.ModelRef) -> z3.ModelRef | None:
+        """A model of ``violation`` whose atomic counters (:attr:`counters`) start at zero (as
+        a counter set by ``cudaMemset`` does) where one exists; else ``model`` with only the
+        counters the replay cannot set at zero (the replay's memory holds zero there); None
+        when the violation needs such a counter to start elsewhere."""
+        starts = [(t, c.settable) for c in self.counters for t in (c.init, self.b(c.init))]
+        if not any(model.eval(t, model_completion=True).as_long() for t, _ in starts):
+            return model
+        for pinned in ([t for t, _ in starts], [t for t, settable in starts if not settable]):
+            if not any(model.eval(t, model_completion=True).as_long() for t in pinned):
+                return model
+            out = self.check(z3.And(violation, *(t == 0 for t in pinned)))
+            if out.result == z3.sat and out.model is not None:
+                return out.model
+        return None
+
     def other_threads(self, model: z3.ModelRef) -> Bool:
         """That threads A and B are not the two the model picks."""
         same = []
@@ -341,6 +372,8 @@ class Encoding:
         out: dict[str, int] = {}
         for name, v in self.trace.inputs.items():
             out[name] = int(model.eval(v, model_completion=True).as_long())
+        for c in self.counters:
+            out[c.key] = int(model.eval(c.init, model_completion=True).as_long())
         for acc, buf, nbytes in self.loads:
             for which in threads:
                 guard = acc.guard if which == "A" else self.b(acc.guard)
@@ -357,6 +390,15 @@ class Encoding:
                 key = f"{buf}[{off // nbytes}]"
                 out[key] = int(model.eval(value, model_completion=True).as_long())
         return tuple(sorted(out.items()))
+
+    def ticketed(self, acc: Access, model: z3.ModelRef, which: str = "A") -> bool:
+        """Whether ``acc``'s address (thread ``which``'s, in ``model``) is where the ticket an
+        atomic serves sends it: another ticket would move it."""
+        addr = acc.addr if which == "A" else self.b(acc.addr)
+        names = constant_names(addr).items()
+        rest = [(v, model.eval(v, model_completion=True)) for n, v in names if n not in self.served]
+        left = z3.simplify(z3.substitute(addr, *rest)) if rest else addr
+        return not self.served.isdisjoint(constant_names(left))
 
     def locate(self, acc: Access, model: z3.ModelRef, which: str = "A") -> tuple[str | None, int]:
         addr = acc.addr if which == "A" else self.b(acc.addr)

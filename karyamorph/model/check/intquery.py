@@ -307,21 +307,28 @@ def _shifted(x: z3.ArithRef, lo: int, hi: int, s: int) -> Bounds:
 
 
 def has_divmod(t: z3.ExprRef, memo: dict[int, bool]) -> bool:
-    """Whether an integer formula uses ``div`` or ``mod`` (``memo`` by term id, across calls)."""
-    todo, order = [t], []
+    """Whether an integer formula uses ``div`` or ``mod`` (``memo`` by term id, across calls).
+    (It walks z3's terms through the C API: a Python wrapper per subterm costs more than the
+    walk.)"""
+    ctx = t.ctx.ref()
+    todo, order = [t.as_ast()], []
     while todo:
         u = todo.pop()
-        if u.get_id() in memo:
+        i = z3.Z3_get_ast_id(ctx, u)
+        if i in memo:
             continue
-        memo[u.get_id()] = False
-        order.append(u)
-        todo.extend(u.children())
-    for u in reversed(order):
-        k = u.decl().kind() if z3.is_app(u) else None
-        memo[u.get_id()] = k in (z3.Z3_OP_DIV, z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM) or any(
-            memo.get(c.get_id(), False) for c in u.children()
-        )
+        memo[i] = False
+        app = z3.Z3_get_ast_kind(ctx, u) == z3.Z3_APP_AST
+        args = [z3.Z3_get_app_arg(ctx, u, j) for j in range(z3.Z3_get_app_num_args(ctx, u))] if app else []
+        order.append((i, u, app, args))
+        todo.extend(args)
+    for i, u, app, args in reversed(order):
+        kind = z3.Z3_get_decl_kind(ctx, z3.Z3_get_app_decl(ctx, u)) if app else None
+        memo[i] = kind in _DIVMOD or any(memo.get(z3.Z3_get_ast_id(ctx, a), False) for a in args)
     return memo[t.get_id()]
+
+
+_DIVMOD = (z3.Z3_OP_DIV, z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM)
 
 
 class OutOfTime(Exception):

@@ -304,19 +304,20 @@ def track_bulk_copies(trace: Trace) -> dict[int, str]:
         for a in t.arrivals:
             a.phase = t.before[a.index]
             trace.released.append((bit, a))
-    _landed_refills(trace, told, [c for c in copies if c.mbarrier is not None])
+    _landed_refills(trace, sweep, told, [c for c in copies if c.mbarrier is not None])
     return why
 
 
-def _landed_refills(trace: Trace, told: Handovers, copies: list[Access]) -> None:
-    """Note in ``trace.landed`` the pairs of a thread's bulk copies on one mbarrier, the later
-    made once the earlier has landed: its thread saw the phase the earlier completes on complete
-    through an mbarrier handed over to it (a pipeline's refill of a stage)."""
+def _landed_refills(trace: Trace, sweep: Sweep, told: Handovers, copies: list[Access]) -> None:
+    """Note in ``trace.landed`` the pairs of a thread's bulk copies on one mbarrier to bytes
+    they may share, the later made once the earlier has landed: its thread saw the phase the
+    earlier completes on complete through an mbarrier handed over to it (a pipeline's refill of
+    a stage)."""
     for i, c in enumerate(copies):
         assert c.mbarrier is not None
         at_least = (c.phase if c.phase is not None else z3.BitVecVal(0, PHASE_BITS)) + 1
         for later in copies[i + 1 :]:
-            if later.mbarrier != c.mbarrier or later.passed is None:
+            if later.mbarrier != c.mbarrier or later.passed is None or sweep.disjoint(c, later):
                 continue
             guard = z3.And(c.guard, later.guard)
             if any(

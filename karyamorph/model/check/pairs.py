@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import z3
 
 from karyamorph.model.check import asynccopies, warpsync
-from karyamorph.model.check.accesses import Access
+from karyamorph.model.check.accesses import Access, Tiles
 from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.memvalues import variable_of
 from karyamorph.model.check.properties import Finish, Query, batched, decide
@@ -53,12 +53,19 @@ def _sites(enc: Encoding) -> list[_Site]:
     for e in enc.trace.events:
         if not isinstance(e, Access) or e.space not in ("global", "shared") or z3.is_false(e.guard):
             continue
-        if e.space == "global":
-            prov = provenance(e.addr)
+        span: tuple[int, int] | None
+        if e.tiles is not None:  # a piece of a wgmma's tiles: placed by them (see _tiles_pair)
+            span, prov = _tiles_span(enc, e.tiles), None
+            if span is not None:
+                alloc, _ = enc.trace.layout.find("shared", span[0])
+                if alloc is not None and span[1] <= alloc.base + alloc.size:
+                    prov = alloc.base
+                span = (span[0], span[1] - e.nbytes)
+        elif e.space == "global":
+            prov, span = provenance(e.addr), enc.span(e.addr)
         else:  # a shared variable's accesses stay in it, as a buffer's do (else: bounds)
             var = variable_of(enc.trace.layout, enc.solver.ints, "shared", e.addr)
-            prov = None if var is None else var.base
-        span = enc.span(e.addr)
+            prov, span = None if var is None else var.base, enc.span(e.addr)
         if e.epoch is None:
             raise ValueError(f"line {e.line}: {e.text} has no barrier epoch")
         ea, eb = z3.simplify(e.epoch), z3.simplify(enc.b(e.epoch))
@@ -70,6 +77,17 @@ def _sites(enc: Encoding) -> list[_Site]:
         hull = (span[0], span[1] + e.nbytes) if span is not None else None
         out.append(_Site(len(out), e, prov, hull, ea, eb, interval))
     return out
+
+
+def _tiles_span(enc: Encoding, tiles: Tiles) -> tuple[int, int] | None:
+    """``[lo, hi)``: the bytes any thread's ``tiles`` may span (None: not known)."""
+    out: list[tuple[int, int]] = []
+    for lo, nbytes in tiles.ranges:
+        at = enc.span(lo)
+        if at is None:
+            return None
+        out.append((at[0], at[1] + nbytes))
+    return min(lo for lo, _ in out), max(hi for _, hi in out)
 
 
 def _bucket(s: _Site) -> tuple[str, int | None, int | None]:
@@ -126,6 +144,8 @@ def plan_race(enc: Encoding) -> list[Query]:
     same_warp = enc.same_warp() if enc.scheduling == "lockstep" else None
     order = asynccopies.Ordering.of(enc) if any(asynccopies.tracked(s.acc) for s in sites) else None
     leaves: list[tuple[int, int, Query]] = []
+    # (wgmma issue, the other site, which side the piece is) -> the pairs of its pieces
+    tiled: dict[tuple[int, int, bool], list[tuple[_Site, _Site]]] = defaultdict(list)
     keys = sorted(buckets, key=str)
     for x, k1 in enumerate(keys):
         for k2 in keys[x:]:
@@ -140,12 +160,58 @@ def plan_race(enc: Encoding) -> list[Query]:
             if k1 != k2:
                 pairs += [(r, w) for w, r in _candidates(writes2, reads1, False)]
             for a, c in pairs:
+                ta, tc = a.acc.tiles, c.acc.tiles
+                if (ta is None) != (tc is None):
+                    piece, other = (a, c) if ta is not None else (c, a)
+                    tiled[(piece.acc.tiles.first, other.index, piece is a)].append((a, c))  # type: ignore[union-attr]
+                    continue
                 q = _pair(enc, a, c, same_block, same_cluster, distinct, same_warp, order)
                 if q is not None:
                     leaves.append((min(a.index, c.index), max(a.index, c.index), q))
+    for group in tiled.values():
+        q = _tiles_pair(enc, group, same_block, same_cluster, distinct, same_warp, order)
+        if q is not None:
+            a, c = group[0]
+            leaves.append((min(a.index, c.index), max(a.index, c.index), q))
     leaves += _own_hazards(enc, sites)
     leaves.sort(key=lambda t: (t[0], t[1]))  # program order, as a witness is looked for
     return batched([q for _, _, q in leaves])
+
+
+def _tiles_pair(
+    enc: Encoding,
+    group: list[tuple[_Site, _Site]],
+    same_block: Bool,
+    same_cluster: Bool | None,
+    distinct: Bool,
+    same_warp: Bool | None,
+    order: asynccopies.Ordering | None,
+) -> Query | None:
+    """The pairs of a ``wgmma`` issue's pieces (one thread's share of its tiles) with one other
+    access, as one query on the issue's whole tiles, whose pieces are asked only where it holds.
+
+    The pieces of one issue differ only in their addresses (one guard, epoch and retirement),
+    and every piece lies in the tiles' constant ranges: no violation of the tiles rules out every
+    piece's, and the tiles' overlap is a few comparisons of constants where a piece's address is
+    a swizzle of descriptor fields."""
+    a, c = group[0]
+    if len(group) == 1:
+        return _pair(enc, a, c, same_block, same_cluster, distinct, same_warp, order)
+    piece, other = (a.acc, c.acc) if a.acc.tiles is not None else (c.acc, a.acc)
+    assert piece.tiles is not None
+    mine = a.acc is piece  # the piece is thread A's access (else thread B's)
+    at = enc.b(other.addr) if mine else other.addr
+    spans = [(lo if mine else enc.b(lo), nbytes) for lo, nbytes in piece.tiles.ranges]
+    overlap = z3.Or([z3.And(z3.ULT(lo, at + other.nbytes), z3.ULT(at, lo + nbytes)) for lo, nbytes in spans])
+    whole = _pair(enc, a, c, same_block, same_cluster, distinct, same_warp, order, overlap)
+    if whole is None:
+        return None
+
+    def pieces() -> tuple[Query, ...]:
+        qs = [_pair(enc, x, y, same_block, same_cluster, distinct, same_warp, order) for x, y in group]
+        return tuple(batched([q for q in qs if q is not None]))
+
+    return Query(whole.violation, whole.events, tag=whole.tag, expand=pieces)
 
 
 def _own_hazards(enc: Encoding, sites: list[_Site]) -> list[tuple[int, int, Query]]:
@@ -213,7 +279,10 @@ def _pair(
     distinct: Bool,
     same_warp: Bool | None,
     order: asynccopies.Ordering | None = None,
+    overlap: Bool | None = None,
 ) -> Query | None:
+    """The query of ``sa`` by thread A and ``sc`` by thread B going wrong, or None where Python
+    sees they cannot; ``overlap``: of bytes other than the two accesses' own (a stand-in's)."""
     a, c = sa.acc, sc.acc
     if not (a.write or c.write) or (a.atomic and c.atomic) or (_on_object(a) and _on_object(c)):
         return None
@@ -226,7 +295,7 @@ def _pair(
     copying = asynccopies.tracked(a) or asynccopies.tracked(c)
     if copying and order is not None and order.ordered(a, c, sa.epoch, sc.epoch_b):
         return None  # the copy lands before the other access, or is issued after it
-    if _apart(sa, sc) or (enc.sweep is not None and enc.sweep.apart(a, c)):
+    if _apart(sa, sc) or (overlap is None and enc.sweep is not None and enc.sweep.apart(a, c)):
         return None
     # Two threads of a block are unordered exactly when they passed as many barriers (a copy in
     # flight: when its partner's interval is between the copy's issue and its landing).
@@ -249,8 +318,9 @@ def _pair(
         unordered = z3.And(same_block, together) if shared else z3.Or(z3.Not(same_block), together)
     if same_warp is not None and a.index != c.index and not copying:
         unordered = z3.And(unordered, z3.Not(same_warp))  # lockstep: one instruction at a time
-    cb = enc.b(c.addr)
-    overlap = z3.And(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
+    if overlap is None:
+        cb = enc.b(c.addr)
+        overlap = z3.And(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
     violation = z3.And(a.guard, enc.b(c.guard), distinct, unordered, overlap, *enc.facts(a.index, c.index))
     plain = a.write and c.write and not (a.atomic or c.atomic)
     tag = SAME_STORE if a is c and plain else STORES if plain and a.nbytes == c.nbytes else ""
@@ -457,6 +527,7 @@ def check_race(enc: Encoding, plan: list[Query], finish: Finish) -> Verdict:
             buf,
             off,
             enc.inputs(model, "A" + other.replace("A", "")),
+            served=(enc.ticketed(a, model), enc.ticketed(c, model, other)) if enc.served else (),
         )
 
     benign = None if enc.strict or enc.stores is None else _Benign(enc, enc.stores)

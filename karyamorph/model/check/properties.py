@@ -40,12 +40,20 @@ CUT_EFFORT = 250_000
 class Query:
     """One planned query: ``violation`` is satisfiable exactly when the events go wrong.
 
-    A query with ``parts`` is a batch: its violation is the disjunction of theirs."""
+    A query with ``parts`` is a batch: its violation is the disjunction of theirs. One with
+    ``expand`` stands for the queries it builds when asked, its violation implied by each of
+    theirs (a ``wgmma`` issue's whole tiles for the pieces of them a thread reads): unsatisfiable,
+    it rules them all out unbuilt."""
 
     violation: Bool
     events: tuple[Access | BarrierEvent, ...] = ()
     parts: tuple[Query, ...] = ()
     tag: str = ""  # what a property's refinement needs to know about a single query
+    expand: Callable[[], tuple[Query, ...]] | None = None
+
+    def split(self) -> tuple[Query, ...]:
+        """The queries a satisfiable batch or stand-in is asked as next (none for a single one)."""
+        return self.expand() if self.expand is not None else self.parts
 
 
 def batched(leaves: list[Query], size: int = BATCH) -> list[Query]:
@@ -94,7 +102,7 @@ def decide(
         stack = [top]
         while stack and len(contradicted) < MAX_CONTRADICTED:
             q = stack.pop()
-            if unsure and q.parts and enc.check(enc.pinned(q.violation)).result == z3.unsat:
+            if unsure and (q.parts or q.expand) and enc.check(enc.pinned(q.violation)).result == z3.unsat:
                 # Once the verdict can be no better than unknown, only a confirmed counterexample
                 # matters, and none of this batch's can be: each would hold with the abstracted
                 # values at zero. (An unknown verdict on an unrolled scatter: 13 queries, not 191.)
@@ -102,8 +110,8 @@ def decide(
             out = enc.check(q.violation)
             if out.result == z3.unsat:
                 continue
-            if q.parts:
-                stack.extend(reversed(q.parts))  # a batch: ask its halves
+            if q.parts or q.expand:
+                stack.extend(reversed(q.split()))  # a batch: ask its halves (a stand-in: its queries)
                 continue
             if out.result == z3.unknown or out.model is None:
                 unsure = unsure or f"z3 gave up on {where(q)}: {out.reason}"
@@ -114,7 +122,11 @@ def decide(
                     if narrower is not None:
                         stack.append(narrower)
                     continue
-            model, why = enc.confirm(q.violation, out.model)
+            counted = enc.counted_from_zero(q.violation, out.model)
+            if counted is None:
+                unsure = unsure or f"{where(q)} {doubt} what a block's shared counter held at launch"
+                continue
+            model, why = enc.confirm(q.violation, counted)
             if model is None:
                 unsure = unsure or f"{where(q)} {doubt} {why}"
                 continue

@@ -287,7 +287,8 @@ def _race(
             if line != la and line != lb:
                 return
             n_globals = len(g.memory.globals)
-            for i in np.flatnonzero((threads == ta) | (threads == tb)):
+            mine = np.ones(threads.shape, bool) if any(w.served) else (threads == ta) | (threads == tb)
+            for i in np.flatnonzero(mine):
                 buf, start, t = int(bufs[i]), int(elems[i]) * nbytes, int(threads[i])
                 b = int(g.geo.block_index[t])
                 # (shared memory: the window of the block it reaches, which the cluster's
@@ -323,7 +324,7 @@ def _race(
         except ExecutionError as exc:
             return "not confirmed", f"the interpreter stopped with an error (seed {seed}): {exc}", False
         outputs.setdefault(key, seed)
-        seen += _pairs(log, ta, tb, la, lb, want, values)
+        seen += _pairs(log, ta, tb, la, lb, want, values, w.served)
         if _differ(seen, values) and len(outputs) > 1:
             break
     if not seen:
@@ -335,10 +336,11 @@ def _race(
             ),
             False,
         )
-    met = (
-        f"{w.threads[0]} at line {la} and {w.threads[1]} at line {lb} access {_where(w)} "
-        "with no barrier between them"
-    )
+    who = [
+        _thread_of(x.thread, grid, block) if drew else str(t)
+        for x, t, drew in zip(seen[0], w.threads, (*w.served, False, False), strict=False)
+    ]
+    met = f"{who[0]} at line {la} and {who[1]} at line {lb} access {_where(w)} with no barrier between them"
     if not _differ(seen, values):
         one = sorted({f"{a.value:#x}" for a, _ in seen if a.value is not None})
         apart: list[tuple[_Access, _Access]] = []
@@ -348,7 +350,7 @@ def _race(
                 log, _ = run(refilled, seed)
             except ExecutionError:
                 break  # that input is no witness: what was seen stands
-            met_again = _pairs(log, ta, tb, la, lb, want, values)
+            met_again = _pairs(log, ta, tb, la, lb, want, values, w.served)
             apart += [(a, b) for a, b in met_again if _differ([(a, b)], values)]
             if apart:
                 first, second = apart[0]
@@ -378,16 +380,30 @@ def _race(
 
 
 def _pairs(
-    log: list[_Access], ta: int, tb: int, la: int, lb: int, want: int | None, values: bool
+    log: list[_Access],
+    ta: int,
+    tb: int,
+    la: int,
+    lb: int,
+    want: int | None,
+    values: bool,
+    served: tuple[bool, ...] = (),
 ) -> list[tuple[_Access, _Access]]:
     """The witness's two accesses where the log holds them unordered and overlapping: the first
     such pair, or under the same-value rule (``values``) up to the first pair that stores two
-    values (at most :data:`MAX_PAIRS` pairs of one value before it)."""
-    firsts = [a for a in log if a.thread == ta and a.line == la and (want is None or a.offset == want)]
-    seconds = [a for a in log if a.thread == tb and a.line == lb]
+    values (at most :data:`MAX_PAIRS` pairs of one value before it). A side the witness marks
+    ``served`` (its address is an atomic's ticket) is any thread at its line: the order decides
+    which thread draws that ticket."""
+    any_a, any_b = (*served, False, False)[:2]
+    firsts = [
+        a for a in log if (any_a or a.thread == ta) and a.line == la and (want is None or a.offset == want)
+    ]
+    seconds = [a for a in log if (any_b or a.thread == tb) and a.line == lb]
     out: list[tuple[_Access, _Access]] = []
     for a in firsts:
         for b in seconds:
+            if (any_a or any_b) and a.thread == b.thread:
+                continue  # one thread drew the ticket
             if a.buffer != b.buffer or a.start + a.nbytes <= b.start or b.start + b.nbytes <= a.start:
                 continue
             if a.block != b.block:  # ordered only by the cluster barriers they passed
@@ -555,6 +571,14 @@ def _linear(t: ThreadId, grid: tuple[int, int, int], block: tuple[int, int, int]
     b = t.block[0] + grid[0] * (t.block[1] + grid[1] * t.block[2])
     r = t.thread[0] + block[0] * (t.thread[1] + block[1] * t.thread[2])
     return b * _prod(block) + r
+
+
+def _thread_of(linear: int, grid: tuple[int, int, int], block: tuple[int, int, int]) -> str:
+    """The thread at launch-order index ``linear``, in a witness's words."""
+    b, r = divmod(linear, _prod(block))
+    block_at = (b % grid[0], b // grid[0] % grid[1], b // (grid[0] * grid[1]))
+    thread_at = (r % block[0], r // block[0] % block[1], r // (block[0] * block[1]))
+    return str(ThreadId(block_at, thread_at))
 
 
 def _prod(d: tuple[int, int, int]) -> int:

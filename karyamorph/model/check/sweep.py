@@ -221,12 +221,21 @@ class Sweep:
         return bool(np.all((addr >= U64(lo)) & (addr + U64(acc.nbytes) <= U64(hi))))
 
     def avoids(self, acc: Access, lo: int, hi: int) -> bool:
-        """Whether no thread that may make ``acc`` touches a byte of ``[lo, hi)``."""
-        site = self._site(acc)
-        if site is None:
+        """Whether no thread that may make ``acc`` touches a byte of ``[lo, hi)`` (told by the
+        ranges of a ``wgmma``'s tiles first, which hold its pieces)."""
+        if acc.tiles is not None and all(
+            self._avoids(acc.guard, start, nbytes, lo, hi) for start, nbytes in acc.tiles.ranges
+        ):
+            return True
+        return self._avoids(acc.guard, acc.addr, acc.nbytes, lo, hi)
+
+    def _avoids(self, guard: z3.BoolRef, addr: z3.BitVecRef, nbytes: int, lo: int, hi: int) -> bool:
+        may, _ = self.truth(guard)
+        at, known = self.value(addr)
+        if not np.all(known[may]):
             return False
-        _, addr = site
-        return bool(np.all((addr + U64(acc.nbytes) <= U64(lo)) | (addr >= U64(hi))))
+        at = at[may]
+        return bool(np.all((at + U64(nbytes) <= U64(lo)) | (at >= U64(hi))))
 
     def _meetings(
         self, xa: np.ndarray, na: int, xc: np.ndarray, nc: int

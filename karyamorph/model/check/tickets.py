@@ -10,7 +10,9 @@ constant ``c``, modulo the width) or ``init + k`` while that stays at most the b
 at distinct k in ``0 .. T - 1`` for the ``T`` threads that may execute the atomic there (counted
 for every thread of the launch, or of a block for shared memory). Each thread's result becomes
 that term of its own free ``k``; the solver's background says ``k < T`` and that two distinct
-threads at one location hold distinct ``k`` (and see one ``init``). An atomic scoped to a block
+threads at one location hold distinct ``k`` (and see one ``init``). The ``init`` of a counter at a
+fixed element of a buffer argument is a witness input (``count[0]``, set by the replay), so a
+counterexample may hinge on where the counter starts; any other ``init`` may not. An atomic scoped to a block
 (``atom.cta``) on global memory serialises only its own block's threads: it is refused, like an
 atomic in a loop or on a location a load, store or other atomic touches.
 """
@@ -24,7 +26,7 @@ import numpy as np
 import z3
 
 from karyamorph.model.check.accesses import Access, Trace
-from karyamorph.model.check.encoding import Encoding, Substitution, substitute_trace
+from karyamorph.model.check.encoding import Counter, Encoding, Substitution, substitute_trace
 from karyamorph.model.check.intquery import IntTranslation, NotLinear
 from karyamorph.model.check.memvalues import variable_of
 from karyamorph.model.check.sweep import Sweep
@@ -40,7 +42,8 @@ TICKET_OPS = ("add", "inc")
 class Ticket:
     """The result of the atomic at ``line`` modeled as ticket ``k`` of ``threads`` (thread A's
     ``k``) and ``init``, thread A's content of its location at launch; ``per_block``: the
-    location is a block's own (shared memory)."""
+    location is a block's own (shared memory); ``element``: the buffer element that ``init``
+    is, as a witness input names it with the element's bytes (None: ``init`` is abstract)."""
 
     line: int
     access: Access
@@ -48,6 +51,7 @@ class Ticket:
     threads: int
     init: BitVec
     per_block: bool
+    element: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,20 @@ def _touches(trace: Trace, ints: IntTranslation, acc: Access, window: tuple[int,
         return window[0] <= var.base < window[1]
     span = _span(ints, acc.addr)
     return span is None or (span[0] < window[1] and span[1] + acc.nbytes > window[0])
+
+
+def _element(trace: Trace, acc: Access) -> tuple[str, int] | None:
+    """``(variable[index], bytes)`` of an atomic at one fixed element of a buffer argument (whose
+    content at launch the replay sets) or of a ``.shared`` variable no access initialises (whose
+    content at launch is whatever the memory held: zeros on the interpreter, see
+    :meth:`Encoding.counted_from_zero`); None for anything else (a module variable)."""
+    at = as_const(z3.simplify(acc.addr))
+    if acc.space not in ("global", "shared") or not isinstance(at, int) or isinstance(at, bool):
+        return None
+    alloc, off = trace.layout.find(acc.space, at)
+    if alloc is None or alloc.init is not None or off % acc.nbytes or off + acc.nbytes > alloc.size:
+        return None
+    return f"{alloc.name}[{off // acc.nbytes}]", acc.nbytes
 
 
 def _interval(e: Access) -> int | None:
@@ -224,16 +242,20 @@ def issue(
         w = old.size()
         alloc, _ = trace.layout.find(acc.space, window[0])
         init: BitVec
+        element = None
         if start is not None:
             init = z3.BitVecVal(start, w)
         elif acc.space == "global" and alloc is not None and alloc.name in zeroed:
             init = z3.BitVecVal(0, w)
         else:
-            # The location's content at launch, unknown: a value per thread, equal for two
-            # threads at one location (see serve), which a counterexample may not hinge on.
+            # The location's content at launch: a value per thread, equal for two threads at
+            # one location (see serve); an input the witness sets where it is a buffer's
+            # element, else unknown state a counterexample may not hinge on.
             init = z3.BitVec(f"atom{acc.line}#init@A", w)
             trace.thread_vars.append(init)
-            trace.abstract.add(init.decl().name())
+            element = _element(trace, acc)
+            if element is None:
+                trace.abstract.add(init.decl().name())
         k = z3.BitVec(f"ticket{acc.line}#0@A", w)
         trace.thread_vars.append(k)
         if acc.op == "add":
@@ -244,7 +266,7 @@ def issue(
             wide = z3.ZeroExt(1, init) + z3.ZeroExt(1, k)
             value = z3.If(z3.ULE(wide, z3.BitVecVal(step, w + 1)), init + k, old)
         pairs.append((old, value))
-        tickets.append(Ticket(acc.line, acc, k, n, init, acc.space == "shared"))
+        tickets.append(Ticket(acc.line, acc, k, n, init, acc.space == "shared", element))
     if pairs:
         substitute_trace(trace, Substitution(pairs))
     return tickets, refused
@@ -253,10 +275,19 @@ def issue(
 def serve(enc: Encoding, tickets: list[Ticket]) -> None:
     """Give the encoding's solver what the tickets satisfy: ``k < T`` for both threads; at one
     location (of one block, for shared memory), one content at launch, and distinct ``k`` for
-    two distinct threads that both execute the atomic."""
+    two distinct threads that both execute the atomic; and the counters whose start a witness
+    names (:attr:`Encoding.counters`)."""
     facts: list[Bool] = []
+    widths = {buf: nbytes for _, buf, nbytes in enc.loads}
     for t in tickets:
+        if t.element is not None:
+            key, nbytes = t.element
+            if widths.setdefault(key.partition("[")[0], nbytes) == nbytes:
+                enc.counters.append(Counter(t.init, key, nbytes, settable=not t.per_block))
+            else:  # the buffer's inputs count in another width: the start stays unknown
+                enc.abstract |= {t.init.decl().name(), enc.b(t.init).decl().name()}
         kb = enc.b(t.k)
+        enc.served |= {t.k.decl().name(), kb.decl().name()}
         for v in (t.k, kb):
             enc.solver.limits[v.decl().name()] = t.threads
             facts.append(z3.ULT(v, t.threads))

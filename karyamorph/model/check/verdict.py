@@ -50,6 +50,10 @@ class Witness:
     launch : tuple of (grid, block) or None
         The launch the witness needs, each a tuple of 3 ints, when the check covered many
         (``check --any-launch``); None: the checked launch.
+    served : tuple of bool
+        Whether each thread's access goes where the ticket an atomic serves it sends it
+        (:mod:`karyamorph.model.check.tickets`): which thread draws that ticket depends on the
+        order, so the thread named is one that may (empty: none does).
     """
 
     threads: tuple[ThreadId, ...]
@@ -61,6 +65,7 @@ class Witness:
     inputs: tuple[tuple[str, int], ...] = ()
     sources: tuple[str, ...] = ()
     launch: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
+    served: tuple[bool, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:  # Any: a JSON row of strings, numbers and lists
         launch = (
@@ -77,11 +82,16 @@ class Witness:
             "address": self.address,
             "inputs": dict(self.inputs),
             "sources": list(self.sources),
+            **({"served": list(self.served)} if any(self.served) else {}),
             **launch,
         }
 
     def __str__(self) -> str:
-        who = " and ".join(str(t) for t in self.threads)
+        drew = (*self.served, *(False,) * len(self.threads))
+        who = " and ".join(
+            f"{t} (or whichever thread draws its ticket)" if d else str(t)
+            for t, d in zip(self.threads, drew, strict=False)
+        )
         src = self.sources or ("",) * len(self.lines)
         at = ", ".join(
             f"line {n} ({i}{', ' + s if s else ''})"

@@ -55,6 +55,7 @@ _LOOP_LINE = re.compile(r"k(\d+)#")
 NEVER_TIMEOUT_MS = 2_000
 WINDOW_BASE = 1024  # where the checker keeps a wgmma kernel's shared memory (see in_window)
 A = TypeVar("A")
+Constants = dict[int, tuple[BitVec, BitVec]]  # a term's id -> (the term, kept alive; its value)
 
 
 class ReadLog(Protocol[A]):
@@ -74,6 +75,11 @@ class ReadLog(Protocol[A]):
     def retire(self, access: A, guard: Bool) -> None:
         """Note that ``access`` (a read of :meth:`read`) is complete from here on, on the paths
         ``guard``."""
+        ...
+
+    def tile(self, reads: list[A], ranges: tuple[tuple[BitVec, int], ...]) -> None:
+        """Note that ``reads`` are the pieces of one issue's tiles, every one inside one of the
+        ranges ``(lo, bytes)`` (``lo`` a 64-bit term of the thread)."""
         ...
 
 
@@ -115,6 +121,7 @@ class Warpgroups(Generic[A]):
     _pieces: dict[tuple[object, ...], tuple[list[BitVec], list[tuple[BitVec, int]]]] = field(
         default_factory=dict
     )
+    _constants: Constants = field(default_factory=dict)  # descriptor fields found constant
 
     def __call__(self, dec: Decoded, loops: tuple[BitVec, ...]) -> bool:
         if dec.instr.opcode != "wgmma":
@@ -242,11 +249,11 @@ class Warpgroups(Generic[A]):
         x, d = self.x, self.x.D
         ops = operands(x)  # every kind's rows hold 32 bytes of K: the same pieces below
         n, from_registers, trans_a, trans_b = ops.n, ops.from_registers, ops.trans_a, ops.trans_b
-        b = _known(layout(d, x.read("b", _B64)))
+        b = _known(layout(d, x.read("b", _B64)), self._constants)
         valid = readable(d, b, trans_b)
         a: Layout[BitVec, Bool] | None = None
         if not from_registers:
-            a = _known(layout(d, x.read("a", _B64)))
+            a = _known(layout(d, x.read("a", _B64)), self._constants)
             valid = z3.And(valid, readable(d, a, trans_a))
         if not z3.is_true(z3.simplify(z3.Implies(x.cond, valid))) and not _never(
             z3.And(x.cond, z3.Not(valid))
@@ -260,6 +267,9 @@ class Warpgroups(Generic[A]):
         tiles = [(b, trans_b, n)] + ([(a, trans_a, 64)] if a is not None else [])
         hulls = [_hull(m, mn_major, extent) for m, mn_major, extent in tiles]
         known = None if None in hulls else [(lo, hi - lo) for lo, hi in filter(None, hulls)]
+        spans = [_span(m, mn_major, extent, self._constants) for m, mn_major, extent in tiles]
+        if reads and None not in spans:
+            self.log.tile(reads, tuple(s for s in spans if s is not None))
         self.uncommitted.append(_Issued(dec.line, reads, x.frame.epoch, known, z3.simplify(x.cond)))
         self._havoc_d(dec)
 
@@ -374,14 +384,30 @@ def _fields(m: Layout[BitVec, Bool]) -> tuple[BitVec, ...]:
     return (m.start, m.lbo, m.sbo, m.base_offset, m.mode)
 
 
-def _known(m: Layout[BitVec, Bool]) -> Layout[BitVec, Bool]:
+def _known(m: Layout[BitVec, Bool], constants: Constants) -> Layout[BitVec, Bool]:
     """``m`` with its fields simplified, and its swizzle mode marked where it is a constant (a
     kernel's descriptors mostly are: the addresses then cost a few terms, not a case split)."""
     fields = [z3.simplify(t) for t in _fields(m)]
+    fields[1:] = [_constant(t, constants) for t in fields[1:]]
     value = as_const(fields[-1])
     known = value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 4 else None
     start, lbo, sbo, base_offset, mode = fields
     return Layout(start, lbo, sbo, base_offset, mode, known_mode=known)
+
+
+def _constant(t: BitVec, constants: Constants) -> BitVec:
+    """``t`` as the constant it is for every value of its variables (a descriptor's stride
+    fields, read past ``desc + 2`` whose carry z3's simplifier cannot rule out), else ``t``."""
+    if z3.is_bv_value(t):
+        return t
+    hit = constants.get(t.get_id())
+    if hit is not None:
+        return hit[1]
+    zeros = [(v, z3.BitVecVal(0, v.size())) for v in constant_names(t).values() if z3.is_bv(v)]
+    guess = z3.simplify(z3.substitute(t, *zeros)) if zeros else t
+    out = guess if z3.is_bv_value(guess) and _never(t != guess) else t
+    constants[t.get_id()] = (t, out)
+    return out
 
 
 def _never(cond: Bool) -> bool:
@@ -425,6 +451,28 @@ def _shared_columns(
         mn = j * 8 + t * 2
         out += _row(d, m, mn, True, 2)
     return out
+
+
+# A start address that is a multiple of this keeps every swizzle's pattern in place: the swizzle
+# XORs address bits 4-6 with bits 7-9, so ``address(start + x) = start + address(x)``.
+_SWIZZLE_PERIOD = 1024
+
+
+def _span(
+    m: Layout[BitVec, Bool], mn_major: bool, extent: int, constants: Constants
+) -> tuple[BitVec, int] | None:
+    """``(lo, bytes)``: the tile of ``extent`` rows of A (columns of B) by 16 k spans ``bytes``
+    from the term ``lo``, where the descriptor's fields other than its start are constants and
+    so is its start's offset in the swizzle's period (a thread's tile, a k step into it), None
+    otherwise. The tile at start ``base + offset`` is the tile at ``offset`` moved by ``base``."""
+    period = _SWIZZLE_PERIOD - 1
+    offset = _constant(z3.simplify(m.start & period), constants)
+    if not z3.is_bv_value(offset):
+        return None
+    at = _hull(replace(m, start=offset), mn_major, extent)
+    if at is None:
+        return None
+    return z3.simplify((m.start & ~period) + at[0]), at[1] - at[0]
 
 
 def _hull(m: Layout[BitVec, Bool], mn_major: bool, extent: int) -> tuple[int, int] | None:

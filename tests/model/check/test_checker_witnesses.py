@@ -124,12 +124,16 @@ def test_triton_loc_gives_the_inlined_site() -> None:
     assert table[store] == "standard.py:216 (inlined at triton_kernels.py:27)"
 
 
-def test_unknown_names_the_atomic_the_index_comes_from() -> None:
-    """With count's start unknown (not the spec's zeros) the slot hinges on the atomic's result."""
+def test_a_counter_start_the_witness_needs_is_one_of_its_inputs() -> None:
+    """With count's start unknown (not the spec's zeros), a start past zero overruns y: the
+    witness names it (``compact_param_2[0]``: count, by its PTX name here) and the replay,
+    which writes it, confirms the overrun. Counted from zero the slots fit."""
     kernel, module = load_bound(MANIFEST.kernel("compact").spec_path)
     buffers, scalars = check_inputs(kernel, module.entry(kernel.entry))
     v = check(module, kernel.entry, ptx_machine(), kernel.launch, buffers, scalars, properties=("bounds",))[0]
-    assert v.verdict == "unknown" and "the value the atomic at line 46 returns" in v.reason, v
+    assert v.verdict == "refuted" and v.witness is not None and v.witness.lines == (51,), v
+    assert dict(v.witness.inputs).get("compact_param_2[0]", 0) != 0, v.witness
+    assert v.replay is not None and v.replay.status == "confirmed", v.replay
 
 
 def test_cli_budget_and_strict() -> None:

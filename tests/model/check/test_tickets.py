@@ -68,20 +68,35 @@ def test_one_element_short_is_out_of_bounds() -> None:
 
 
 def test_a_counter_of_unknown_start_still_gives_distinct_slots() -> None:
-    """Without zeros at launch the slots may start anywhere (so bounds hinge on the unknown
-    start: unknown, never proved), yet two threads' slots still differ."""
+    """Without zeros at launch the slots may start anywhere: a start the witness names
+    (``count[0]``, which the replay writes) overruns ``out``. Two threads' slots still differ."""
     bounds, race = _check(zeroed=False)
-    assert bounds.verdict == "unknown" and "the atomic at line 14 returns" in bounds.reason, bounds
+    assert bounds.verdict == "refuted" and bounds.witness is not None, bounds
+    start = dict(bounds.witness.inputs)["count[0]"]
+    assert start != 0, start  # counted from zero, the 256 slots fit
+    assert bounds.replay is not None and bounds.replay.status == "confirmed", bounds.replay
     assert race.verdict == "proved", race
 
 
+def test_a_race_on_tickets_names_the_start_and_replays_whichever_thread_draws_them() -> None:
+    """Tickets 2j and 2j + 1 share a slot. The witness counts from zero (``count[0] = 0``, as a
+    zeroed counter would), marks both threads as served by the atomic, and the replay finds the
+    two threads that drew those tickets in its own order."""
+    race = _check(slot="shr.u32 %s, %s, 1;", zeroed=False)[1]
+    assert race.verdict == "refuted" and race.witness is not None, race
+    w = race.witness
+    assert dict(w.inputs) == {"count[0]": 0} and w.served == (True, True), w
+    assert "whichever thread draws its ticket" in str(w)
+    assert race.replay is not None and race.replay.status == "confirmed", race.replay
+
+
 def test_halved_tickets_share_slots_and_race() -> None:
-    """Tickets 2j and 2j + 1 land on one slot: never proved. The interpreter serves tickets in
-    its own order, so it may not replay the witness's two threads (unknown, not refuted)."""
+    """Tickets 2j and 2j + 1 land on one slot: refuted, and the replay confirms it with
+    whichever two threads draw such tickets in its order."""
     bounds, race = _check(slot="shr.u32 %s, %s, 1;")
     assert bounds.verdict == "proved", bounds
-    assert race.verdict in ("refuted", "unknown"), race
-    assert "line 18" in race.reason or (race.witness is not None and race.witness.lines == (18, 18)), race
+    assert race.verdict == "refuted" and race.witness is not None and race.witness.lines == (18, 18), race
+    assert race.replay is not None and race.replay.status == "confirmed", race.replay
 
 
 def test_a_stride_of_two_needs_twice_the_buffer() -> None:
@@ -184,3 +199,19 @@ def test_a_shared_counter_serves_each_block_on_its_own() -> None:
     )[0]  # fmt: skip
     assert one_block.verdict == "proved", one_block
     assert race("shl.b32 %b, %b, 7; add.u32 %s, %s, %b; and.b32 %s, %s, 255;").verdict != "proved"
+
+
+def test_unset_shared_counters_of_two_blocks_race_from_zero() -> None:
+    """Each block's shared counter is never set (GPUVerify's bad_local_counters): two blocks
+    whose counters hold one value at launch draw one slot. The witness counts from zero, what
+    the replay's shared memory holds, and the replay confirms it. Whether a slot overruns
+    hinges on a start the replay cannot set: unknown, with why."""
+    module = parse(SHARED.replace("SLOT", ""))
+    bounds, race = check(
+        module, "shared_tickets", ptx_machine(), LAUNCH, {"out": 512}, {}, properties=("bounds", "race")
+    )
+    assert race.verdict == "refuted" and race.witness is not None, race
+    assert dict(race.witness.inputs) == {"cnt[0]": 0}, race.witness
+    assert race.witness.threads[0].block != race.witness.threads[1].block, race.witness
+    assert race.replay is not None and race.replay.status == "confirmed", race.replay
+    assert bounds.verdict == "unknown" and "shared counter held at launch" in bounds.reason, bounds
