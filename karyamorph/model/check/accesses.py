@@ -119,7 +119,7 @@ class Access:
     # An asynchronous read (a wgmma's tiles): (trace position, condition) of each wait that
     # retires it; None for an access complete where it is made
     retired: list[tuple[int, Bool]] | None = None
-    tiles: Tiles | None = None  # a piece of a wgmma's tiles, where their ranges are constants
+    tiles: Tiles | None = None  # a piece of a wgmma's tiles, where their ranges are known
 
     def substitute_counters(self, sub: Renaming) -> None:
         """Apply ``sub`` to the synchronisation counters, the remote CTA and the tiles' ranges (as

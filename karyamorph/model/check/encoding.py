@@ -338,10 +338,11 @@ class Encoding:
         return ", ".join(said) or "memory contents or loop state"
 
     def counted_from_zero(self, violation: Bool, model: z3.ModelRef) -> z3.ModelRef | None:
-        """A model of ``violation`` whose atomic counters (:attr:`counters`) start at zero (as
-        a counter set by ``cudaMemset`` does) where one exists; else ``model`` with only the
-        counters the replay cannot set at zero (the replay's memory holds zero there); None
-        when the violation needs such a counter to start elsewhere."""
+        """The model of ``violation`` a witness is taken from: one whose atomic counters
+        (:attr:`counters`) all start at zero, as a counter set by ``cudaMemset`` does, where
+        there is one; else one whose counters the replay cannot set (a shared counter nothing
+        sets, zero in the replay's memory) start at zero; None where the violation needs such a
+        counter to start elsewhere. ``model`` where it already is such a model."""
         starts = [(t, c.settable) for c in self.counters for t in (c.init, self.b(c.init))]
         if not any(model.eval(t, model_completion=True).as_long() for t, _ in starts):
             return model

@@ -162,8 +162,9 @@ def plan_race(enc: Encoding) -> list[Query]:
             for a, c in pairs:
                 ta, tc = a.acc.tiles, c.acc.tiles
                 if (ta is None) != (tc is None):
-                    piece, other = (a, c) if ta is not None else (c, a)
-                    tiled[(piece.acc.tiles.first, other.index, piece is a)].append((a, c))  # type: ignore[union-attr]
+                    tiles, other = (ta, c) if ta is not None else (tc, a)
+                    assert tiles is not None
+                    tiled[(tiles.first, other.index, ta is not None)].append((a, c))
                     continue
                 q = _pair(enc, a, c, same_block, same_cluster, distinct, same_warp, order)
                 if q is not None:
@@ -190,10 +191,10 @@ def _tiles_pair(
     """The pairs of a ``wgmma`` issue's pieces (one thread's share of its tiles) with one other
     access, as one query on the issue's whole tiles, whose pieces are asked only where it holds.
 
-    The pieces of one issue differ only in their addresses (one guard, epoch and retirement),
-    and every piece lies in the tiles' constant ranges: no violation of the tiles rules out every
-    piece's, and the tiles' overlap is a few comparisons of constants where a piece's address is
-    a swizzle of descriptor fields."""
+    The pieces of one issue differ only in their addresses (one guard, epoch and retirement,
+    logged at one trace position), and every piece lies in the tiles' ranges: no violation of the
+    tiles rules out every piece's, and the tiles' overlap is a few comparisons with a term of the
+    thread where a piece's address is a swizzle of descriptor fields."""
     a, c = group[0]
     if len(group) == 1:
         return _pair(enc, a, c, same_block, same_cluster, distinct, same_warp, order)

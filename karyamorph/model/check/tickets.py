@@ -10,11 +10,12 @@ constant ``c``, modulo the width) or ``init + k`` while that stays at most the b
 at distinct k in ``0 .. T - 1`` for the ``T`` threads that may execute the atomic there (counted
 for every thread of the launch, or of a block for shared memory). Each thread's result becomes
 that term of its own free ``k``; the solver's background says ``k < T`` and that two distinct
-threads at one location hold distinct ``k`` (and see one ``init``). The ``init`` of a counter at a
-fixed element of a buffer argument is a witness input (``count[0]``, set by the replay), so a
-counterexample may hinge on where the counter starts; any other ``init`` may not. An atomic scoped to a block
-(``atom.cta``) on global memory serialises only its own block's threads: it is refused, like an
-atomic in a loop or on a location a load, store or other atomic touches.
+threads at one location hold distinct ``k`` (and see one ``init``). A counterexample may hinge
+on the ``init`` of a counter at a fixed element of a buffer argument (a witness input,
+``count[0]``, which the replay writes) and on that of a block's shared counter nothing sets, as
+zero only (what the replay's shared memory holds); any other ``init`` is abstract. An atomic
+scoped to a block (``atom.cta``) on global memory serialises only its own block's threads: it
+is refused, like an atomic in a loop or on a location a load, store or other atomic touches.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ TICKET_OPS = ("add", "inc")
 class Ticket:
     """The result of the atomic at ``line`` modeled as ticket ``k`` of ``threads`` (thread A's
     ``k``) and ``init``, thread A's content of its location at launch; ``per_block``: the
-    location is a block's own (shared memory); ``element``: the buffer element that ``init``
-    is, as a witness input names it with the element's bytes (None: ``init`` is abstract)."""
+    location is a block's own (shared memory); ``element``: the element that ``init`` is, as a
+    witness names it, with the element's bytes (None: ``init`` is abstract)."""
 
     line: int
     access: Access
@@ -249,8 +250,9 @@ def issue(
             init = z3.BitVecVal(0, w)
         else:
             # The location's content at launch: a value per thread, equal for two threads at
-            # one location (see serve); an input the witness sets where it is a buffer's
-            # element, else unknown state a counterexample may not hinge on.
+            # one location (see serve); a witness's to choose where it is a buffer's element or
+            # an unset shared counter (Encoding.counted_from_zero), else unknown state a
+            # counterexample may not hinge on.
             init = z3.BitVec(f"atom{acc.line}#init@A", w)
             trace.thread_vars.append(init)
             element = _element(trace, acc)

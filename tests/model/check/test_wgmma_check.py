@@ -26,6 +26,7 @@ from karyamorph.kernel.loader import load_spec
 from karyamorph.kernel.signature import prepare
 from karyamorph.model.check.accesses import Access, build_trace, dim3
 from karyamorph.model.check.checker import check
+from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.verdict import Verdict
 from karyamorph.model.interp.interpreter import interpret
 from karyamorph.model.interp.program import prepare as prepare_program
@@ -298,6 +299,43 @@ def test_each_thread_reads_what_the_interpreter_loads_for_it_and_together_the_wh
     _assert_shares(ours, loads, 2 * 64 * 16 * 2)  # A and B, 1024 elements each, 2 bytes
 
 
+def _outside_their_tiles(
+    module: ast.Module, buffers: dict[str, int], scalars: dict[str, int | float], launch: Launch
+) -> tuple[int, int]:
+    """(the ``wgmma`` reads the trace logs, those with a piece of some thread of block 0 outside
+    its issue's tiles), every thread's address and tile ranges evaluated; every read must carry
+    its tiles (:attr:`Access.tiles`)."""
+    grid, block, shared_bytes = launch
+    program = prepare_program(module, trace_entry(module), M)
+    geometry = (dim3(grid, "grid"), dim3(block, "block"), 32)
+    trace = build_trace(program, module, *geometry, buffers, scalars, shared_bytes, 8)
+    reads = [e for e in trace.events if isinstance(e, Access) and e.retired is not None]
+    sweep = Sweep.of(trace)
+    outside = 0
+    for r in reads:
+        assert r.tiles is not None, r
+        at, known = sweep.value(r.addr)
+        inside = np.zeros(len(at), bool)
+        for lo, nbytes in r.tiles.ranges:
+            start, sure = sweep.value(lo)
+            assert known.all() and sure.all(), r
+            inside |= (at >= start) & (at + np.uint64(r.nbytes) <= start + np.uint64(nbytes))
+        outside += int(not inside.all())
+    return len(reads), outside
+
+
+def test_every_piece_of_the_triton_matmul_lies_in_its_issues_tiles() -> None:
+    """Triton's sm_90a matmul (A K-major with a 64-byte swizzle, B MN-major with a 128-byte one,
+    each k step's descriptor a few chunks into the swizzle's period): the race plan asks about
+    an issue's whole tiles first, so every thread's pieces must lie in them."""
+    spec = load_spec(SPEC)
+    kernel = bind(dataclasses.replace(spec, ptx=TRITON.read_text(), ptx_path=TRITON))
+    module = parse(TRITON.read_text(), TRITON.name)
+    buffers, scalars = check_inputs(kernel, module.entry(kernel.entry))
+    reads, outside = _outside_their_tiles(module, buffers, scalars, kernel.launch)
+    assert reads > 0 and outside == 0, (reads, outside)
+
+
 ORACLE = [
     Case(8, "f16", Operand(0), Operand(0)),
     Case(64, "bf16", Operand(64), Operand(32), scale_a=-1, accumulate=False),
@@ -327,7 +365,9 @@ def test_every_layout_is_proved_read_in_shares_and_a_write_into_b_is_a_race(case
     line = next(
         d.line for d in prepare_program(module, "k", M).decoded if d.instr.name.startswith("wgmma.mma_async")
     )
-    ours, loads = _shares(module, line, buffers, scalars, ((1, 1, 1), (THREADS, 1, 1), 0))
+    launch: Launch = ((1, 1, 1), (THREADS, 1, 1), 0)
+    ours, loads = _shares(module, line, buffers, scalars, launch)
+    assert _outside_their_tiles(module, buffers, scalars, launch)[1] == 0  # (the race plan's tiles)
     _assert_shares(ours, loads, 2 * 16 * (n + (64 if case.a is not None else 0)))
     store = "    setp.eq.u32 %p3, %r1, 5;\n    @%p3 st.shared.b32 [%r9], %r1;\n"
     planted = case.ptx().replace(
