@@ -115,7 +115,8 @@ def check_any_launch(
     Notes
     -----
     When no block of ``ranges`` is one the kernel accepts (``.reqntid`` outside it), every
-    verdict is unknown with that reason.
+    verdict is unknown with that reason. A range of one launch (a ``.reqntid`` block at the
+    spec's grid) is that launch's check, every rule of :func:`check` with it.
     """
     sched = scheduling or machine.scheduling
     if sched not in SCHEDULING:
@@ -140,6 +141,8 @@ def check_any_launch(
     args = _Args(
         module, entry, machine, launch, buffers, scalars, sched, unroll, timeout_ms, strict, names, maps
     )
+    if not space.variables:
+        return _one_launch(args, space, properties, deadline)
     verdicts = _symbolic(program, args, space, properties, t0, deadline)
     out = []
     for v in verdicts:
@@ -165,6 +168,40 @@ class _Args:
     strict: bool
     names: UserTerms | None
     tensormaps: dict[str, TensorMap]
+
+
+def _one_launch(
+    args: _Args, space: SymbolicLaunch, properties: Sequence[str], deadline: float | None
+) -> list[Verdict]:
+    """The verdicts of a range that holds one launch (a ``.reqntid`` block at the spec's grid):
+    that launch's check, its proofs naming the range and its witnesses the launch."""
+    grid, block = _fixed(space.nctaid), _fixed(space.ntid)
+    left = None if deadline is None else max(deadline - time.perf_counter(), 0.001)
+    verdicts = check(
+        args.module, args.entry, args.machine, (grid, block, args.launch[2]), args.buffers, args.scalars,
+        properties=properties, scheduling=args.scheduling, unroll=args.unroll,
+        timeout_ms=args.timeout_ms, deadline_s=left, strict=args.strict, names=args.names,
+        tensormaps=args.tensormaps,
+    )  # fmt: skip
+    out = []
+    for v in verdicts:
+        if v.verdict in ("proved", "proved-up-to-k"):
+            covered = (f"for every {space.ranges}", v.reason)
+            v = dataclasses.replace(v, reason="; ".join(x for x in covered if x))
+        elif v.witness is not None:
+            v = dataclasses.replace(v, witness=dataclasses.replace(v.witness, launch=(grid, block)))
+        out.append(v)
+    return out
+
+
+def _fixed(extents: tuple[z3.BitVecRef, z3.BitVecRef, z3.BitVecRef]) -> Dim3:
+    """The numbers of a launch's extents that are all fixed."""
+    out = []
+    for n in extents:
+        value = as_const(n)
+        assert isinstance(value, int) and not isinstance(value, bool), n
+        out.append(value)
+    return out[0], out[1], out[2]
 
 
 def _symbolic(

@@ -280,3 +280,22 @@ def test_maxntid_caps_the_blocks_checked() -> None:
     verdicts = _check(spec, LaunchRanges("any"))
     _proved(verdicts)
     assert all("for every block 1..256 (.maxntid) x grid 1..65535" in v.reason for v in verdicts.values())
+
+
+def test_a_range_of_one_launch_is_that_launchs_check() -> None:
+    """block_sum fixed at 512 threads (``.reqntid``) at the spec's grid: one launch, checked as
+    such. Its tree overruns ``buf``: refuted, the witness naming that launch and replayed there;
+    its race and barrier proofs name the range."""
+    ptx = BLOCK_SUM.replace(".param .u32 nout)\n{", ".param .u32 nout)\n.reqntid 512\n{")
+    assert ".reqntid 512" in ptx
+    spec = _block_sum_spec()
+    doc_launch = dataclasses.replace(spec.launch, grid=("ceildiv(n, 512)",), block=(512,))
+    spec = dataclasses.replace(spec, ptx=ptx, launch=doc_launch)
+    verdicts = _check(spec, LaunchRanges("any", grid=None))
+    v = verdicts["bounds"]
+    assert v.verdict == "refuted" and v.witness is not None, v
+    assert v.witness.launch == ((2, 1, 1), (512, 1, 1)), v.witness
+    assert v.replay is not None and v.replay.status == "confirmed", v.replay
+    for p in ("race", "barrier"):
+        assert verdicts[p].verdict == "proved", verdicts[p]
+        assert "for every block 512x1x1 (.reqntid) x the spec's grid" in verdicts[p].reason, verdicts[p]
