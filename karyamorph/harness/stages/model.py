@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from karyamorph.harness.model_gate import rejection, require_ptxas
 from karyamorph.harness.model_run import interpret_spec_file
 from karyamorph.harness.stages.base import Context, Figure, Interpretation, StageResult, Status
@@ -13,6 +15,7 @@ from karyamorph.harness.tools.toolchain import ToolchainError
 from karyamorph.isa import ast
 from karyamorph.kernel.bound import BoundKernel
 from karyamorph.kernel.expressions import names as expression_names
+from karyamorph.kernel.inputs import make_array
 from karyamorph.kernel.spec import ArgSpec, KernelSpec, LaunchRanges, SpecError, struct_layout
 from karyamorph.kernel.tensormap import TensorMap
 from karyamorph.model.check.anylaunch import check_any_launch
@@ -82,6 +85,20 @@ def input_ranges(kernel: BoundKernel, entry: ast.Function) -> dict[str, ValueRan
             continue
         out[name] = InputRange(low, high, arg.dtype.bytes, signed=arg.dtype.kind == "s")
     return out
+
+
+FIXED_INITS = ("zeros", "ones", "arange")
+"""The inits whose values are the same in every trial (no seed draws them)."""
+
+
+def launch_contents(kernel: BoundKernel, entry: ast.Function) -> dict[str, np.ndarray]:
+    """The content at launch of the spec's input buffers whose init fixes it
+    (:data:`FIXED_INITS`), by .param name; an output (poisoned before a launch) has none."""
+    return {
+        name: make_array(kernel, arg, 0)
+        for arg, name in _named(kernel, entry)
+        if arg.is_pointer and not arg.is_tensormap and arg.role != "out" and arg.init.kind in FIXED_INITS
+    }
 
 
 def _named(kernel: BoundKernel, entry: ast.Function) -> list[tuple[ArgSpec, str]]:
@@ -170,12 +187,7 @@ def check_spec(
         structs=structs,
         host_constants=host_constants,
         input_ranges=input_ranges(kernel, entry) if assume_inits else None,
-        # Outputs are poisoned before a launch: only inputs given as zeros start at zero.
-        zeroed=[
-            p.name
-            for a, p in pairs
-            if a.is_pointer and not a.is_tensormap and a.role != "out" and a.init.kind == "zeros"
-        ],
+        contents=launch_contents(kernel, entry),
         cluster=kernel.spec.launch.cluster,
         tensormaps=maps,
     )

@@ -39,6 +39,7 @@ import z3
 from karyamorph.model.check.accesses import Access, BarrierEvent, Renaming, Trace
 from karyamorph.model.check.encoding import Encoding, Substitution, renamed
 from karyamorph.model.check.syncstate import seen
+from karyamorph.model.check.terms import conj, disj, uninterpreted_of
 from karyamorph.model.check.warpgroups import WARPGROUP_WARPS
 from karyamorph.model.semantics.symbolic import BitVec, Bool
 
@@ -143,8 +144,8 @@ class Ordering:
                 e is not None and limit is not None and e >= limit
             ):
                 continue  # (decided in Python: not this barrier)
-            out.append(z3.And(guard, z3.ULT(epoch, before), z3.UGT(done, group)))
-        result = z3.Or(out) if out else z3.BoolVal(False)
+            out.append(conj(guard, z3.ULT(epoch, before), z3.UGT(done, group)))
+        result = disj(*out)
         self._landed[key] = result
         return result
 
@@ -167,11 +168,11 @@ class Ordering:
         loop unrolled no deeper): it is not followed past the cut, where it may still arrive,
         and a reachable cut leaves the verdict proved up to k only."""
         out = [
-            z3.And(guard, z3.ULT(epoch, before), has_seen(passed, x, self._phase(x, who)))
+            conj(guard, z3.ULT(epoch, before), has_seen(passed, x, self._phase(x, who)))
             for guard, epoch, passed in self.passes[who]
         ]
         cuts = [c.cond if who == "A" else self.enc.b(c.cond) for c in self.enc.trace.cuts]
-        return z3.Or(out + cuts) if out or cuts else z3.BoolVal(False)
+        return disj(*out, *cuts)
 
     def _precedes(self, x: Access, who: str, y: Access) -> Bool:
         """Whether ``x``, made by thread ``who``, is ordered before ``y`` of the other thread."""
@@ -209,9 +210,9 @@ class Ordering:
             if n and x.retired is None:
                 break  # (a synchronous access: its own thread's arrivals only)
             for index, arrived in arrivals:
-                out += [z3.And(own(cond), arrived) for at, cond in spots if index >= at]
+                out += [conj(own(cond), arrived) for at, cond in spots if index >= at]
             out += self._leader_cuts[who][n]
-        hit = z3.Or(out) if out else z3.BoolVal(False)
+        hit = disj(*out)
         self._released_at[key] = hit
         return hit
 
@@ -236,7 +237,7 @@ class Ordering:
             made = []
             for bit, e in enc.trace.released:
                 assert e.phase is not None
-                made.append((e.index, z3.And(sub(e.guard), seen(passed, bit, sub(e.phase)))))
+                made.append((e.index, conj(sub(e.guard), seen(passed, bit, sub(e.phase)))))
             out.append(made)
         self._arrived[key] = out
         return out
@@ -248,17 +249,22 @@ class Ordering:
     def _leaders(self, who: str) -> list[Renaming]:
         """Renamings of thread ``A``'s terms to the first thread of the warp and of the warpgroup
         of thread ``who`` (a third thread with private values of its own); none but for blocks of
-        one dimension."""
+        one dimension. They rename what :meth:`_arrivals` asks of a leader: its arrivals'
+        guards and phases, and its cuts."""
         trace = self.enc.trace
         if trace.block[1:] != (1, 1) or trace.block[0] % (WARPGROUP_WARPS * trace.warp_size):
             return []
         tid = trace.coords["tid.x"]
         mine = self._own(who)(tid)
         coords = {v.get_id() for v in trace.coords.values()}
+        asked: list[z3.ExprRef] = [c.cond for c in trace.cuts]
+        for _, e in trace.released:
+            asked += [e.guard] if e.phase is None else [e.guard, e.phase]
+        held = {v.get_id() for v in uninterpreted_of(asked)} - coords
+        private = [v for v in trace.thread_vars if v.get_id() in held]
         out: list[Renaming] = []
         for size in (trace.warp_size, WARPGROUP_WARPS * trace.warp_size):
-            tag = f"@{who}{size}"
-            pairs = renamed([v for v in trace.thread_vars if v.get_id() not in coords], tag)
+            pairs = renamed(private, f"@{who}{size}")
             pairs += [(v, self._own(who)(v)) for k, v in trace.coords.items() if k.startswith("ctaid")]
             if not z3.is_bv_value(tid):
                 pairs.append((tid, mine & ~z3.BitVecVal(size - 1, 32)))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from karyamorph.isa import ast
 from karyamorph.kernel.structs import StructLayout
 from karyamorph.kernel.tensormap import TensorMap
@@ -77,7 +79,7 @@ def check(
     strict: bool = False,
     loads_agree: bool = True,
     names: UserTerms | None = None,
-    zeroed: Sequence[str] = (),
+    contents: Mapping[str, np.ndarray] | None = None,
     structs: Mapping[str, StructLayout] | None = None,
     host_constants: bool = False,
     input_ranges: Mapping[str, ValueRange] | None = None,
@@ -136,9 +138,10 @@ def check(
     names
         The names (and element sizes) a witness should use for ``.param`` names: a spec's
         arguments; by default the PTX's own.
-    zeroed
-        Buffers (by parameter name) that hold zeros at launch: an atomic counter there starts
-        at 0 (:mod:`karyamorph.model.check.tickets`).
+    contents
+        Buffers (by parameter name) whose content at launch the spec fixes (its ``zeros``,
+        ``ones`` and ``arange`` inputs): an atomic counter there starts at its element's value
+        (:mod:`karyamorph.model.check.tickets`).
     structs
         The layout of each struct parameter passed by value, by parameter name
         (:class:`~karyamorph.kernel.structs.StructLayout`). Its fields go by ``param.field`` in
@@ -236,7 +239,7 @@ def check(
     copies_ordered = track_copies(trace)
     bulk_left = track_bulk_copies(trace) if "race" in properties else {}  # (only races ask)
     warps_ordered = track_warp_barriers(trace, program, machine.warp_size)
-    tickets, refused = issue(trace, program, frozenset(zeroed))
+    tickets, refused = issue(trace, program, contents)
     read_back = flows(trace, program)
     settled = settle(trace, program, host_constants)
     enc = Encoding.of(trace, sched, timeout_ms, deadline, input_ranges)
@@ -259,8 +262,7 @@ def check(
     )
     replayed = [0.0]  # seconds spent replaying: not part of a check's time
     # Witness inputs name elements in units of the loads that read them.
-    widths = {buf: nbytes for _, buf, nbytes in enc.loads}
-    widths |= {c.key.partition("[")[0]: c.nbytes for c in enc.counters}
+    widths = enc.element_bytes()
     if replay:
 
         def vet(prop: str, w: Witness) -> Replay:

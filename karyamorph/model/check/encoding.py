@@ -80,7 +80,18 @@ class Substitution:
 def renamed(variables: Sequence[Term], tag: str) -> list[tuple[Term, Term]]:
     """Thread ``A``'s private ``variables`` paired with their copies for another thread (``@A``
     in each name becomes ``tag``: ``@B`` for thread ``B``)."""
-    return [(v, z3.Const(v.decl().name().replace("@A", tag), v.sort())) for v in variables]
+    if not variables:
+        return []
+    ctx = variables[0].ctx
+    ref = ctx.ref()
+    out: list[tuple[Term, Term]] = []
+    for v in variables:  # (through the C API: the Python wrappers cost most of a renaming)
+        ast = v.as_ast()
+        decl = z3.Z3_get_app_decl(ref, z3.Z3_to_app(ref, ast))
+        name = z3.Z3_get_symbol_string(ref, z3.Z3_get_decl_name(ref, decl)).replace("@A", tag)
+        const = z3.Z3_mk_const(ref, z3.Z3_mk_string_symbol(ref, name), z3.Z3_get_sort(ref, ast))
+        out.append((v, cast(Term, _to_expr_ref(const, ctx))))
+    return out
 
 
 def substitute_trace(trace: Trace, sub: Substitution) -> None:
@@ -353,6 +364,14 @@ class Encoding:
             if out.result == z3.sat and out.model is not None:
                 return out.model
         return None
+
+    def element_bytes(self) -> dict[str, int]:
+        """The bytes of one element of each buffer a witness's inputs name (``x[3]``): the
+        width its read-only loads read (the last load's), else its counters'."""
+        widths = {buf: nbytes for _, buf, nbytes in self.loads}
+        for c in self.counters:
+            widths.setdefault(c.key.partition("[")[0], c.nbytes)
+        return widths
 
     def other_threads(self, model: z3.ModelRef) -> Bool:
         """That threads A and B are not the two the model picks."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import z3
 
+from karyamorph.model.check.terms import conj, disj
 from karyamorph.model.semantics.symbolic import BitVec, Bool
 
 
@@ -125,9 +126,9 @@ class IntTranslation:
             return t
         k, ch = t.decl().kind(), t.children()
         if k == z3.Z3_OP_AND:
-            return z3.And([self.formula(c) for c in ch])
+            return conj(*(self.formula(c) for c in ch))
         if k == z3.Z3_OP_OR:
-            return z3.Or([self.formula(c) for c in ch])
+            return disj(*(self.formula(c) for c in ch))
         if k == z3.Z3_OP_NOT:
             return z3.Not(self.formula(ch[0]))
         if k == z3.Z3_OP_IMPLIES:
@@ -399,7 +400,7 @@ class QuerySolver:
         """
         timeout = self._timeout()
         self.queries += 1
-        goal = z3.And(*constraints) if constraints else z3.BoolVal(True)
+        goal = conj(*constraints)
         try:
             translated = self.ints.formula(goal)
         except NotLinear:

@@ -51,7 +51,7 @@ from karyamorph.model.check.memvalues import thread_bounds, variable_of
 from karyamorph.model.check.sweep import Sweep
 from karyamorph.model.check.symexec import as_const
 from karyamorph.model.check.syncstate import PHASE_BITS
-from karyamorph.model.check.terms import constant_names, unsatisfiable
+from karyamorph.model.check.terms import constant_names, uninterpreted_of, unsatisfiable
 from karyamorph.model.ptx.mbarrier import PENDING
 
 WAITS = ("mbarrier.try_wait", "mbarrier.test_wait")
@@ -68,6 +68,15 @@ def _in_loop(a: Access) -> bool:
     """Whether ``a`` is made in a loop abstracted with a free iteration variable (``k<line>``):
     one event of the trace then stands for every iteration's."""
     return any(_ITERATION.fullmatch(name) for name in constant_names(a.guard))
+
+
+def _looped(accesses: list[Access]) -> set[int]:
+    """The lines of ``accesses`` made in a loop of free iteration (see :func:`_in_loop`); the
+    guards are walked together first, as none is, mostly."""
+    names = {c.decl().name() for c in uninterpreted_of(a.guard for a in accesses)}
+    if not any(_ITERATION.fullmatch(n) for n in names):
+        return set()
+    return {a.line for a in accesses if _in_loop(a)}
 
 
 def _implies(p: z3.BoolRef, q: z3.BoolRef) -> bool:
@@ -94,9 +103,16 @@ def near_words(trace: Trace, sweep: Sweep, accesses: list[Access]) -> list[Acces
         return []
     lo, hi = min(trace.mbarriers), max(trace.mbarriers) + 8
     out = []
+    clear: dict[int, bool] = {}  # a wgmma issue's tiles (by id) -> whether they avoid the words
     for a in accesses:
         if a.space != "shared" or z3.is_false(a.guard):
             continue
+        if a.tiles is not None and a.remote is None:
+            avoid = clear.get(id(a.tiles))
+            if avoid is None:
+                avoid = clear[id(a.tiles)] = sweep.tiles_avoid(a, lo, hi)
+            if avoid:
+                continue
         if a.remote is None:
             at = _const(a.addr)
             if at is not None and not (at < hi and lo < at + a.nbytes):
@@ -267,7 +283,7 @@ def track_bulk_copies(trace: Trace) -> dict[int, str]:
     counted = all(a.passed is not None for a in accesses) and all(
         b.passed is not None for b in trace.events if isinstance(b, BarrierEvent)
     )
-    looped = {a.line for a in accesses if a.text.startswith(("mbarrier", "cp.async.bulk")) and _in_loop(a)}
+    looped = _looped([a for a in accesses if a.text.startswith(("mbarrier", "cp.async.bulk"))])
     why: dict[int, str] = {}
     sweep = Sweep.of(trace)
     refused: dict[int, str | None] = {}

@@ -282,7 +282,7 @@ def covered(sweep: Sweep, load: Access, interval: int, writes: list[Access]) -> 
     None otherwise. A write in a later interval happens after a barrier the loading thread
     reaches only after its load, and one in the load's interval must touch no loaded byte of any
     thread. Addresses are keyed by block (shared memory is a block's own)."""
-    site = sweep._site(load)
+    site = sweep.site(load)
     if site is None:
         return None
     threads, addr = site
@@ -296,7 +296,7 @@ def covered(sweep: Sweep, load: Access, interval: int, writes: list[Access]) -> 
             return None  # written in an interval the trace cannot order
         if wi > interval:
             continue
-        wsite = sweep._site(w)
+        wsite = sweep.site(w)
         if wsite is None:
             return None
         wthreads, waddr = wsite
@@ -373,7 +373,7 @@ def _writers(sweep: Sweep, trace: Trace, elements: list[Access]) -> tuple[tuple[
     nt = trace.block[0] * trace.block[1] * trace.block[2]
     first: dict[int, tuple[int, int]] = {}
     for k, w in enumerate(elements):
-        site = sweep._site(w)
+        site = sweep.site(w)
         if site is None or _interval(w) is None:
             return None
         threads, addr = site

@@ -23,7 +23,7 @@ from karyamorph.model.check.encoding import Encoding
 from karyamorph.model.check.memvalues import variable_of
 from karyamorph.model.check.properties import Finish, Query, batched, decide
 from karyamorph.model.check.symexec import provenance
-from karyamorph.model.check.terms import uninterpreted
+from karyamorph.model.check.terms import conj, disj, uninterpreted
 from karyamorph.model.check.verdict import Replay, ThreadId, Verdict, Witness
 from karyamorph.model.check.warpvalues import WarpStores
 from karyamorph.model.semantics.symbolic import BitVec, Bool
@@ -203,7 +203,7 @@ def _tiles_pair(
     mine = a.acc is piece  # the piece is thread A's access (else thread B's)
     at = enc.b(other.addr) if mine else other.addr
     spans = [(lo if mine else enc.b(lo), nbytes) for lo, nbytes in piece.tiles.ranges]
-    overlap = z3.Or([z3.And(z3.ULT(lo, at + other.nbytes), z3.ULT(at, lo + nbytes)) for lo, nbytes in spans])
+    overlap = disj(*(conj(z3.ULT(lo, at + other.nbytes), z3.ULT(at, lo + nbytes)) for lo, nbytes in spans))
     whole = _pair(enc, a, c, same_block, same_cluster, distinct, same_warp, order, overlap)
     if whole is None:
         return None
@@ -321,8 +321,8 @@ def _pair(
         unordered = z3.And(unordered, z3.Not(same_warp))  # lockstep: one instruction at a time
     if overlap is None:
         cb = enc.b(c.addr)
-        overlap = z3.And(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
-    violation = z3.And(a.guard, enc.b(c.guard), distinct, unordered, overlap, *enc.facts(a.index, c.index))
+        overlap = conj(z3.ULT(a.addr, cb + c.nbytes), z3.ULT(cb, a.addr + a.nbytes))
+    violation = conj(a.guard, enc.b(c.guard), distinct, unordered, overlap, *enc.facts(a.index, c.index))
     plain = a.write and c.write and not (a.atomic or c.atomic)
     tag = SAME_STORE if a is c and plain else STORES if plain and a.nbytes == c.nbytes else ""
     return Query(violation, (a, c), tag=tag)

@@ -20,6 +20,7 @@ import z3
 
 from karyamorph.model.check.accesses import Access, BarrierEvent
 from karyamorph.model.check.encoding import Encoding
+from karyamorph.model.check.terms import disj
 from karyamorph.model.check.verdict import Replay, Verdict, Witness
 from karyamorph.model.semantics.symbolic import Bool
 
@@ -64,7 +65,7 @@ def batched(leaves: list[Query], size: int = BATCH) -> list[Query]:
             return xs[0]
         mid = len(xs) // 2
         left, right = node(xs[:mid]), node(xs[mid:])
-        return Query(z3.Or(left.violation, right.violation), parts=(left, right))
+        return Query(disj(left.violation, right.violation), parts=(left, right))
 
     return [node(leaves[i : i + size]) for i in range(0, len(leaves), size)]
 

@@ -337,7 +337,7 @@ def _race(
             False,
         )
     who = [
-        _thread_of(x.thread, grid, block) if drew else str(t)
+        str(_thread_of(x.thread, grid, block) if drew else t)
         for x, t, drew in zip(seen[0], w.threads, (*w.served, False, False), strict=False)
     ]
     met = f"{who[0]} at line {la} and {who[1]} at line {lb} access {_where(w)} with no barrier between them"
@@ -568,17 +568,19 @@ def _copy(args: dict[str, KernelArg]) -> dict[str, KernelArg]:
 
 
 def _linear(t: ThreadId, grid: tuple[int, int, int], block: tuple[int, int, int]) -> int:
+    """The launch-order index of thread ``t`` (blocks in order, threads in order within each);
+    :func:`_thread_of` is its inverse."""
     b = t.block[0] + grid[0] * (t.block[1] + grid[1] * t.block[2])
     r = t.thread[0] + block[0] * (t.thread[1] + block[1] * t.thread[2])
     return b * _prod(block) + r
 
 
-def _thread_of(linear: int, grid: tuple[int, int, int], block: tuple[int, int, int]) -> str:
-    """The thread at launch-order index ``linear``, in a witness's words."""
+def _thread_of(linear: int, grid: tuple[int, int, int], block: tuple[int, int, int]) -> ThreadId:
+    """The thread at launch-order index ``linear`` (the inverse of :func:`_linear`)."""
     b, r = divmod(linear, _prod(block))
     block_at = (b % grid[0], b // grid[0] % grid[1], b // (grid[0] * grid[1]))
     thread_at = (r % block[0], r // block[0] % block[1], r // (block[0] * block[1]))
-    return str(ThreadId(block_at, thread_at))
+    return ThreadId(block_at, thread_at)
 
 
 def _prod(d: tuple[int, int, int]) -> int:

@@ -203,18 +203,22 @@ class Sweep:
         return r | ~known, ~r | ~known
 
     # --- questions ----------------------------------------------------------------------------
-    def _site(self, acc: Access) -> tuple[np.ndarray, np.ndarray] | None:
+    def site(self, acc: Access) -> tuple[np.ndarray, np.ndarray] | None:
         """(threads that may make ``acc``, their addresses), or None when some such thread's
         address is unknown."""
-        may, _ = self.truth(acc.guard)
-        addr, known = self.value(acc.addr)
+        return self._at(acc.guard, acc.addr)
+
+    def _at(self, guard: z3.BoolRef, addr: z3.BitVecRef) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`site` of an access under ``guard`` at ``addr``."""
+        may, _ = self.truth(guard)
+        at, known = self.value(addr)
         if not np.all(known[may]):
             return None
-        return np.flatnonzero(may), addr[may]
+        return np.flatnonzero(may), at[may]
 
     def in_bounds(self, acc: Access, lo: int, hi: int) -> bool:
         """Whether every thread that may make ``acc`` accesses bytes inside ``[lo, hi)``."""
-        site = self._site(acc)
+        site = self.site(acc)
         if site is None:
             return False
         _, addr = site
@@ -223,18 +227,23 @@ class Sweep:
     def avoids(self, acc: Access, lo: int, hi: int) -> bool:
         """Whether no thread that may make ``acc`` touches a byte of ``[lo, hi)`` (told by the
         ranges of a ``wgmma``'s tiles first, which hold its pieces)."""
-        if acc.tiles is not None and all(
-            self._avoids(acc.guard, start, nbytes, lo, hi) for start, nbytes in acc.tiles.ranges
-        ):
-            return True
-        return self._avoids(acc.guard, acc.addr, acc.nbytes, lo, hi)
+        return self.tiles_avoid(acc, lo, hi) or self._outside(acc.guard, acc.addr, acc.nbytes, lo, hi)
 
-    def _avoids(self, guard: z3.BoolRef, addr: z3.BitVecRef, nbytes: int, lo: int, hi: int) -> bool:
-        may, _ = self.truth(guard)
-        at, known = self.value(addr)
-        if not np.all(known[may]):
+    def tiles_avoid(self, acc: Access, lo: int, hi: int) -> bool:
+        """Whether ``acc`` is a piece of a ``wgmma``'s tiles (:attr:`Access.tiles`) and no
+        thread's tiles touch a byte of ``[lo, hi)``: then none of that issue's pieces does
+        (they share its guard)."""
+        return acc.tiles is not None and all(
+            self._outside(acc.guard, start, nbytes, lo, hi) for start, nbytes in acc.tiles.ranges
+        )
+
+    def _outside(self, guard: z3.BoolRef, addr: z3.BitVecRef, nbytes: int, lo: int, hi: int) -> bool:
+        """Whether every thread that may access ``nbytes`` at ``addr`` under ``guard`` stays out
+        of ``[lo, hi)``."""
+        site = self._at(guard, addr)
+        if site is None:
             return False
-        at = at[may]
+        at = site[1]
         return bool(np.all((at + U64(nbytes) <= U64(lo)) | (at >= U64(hi))))
 
     def _meetings(
@@ -266,7 +275,7 @@ class Sweep:
 
     def disjoint(self, a: Access, c: Access) -> bool:
         """Whether no thread's ``a`` overlaps any thread's ``c`` (the same thread's included)."""
-        sa, sc = self._site(a), self._site(c)
+        sa, sc = self.site(a), self.site(c)
         if sa is None or sc is None:
             return False
         _, first, last = self._meetings(sa[1], a.nbytes, sc[1], c.nbytes)
@@ -275,7 +284,7 @@ class Sweep:
     def apart(self, a: Access, c: Access) -> bool:
         """Whether no two distinct threads of the domain can make ``a`` and ``c`` to overlapping
         bytes (for shared memory: two threads of one block)."""
-        sa, sc = self._site(a), self._site(c)
+        sa, sc = self.site(a), self.site(c)
         if sa is None or sc is None:
             return False
         (ta, xa), (tc, xc) = sa, sc

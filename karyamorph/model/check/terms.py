@@ -8,18 +8,21 @@ milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ctypes
+from collections.abc import Callable, Iterable, Iterator
 
 import z3
 from z3.z3 import _to_expr_ref
 
 
-def _nodes(term: z3.ExprRef) -> Iterator[tuple[z3.Ast, z3.ContextObj, z3.Ast, int]]:
-    """Each distinct application node of ``term`` once, as (ast, C context, app, argument count);
-    the caller may stop early."""
-    ref = term.ctx.ref()
+def _nodes(*terms: z3.ExprRef) -> Iterator[tuple[z3.Ast, z3.ContextObj, z3.Ast, int]]:
+    """Each distinct application node of ``terms`` once, as (ast, C context, app, argument
+    count); the caller may stop early."""
+    if not terms:
+        return
+    ref = terms[0].ctx.ref()
     seen: set[int] = set()
-    stack = [term.as_ast()]
+    stack = [t.as_ast() for t in terms]
     while stack:
         a = stack.pop()
         i = z3.Z3_get_ast_id(ref, a)
@@ -49,6 +52,43 @@ def uninterpreted(term: z3.ExprRef, constants: bool = True, applications: bool =
 def constant_names(term: z3.ExprRef) -> dict[str, z3.ExprRef]:
     """Uninterpreted constants of ``term`` by name."""
     return {c.decl().name(): c for c in uninterpreted(term)}
+
+
+def uninterpreted_of(terms: Iterable[z3.ExprRef]) -> list[z3.ExprRef]:
+    """The distinct uninterpreted constants that occur in any of ``terms`` (their shared
+    subterms visited once)."""
+    roots = list(terms)
+    out: list[z3.ExprRef] = []
+    for a, ref, app, n in _nodes(*roots):
+        if n == 0 and z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app)) == z3.Z3_OP_UNINTERPRETED:
+            out.append(_to_expr_ref(a, roots[0].ctx))
+    return out
+
+
+def conj(*terms: z3.BoolRef) -> z3.BoolRef:
+    """``z3.And(*terms)`` (True for none), built through the C API: ``z3.And`` coerces and
+    sort-checks each argument in Python, which the race plan's thousands of conjunctions of
+    formulas pay for in seconds."""
+    return _connective(z3.Z3_mk_and, terms, True)
+
+
+def disj(*terms: z3.BoolRef) -> z3.BoolRef:
+    """``z3.Or(*terms)`` (False for none), as :func:`conj` builds it."""
+    return _connective(z3.Z3_mk_or, terms, False)
+
+
+def _connective(
+    make: Callable[[z3.ContextObj, int, ctypes.Array[z3.Ast]], z3.Ast],
+    terms: tuple[z3.BoolRef, ...],
+    empty: bool,
+) -> z3.BoolRef:
+    if not terms:
+        return z3.BoolVal(empty)
+    if len(terms) == 1:
+        return terms[0]
+    ctx = terms[0].ctx
+    args = (z3.Ast * len(terms))(*(t.as_ast() for t in terms))
+    return z3.BoolRef(make(ctx.ref(), len(terms), args), ctx)
 
 
 def dag_size(term: z3.ExprRef, limit: int | None = None) -> int:

@@ -12,7 +12,8 @@ for every thread of the launch, or of a block for shared memory). Each thread's 
 that term of its own free ``k``; the solver's background says ``k < T`` and that two distinct
 threads at one location hold distinct ``k`` (and see one ``init``). A counterexample may hinge
 on the ``init`` of a counter at a fixed element of a buffer argument (a witness input,
-``count[0]``, which the replay writes) and on that of a block's shared counter nothing sets, as
+``count[0]``, which the replay writes; pinned to the spec's content where its init fixes that:
+``zeros``, ``ones``, ``arange``) and on that of a block's shared counter nothing sets, as
 zero only (what the replay's shared memory holds); any other ``init`` is abstract. An atomic
 scoped to a block (``atom.cta``) on global memory serialises only its own block's threads: it
 is refused, like an atomic in a loop or on a location a load, store or other atomic touches.
@@ -20,6 +21,7 @@ is refused, like an atomic in a loop or on a location a load, store or other ato
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import networkx as nx
@@ -44,7 +46,8 @@ class Ticket:
     """The result of the atomic at ``line`` modeled as ticket ``k`` of ``threads`` (thread A's
     ``k``) and ``init``, thread A's content of its location at launch; ``per_block``: the
     location is a block's own (shared memory); ``element``: the element that ``init`` is, as a
-    witness names it, with the element's bytes (None: ``init`` is abstract)."""
+    witness names it, with the element's bytes (None: ``init`` is abstract); ``start``: that
+    element's content at launch where the spec fixes it (None: the witness's to choose)."""
 
     line: int
     access: Access
@@ -53,6 +56,7 @@ class Ticket:
     init: BitVec
     per_block: bool
     element: tuple[str, int] | None = None
+    start: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,18 +111,27 @@ def _touches(trace: Trace, ints: IntTranslation, acc: Access, window: tuple[int,
     return span is None or (span[0] < window[1] and span[1] + acc.nbytes > window[0])
 
 
-def _element(trace: Trace, acc: Access) -> tuple[str, int] | None:
-    """``(variable[index], bytes)`` of an atomic at one fixed element of a buffer argument (whose
-    content at launch the replay sets) or of a ``.shared`` variable no access initialises (whose
-    content at launch is whatever the memory held: zeros on the interpreter, see
-    :meth:`Encoding.counted_from_zero`); None for anything else (a module variable)."""
+def _element(trace: Trace, acc: Access) -> tuple[str, int, int] | None:
+    """``(variable[index], bytes, byte offset)`` of an atomic at one fixed element of a buffer
+    argument (whose content at launch the replay sets) or of a ``.shared`` variable no access
+    initialises (whose content at launch is whatever the memory held: zeros on the interpreter,
+    see :meth:`Encoding.counted_from_zero`); None for anything else (a module variable)."""
     at = as_const(z3.simplify(acc.addr))
     if acc.space not in ("global", "shared") or not isinstance(at, int) or isinstance(at, bool):
         return None
     alloc, off = trace.layout.find(acc.space, at)
     if alloc is None or alloc.init is not None or off % acc.nbytes or off + acc.nbytes > alloc.size:
         return None
-    return f"{alloc.name}[{off // acc.nbytes}]", acc.nbytes
+    return f"{alloc.name}[{off // acc.nbytes}]", acc.nbytes, off
+
+
+def _content(data: np.ndarray, off: int, nbytes: int) -> int | None:
+    """The unsigned little-endian value of ``data``'s bytes ``[off, off + nbytes)`` (None past
+    its end)."""
+    raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+    if off + nbytes > raw.size:
+        return None
+    return int.from_bytes(raw[off : off + nbytes].tobytes(), "little")
 
 
 def _interval(e: Access) -> int | None:
@@ -170,12 +183,13 @@ def _threads(sweep: Sweep, trace: Trace, acc: Access) -> int:
 
 
 def issue(
-    trace: Trace, program: Program, zeroed: frozenset[str] = frozenset()
+    trace: Trace, program: Program, contents: Mapping[str, np.ndarray] | None = None
 ) -> tuple[list[Ticket], list[Refusal]]:
     """Replace, in ``trace``, the results of the atomics that qualify as ticket dispensers by
     their ticket terms (before the trace is encoded: the new ``k`` are thread variables).
 
-    ``zeroed``: global buffers (by parameter name) that hold zeros at launch."""
+    ``contents``: global buffers (by parameter name) whose content at launch the spec fixes."""
+    contents = contents or {}
     accesses = [e for e in trace.events if isinstance(e, Access)]
     limits: dict[str, int] = {}
     for name, dims in (("tid", trace.block), ("ctaid", trace.grid)):
@@ -243,19 +257,21 @@ def issue(
         w = old.size()
         alloc, _ = trace.layout.find(acc.space, window[0])
         init: BitVec
-        element = None
+        element, fixed = _element(trace, acc), None
+        data = contents.get(alloc.name) if acc.space == "global" and alloc is not None else None
+        if data is not None and element is not None:
+            fixed = _content(data, element[2], element[1])  # the spec's, which the witness names
         if start is not None:
             init = z3.BitVecVal(start, w)
-        elif acc.space == "global" and alloc is not None and alloc.name in zeroed:
-            init = z3.BitVecVal(0, w)
+        elif data is not None and fixed is None and not data.any():
+            init = z3.BitVecVal(0, w)  # zeros wherever it counts
         else:
             # The location's content at launch: a value per thread, equal for two threads at
             # one location (see serve); a witness's to choose where it is a buffer's element or
-            # an unset shared counter (Encoding.counted_from_zero), else unknown state a
-            # counterexample may not hinge on.
+            # an unset shared counter (Encoding.counted_from_zero), pinned to the spec's where
+            # that fixes it, else unknown state a counterexample may not hinge on.
             init = z3.BitVec(f"atom{acc.line}#init@A", w)
             trace.thread_vars.append(init)
-            element = _element(trace, acc)
             if element is None:
                 trace.abstract.add(init.decl().name())
         k = z3.BitVec(f"ticket{acc.line}#0@A", w)
@@ -268,7 +284,8 @@ def issue(
             wide = z3.ZeroExt(1, init) + z3.ZeroExt(1, k)
             value = z3.If(z3.ULE(wide, z3.BitVecVal(step, w + 1)), init + k, old)
         pairs.append((old, value))
-        tickets.append(Ticket(acc.line, acc, k, n, init, acc.space == "shared", element))
+        named = element[:2] if element is not None and not z3.is_bv_value(init) else None
+        tickets.append(Ticket(acc.line, acc, k, n, init, acc.space == "shared", named, fixed))
     if pairs:
         substitute_trace(trace, Substitution(pairs))
     return tickets, refused
@@ -280,14 +297,15 @@ def serve(enc: Encoding, tickets: list[Ticket]) -> None:
     two distinct threads that both execute the atomic; and the counters whose start a witness
     names (:attr:`Encoding.counters`)."""
     facts: list[Bool] = []
-    widths = {buf: nbytes for _, buf, nbytes in enc.loads}
     for t in tickets:
         if t.element is not None:
             key, nbytes = t.element
-            if widths.setdefault(key.partition("[")[0], nbytes) == nbytes:
+            if enc.element_bytes().get(key.partition("[")[0], nbytes) == nbytes:
                 enc.counters.append(Counter(t.init, key, nbytes, settable=not t.per_block))
             else:  # the buffer's inputs count in another width: the start stays unknown
                 enc.abstract |= {t.init.decl().name(), enc.b(t.init).decl().name()}
+        if t.start is not None:
+            facts += [t.init == t.start, enc.b(t.init) == t.start]
         kb = enc.b(t.k)
         enc.served |= {t.k.decl().name(), kb.decl().name()}
         for v in (t.k, kb):

@@ -117,7 +117,8 @@ class Warpgroups(Generic[A]):
     cuts: list[Cut] = field(default_factory=list)
     # (condition id, cuts seen) -> (the condition, kept alive; whether a warpgroup runs it together)
     _together: dict[tuple[int, int], tuple[Bool, bool]] = field(default_factory=dict)
-    # (operands, descriptor fields' ids) -> (the terms, kept alive; the pieces of the tiles)
+    # (matrix, constant fields, the thread's terms' ids) -> (those terms, kept alive; the pieces
+    # of its tile at the start's offset in the swizzle period)
     _pieces: dict[tuple[object, ...], tuple[list[BitVec], list[tuple[BitVec, int]]]] = field(
         default_factory=dict
     )
@@ -276,30 +277,49 @@ class Warpgroups(Generic[A]):
     def _places(
         self, ops: Operands, a: Layout[BitVec, Bool] | None, b: Layout[BitVec, Bool]
     ) -> list[tuple[BitVec, int]]:
-        """The (64-bit shared address, bytes) pieces of the tiles this thread's share holds,
-        built once per pair of descriptors: a pipelined loop's stages repeat them."""
-        x, d = self.x, self.x.D
+        """The (64-bit shared address, bytes) pieces of the tiles this thread's share holds."""
+        x = self.x
         lane = z3.ZeroExt(32, x.lane())
         warp = z3.ZeroExt(32, z3.URem(x.specials["%warpid"], WARPGROUP_WARPS))
-        terms = [lane, warp, *(t for m in (a, b) if m is not None for t in _fields(m))]
-        key = (ops, a is None, *(t.get_id() for t in terms))
-        hit = self._pieces.get(key)
-        if hit is not None:
-            return hit[1]
         g, t = z3.LShR(lane, 2), lane & 3
-        places: list[tuple[BitVec, int]] = []  # (32-bit shared address, bytes)
+        out: list[tuple[BitVec, int]] = []
         if a is not None:  # rows 16 w + g and 16 w + g + 8 of A, every k
-            for r in range(2):
-                row = warp * 16 + g + 8 * r
-                places += _row(d, a, row, ops.trans_a, 1)
-        if ops.trans_b:
-            places += _shared_columns(d, b, ops.n, t, warp * 8 + g)
-        else:
-            for c in range(0, ops.n // 4, 2):  # columns 8 (c / 2) + 2 t and the next one, every k
-                places += _row(d, b, t * 2 + 8 * (c // 2), False, 2)
-        out = [(z3.simplify(z3.ZeroExt(32, addr)), nbytes) for addr, nbytes in places]
-        self._pieces[key] = (terms, out)
+            rows = (warp * 16 + g, warp * 16 + g + 8)
+            out += self._matrix(
+                a, (lane, warp), ("a", ops.trans_a), lambda m: _rows_of_a(x.D, m, rows, ops.trans_a)
+            )
+        out += self._matrix(
+            b, (lane, warp), ("b", ops.trans_b, ops.n), lambda m: _columns_of_b(x.D, m, ops, t, warp, g)
+        )
         return out
+
+    def _matrix(
+        self,
+        m: Layout[BitVec, Bool],
+        thread: tuple[BitVec, BitVec],
+        role: tuple[object, ...],
+        pieces: Callable[[Layout[BitVec, Bool]], list[tuple[BitVec, int]]],
+    ) -> list[tuple[BitVec, int]]:
+        """One matrix's pieces, ``pieces(m)`` as (32-bit address, bytes), as 64-bit addresses.
+
+        Where the descriptor's fields other than its start are constants, and so is the start's
+        offset in the swizzle's period, the pieces are built once at that offset (a pipelined
+        loop's stages share them) and moved by the start's base: ``address(base + offset) =
+        base + address(offset)`` with ``base`` a multiple of the period (see :func:`_span`). The
+        sum stays below 2^32 (a start below 2^18, strides below 2^18 times at most 256 rows), so
+        the 32-bit address the instruction truncates to is the same."""
+        period = _SWIZZLE_PERIOD - 1
+        offset = _constant(z3.simplify(m.start & period), self._constants)
+        fixed = [as_const(f) for f in (offset, *_fields(m)[1:])]
+        if not all(isinstance(f, int) and not isinstance(f, bool) for f in fixed):
+            return [(z3.simplify(z3.ZeroExt(32, at)), n) for at, n in pieces(m)]
+        key = (role, *fixed, *(v.get_id() for v in thread))
+        hit = self._pieces.get(key)
+        if hit is None:
+            moved = pieces(replace(m, start=offset))
+            hit = self._pieces[key] = ([*thread], [(z3.simplify(z3.ZeroExt(32, at)), n) for at, n in moved])
+        base = z3.simplify(m.start & ~period)
+        return [(z3.simplify(base + at), n) for at, n in hit[1]]
 
     def _in_window(self) -> None:
         """Refuse a layout whose shared memory :func:`in_window` could not place."""
@@ -430,6 +450,26 @@ def _row(
     for e in range(elements):
         for k in (0, 8):
             out.append((address(d, m, mn + e, k, False), 16))
+    return out
+
+
+def _rows_of_a(
+    d: SymbolicDomain, m: Layout[BitVec, Bool], rows: tuple[BitVec, ...], mn_major: bool
+) -> list[tuple[BitVec, int]]:
+    """The pieces of A's rows ``rows`` (this thread's: ``16 w + g`` and ``16 w + g + 8``)."""
+    return [piece for row in rows for piece in _row(d, m, row, mn_major, 1)]
+
+
+def _columns_of_b(
+    d: SymbolicDomain, m: Layout[BitVec, Bool], ops: Operands, t: BitVec, warp: BitVec, g: BitVec
+) -> list[tuple[BitVec, int]]:
+    """The pieces of B this thread's share holds: K-major, columns ``8 (c / 2) + 2 t`` and the
+    next one, every k; MN-major, see :func:`_shared_columns`."""
+    if ops.trans_b:
+        return _shared_columns(d, m, ops.n, t, warp * 8 + g)
+    out: list[tuple[BitVec, int]] = []
+    for c in range(0, ops.n // 4, 2):
+        out += _row(d, m, t * 2 + 8 * (c // 2), False, 2)
     return out
 
 

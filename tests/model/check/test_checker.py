@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from karyamorph.harness.stages.model import launch_contents
 from karyamorph.isa import ast
 from karyamorph.isa.parser import parse
 from karyamorph.kernel.bound import bind
@@ -48,15 +49,9 @@ def run_check(
     spec = load_spec(case.spec_path)
     module, buffers, scalars, names = launch_of(spec)
     launch = bind(spec).launch
-    # Inputs the spec fills with zeros start at zero, as the model stage tells the checker (an
-    # atomic counter's start decides its slots).
-    params = module.entry(spec.entry).params
-    zeroed = [
-        p.name
-        for a, p in zip(spec.args, params, strict=True)
-        if a.is_pointer and a.role != "out" and a.init.kind == "zeros"
-    ]
-    kw.setdefault("zeroed", zeroed)
+    # The inputs whose init fixes their content start with it, as the model stage tells the
+    # checker (an atomic counter's start decides its slots).
+    kw.setdefault("contents", launch_contents(bind(spec), module.entry(spec.entry)))
     return (
         spec,
         check(module, spec.entry, ptx_machine(), launch, buffers, scalars, scheduling=scheduling, **kw),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from karyamorph.harness.session import load_bound
 from karyamorph.harness.stages.model import check_spec
 from karyamorph.isa.parser import parse
@@ -46,12 +48,23 @@ LAUNCH = (2, 128, 0)  # 256 threads take a ticket each
 
 
 def _check(
-    atom: str = ADD, slot: str = "", extra: str = "", out: int = 256, zeroed: bool = True, counters: int = 1
+    atom: str = ADD,
+    slot: str = "",
+    extra: str = "",
+    out: int = 256,
+    zeroed: bool = True,
+    counters: int = 1,
+    start: int | None = None,
 ) -> list[Verdict]:
+    """The bounds and race verdicts; the counters hold zeros at launch (``zeroed``), or ``start``
+    each, or what a witness chooses (neither)."""
     ptx = TICKETS.replace("ATOM", atom).replace("SLOT", slot).replace("EXTRA", extra)
+    contents = {}
+    if zeroed or start is not None:
+        contents["count"] = np.full(counters, start or 0, np.uint32)
     return check(
         parse(ptx), "tickets", ptx_machine(), LAUNCH, {"out": 4 * out, "count": 4 * counters}, {},
-        properties=("bounds", "race"), zeroed=["count"] if zeroed else [],
+        properties=("bounds", "race"), contents=contents,
     )  # fmt: skip
 
 
@@ -88,6 +101,21 @@ def test_a_race_on_tickets_names_the_start_and_replays_whichever_thread_draws_th
     assert dict(w.inputs) == {"count[0]": 0} and w.served == (True, True), w
     assert "whichever thread draws its ticket" in str(w)
     assert race.replay is not None and race.replay.status == "confirmed", race.replay
+
+
+def test_a_start_the_spec_fixes_is_the_counters_start() -> None:
+    """``slot = atomicAdd(count, 1) - 1`` with ``count`` at ones (as the spec's ``init = "ones"``
+    gives it): the slots are 0-255, in bounds. From zero the first slot is -1, and a witness may
+    not count from zero where the spec says one: a buffer one short is refuted with the spec's
+    ``count[0] = 1``, which the replay writes and confirms."""
+    minus_one = "sub.u32 %s, %s, 1;"
+    bounds, race = _check(slot=minus_one, zeroed=False, start=1)
+    assert bounds.verdict == "proved" and race.verdict == "proved", (bounds, race)
+    assert _check(slot=minus_one)[0].verdict == "refuted"  # zeros: slot -1
+    short = _check(slot=minus_one, zeroed=False, start=1, out=255)[0]
+    assert short.verdict == "refuted" and short.witness is not None, short
+    assert dict(short.witness.inputs) == {"count[0]": 1}, short.witness
+    assert short.replay is not None and short.replay.status == "confirmed", short.replay
 
 
 def test_halved_tickets_share_slots_and_race() -> None:
