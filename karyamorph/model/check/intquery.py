@@ -13,6 +13,7 @@ the query goes to the bit-vector solver as before.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -308,9 +309,34 @@ def _shifted(x: z3.ArithRef, lo: int, hi: int, s: int) -> Bounds:
 
 
 def has_divmod(t: z3.ExprRef, memo: dict[int, bool]) -> bool:
-    """Whether an integer formula uses ``div`` or ``mod`` (``memo`` by term id, across calls).
-    (It walks z3's terms through the C API: a Python wrapper per subterm costs more than the
-    walk.)"""
+    """Whether an integer formula uses ``div`` or ``mod`` (``memo`` by term id, across calls)."""
+    ref = t.ctx.ref()
+
+    def divmod_(app: z3.Ast, n: int) -> bool:
+        return z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app)) in _DIVMOD
+
+    return _holds_somewhere(t, memo, divmod_)
+
+
+def has_bitwise_of_terms(t: z3.ExprRef, memo: dict[int, bool]) -> bool:
+    """Whether a bit-vector formula has an ``and``, ``or`` or ``xor`` that is not of a term and
+    a constant, which :meth:`IntTranslation.value` does not translate (a query with one is the
+    bit-vector solver's, told without translating the rest of it first)."""
+    ref = t.ctx.ref()
+
+    def bitwise(app: z3.Ast, n: int) -> bool:
+        if z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app)) not in _BITWISE:
+            return False
+        args = [z3.Z3_get_app_arg(ref, app, j) for j in range(n)]
+        return n != 2 or not any(z3.Z3_is_numeral_ast(ref, a) for a in args)
+
+    return _holds_somewhere(t, memo, bitwise)
+
+
+def _holds_somewhere(t: z3.ExprRef, memo: dict[int, bool], holds: Callable[[z3.Ast, int], bool]) -> bool:
+    """Whether ``holds(app, argument count)`` of some application node of ``t`` (``memo`` by
+    term id, across calls). (It walks z3's terms through the C API: a Python wrapper per
+    subterm costs more than the walk.)"""
     ctx = t.ctx.ref()
     todo, order = [t.as_ast()], []
     while todo:
@@ -324,11 +350,12 @@ def has_divmod(t: z3.ExprRef, memo: dict[int, bool]) -> bool:
         order.append((i, u, app, args))
         todo.extend(args)
     for i, u, app, args in reversed(order):
-        kind = z3.Z3_get_decl_kind(ctx, z3.Z3_get_app_decl(ctx, u)) if app else None
-        memo[i] = kind in _DIVMOD or any(memo.get(z3.Z3_get_ast_id(ctx, a), False) for a in args)
+        below = any(memo.get(z3.Z3_get_ast_id(ctx, a), False) for a in args)
+        memo[i] = below or (app and holds(u, len(args)))
     return memo[t.get_id()]
 
 
+_BITWISE = (z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR)
 _DIVMOD = (z3.Z3_OP_DIV, z3.Z3_OP_IDIV, z3.Z3_OP_MOD, z3.Z3_OP_REM)
 
 
@@ -373,6 +400,7 @@ class QuerySolver:
     ints: IntTranslation = field(init=False)
     _isolver: z3.Solver = field(init=False)
     _divmod: dict[int, bool] = field(default_factory=dict)
+    _bitwise: dict[int, bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.ints = IntTranslation(self.limits)
@@ -401,10 +429,10 @@ class QuerySolver:
         timeout = self._timeout()
         self.queries += 1
         goal = conj(*constraints)
-        try:
-            translated = self.ints.formula(goal)
-        except NotLinear:
-            translated = None
+        translated = None
+        if not has_bitwise_of_terms(goal, self._bitwise):
+            with contextlib.suppress(NotLinear):
+                translated = self.ints.formula(goal)
         if translated is not None and has_divmod(translated, self._divmod):
             out = self._bitvector(goal, [], timeout, effort)
             if out.result != z3.unknown:
