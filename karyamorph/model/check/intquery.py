@@ -389,7 +389,9 @@ class QuerySolver:
     is several times faster on these queries than its incremental one. A translation that needs
     ``div``/``mod`` (bit fields, ``xor`` of thread indices) goes to the bit-vector solver first:
     bit-blasting decides a disjunction of such conditions in milliseconds where the integer
-    solver's cuts took seconds (a bitonic sort's 64 pairs: 1 s against 22 s).
+    solver's cuts took seconds (a bitonic sort's 64 pairs: 1 s against 22 s). A query with an
+    ``and``/``or``/``xor`` of two terms, outside the fragment, goes there without being
+    translated (:func:`has_bitwise_of_terms`).
     """
 
     background: list[Bool]

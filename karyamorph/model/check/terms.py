@@ -41,28 +41,25 @@ def _nodes(*terms: z3.ExprRef) -> Iterator[tuple[z3.Ast, z3.ContextObj, z3.Ast, 
 def uninterpreted(term: z3.ExprRef, constants: bool = True, applications: bool = False) -> list[z3.ExprRef]:
     """The distinct uninterpreted constants (and, with ``applications``, the applications of
     uninterpreted functions) that occur in ``term``, as z3 expressions."""
+    return uninterpreted_of([term], constants, applications)
+
+
+def uninterpreted_of(
+    terms: Iterable[z3.ExprRef], constants: bool = True, applications: bool = False
+) -> list[z3.ExprRef]:
+    """:func:`uninterpreted` of several terms at once (their shared subterms visited once)."""
+    roots = list(terms)
     out: list[z3.ExprRef] = []
-    for a, ref, app, n in _nodes(term):
+    for a, ref, app, n in _nodes(*roots):
         kind = z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app))
         if kind == z3.Z3_OP_UNINTERPRETED and ((n == 0 and constants) or (n > 0 and applications)):
-            out.append(_to_expr_ref(a, term.ctx))
+            out.append(_to_expr_ref(a, roots[0].ctx))
     return out
 
 
 def constant_names(term: z3.ExprRef) -> dict[str, z3.ExprRef]:
     """Uninterpreted constants of ``term`` by name."""
     return {c.decl().name(): c for c in uninterpreted(term)}
-
-
-def uninterpreted_of(terms: Iterable[z3.ExprRef]) -> list[z3.ExprRef]:
-    """The distinct uninterpreted constants that occur in any of ``terms`` (their shared
-    subterms visited once)."""
-    roots = list(terms)
-    out: list[z3.ExprRef] = []
-    for a, ref, app, n in _nodes(*roots):
-        if n == 0 and z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app)) == z3.Z3_OP_UNINTERPRETED:
-            out.append(_to_expr_ref(a, roots[0].ctx))
-    return out
 
 
 def conj(*terms: z3.BoolRef) -> z3.BoolRef:
