@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -91,14 +92,36 @@ FIXED_INITS = ("zeros", "ones", "arange")
 """The inits whose values are the same in every trial (no seed draws them)."""
 
 
-def launch_contents(kernel: BoundKernel, entry: ast.Function) -> dict[str, np.ndarray]:
+def launch_contents(kernel: BoundKernel, entry: ast.Function) -> Mapping[str, np.ndarray]:
     """The content at launch of the spec's input buffers whose init fixes it
-    (:data:`FIXED_INITS`), by .param name; an output (poisoned before a launch) has none."""
-    return {
-        name: make_array(kernel, arg, 0)
+    (:data:`FIXED_INITS`), by .param name; an output (poisoned before a launch) has none. Each
+    is made when first asked for (only a ticket counter's buffer is)."""
+    fixed = {
+        name: arg
         for arg, name in _named(kernel, entry)
         if arg.is_pointer and not arg.is_tensormap and arg.role != "out" and arg.init.kind in FIXED_INITS
     }
+    return _Contents(kernel, fixed)
+
+
+@dataclass
+class _Contents(Mapping[str, np.ndarray]):
+    """:func:`launch_contents`: the buffers ``args`` (by .param name), each made on first use."""
+
+    kernel: BoundKernel
+    args: dict[str, ArgSpec]
+    _made: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._made:
+            self._made[name] = make_array(self.kernel, self.args[name], 0)
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.args)
+
+    def __len__(self) -> int:
+        return len(self.args)
 
 
 def _named(kernel: BoundKernel, entry: ast.Function) -> list[tuple[ArgSpec, str]]:

@@ -103,16 +103,11 @@ def near_words(trace: Trace, sweep: Sweep, accesses: list[Access]) -> list[Acces
         return []
     lo, hi = min(trace.mbarriers), max(trace.mbarriers) + 8
     out = []
-    clear: dict[int, bool] = {}  # a wgmma issue's tiles (by id) -> whether they avoid the words
     for a in accesses:
         if a.space != "shared" or z3.is_false(a.guard):
             continue
-        if a.tiles is not None and a.remote is None:
-            avoid = clear.get(id(a.tiles))
-            if avoid is None:
-                avoid = clear[id(a.tiles)] = sweep.tiles_avoid(a, lo, hi)
-            if avoid:
-                continue
+        if a.remote is None and sweep.tiles_avoid(a, lo, hi):
+            continue  # (before the piece's own address, which costs a simplification)
         if a.remote is None:
             at = _const(a.addr)
             if at is not None and not (at < hi and lo < at + a.nbytes):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import z3
 
-from karyamorph.model.check.accesses import Access, Trace
+from karyamorph.model.check.accesses import Access, Tiles, Trace
 
 # Threads a domain may hold: the whole launch when it is at most this, else one block.
 MAX_THREADS = 1 << 16
@@ -48,6 +48,8 @@ class Sweep:
     grid: tuple[int, int, int] = (1, 1, 1)  # blocks of the launch, by axis
     # id -> (term kept alive, result)
     _memo: dict[int, tuple[z3.ExprRef, Value | Truth]] = field(default_factory=dict)
+    # (tiles' id, lo, hi) -> (the tiles, kept alive; whether they avoid [lo, hi))
+    _tiles_out: dict[tuple[int, int, int], tuple[Tiles, bool]] = field(default_factory=dict)
 
     @staticmethod
     def of(trace: Trace) -> Sweep:
@@ -232,10 +234,16 @@ class Sweep:
     def tiles_avoid(self, acc: Access, lo: int, hi: int) -> bool:
         """Whether ``acc`` is a piece of a ``wgmma``'s tiles (:attr:`Access.tiles`) and no
         thread's tiles touch a byte of ``[lo, hi)``: then none of that issue's pieces does
-        (they share its guard)."""
-        return acc.tiles is not None and all(
-            self._outside(acc.guard, start, nbytes, lo, hi) for start, nbytes in acc.tiles.ranges
-        )
+        (they share its guard; asked once per issue)."""
+        tiles = acc.tiles
+        if tiles is None:
+            return False
+        key = (id(tiles), lo, hi)
+        hit = self._tiles_out.get(key)
+        if hit is None:
+            out = all(self._outside(acc.guard, start, nbytes, lo, hi) for start, nbytes in tiles.ranges)
+            hit = self._tiles_out[key] = (tiles, out)
+        return hit[1]
 
     def _outside(self, guard: z3.BoolRef, addr: z3.BitVecRef, nbytes: int, lo: int, hi: int) -> bool:
         """Whether every thread that may access ``nbytes`` at ``addr`` under ``guard`` stays out
